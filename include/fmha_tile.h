@@ -1,0 +1,76 @@
+/*
+ * fmha_tile: fused multi-head attention kernels, header-only, C style.
+ *
+ * Include this header in one of your HIP (AMD) or CUDA (NVIDIA, `nvcc -x cu`)
+ * translation units, declare the kernels you want, and call the C API:
+ *
+ *     #include "fmha_tile.h"
+ *     #define MY_KERNELS(X) \
+ *         X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+ *     DECL_FMHA_KERNEL_SET(my_kernels, MY_KERNELS)
+ *     ...
+ *     fmha_status st = fmha_fwd(&my_kernels, &args, stream);
+ *
+ * Manual
+ * ------
+ * Macros (expand to code):
+ *   DECL_FMHA_KERNEL_SET(name, LIST)   static const fmha_kernel_set name;
+ *                                      plus the kernels of every row of LIST
+ *   LIST(X) expands to rows X(family, dtype, hdim, mask, softcap, alibi,
+ *                              tile_m, tile_n, warps, stages)
+ *   FMHA_DEFAULT_FWD_SET(X)            every forward row the library tunes
+ *   FMHA_ANY                           wildcard for tile_m, tile_n, warps, stages
+ *
+ * Columns:
+ *   family   FWD (batch prefill, split-KV, append-KV, backward join later)
+ *   dtype    FP16 | BF16
+ *   hdim     kernel head dim 64 | 128 | 192 | 256; a problem of head dim d
+ *            (a multiple of 8) runs on the smallest kernel hdim >= d
+ *   mask     NOMASK | MASK      MASK kernels take any window/causal mask and
+ *                               either alignment at run time
+ *   softcap  NOSOFTCAP | SOFTCAP
+ *   alibi    NOALIBI | ALIBI
+ *   tile_m   query rows per block: 16 or 32 per warp
+ *   tile_n   keys per step: a multiple of 16, at most 128
+ *   warps    1..8
+ *   stages   K/V staging depth, 1..3
+ * A wildcard expands at compile time into the tuned rows of
+ * include/fmha_tile/policy/fwd_tiles.h for the platform's archs, the family
+ * and the head dim, keeping those that match the columns given explicitly. A
+ * row without wildcards is built as written; a row that breaks a constraint
+ * stops the build with "fmha_tile constraint <name> violated: <why>".
+ *
+ * Functions (include/fmha_tile/api.h): fmha_fwd, fmha_fwd_check,
+ * fmha_set_size, fmha_set_kernel, fmha_set_json, fmha_status_str,
+ * fmha_last_error. Selection rules: include/fmha_tile/dispatch/registry.h.
+ *
+ * Layers (one folder each under include/fmha_tile/):
+ *   api.h      C11 host API        platform/  HIP names over CUDA
+ *   arch/      capabilities        tile/      warp tile primitives
+ *   pipeline/  block pipelines     policy/    tuned tile tables + constraints
+ *   kernel/    family host code    dispatch/  kernel sets, selection, JSON
+ */
+#ifndef FMHA_TILE_H
+#define FMHA_TILE_H
+
+#ifndef FMHA_API
+#  if defined(FMHA_TILE_BUILD_SHARED)
+#    define FMHA_API extern "C" __attribute__((visibility("default")))
+#  else
+#    define FMHA_API static inline
+#  endif
+#endif
+
+#include "fmha_tile/api.h"
+#include "fmha_tile/platform/platform.h"
+#include "fmha_tile/arch/arch.h"
+#if !defined(FMHA_PLATFORM_HOST_ONLY)
+#  include "fmha_tile/tile/warp_mma.h"
+#  include "fmha_tile/pipeline/fwd_portable.h"
+#endif
+#include "fmha_tile/policy/fwd_tiles.h"
+#include "fmha_tile/kernel/fwd.h"
+#include "fmha_tile/dispatch/registry.h"
+#include "fmha_tile/dispatch/kernel_set.h"
+
+#endif /* FMHA_TILE_H */

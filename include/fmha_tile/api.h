@@ -1,0 +1,175 @@
+/*
+ * fmha_tile host API (C11).
+ *
+ * Everything a caller needs to describe an attention problem and launch it: the
+ * status codes, the enums for data types, masks and families, the forward
+ * arguments struct (pointers plus 64-bit strides, CK Tile's naming), the kernel
+ * description that the registry exports, and the entry points. This header is
+ * plain C11 (checked with gcc -std=c11 -pedantic) so C programs and FFI layers can
+ * read it; the kernels themselves come from DECL_FMHA_KERNEL_SET in a HIP/CUDA
+ * translation unit (see fmha_tile.h).
+ *
+ * Conventions shared by every family (the project's design brief):
+ *   - Q/K/V/O: pointer + strides in elements (batch, head, row); head-dim stride 1.
+ *   - Group (varlen) mode: device int32 seqstart_q/seqstart_k of length batch+1;
+ *     rows of sequence b live at seqstart[b] .. seqstart[b+1]-1; lengths may be 0.
+ *   - GQA/MQA: query head h reads KV head h / (nhead_q / nhead_k).
+ *   - Mask: window (left, right), -1 unbounded; causal is (-1, 0). Top-left: query
+ *     i sees key j when i - left <= j <= i + right. Bottom-right shifts the
+ *     diagonal by s_k - s_q. A row that sees no key gives O = 0 and LSE = -inf.
+ *   - Scores: s = scale * q.k; soft cap c > 0: s = c * tanh(s / c); ALiBi adds
+ *     -slope_h * |i + s_k - s_q - j| (bottom-right aligned).
+ *   - LSE: natural log, fp32. Batch mode [batch, nhead_q, s_q]; group mode
+ *     [nhead_q, total_q]; strides given by the caller.
+ */
+#ifndef FMHA_TILE_API_H
+#define FMHA_TILE_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* FMHA_API: linkage of the entry points. Included on its own (a C program that
+ * links the shared library, an FFI reader) the entry points are plain extern
+ * declarations; fmha_tile.h defines FMHA_API as `static inline` first so that a
+ * header-only user gets the definitions in their own translation unit. */
+#ifndef FMHA_API
+#  define FMHA_API extern
+#endif
+
+/* ----------------------------------------------------------------------------
+ * Status codes. Every entry point validates before launching; a bad call
+ * returns one of these and launches nothing. fmha_last_error() holds the
+ * message of the last failing call on this thread.
+ * ------------------------------------------------------------------------- */
+typedef enum fmha_status {
+    FMHA_OK = 0,
+    FMHA_ERR_INVALID_ARG = 1,  /* null pointer, negative size, bad stride ...   */
+    FMHA_ERR_UNSUPPORTED = 2,  /* valid problem the library does not handle     */
+    FMHA_ERR_NO_KERNEL = 3,    /* the kernel set has no kernel for this problem */
+    FMHA_ERR_DEVICE = 4,       /* runtime error querying the device             */
+    FMHA_ERR_LAUNCH = 5        /* kernel launch failed                           */
+} fmha_status;
+
+typedef enum fmha_dtype {
+    FMHA_DTYPE_FP16 = 0,
+    FMHA_DTYPE_BF16 = 1,
+    FMHA_DTYPE_FP8 = 2      /* e4m3 (OCP on NVIDIA/gfx950, fnuz on gfx942) */
+} fmha_dtype;
+
+typedef enum fmha_mask_type {
+    FMHA_MASK_NONE = 0,
+    FMHA_MASK_TOP_LEFT = 1,     /* window (left, right) aligned at (0, 0)          */
+    FMHA_MASK_BOTTOM_RIGHT = 2  /* window aligned at (s_q - 1, s_k - 1)            */
+} fmha_mask_type;
+
+typedef enum fmha_family {
+    FMHA_FAMILY_FWD = 0
+    /* batch_prefill, splitkv, appendkv, bwd: later families join here */
+} fmha_family;
+
+/* Architecture a kernel was written for. A kernel runs on a device only when
+ * the device matches and the binary holds code for it (checked at run time). */
+typedef enum fmha_arch {
+    FMHA_ARCH_SM80 = 0,   /* NVIDIA mma.sync path: sm_80 and newer            */
+    FMHA_ARCH_SM90A = 1,  /* NVIDIA Hopper wgmma/TMA path: sm_90a exactly    */
+    FMHA_ARCH_GFX9 = 2    /* AMD CDNA (gfx90a, gfx942, gfx950)               */
+} fmha_arch;
+
+/* ----------------------------------------------------------------------------
+ * Forward arguments. Strides are in elements. In group mode the batch strides
+ * are ignored (rows are addressed through seqstart_*).
+ * ------------------------------------------------------------------------- */
+typedef struct fmha_fwd_args {
+    fmha_dtype dtype;        /* FP16 or BF16: Q, K, V and O share it          */
+    int is_group_mode;       /* 0: batch mode, 1: group (varlen) mode          */
+
+    int batch;
+    int nhead_q;
+    int nhead_k;             /* nhead_q % nhead_k == 0                         */
+    int seqlen_q;            /* batch mode: query length of every batch entry  */
+    int seqlen_k;            /* batch mode: key length of every batch entry    */
+    int max_seqlen_q;        /* group mode: upper bound of the query lengths   */
+    int hdim_q;              /* multiple of 8, <= 256                          */
+    int hdim_v;              /* must equal hdim_q for now                      */
+
+    const void *q;
+    const void *k;
+    const void *v;
+    void *o;
+    float *lse;              /* optional (NULL: not written)                   */
+
+    const int32_t *seqstart_q;  /* group mode: device, batch + 1 entries       */
+    const int32_t *seqstart_k;  /* group mode: device, batch + 1 entries       */
+
+    int64_t stride_q, nhead_stride_q, batch_stride_q;
+    int64_t stride_k, nhead_stride_k, batch_stride_k;
+    int64_t stride_v, nhead_stride_v, batch_stride_v;
+    int64_t stride_o, nhead_stride_o, batch_stride_o;
+    int64_t nhead_stride_lse, batch_stride_lse;   /* LSE row stride is 1       */
+
+    float scale;             /* softmax scale, > 0 (usually 1/sqrt(hdim_q))    */
+    float logits_soft_cap;   /* 0: off                                         */
+    const float *alibi_slopes;      /* optional, device; [batch?, nhead_q]     */
+    int64_t alibi_batch_stride;     /* 0: one slope per head for all batches   */
+
+    fmha_mask_type mask_type;
+    int window_left;         /* -1: unbounded                                  */
+    int window_right;        /* -1: unbounded; causal = (-1, 0)                */
+} fmha_fwd_args;
+
+/* A kernel of a kernel set, as the registry describes it. */
+typedef struct fmha_kernel_info {
+    const char *name;        /* self-describing, e.g. fmha_fwd_bf16_d128_... */
+    fmha_family family;
+    fmha_dtype dtype;
+    int hdim;                /* serves problems with hdim_q <= hdim          */
+    int has_mask;            /* 0: no mask only; 1: any mask at run time     */
+    int has_softcap;         /* logits soft cap compiled in                  */
+    int has_alibi;           /* ALiBi compiled in                            */
+    int tile_m, tile_n;      /* query rows and key columns of one block tile */
+    int warps;               /* warps per block                              */
+    int stages;              /* K/V staging depth                            */
+    const char *pipeline;    /* "portable_mma", ...                          */
+    fmha_arch arch;
+} fmha_kernel_info;
+
+/* What selection picked for a problem (fmha_fwd_check). */
+typedef struct fmha_fwd_plan {
+    const fmha_kernel_info *kernel;
+    size_t workspace_size;   /* bytes of caller workspace (0 for forward)    */
+    int grid_x, grid_y, grid_z, block;
+} fmha_fwd_plan;
+
+/* Opaque: defined by DECL_FMHA_KERNEL_SET in the user's translation unit. */
+typedef struct fmha_kernel_set fmha_kernel_set;
+
+/* ----------------------------------------------------------------------------
+ * Entry points. `stream` is a hipStream_t (cudaStream_t on NVIDIA); NULL is the
+ * default stream. None of them allocates or synchronises with the host.
+ * ------------------------------------------------------------------------- */
+FMHA_API const char *fmha_status_str(fmha_status s);
+FMHA_API const char *fmha_last_error(void);
+
+/* "Supported?": validates and selects a kernel without launching. */
+FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set,
+                                    const fmha_fwd_args *args,
+                                    fmha_fwd_plan *plan /* may be NULL */);
+/* Validates, selects and launches. */
+FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set,
+                              const fmha_fwd_args *args, void *stream);
+
+/* Registry: kernels of a set, and a JSON description of them. */
+FMHA_API int fmha_set_size(const fmha_kernel_set *set);
+FMHA_API const fmha_kernel_info *fmha_set_kernel(const fmha_kernel_set *set, int i);
+/* Writes at most `cap` bytes (NUL-terminated when cap > 0); returns the length
+ * the full text needs, excluding the NUL. */
+FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FMHA_TILE_API_H */

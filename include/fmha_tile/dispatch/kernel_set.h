@@ -1,0 +1,171 @@
+/*
+ * DECL_FMHA_KERNEL_SET: kernels plus a dispatch table, in the user's own
+ * translation unit, from an X-macro list of rows.
+ *
+ * Macros (expand to code):
+ *   DECL_FMHA_KERNEL_SET(name, LIST)
+ *       defines `static const fmha_kernel_set name;` and one kernel per row;
+ *       LIST(X) must expand to rows
+ *   X(family, dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
+ *       family  FWD
+ *       dtype   FP16 | BF16
+ *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim)
+ *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
+ *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
+ *       alibi   NOALIBI | ALIBI
+ *       tile_m, tile_n, warps, stages: numbers, or FMHA_ANY
+ *
+ * A row with no FMHA_ANY is built as written, for the platform's portable
+ * pipeline, and checked against FMHAI_FWD_CONSTRAINTS at compile time. A row
+ * with FMHA_ANY in any tile/warp column expands into the tuned rows of
+ * policy/fwd_tiles.h for its family and head dim, keeping those that agree
+ * with the columns it does give (a compile error says so if none does).
+ *
+ * How it works: LIST is expanded twice, once with a row macro that defines
+ * the kernels (a thin __global__ wrapper around the pipeline body, shape
+ * arguments as constants) and once with a row macro that writes the table
+ * entries. Kernel identifiers carry the row's columns and the line of the
+ * DECL, so two sets in one file may share rows.
+ */
+#ifndef FMHA_TILE_KERNEL_SET_H
+#define FMHA_TILE_KERNEL_SET_H
+
+#include "../api.h"
+#include "../policy/fwd_tiles.h"
+#include "registry.h"
+
+/* The wildcard: an enumerator, not a macro, so the preprocessor can still
+ * recognise the token while C code reads it as -1. */
+enum fmha_wildcard { FMHA_ANY = -1 };
+
+/* ---- preprocessor helpers ------------------------------------------------ */
+#define FMHAI_CAT(a, b) FMHAI_CAT_(a, b)
+#define FMHAI_CAT_(a, b) a##b
+#define FMHAI_SECOND(a, b, ...) b
+#define FMHAI_SECOND_(...) FMHAI_SECOND(__VA_ARGS__, 0)
+#define FMHAI_ANYPROBE_FMHA_ANY ~, 1
+#define FMHAI_IS_ANY(x) FMHAI_SECOND_(FMHAI_ANYPROBE_##x, 0)
+#define FMHAI_OR_00 0
+#define FMHAI_OR_01 1
+#define FMHAI_OR_10 1
+#define FMHAI_OR_11 1
+#define FMHAI_OR(a, b) FMHAI_CAT(FMHAI_OR_, FMHAI_CAT(a, b))
+#define FMHAI_ANY4(a, b, c, d) \
+    FMHAI_OR(FMHAI_OR(FMHAI_IS_ANY(a), FMHAI_IS_ANY(b)), FMHAI_OR(FMHAI_IS_ANY(c), FMHAI_IS_ANY(d)))
+#define FMHAI_MATCH(user, tuned) ((user) == FMHA_ANY || (user) == (tuned))
+
+/* ---- column tokens -> values and name fragments -------------------------- */
+#define FMHAI_DT_FP16 FMHA_DTYPE_FP16
+#define FMHAI_DT_BF16 FMHA_DTYPE_BF16
+#define FMHAI_DTS_FP16 "fp16"
+#define FMHAI_DTS_BF16 "bf16"
+#define FMHAI_ON_MASK 1
+#define FMHAI_ON_NOMASK 0
+#define FMHAI_ON_SOFTCAP 1
+#define FMHAI_ON_NOSOFTCAP 0
+#define FMHAI_ON_ALIBI 1
+#define FMHAI_ON_NOALIBI 0
+#define FMHAI_ONS_MASK "_mask"
+#define FMHAI_ONS_NOMASK "_nmask"
+#define FMHAI_ONS_SOFTCAP "_softcap"
+#define FMHAI_ONS_NOSOFTCAP "_nsoftcap"
+#define FMHAI_ONS_ALIBI "_alibi"
+#define FMHAI_ONS_NOALIBI "_nalibi"
+#define FMHAI_FAM_FWD FMHA_FAMILY_FWD
+#define FMHAI_FAMS_FWD "fwd"
+#define FMHAI_PIPE_FWD "portable_mma"
+#define FMHAI_ARCHS_SM80 "sm80"
+#define FMHAI_ARCHS_SM90A "sm90a"
+#define FMHAI_ARCHS_GFX9 "gfx9"
+
+/* Kernel identifier: columns + the DECL's line (unique per set and row). */
+#define FMHAI_KID(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)    \
+    FMHAI_CAT(fmhai_k_##fam##_##dt##_##hd##_##mask##_##sc##_##al##_##ubm##_##ubn##_##uw \
+              ##_##ust##_##arch##_##bm##_##bn##_##w##_##st##_L, __LINE__)
+
+/* Self-describing kernel name (CK style). */
+#define FMHAI_KNAME(fam, dt, hd, mask, sc, al, bm, bn, w, st, arch)                 \
+    "fmha_" FMHAI_FAMS_##fam "_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask            \
+    FMHAI_ONS_##sc FMHAI_ONS_##al "_b" #bm "x" #bn "_w" #w "_s" #st "_"             \
+    FMHAI_PIPE_##fam "_" FMHAI_ARCHS_##arch
+
+/* ---- pass 1: kernels ------------------------------------------------------- */
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+#  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)
+#  define FMHAI_KFN(kid) 0
+#else
+#  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)                         \
+    static __global__ void __launch_bounds__((w) * 32, 1)                                     \
+    FMHAI_KID(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)(             \
+        const fmhai_fwd_params p)                                                              \
+    {                                                                                          \
+        extern __shared__ __align__(128) char fmhai_smem[];                                    \
+        if (FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) && FMHAI_MATCH(uw, w) &&              \
+            FMHAI_MATCH(ust, st))                                                              \
+            fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, \
+                               w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al);          \
+    }
+#  define FMHAI_KFN(kid) ((const void *)kid)
+#endif
+
+#define FMHAI_TUNED_COUNT(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    +(FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) && FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st))
+
+#define FMHAI_DEF_0(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
+#define FMHAI_DEF_1(fam, dt, hd, mask, sc, al, bm, bn, w, st)                                  \
+    FMHA_STATIC_ASSERT((0 FMHAI_TILES_##fam##_##hd(FMHAI_TUNED_COUNT, fam, dt, hd, mask, sc,   \
+                                                    al, bm, bn, w, st)) > 0,                    \
+                       "fmha_tile: no tuned tile row matches this wildcard row's columns");    \
+    FMHAI_TILES_##fam##_##hd(FMHAI_KERNEL_ROW, fam, dt, hd, mask, sc, al, bm, bn, w, st)
+#define FMHAI_XDEF(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    FMHAI_CAT(FMHAI_DEF_, FMHAI_ANY4(bm, bn, w, st))(fam, dt, hd, mask, sc, al, bm, bn, w, st)
+
+/* ---- pass 2: table entries -------------------------------------------------- */
+#define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)  \
+    { { FMHAI_KNAME(fam, dt, hd, mask, sc, al, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,     \
+        FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch) },                                              \
+      FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) && FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st), \
+      FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st),                                                  \
+      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
+
+#define FMHAI_ENT_0(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
+#define FMHAI_ENT_1(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    FMHAI_TILES_##fam##_##hd(FMHAI_ENTRY_ROW, fam, dt, hd, mask, sc, al, bm, bn, w, st)
+#define FMHAI_XENT(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    FMHAI_CAT(FMHAI_ENT_, FMHAI_ANY4(bm, bn, w, st))(fam, dt, hd, mask, sc, al, bm, bn, w, st)
+
+/* ---- the set ------------------------------------------------------------------ */
+#define DECL_FMHA_KERNEL_SET(name, LIST)                                                 \
+    LIST(FMHAI_XDEF)                                                                     \
+    static const fmhai_entry FMHAI_CAT(name, _fmhai_entries)[] = { LIST(FMHAI_XENT) };  \
+    static int FMHAI_CAT(name, _fmhai_probe)[sizeof(FMHAI_CAT(name, _fmhai_entries)) /   \
+                                             sizeof(fmhai_entry)];                       \
+    static const fmha_kernel_set name = {                                                \
+        #name, FMHAI_CAT(name, _fmhai_entries),                                          \
+        (int)(sizeof(FMHAI_CAT(name, _fmhai_entries)) / sizeof(fmhai_entry)),            \
+        FMHAI_CAT(name, _fmhai_probe) };
+
+/* ---- the library's default forward set: every feature, tuned tiles ---------- */
+#define FMHAI_DEFAULT_FWD_HD(X, dt, hd)                                                   \
+    X(FWD, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, NOMASK, SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, NOMASK, NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, NOMASK, SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, MASK,   SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define FMHA_DEFAULT_FWD_SET(X)            \
+    FMHAI_DEFAULT_FWD_HD(X, FP16, 64)      \
+    FMHAI_DEFAULT_FWD_HD(X, FP16, 128)     \
+    FMHAI_DEFAULT_FWD_HD(X, FP16, 256)     \
+    FMHAI_DEFAULT_FWD_HD(X, BF16, 64)      \
+    FMHAI_DEFAULT_FWD_HD(X, BF16, 128)     \
+    FMHAI_DEFAULT_FWD_HD(X, BF16, 256)
+
+#endif /* FMHA_TILE_KERNEL_SET_H */

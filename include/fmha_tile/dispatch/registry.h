@@ -1,0 +1,327 @@
+/*
+ * Registry and selection: the one decision function behind every entry point.
+ *
+ * A kernel set (DECL_FMHA_KERNEL_SET) is a table of fmhai_entry rows. For a
+ * problem, fmhai_fwd_select() filters the rows that can serve it and keeps the
+ * best by a score that does not depend on row order:
+ *
+ *   can serve  enabled; family; dtype; kernel hdim >= problem hdim; mask
+ *              (a MASK kernel serves any mask, a NOMASK one only none);
+ *              soft cap and ALiBi exactly as compiled; arch runs on the device;
+ *              the binary holds code for the device; shared memory fits.
+ *   score      (lexicographic, smaller wins)
+ *              1. kernel hdim - problem hdim       (least padding)
+ *              2. MASK kernel on an unmasked problem (prefer the lean one)
+ *              3. pipeline rank: arch-specific before portable
+ *              4. tile fit: tile_m more than twice the longest query -> 1
+ *              5. larger tile_m * tile_n first     (more reuse)
+ *              6. kernel name                       (total order, ties impossible)
+ *
+ * fmha_fwd_check() answers "supported?" and "workspace?" with the same choice
+ * that fmha_fwd() launches. With no match the status is FMHA_ERR_NO_KERNEL and
+ * the message names the closest kernel (fewest differing fields) and the
+ * first field that differs. Nothing ever falls back silently.
+ */
+#ifndef FMHA_TILE_REGISTRY_H
+#define FMHA_TILE_REGISTRY_H
+
+#include <string.h>
+#include "../api.h"
+#include "../arch/arch.h"
+#include "../kernel/fwd.h"
+#include "error.h"
+
+typedef struct fmhai_entry {
+    fmha_kernel_info info;
+    int enabled;           /* 0: a tuned row that the wildcard row filtered out */
+    int smem_bytes;        /* dynamic shared memory per block */
+    const void *fn;        /* the __global__ function; NULL in host-only builds */
+} fmhai_entry;
+
+struct fmha_kernel_set {
+    const char *name;
+    const fmhai_entry *entries;
+    int count;
+    int *probe;            /* per entry: cached binary version (+1000 * device) */
+};
+
+/* ---- device --------------------------------------------------------------- */
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+/* Host-only builds (unit tests) select for the device this hook describes. */
+static fmhai_device fmhai_test_device = { 0, 90, 227 * 1024 };
+#endif
+
+static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
+{
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    *d = fmhai_test_device;
+    *ordinal = 0;
+    return FMHA_OK;
+#else
+    int dev = 0, major = 0, minor = 0, smem = 0;
+    if (hipGetDevice(&dev) != hipSuccess ||
+        hipDeviceGetAttribute(&major, hipDeviceAttributeComputeCapabilityMajor, dev) != hipSuccess ||
+        hipDeviceGetAttribute(&minor, hipDeviceAttributeComputeCapabilityMinor, dev) != hipSuccess ||
+        hipDeviceGetAttribute(&smem, hipDeviceAttributeMaxSharedMemoryPerBlockOptin, dev) != hipSuccess) {
+        (void)hipGetLastError();
+        return fmhai_fail(FMHA_ERR_DEVICE, "cannot query the current device");
+    }
+#  if defined(FMHA_PLATFORM_AMD)
+    d->is_amd = 1;
+    d->cc = major * 256 + minor * 16;   /* gfx9.4.2 -> 0x942 (stepping not needed) */
+    {   hipDeviceProp_t prop;
+        if (hipGetDeviceProperties(&prop, dev) == hipSuccess) {
+            int id = 0; sscanf(prop.gcnArchName, "gfx%x", (unsigned *)&id); if (id) d->cc = id;
+        }
+    }
+#  else
+    d->is_amd = 0;
+    d->cc = major * 10 + minor;
+#  endif
+    d->smem_optin = smem;
+    *ordinal = dev;
+    return FMHA_OK;
+#endif
+}
+
+/* Does the binary hold code of this kernel for the current device? Cached per
+ * entry (the cache remembers the device it was filled for). */
+static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int ordinal,
+                                       const fmhai_device *d)
+{
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    (void)set; (void)i; (void)ordinal; (void)d;
+    return 1;
+#else
+    const fmhai_entry *e = &set->entries[i];
+    int cached = set->probe[i];
+    int version;
+    if (cached != 0 && cached / 1000 == ordinal + 1) {
+        version = cached % 1000;
+    } else {
+        hipFuncAttributes fa;
+        if (hipFuncGetAttributes(&fa, e->fn) != hipSuccess) {
+            (void)hipGetLastError();
+            version = 0;
+        } else {
+            version = fa.binaryVersion;
+        }
+        set->probe[i] = (ordinal + 1) * 1000 + version;
+    }
+    if (version <= 0) return 0;
+#  if defined(FMHA_PLATFORM_AMD)
+    (void)d;
+    return 1;
+#  else
+    if (e->info.arch == FMHA_ARCH_SM90A) return version == 90;
+    return version >= 80 && version <= d->cc;
+#  endif
+#endif
+}
+
+/* ---- selection -------------------------------------------------------------- */
+static inline int fmhai_fwd_masked(const fmha_fwd_args *a)
+{
+    return a->mask_type != FMHA_MASK_NONE &&
+           (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);
+}
+
+/* Fields a kernel can differ in; the first mismatching one names the miss. */
+static inline const char *fmhai_fwd_mismatch(const fmhai_entry *e, const fmha_fwd_args *a,
+                                             const fmhai_device *d, int *nmiss)
+{
+    const char *first = 0;
+    int n = 0;
+#define FMHAI_MISS(cond, field) if (cond) { if (!first) first = field; ++n; }
+    FMHAI_MISS(e->info.family != FMHA_FAMILY_FWD, "family")
+    FMHAI_MISS(e->info.dtype != a->dtype, "dtype")
+    FMHAI_MISS(e->info.hdim < a->hdim_q, "hdim")
+    FMHAI_MISS(fmhai_fwd_masked(a) && !e->info.has_mask, "mask")
+    FMHAI_MISS(e->info.has_softcap != (a->logits_soft_cap > 0.f), "softcap")
+    FMHAI_MISS(e->info.has_alibi != (a->alibi_slopes != 0), "alibi")
+    FMHAI_MISS(!fmhai_arch_runs_on(e->info.arch, d), "arch")
+    FMHAI_MISS(e->smem_bytes > d->smem_optin, "shared memory")
+#undef FMHAI_MISS
+    *nmiss = n;
+    return first;
+}
+
+/* Score as a tuple; returns <0 when a beats b. */
+static inline int fmhai_fwd_cmp(const fmhai_entry *a, const fmhai_entry *b,
+                                const fmha_fwd_args *p)
+{
+    const int masked = fmhai_fwd_masked(p), sq = fmhai_fwd_max_seqlen_q(p);
+    int ka[5], kb[5], i;
+    ka[0] = a->info.hdim - p->hdim_q;             kb[0] = b->info.hdim - p->hdim_q;
+    ka[1] = a->info.has_mask && !masked;          kb[1] = b->info.has_mask && !masked;
+    ka[2] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;
+    kb[2] = b->info.arch == FMHA_ARCH_SM80 || b->info.arch == FMHA_ARCH_GFX9;
+    ka[3] = a->info.tile_m > 2 * sq;              kb[3] = b->info.tile_m > 2 * sq;
+    ka[4] = -a->info.tile_m * a->info.tile_n;     kb[4] = -b->info.tile_m * b->info.tile_n;
+    for (i = 0; i < 5; ++i)
+        if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
+    return strcmp(a->info.name, b->info.name);
+}
+
+static inline const char *fmhai_mask_str(const fmha_fwd_args *a)
+{
+    if (!fmhai_fwd_masked(a)) return "none";
+    return a->mask_type == FMHA_MASK_TOP_LEFT ? "top_left" : "bottom_right";
+}
+
+/* Validate, then pick the entry index (or fail with a message). */
+static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmha_fwd_args *a,
+                                           int *chosen)
+{
+    fmhai_device dev;
+    int ordinal = 0, best = -1, closest = -1, closest_miss = 1 << 30, i;
+    const char *closest_field = 0;
+    fmha_status st;
+    if (!set) return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: kernel set is NULL");
+    st = fmhai_fwd_validate(a);
+    if (st != FMHA_OK) return st;
+    st = fmhai_current_device(&dev, &ordinal);
+    if (st != FMHA_OK) return st;
+    for (i = 0; i < set->count; ++i) {
+        const fmhai_entry *e = &set->entries[i];
+        int nmiss;
+        const char *field;
+        if (!e->enabled) continue;
+        field = fmhai_fwd_mismatch(e, a, &dev, &nmiss);
+        if (!field && !fmhai_entry_has_code(set, i, ordinal, &dev)) {
+            field = "arch (the binary has no code of this kernel for the device)";
+            nmiss = 1;
+        }
+        if (field) {
+            if (nmiss < closest_miss || (nmiss == closest_miss && closest >= 0 &&
+                                         strcmp(e->info.name, set->entries[closest].info.name) < 0)) {
+                closest = i; closest_miss = nmiss; closest_field = field;
+            }
+            continue;
+        }
+        if (best < 0 || fmhai_fwd_cmp(e, &set->entries[best], a) < 0) best = i;
+    }
+    if (best < 0) {
+        char dev_name[32];
+        snprintf(dev_name, sizeof(dev_name), dev.is_amd ? "gfx%x" : "sm_%d", dev.cc);
+        if (closest < 0)
+            return fmhai_fail(FMHA_ERR_NO_KERNEL, "fwd: kernel set '%s' has no kernels", set->name);
+        return fmhai_fail(FMHA_ERR_NO_KERNEL,
+                          "fwd: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d on %s; "
+                          "closest: %s (differs in %s)",
+                          set->name, a->dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16", a->hdim_q,
+                          fmhai_mask_str(a), a->logits_soft_cap > 0.f, a->alibi_slopes != 0, dev_name,
+                          set->entries[closest].info.name, closest_field);
+    }
+    *chosen = best;
+    return FMHA_OK;
+}
+
+/* ---- entry points ------------------------------------------------------------ */
+FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set, const fmha_fwd_args *args,
+                                    fmha_fwd_plan *plan)
+{
+    int i = -1;
+    fmha_status st = fmhai_fwd_select(set, args, &i);
+    if (st != FMHA_OK) return st;
+    if (plan) {
+        const fmha_kernel_info *k = &set->entries[i].info;
+        plan->kernel = k;
+        plan->workspace_size = 0;
+        plan->grid_x = (fmhai_fwd_max_seqlen_q(args) + k->tile_m - 1) / k->tile_m;
+        plan->grid_y = args->nhead_q;
+        plan->grid_z = args->batch;
+        plan->block = k->warps * 32;
+    }
+    return FMHA_OK;
+}
+
+FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set, const fmha_fwd_args *args, void *stream)
+{
+    int i = -1;
+    fmha_status st = fmhai_fwd_select(set, args, &i);
+    if (st != FMHA_OK) return st;
+    if (fmhai_fwd_is_empty(args)) return FMHA_OK;
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "fwd: built without a device compiler");
+#else
+    {
+        const fmhai_entry *e = &set->entries[i];
+        fmhai_fwd_params p;
+        void *kargs[1];
+        hipError_t err;
+        fmhai_fwd_make_params(args, e->info.tile_m, &p);
+        kargs[0] = &p;
+        if (e->smem_bytes > 48 * 1024) {
+            err = hipFuncSetAttribute(e->fn, hipFuncAttributeMaxDynamicSharedMemorySize, e->smem_bytes);
+            if (err != hipSuccess)
+                return fmhai_fail(FMHA_ERR_LAUNCH, "fwd: %s: cannot set shared memory to %d bytes: %s",
+                                  e->info.name, e->smem_bytes, hipGetErrorString(err));
+        }
+        err = hipLaunchKernel(e->fn, dim3((unsigned)p.m_blocks, (unsigned)args->nhead_q, (unsigned)args->batch),
+                              dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
+                              (hipStream_t)stream);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_LAUNCH, "fwd: %s: launch failed: %s", e->info.name, hipGetErrorString(err));
+    }
+    return FMHA_OK;
+#endif
+}
+
+FMHA_API int fmha_set_size(const fmha_kernel_set *set)
+{
+    int i, n = 0;
+    if (!set) return 0;
+    for (i = 0; i < set->count; ++i) n += set->entries[i].enabled;
+    return n;
+}
+
+FMHA_API const fmha_kernel_info *fmha_set_kernel(const fmha_kernel_set *set, int k)
+{
+    int i;
+    if (!set || k < 0) return 0;
+    for (i = 0; i < set->count; ++i)
+        if (set->entries[i].enabled && k-- == 0) return &set->entries[i].info;
+    return 0;
+}
+
+/* Appends to buf without overflowing; tracks the length the whole text needs. */
+static inline void fmhai_json_put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(*len < cap ? buf + *len : 0, *len < cap ? cap - *len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) *len += (size_t)n;
+}
+
+FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
+{
+    static const char *fams[] = { "fwd" };
+    static const char *dts[] = { "fp16", "bf16", "fp8" };
+    size_t len = 0;
+    int i, first = 1;
+    if (cap > 0) buf[0] = 0;
+    if (!set) return 0;
+    fmhai_json_put(buf, cap, &len, "{\"set\": \"%s\", \"kernels\": [", set->name);
+    for (i = 0; i < set->count; ++i) {
+        const fmha_kernel_info *k = &set->entries[i].info;
+        if (!set->entries[i].enabled) continue;
+        fmhai_json_put(buf, cap, &len,
+                       "%s\n  {\"name\": \"%s\", \"family\": \"%s\", \"dtype\": \"%s\", \"hdim_q\": %d, "
+                       "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"tile\": [%d, %d], "
+                       "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
+                       "\"smem_bytes\": %d}",
+                       first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, k->hdim,
+                       k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
+                       k->has_alibi ? "true" : "false", k->tile_m, k->tile_n, k->warps, k->stages,
+                       k->pipeline, fmhai_arch_name(k->arch), set->entries[i].smem_bytes);
+        first = 0;
+    }
+    fmhai_json_put(buf, cap, &len, "\n]}\n");
+    return len;
+}
+
+#endif /* FMHA_TILE_REGISTRY_H */

@@ -1,0 +1,131 @@
+/*
+ * Forward family, host side: argument validation and kernel parameters.
+ *
+ * fmhai_fwd_validate() is the one place that decides whether a forward call is
+ * well formed; every entry point runs it before selection, and nothing is
+ * launched when it fails. fmhai_fwd_make_params() then turns the caller's
+ * arguments into the kernel parameter block (pre-folded scales, normalised
+ * window). Pure C: it compiles without a device compiler, so the host unit
+ * tests exercise it directly.
+ */
+#ifndef FMHA_TILE_KERNEL_FWD_H
+#define FMHA_TILE_KERNEL_FWD_H
+
+#include <math.h>
+#include <string.h>
+#include "../api.h"
+#include "fwd_params.h"
+#include "../dispatch/error.h"
+
+/* Grid y and z carry heads and batch entries. */
+#define FMHAI_GRID_YZ_MAX 65535
+
+static inline int fmhai_misaligned(const void *ptr) { return ((uintptr_t)ptr & 15u) != 0; }
+
+static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
+{
+    if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: args is NULL");
+    if (a->dtype != FMHA_DTYPE_FP16 && a->dtype != FMHA_DTYPE_BF16)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: dtype %d not supported (fp16 or bf16)", (int)a->dtype);
+    if (a->batch < 0 || a->nhead_q <= 0 || a->nhead_k <= 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: batch must be >= 0 and nhead_q, nhead_k > 0 (got %d, %d, %d)",
+                          a->batch, a->nhead_q, a->nhead_k);
+    if (a->nhead_q % a->nhead_k != 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: nhead_q (%d) must be a multiple of nhead_k (%d)",
+                          a->nhead_q, a->nhead_k);
+    if (a->hdim_q <= 0 || a->hdim_v <= 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: head dims must be > 0 (got %d, %d)", a->hdim_q, a->hdim_v);
+    if (a->hdim_q > 256 || a->hdim_q % 8 != 0)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: head dim %d not supported (a multiple of 8, at most 256)",
+                          a->hdim_q);
+    if (a->hdim_v != a->hdim_q)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: hdim_v (%d) must equal hdim_q (%d)", a->hdim_v, a->hdim_q);
+    if (a->is_group_mode) {
+        if (a->max_seqlen_q < 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: max_seqlen_q must be >= 0 (got %d)", a->max_seqlen_q);
+        if (a->batch > 0 && (!a->seqstart_q || !a->seqstart_k))
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: group mode needs seqstart_q and seqstart_k");
+    } else if (a->seqlen_q < 0 || a->seqlen_k < 0) {
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: sequence lengths must be >= 0 (got %d, %d)",
+                          a->seqlen_q, a->seqlen_k);
+    }
+    if (!(a->scale > 0.f) || isinf(a->scale))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: scale must be finite and > 0");
+    if (!(a->logits_soft_cap >= 0.f) || isinf(a->logits_soft_cap))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: logits_soft_cap must be finite and >= 0");
+    if (a->mask_type != FMHA_MASK_NONE && a->mask_type != FMHA_MASK_TOP_LEFT &&
+        a->mask_type != FMHA_MASK_BOTTOM_RIGHT)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: unknown mask_type %d", (int)a->mask_type);
+    if (a->mask_type != FMHA_MASK_NONE && (a->window_left < -1 || a->window_right < -1))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: window sizes must be >= -1 (got %d, %d)",
+                          a->window_left, a->window_right);
+    if (a->nhead_q > FMHAI_GRID_YZ_MAX || a->batch > FMHAI_GRID_YZ_MAX)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: at most %d heads and batch entries", FMHAI_GRID_YZ_MAX);
+    if (!a->q || !a->k || !a->v || !a->o)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: q, k, v and o must not be NULL");
+    if (fmhai_misaligned(a->q) || fmhai_misaligned(a->k) || fmhai_misaligned(a->v) || fmhai_misaligned(a->o))
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: q, k, v, o must be 16-byte aligned");
+    {
+        const int64_t s[12] = { a->stride_q, a->nhead_stride_q, a->batch_stride_q,
+                                a->stride_k, a->nhead_stride_k, a->batch_stride_k,
+                                a->stride_v, a->nhead_stride_v, a->batch_stride_v,
+                                a->stride_o, a->nhead_stride_o, a->batch_stride_o };
+        int i;
+        for (i = 0; i < 12; ++i)
+            if (s[i] % 8 != 0)
+                return fmhai_fail(FMHA_ERR_UNSUPPORTED,
+                                  "fwd: strides must be multiples of 8 elements (16 bytes); stride #%d is %lld",
+                                  i, (long long)s[i]);
+    }
+    if (a->alibi_slopes && ((uintptr_t)a->alibi_slopes & 3u))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: alibi_slopes must be 4-byte aligned");
+    return FMHA_OK;
+}
+
+/* Nothing to compute: validation passed but no query row exists. */
+static inline int fmhai_fwd_is_empty(const fmha_fwd_args *a)
+{
+    if (a->batch == 0) return 1;
+    return a->is_group_mode ? a->max_seqlen_q == 0 : a->seqlen_q == 0;
+}
+
+static inline int fmhai_fwd_max_seqlen_q(const fmha_fwd_args *a)
+{
+    return a->is_group_mode ? a->max_seqlen_q : a->seqlen_q;
+}
+
+/* A window bound so large it cannot matter is "unbounded" (keeps the kernels'
+ * 32-bit index sums from overflowing). */
+static inline int fmhai_norm_window(int w) { return w > (1 << 29) ? -1 : w; }
+
+static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmhai_fwd_params *p)
+{
+    const float log2e = 1.4426950408889634f;
+    memset(p, 0, sizeof(*p));
+    p->q = a->q; p->k = a->k; p->v = a->v; p->o = a->o; p->lse = a->lse;
+    p->seqstart_q = a->is_group_mode ? a->seqstart_q : 0;
+    p->seqstart_k = a->is_group_mode ? a->seqstart_k : 0;
+    p->alibi_slopes = a->alibi_slopes;
+    p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
+    p->k_row = a->stride_k; p->k_head = a->nhead_stride_k; p->k_batch = a->batch_stride_k;
+    p->v_row = a->stride_v; p->v_head = a->nhead_stride_v; p->v_batch = a->batch_stride_v;
+    p->o_row = a->stride_o; p->o_head = a->nhead_stride_o; p->o_batch = a->batch_stride_o;
+    p->lse_head = a->nhead_stride_lse; p->lse_batch = a->batch_stride_lse;
+    p->alibi_batch = a->alibi_batch_stride;
+    p->seqlen_q = a->seqlen_q; p->seqlen_k = a->seqlen_k;
+    p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
+    p->d = a->hdim_q;
+    p->m_blocks = (fmhai_fwd_max_seqlen_q(a) + tile_m - 1) / tile_m;
+    p->mask_kind = (int)a->mask_type;
+    p->window_left = fmhai_norm_window(a->window_left);
+    p->window_right = fmhai_norm_window(a->window_right);
+    if (a->mask_type != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
+        p->mask_kind = FMHA_MASK_NONE;   /* (-1, -1) sees everything */
+    p->scale_log2 = a->scale * log2e;
+    if (a->logits_soft_cap > 0.f) {
+        p->softcap_pre = a->scale / a->logits_soft_cap;
+        p->softcap_post_log2 = a->logits_soft_cap * log2e;
+    }
+}
+
+#endif /* FMHA_TILE_KERNEL_FWD_H */

@@ -1,0 +1,36 @@
+/*
+ * Forward kernel parameters: what the host hands every forward kernel.
+ *
+ * Built once per call from fmha_fwd_args by fmhai_fwd_make_params() after
+ * validation. Strides stay 64-bit; the kernels form every global offset in
+ * 64-bit arithmetic. Scales are pre-folded for the exp2 softmax.
+ */
+#ifndef FMHA_TILE_FWD_PARAMS_H
+#define FMHA_TILE_FWD_PARAMS_H
+
+#include "../api.h"
+
+typedef struct fmhai_fwd_params {
+    const void *q, *k, *v;
+    void *o;
+    float *lse;
+    const int32_t *seqstart_q, *seqstart_k;   /* NULL in batch mode */
+    const float *alibi_slopes;
+    int64_t q_row, q_head, q_batch;
+    int64_t k_row, k_head, k_batch;
+    int64_t v_row, v_head, v_batch;
+    int64_t o_row, o_head, o_batch;
+    int64_t lse_head, lse_batch;
+    int64_t alibi_batch;
+    int seqlen_q, seqlen_k;      /* batch mode lengths */
+    int nhead_q, head_ratio;     /* head_ratio = nhead_q / nhead_k */
+    int d;                       /* problem head dim (<= kernel head dim) */
+    int m_blocks;                /* grid.x */
+    int mask_kind;               /* fmha_mask_type */
+    int window_left, window_right;
+    float scale_log2;            /* scale * log2(e) */
+    float softcap_pre;           /* scale / cap        (soft cap on) */
+    float softcap_post_log2;     /* cap * log2(e)      (soft cap on) */
+} fmhai_fwd_params;
+
+#endif /* FMHA_TILE_FWD_PARAMS_H */

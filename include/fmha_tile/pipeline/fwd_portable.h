@@ -1,0 +1,406 @@
+/*
+ * Portable forward pipeline (FlashAttention-2 style), one block = one query tile.
+ *
+ * A block of `warps` warps owns tile_m query rows of one (batch, head); each
+ * warp owns rows_per_warp = 16 or 32 of them (one or two 16-row MMA tiles, MT).
+ * Keys are visited tile_n at a time from the last visible tile down to the
+ * first, so the masked tiles at the diagonal come first and the mask-free
+ * tiles run without any mask arithmetic.
+ *
+ * Per key tile n (buffers in a ring of `stages` K and V slots):
+ *     wait K[n]; barrier; issue V[n + stages - 1]
+ *     S = Q K[n]^T                 (mma.sync, Q from registers or shared)
+ *     soft cap / ALiBi / mask      (mask only on tiles that need it)
+ *     wait V[n]; barrier; issue K[n + stages]
+ *     online softmax in base 2     (running max, rescale O and row sum)
+ *     O += P V[n]                  (P stays in registers as the A operand)
+ * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
+ * stores O through shared memory with 16-byte stores.
+ *
+ * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit,
+ * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
+ * are free of bank conflicts. Out-of-range rows and head-dim columns past d
+ * are zero-filled by the copy, so padding never meets garbage (no 0 * NaN).
+ *
+ * The body is one static __device__ __forceinline__ function whose shape
+ * arguments are compile-time constants at the kernel's call site; register
+ * arrays are declared at the largest shape and only indexed by unrolled
+ * constants, so unused entries disappear.
+ */
+#ifndef FMHA_TILE_PIPELINE_FWD_PORTABLE_H
+#define FMHA_TILE_PIPELINE_FWD_PORTABLE_H
+
+#include "../tile/warp_mma.h"
+#include "../kernel/fwd_params.h"
+
+#define FMHAI_FWD_MAX_HD 256
+#define FMHAI_FWD_MAX_BN 128
+
+/* Byte offset of 16-byte chunk `c` of row `r` in a swizzled [rows][hd] tile. */
+FMHAI_DEVICE int fmhai_swz(int r, int c, int hd)
+{
+    return r * hd * 2 + ((c ^ (r & 7)) << 4);
+}
+
+/* Cooperative async copy of a rows x hd tile (row stride in bytes) into a
+ * swizzled shared tile; rows >= rows_valid and columns >= d are zero-filled. */
+FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64_t row_bytes,
+                                        int rows, int rows_valid, int d, int hd, int nthreads,
+                                        int tid)
+{
+    const int chunks = hd / 8;
+#pragma unroll
+    for (int i = 0; i < rows * chunks / nthreads; ++i) {
+        int idx = tid + i * nthreads;
+        int r = idx / chunks, c = idx % chunks;
+        int ok = (r < rows_valid) && (c * 8 < d);
+        const char *g = ok ? src + (int64_t)r * row_bytes + c * 16 : src;
+        fmhai_copy_async16(dst + fmhai_swz(r, c, hd), g, ok);
+    }
+}
+
+FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
+                                     const int is_bf16, const int HD, const int BM,
+                                     const int BN, const int NW, const int ST,
+                                     const int HAS_MASK, const int SOFTCAP, const int ALIBI)
+{
+#if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
+    const int NT = NW * 32;
+    const int MT = BM / (NW * 16);            /* 16-row MMA tiles per warp */
+    const int Q_IN_REGS = (MT * HD <= 128);   /* else re-read Q from shared */
+    const float NEG_INF = -__int_as_float(0x7f800000);
+
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+
+    /* ---- which rows, which keys ---------------------------------------- */
+    const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
+    const int h = (int)blockIdx.y, b = (int)blockIdx.z;
+    int s_q = p->seqlen_q, s_k = p->seqlen_k, q_start = 0, k_start = 0, b_eff = b;
+    if (p->seqstart_q) {
+        q_start = p->seqstart_q[b];
+        s_q = p->seqstart_q[b + 1] - q_start;
+        k_start = p->seqstart_k[b];
+        s_k = p->seqstart_k[b + 1] - k_start;
+        b_eff = 0;
+    }
+    const int m0 = m_block * BM;
+    if (m0 >= s_q) return;
+    const int hk = h / p->head_ratio;
+    const int m_last = min(m0 + BM, s_q) - 1;
+
+    int left = -1, right = -1, off = 0;
+    if (HAS_MASK && p->mask_kind != FMHA_MASK_NONE) {
+        left = p->window_left;
+        right = p->window_right;
+        off = p->mask_kind == FMHA_MASK_BOTTOM_RIGHT ? s_k - s_q : 0;
+    }
+    /* visible keys of the tile: [k_lo, k_hi); mask-free tiles: [f_lo, f_hi) */
+    int k_hi = s_k, k_lo = 0, f_hi_key = s_k, f_lo = 0;
+    if (right >= 0) {
+        k_hi = min(s_k, m_last + off + right + 1);
+        f_hi_key = min(s_k, m0 + off + right + 1);
+    }
+    if (left >= 0) {
+        k_lo = max(0, m0 + off - left);
+        int lo_key = m_last + off - left;
+        f_lo = lo_key > 0 ? (lo_key + BN - 1) / BN : 0;
+    }
+    const int n_lo = k_lo / BN;
+    const int n_hi = k_hi > k_lo ? (k_hi + BN - 1) / BN : n_lo;
+    const int f_hi = f_hi_key > 0 ? f_hi_key / BN : 0;
+    const int n_iters = n_hi - n_lo;
+
+    const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
+                        (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
+    const char *k_ptr = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch +
+                        (int64_t)k_start * p->k_row + (int64_t)hk * p->k_head);
+    const char *v_ptr = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch +
+                        (int64_t)k_start * p->v_row + (int64_t)hk * p->v_head);
+    const int64_t k_row_b = 2 * p->k_row, v_row_b = 2 * p->v_row;
+
+    fmhai_smem_t sQ = fmhai_smem_addr(smem);
+    fmhai_smem_t sK = sQ + BM * HD * 2;
+    fmhai_smem_t sV = sK + ST * BN * HD * 2;
+    const int kv_tile_bytes = BN * HD * 2;
+
+    /* ---- prologue: Q, then K0 V0 K1 V1 ... K[ST-1], one group each ------- */
+    fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, NT, tid);
+    fmhai_copy_commit();
+    for (int s = 0; s < ST; ++s) {
+        if (s < n_iters) {
+            int n = n_hi - 1 - s;
+            fmhai_block_load_tile(sK + s * kv_tile_bytes, k_ptr + (int64_t)n * BN * k_row_b,
+                                  k_row_b, BN, s_k - n * BN, p->d, HD, NT, tid);
+        }
+        fmhai_copy_commit();
+        if (s < ST - 1) {
+            if (s < n_iters) {
+                int n = n_hi - 1 - s;
+                fmhai_block_load_tile(sV + s * kv_tile_bytes, v_ptr + (int64_t)n * BN * v_row_b,
+                                      v_row_b, BN, s_k - n * BN, p->d, HD, NT, tid);
+            }
+            fmhai_copy_commit();
+        }
+    }
+
+    /* ---- per-thread state ---------------------------------------------- */
+    float acc_o[2][FMHAI_FWD_MAX_HD / 8][4];
+    float row_max[2][2], row_sum[2][2];
+    uint32_t q_frag[2][FMHAI_FWD_MAX_HD / 16][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc_o[mt][dt][e] = 0.f;
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) { row_max[mt][hf] = NEG_INF; row_sum[mt][hf] = 0.f; }
+    }
+    /* scores are turned into base-2 logits: either by the exp2 argument
+     * (plain path: one FFMA) or up front (soft cap / ALiBi path). */
+    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : p->scale_log2;
+    float slope = 0.f;
+    if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
+
+    const int warp_row0 = warp * MT * 16;
+
+    for (int it = 0; it < n_iters; ++it) {
+        const int n = n_hi - 1 - it;
+        const int buf = it % ST;
+        fmhai_copy_wait(2 * ST - 2);
+        __syncthreads();
+        if (it == 0 && Q_IN_REGS) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int kk = 0; kk < HD / 16; ++kk)
+                    fmhai_warp_ldsm_x4(q_frag[mt][kk],
+                        sQ + fmhai_swz(warp_row0 + mt * 16 + lane % 16, kk * 2 + lane / 16, HD));
+        }
+        {   /* V of tile it + ST - 1 into the slot the previous P V freed */
+            int j = it + ST - 1;
+            if (j < n_iters) {
+                int nn = n_hi - 1 - j;
+                fmhai_block_load_tile(sV + (j % ST) * kv_tile_bytes,
+                                      v_ptr + (int64_t)nn * BN * v_row_b, v_row_b, BN,
+                                      s_k - nn * BN, p->d, HD, NT, tid);
+            }
+            fmhai_copy_commit();
+        }
+
+        /* ---- S = Q K^T ---------------------------------------------------- */
+        float acc_s[2][FMHAI_FWD_MAX_BN / 8][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc_s[mt][nt][e] = 0.f;
+        const fmhai_smem_t sKb = sK + buf * kv_tile_bytes;
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) {
+            uint32_t qa[2][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                if (Q_IN_REGS) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) qa[mt][e] = q_frag[mt][kk][e];
+                } else {
+                    fmhai_warp_ldsm_x4(qa[mt], sQ + fmhai_swz(warp_row0 + mt * 16 + lane % 16,
+                                                              kk * 2 + lane / 16, HD));
+                }
+            }
+#pragma unroll
+            for (int np = 0; np < BN / 16; ++np) {
+                uint32_t kb[4];
+                int mat = lane / 8;
+                fmhai_warp_ldsm_x4(kb, sKb + fmhai_swz(np * 16 + (mat / 2) * 8 + lane % 8,
+                                                       kk * 2 + (mat % 2), HD));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb, is_bf16);
+                    fmhai_warp_mma_16816(acc_s[mt][2 * np + 1], qa[mt], kb + 2, is_bf16);
+                }
+            }
+        }
+
+        /* ---- logits: soft cap, ALiBi, mask ---------------------------------- */
+        if (SOFTCAP || ALIBI) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        float x = acc_s[mt][nt][e];
+                        if (SOFTCAP) x = tanhf(x * p->softcap_pre) * p->softcap_post_log2;
+                        else x *= p->scale_log2;
+                        if (ALIBI) {
+                            int i = m0 + warp_row0 + mt * 16 + g + 8 * (e / 2);
+                            int j = n * BN + nt * 8 + 2 * t + (e % 2);
+                            x -= slope * fabsf((float)(i + s_k - s_q - j));
+                        }
+                        acc_s[mt][nt][e] = x;
+                    }
+        }
+        const int need_mask = !(n >= f_lo && n < f_hi);
+        if (need_mask) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        int i = m0 + warp_row0 + mt * 16 + g + 8 * (e / 2);
+                        int j = n * BN + nt * 8 + 2 * t + (e % 2);
+                        int dead = j >= s_k;
+                        if (right >= 0) dead |= j > i + off + right;
+                        if (left >= 0) dead |= j < i + off - left;
+                        if (dead) acc_s[mt][nt][e] = NEG_INF;
+                    }
+        }
+
+        fmhai_copy_wait(2 * ST - 2);
+        __syncthreads();
+        {   /* K of tile it + ST into the slot this tile's S just freed */
+            int j = it + ST;
+            if (j < n_iters) {
+                int nn = n_hi - 1 - j;
+                fmhai_block_load_tile(sK + (j % ST) * kv_tile_bytes,
+                                      k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
+                                      s_k - nn * BN, p->d, HD, NT, tid);
+            }
+            fmhai_copy_commit();
+        }
+
+        /* ---- online softmax (base 2) --------------------------------------- */
+        uint32_t pa[2][FMHAI_FWD_MAX_BN / 16][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                float mx = row_max[mt][hf];
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt)
+                    mx = fmaxf(mx, fmaxf(acc_s[mt][nt][2 * hf], acc_s[mt][nt][2 * hf + 1]));
+                mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
+                mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+                /* a row with no visible key yet keeps max -inf: use 0 so that
+                 * exp2(-inf - 0) = 0 instead of NaN */
+                const float ms = (mx == NEG_INF) ? 0.f : mx * sl2;
+                const float alpha = fmhai_exp2(row_max[mt][hf] * sl2 - ms);
+                row_max[mt][hf] = mx;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        float pv = fmhai_exp2(acc_s[mt][nt][2 * hf + e] * sl2 - ms);
+                        acc_s[mt][nt][2 * hf + e] = pv;
+                        sum += pv;
+                    }
+                row_sum[mt][hf] = row_sum[mt][hf] * alpha + sum;
+#pragma unroll
+                for (int dt = 0; dt < HD / 8; ++dt) {
+                    acc_o[mt][dt][2 * hf] *= alpha;
+                    acc_o[mt][dt][2 * hf + 1] *= alpha;
+                }
+            }
+#pragma unroll
+            for (int kp = 0; kp < BN / 16; ++kp) {
+                pa[mt][kp][0] = fmhai_pack2(acc_s[mt][2 * kp][0], acc_s[mt][2 * kp][1], is_bf16);
+                pa[mt][kp][1] = fmhai_pack2(acc_s[mt][2 * kp][2], acc_s[mt][2 * kp][3], is_bf16);
+                pa[mt][kp][2] = fmhai_pack2(acc_s[mt][2 * kp + 1][0], acc_s[mt][2 * kp + 1][1], is_bf16);
+                pa[mt][kp][3] = fmhai_pack2(acc_s[mt][2 * kp + 1][2], acc_s[mt][2 * kp + 1][3], is_bf16);
+            }
+        }
+
+        /* ---- O += P V ------------------------------------------------------ */
+        const fmhai_smem_t sVb = sV + buf * kv_tile_bytes;
+#pragma unroll
+        for (int kp = 0; kp < BN / 16; ++kp) {
+#pragma unroll
+            for (int dn = 0; dn < HD / 16; ++dn) {
+                uint32_t vb[4];
+                int mat = lane / 8;
+                fmhai_warp_ldsm_x4_t(vb, sVb + fmhai_swz(kp * 16 + (mat % 2) * 8 + lane % 8,
+                                                         dn * 2 + mat / 2, HD));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    fmhai_warp_mma_16816(acc_o[mt][2 * dn], pa[mt][kp], vb, is_bf16);
+                    fmhai_warp_mma_16816(acc_o[mt][2 * dn + 1], pa[mt][kp], vb + 2, is_bf16);
+                }
+            }
+        }
+    }
+
+    /* ---- epilogue ----------------------------------------------------------- */
+    /* every copy has landed before the Q tile is reused for O (when no key tile
+     * was visited, other threads' Q copies into this warp's rows may still be
+     * in flight) */
+    fmhai_copy_wait(0);
+    __syncthreads();
+    const float LN2 = 0.6931471805599453f;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float sum = row_sum[mt][hf];
+            sum += fmhai_shfl_xor(sum, 1);
+            sum += fmhai_shfl_xor(sum, 2);
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#pragma unroll
+            for (int dt = 0; dt < HD / 8; ++dt) {
+                acc_o[mt][dt][2 * hf] *= inv;
+                acc_o[mt][dt][2 * hf + 1] *= inv;
+            }
+            const int row = warp_row0 + mt * 16 + g + 8 * hf;
+            if (p->lse && t == 0 && m0 + row < s_q) {
+                float lse = sum > 0.f ? (row_max[mt][hf] * sl2) * LN2 + logf(sum) : NEG_INF;
+                int64_t li = p->seqstart_q ? (int64_t)h * p->lse_head + q_start + m0 + row
+                                           : (int64_t)b * p->lse_batch + (int64_t)h * p->lse_head + m0 + row;
+                p->lse[li] = lse;
+            }
+        }
+    }
+    /* O goes through this warp's own rows of the Q tile (only this warp reads
+     * them), then out with 16-byte coalesced stores. */
+    fmhai_sync_warp();
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                int r = warp_row0 + mt * 16 + g + 8 * hf;
+                uint32_t v2 = fmhai_pack2(acc_o[mt][dt][2 * hf], acc_o[mt][dt][2 * hf + 1], is_bf16);
+#if defined(FMHA_PLATFORM_NVIDIA)
+                asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(sQ + fmhai_swz(r, dt, HD) + 4 * t), "r"(v2));
+#else
+                *(uint32_t *)(sQ + fmhai_swz(r, dt, HD) + 4 * t) = v2;
+#endif
+            }
+    fmhai_sync_warp();
+    char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch +
+                  (int64_t)(q_start + m0) * p->o_row + (int64_t)h * p->o_head);
+    const int chunks = HD / 8;
+#pragma unroll
+    for (int i = 0; i < MT * 16 * chunks / 32; ++i) {
+        int idx = lane + 32 * i;
+        int r = warp_row0 + idx / chunks, c = idx % chunks;
+        if (m0 + r < s_q && c * 8 < p->d) {
+            uint4 v;
+#if defined(FMHA_PLATFORM_NVIDIA)
+            asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(sQ + fmhai_swz(r, c, HD)));
+#else
+            v = *(const uint4 *)(sQ + fmhai_swz(r, c, HD));
+#endif
+            *(uint4 *)(o_ptr + (int64_t)r * 2 * p->o_row + c * 16) = v;
+        }
+    }
+#endif
+}
+
+#endif /* FMHA_TILE_PIPELINE_FWD_PORTABLE_H */

@@ -1,0 +1,98 @@
+/*
+ * Platform layer: one set of names over HIP (AMD) and CUDA (NVIDIA).
+ *
+ * The library is written against HIP's runtime names. On AMD the real HIP
+ * runtime provides them; on NVIDIA this header maps the few the library uses
+ * onto the CUDA runtime (the HIP 5.2 NVIDIA headers do not build against
+ * CUDA 13, so the mapping is ours and deliberately small). A plain C or C++
+ * host compiler (no device compiler) gets FMHA_PLATFORM_HOST_ONLY: the
+ * registry, selection and validation compile, the kernels do not.
+ *
+ * Also here: warp width (32 on NVIDIA, 64 on CDNA; kernels that reason in
+ * 32-lane groups use FMHAI_LANES = 32 and shuffle with width 32), shuffles
+ * and the 16-bit float types.
+ */
+#ifndef FMHA_TILE_PLATFORM_H
+#define FMHA_TILE_PLATFORM_H
+
+#if defined(__HIPCC__) || defined(__HIP__) || defined(__HIP_PLATFORM_AMD__)
+#  define FMHA_PLATFORM_AMD 1
+#elif defined(__CUDACC__)
+#  define FMHA_PLATFORM_NVIDIA 1
+#else
+#  define FMHA_PLATFORM_HOST_ONLY 1
+#endif
+
+/* ---- C/C++ dialect helpers (nvcc and hipcc compile C++; tests compile C) - */
+#ifdef __cplusplus
+#  define FMHA_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#  define FMHA_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+#if defined(__cplusplus)
+#  define FMHAI_THREAD_LOCAL thread_local
+#else
+#  define FMHAI_THREAD_LOCAL _Thread_local
+#endif
+
+#if defined(FMHA_PLATFORM_AMD)
+/* ---------------------------------------------------------------- AMD ---- */
+#  if !defined(FMHA_AMD_DEVICE_CHECK_ONLY)
+#    include <hip/hip_runtime.h>
+#    include <hip/hip_fp16.h>
+#    include <hip/hip_bf16.h>
+#  endif
+#  define FMHAI_DEVICE static __device__ __forceinline__
+#  define FMHAI_WARP_SIZE 64
+#elif defined(FMHA_PLATFORM_NVIDIA)
+/* ------------------------------------------------------------- NVIDIA ---- */
+#  include <cuda_runtime.h>
+#  include <cuda_fp16.h>
+#  include <cuda_bf16.h>
+#  define FMHAI_DEVICE static __device__ __forceinline__
+#  define FMHAI_WARP_SIZE 32
+typedef cudaError_t hipError_t;
+typedef cudaStream_t hipStream_t;
+typedef cudaFuncAttributes hipFuncAttributes;
+#  define hipSuccess cudaSuccess
+#  define hipGetDevice cudaGetDevice
+#  define hipDeviceGetAttribute cudaDeviceGetAttribute
+#  define hipDeviceAttributeComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
+#  define hipDeviceAttributeComputeCapabilityMinor cudaDevAttrComputeCapabilityMinor
+#  define hipDeviceAttributeMaxSharedMemoryPerBlockOptin cudaDevAttrMaxSharedMemoryPerBlockOptin
+#  define hipFuncGetAttributes cudaFuncGetAttributes
+#  define hipFuncSetAttribute cudaFuncSetAttribute
+#  define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#  define hipGetLastError cudaGetLastError
+#  define hipGetErrorString cudaGetErrorString
+#  define hipLaunchKernel cudaLaunchKernel
+#endif
+
+/* Lanes in the groups the kernels reason about (an NVIDIA warp; half a wave64). */
+#define FMHAI_LANES 32
+
+#if !defined(FMHA_PLATFORM_HOST_ONLY)
+/* Butterfly exchange inside a 32-lane group. HIP's __shfl_xor has no mask. */
+FMHAI_DEVICE float fmhai_shfl_xor(float v, int lane_mask)
+{
+#  if defined(FMHA_PLATFORM_NVIDIA)
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask, 32);
+#  else
+    return __shfl_xor(v, lane_mask, 32);
+#  endif
+}
+
+FMHAI_DEVICE float fmhai_exp2(float x)
+{
+#  if defined(FMHA_PLATFORM_NVIDIA)
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#  else
+    return __builtin_amdgcn_exp2f(x);
+#  endif
+}
+#endif /* !FMHA_PLATFORM_HOST_ONLY */
+
+#endif /* FMHA_TILE_PLATFORM_H */

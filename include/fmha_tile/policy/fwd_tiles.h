@@ -1,0 +1,78 @@
+/*
+ * Forward tile policy: the tuned tile table of each arch, and the constraints
+ * every forward row must meet.
+ *
+ * Tuned tables. One macro per (family, kernel head dim) lists the tuned rows
+ * of every arch this platform compiles for, as aligned columns:
+ *     Y(..., arch, tile_m, tile_n, warps, stages)
+ * A kernel-set row whose tile/warp columns hold FMHA_ANY expands into these
+ * rows (filtered by the columns it does give). To retune an arch, edit its
+ * rows here; nothing else names tile sizes.
+ *
+ * Constraints. FMHAI_FWD_CONSTRAINTS is the single source: expanded once into
+ * static asserts (an explicit row that breaks one stops the build with the
+ * constraint's name) and once into fmhai_fwd_row_violation(), used at run time
+ * by the registry and the JSON export.
+ */
+#ifndef FMHA_TILE_POLICY_FWD_TILES_H
+#define FMHA_TILE_POLICY_FWD_TILES_H
+
+/* ---- NVIDIA, portable mma.sync pipeline (sm_80 and newer, Hopper included) */
+/*                                                 arch  tile_m tile_n warps stages */
+#define FMHAI_TILES_SM80_FWD_64(Y, ...)  Y(__VA_ARGS__, SM80,   128,    64,    4,     2)
+#define FMHAI_TILES_SM80_FWD_128(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    4,     1)
+#define FMHAI_TILES_SM80_FWD_256(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    8,     1)
+
+/* ---- AMD CDNA, portable pipeline (compile-checked; MFMA pipeline to come) */
+/*                                                 arch  tile_m tile_n warps stages */
+#define FMHAI_TILES_GFX9_FWD_64(Y, ...)  Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
+#define FMHAI_TILES_GFX9_FWD_128(Y, ...) Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
+#define FMHAI_TILES_GFX9_FWD_256(Y, ...) Y(__VA_ARGS__, GFX9,   64,     32,    4,     1)
+
+/* The rows a wildcard expands into on this platform, and the arch an explicit
+ * row is built for. */
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_TILES_FWD_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWD_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWD_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_EXPLICIT_ARCH GFX9
+#else
+#  define FMHAI_TILES_FWD_64(Y, ...)  FMHAI_TILES_SM80_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWD_128(Y, ...) FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWD_256(Y, ...) FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_EXPLICIT_ARCH SM80
+#endif
+
+/* Shared memory of the portable forward pipeline: Q tile + stages of K and V. */
+#define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
+
+/* C(name, condition, message) over a row's (hd, bm, bn, warps, stages). */
+#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st)                                        \
+    C(hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                    \
+      "kernel head dim must be 64, 128, 192 or 256")                                       \
+    C(warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                            \
+    C(tile_m_16_or_32_rows_per_warp, (bm) == 16 * (w) || (bm) == 32 * (w),                 \
+      "tile_m must be 16*warps or 32*warps")                                               \
+    C(tile_n_multiple_of_16, (bn) % 16 == 0 && (bn) >= 16 && (bn) <= 128,                  \
+      "tile_n must be a multiple of 16 in 16..128")                                        \
+    C(stages_1_to_3, (st) >= 1 && (st) <= 3, "stages must be 1..3")                        \
+    C(tiles_split_over_threads,                                                            \
+      (w) >= 1 && ((bn) * (hd) / 8) % ((w) * 32) == 0 && ((bm) * (hd) / 8) % ((w) * 32) == 0, \
+      "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count")                 \
+    C(registers_rows_x_hdim, (w) >= 1 && ((bm) / (16 * (w))) * (hd) <= 256,                \
+      "rows per warp x head dim must be <= 16 x 256 (accumulator registers)")              \
+    C(shared_memory_227k, FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,             \
+      "shared memory of the tile must fit in 227 KB")
+
+#define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \
+    FMHA_STATIC_ASSERT(cond, "fmha_tile constraint " #name " violated: " msg);
+#define FMHAI_CONSTRAINT_CHECK(name, cond, msg) if (!(cond)) return #name ": " msg;
+
+/* NULL when the row is valid, else "constraint_name: message". */
+static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w, int st)
+{
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
+    return 0;
+}
+
+#endif /* FMHA_TILE_POLICY_FWD_TILES_H */

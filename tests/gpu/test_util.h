@@ -1,0 +1,217 @@
+/*
+ * test_util.h - small helpers shared by the GPU test programs.
+ *
+ * PASS/FAIL bookkeeping (one line per check, "N passed, M failed" last), a
+ * CUDA-call checker that turns any runtime error into a FAIL line plus the summary
+ * and a non-zero exit (a failed call usually leaves the context unusable, so going
+ * on would only print noise), device allocation and copy wrappers that check
+ * every return code, and the poison patterns. The tests are written with CUDA
+ * runtime names; under hipcc a short list of #defines maps them to HIP, which is
+ * all the tests use. Single translation unit per test program: the state here is
+ * `static`.
+ *
+ * Poison patterns, chosen to be NaN in both fp16 and bf16 and distinct:
+ *   TU_POISON_OUT16 (0x7FFF) fills outputs before a run: a logical element still
+ *       holding it was never written, a padding element no longer holding it was
+ *       written when it must not be.
+ *   TU_POISON_IN16 (0xFFFF) fills the padding of inputs: a kernel that lets
+ *       padding leak into the math (reading past hdim, multiplying a masked V row
+ *       by 0) turns the output into NaN.
+ *   TU_POISON_LSE (0x7FC0DEAD) fills the fp32 LSE buffer.
+ */
+#ifndef FMHA_TEST_UTIL_H
+#define FMHA_TEST_UTIL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__HIPCC__)
+#  include <hip/hip_runtime.h>
+#  define cudaError_t hipError_t
+#  define cudaSuccess hipSuccess
+#  define cudaStream_t hipStream_t
+#  define cudaGraph_t hipGraph_t
+#  define cudaGraphExec_t hipGraphExec_t
+#  define cudaEvent_t hipEvent_t
+#  define cudaDeviceProp hipDeviceProp_t
+#  define cudaGetDeviceCount hipGetDeviceCount
+#  define cudaGetDevice hipGetDevice
+#  define cudaGetDeviceProperties hipGetDeviceProperties
+#  define cudaGetErrorString hipGetErrorString
+#  define cudaGetLastError hipGetLastError
+#  define cudaMalloc hipMalloc
+#  define cudaFree hipFree
+#  define cudaMemcpy hipMemcpy
+#  define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#  define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#  define cudaDeviceSynchronize hipDeviceSynchronize
+#  define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#  define cudaStreamNonBlocking hipStreamNonBlocking
+#  define cudaStreamDestroy hipStreamDestroy
+#  define cudaStreamSynchronize hipStreamSynchronize
+#  define cudaStreamBeginCapture hipStreamBeginCapture
+#  define cudaStreamEndCapture hipStreamEndCapture
+#  define cudaStreamCaptureModeGlobal hipStreamCaptureModeGlobal
+#  define cudaGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#  define cudaGraphLaunch hipGraphLaunch
+#  define cudaGraphExecDestroy hipGraphExecDestroy
+#  define cudaGraphDestroy hipGraphDestroy
+#  define cudaEventCreate hipEventCreate
+#  define cudaEventDestroy hipEventDestroy
+#  define cudaEventRecord hipEventRecord
+#  define cudaEventSynchronize hipEventSynchronize
+#  define cudaEventElapsedTime hipEventElapsedTime
+#else
+#  include <cuda_runtime.h>
+#endif
+
+#define TU_POISON_OUT16 ((uint16_t)0x7FFFu)
+#define TU_POISON_IN16  ((uint16_t)0xFFFFu)
+#define TU_POISON_LSE   (0x7FC0DEADu)
+
+/* ---------------------------------------------------------------------------
+ * PASS / FAIL bookkeeping
+ * ------------------------------------------------------------------------- */
+static int tu_passed, tu_failed;
+static const char *tu_filter;          /* --filter substring, NULL: all      */
+static const char *tu_current = "";    /* check in progress, for fatal errors */
+
+static inline int tu_selected(const char *name)
+{
+    return !tu_filter || strstr(name, tu_filter) != NULL;
+}
+
+static inline void tu_pass(const char *name)
+{
+    printf("PASS %s\n", name);
+    fflush(stdout);
+    tu_passed++;
+}
+
+static inline void tu_fail(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    printf("FAIL %s: ", name);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    tu_failed++;
+}
+
+/* Prints the summary line and exits: 0 only when nothing failed. */
+static inline void tu_finish(void)
+{
+    printf("%d passed, %d failed\n", tu_passed, tu_failed);
+    fflush(stdout);
+    exit(tu_failed ? 1 : 0);
+}
+
+/* A CUDA runtime call failed: report it against the current check and stop. */
+static inline void tu_cuda_fatal(const char *call, cudaError_t e, const char *file, int line)
+{
+    tu_fail(tu_current[0] ? tu_current : "cuda", "%s -> %s (%s:%d)", call, cudaGetErrorString(e), file, line);
+    tu_finish();
+}
+
+#define TU_CUDA(call)                                                         \
+    do {                                                                      \
+        cudaError_t tu_e_ = (call);                                           \
+        if (tu_e_ != cudaSuccess) tu_cuda_fatal(#call, tu_e_, __FILE__, __LINE__); \
+    } while (0)
+
+/* ---------------------------------------------------------------------------
+ * Device presence, memory
+ * ------------------------------------------------------------------------- */
+
+/* 1 when a usable device exists. A missing driver makes cudaGetDeviceCount
+ * fail; that is "no GPU", not a test failure. */
+static inline int tu_gpu_available(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n > 0;
+}
+
+/* Allocation rounded up so that zero-sized tensors still get a real, aligned
+ * pointer (the library rejects NULL tensors). cudaMalloc aligns to 256 bytes. */
+static inline void *tu_dmalloc(size_t bytes)
+{
+    void *p = NULL;
+    if (bytes < 256) bytes = 256;
+    TU_CUDA(cudaMalloc(&p, bytes));
+    return p;
+}
+
+static inline void tu_dfree(void *p)
+{
+    if (p) TU_CUDA(cudaFree(p));
+}
+
+static inline void tu_upload(void *dst, const void *src, size_t bytes)
+{
+    if (bytes) TU_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+
+static inline void tu_download(void *dst, const void *src, size_t bytes)
+{
+    if (bytes) TU_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
+/* Host allocation that cannot return NULL silently. */
+static inline void *tu_hmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        tu_fail(tu_current[0] ? tu_current : "host", "out of host memory (%zu bytes)", bytes);
+        tu_finish();
+    }
+    return p;
+}
+
+static inline void tu_fill16(uint16_t *h, size_t n, uint16_t v)
+{
+    size_t i;
+    for (i = 0; i < n; i++) h[i] = v;
+}
+
+static inline void tu_fill32(uint32_t *h, size_t n, uint32_t v)
+{
+    size_t i;
+    for (i = 0; i < n; i++) h[i] = v;
+}
+
+/* Poisons a device buffer of n 16-bit / 32-bit elements from the host. */
+static inline void tu_poison16(void *dev, size_t n, uint16_t v)
+{
+    uint16_t *h = (uint16_t *)tu_hmalloc(n * 2);
+    tu_fill16(h, n, v);
+    tu_upload(dev, h, n * 2);
+    free(h);
+}
+
+static inline void tu_poison32(void *dev, size_t n, uint32_t v)
+{
+    uint32_t *h = (uint32_t *)tu_hmalloc(n * 4);
+    tu_fill32(h, n, v);
+    tu_upload(dev, h, n * 4);
+    free(h);
+}
+
+/* Counts elements of a downloaded 16-bit buffer that differ from v. */
+static inline size_t tu_count_not16(const uint16_t *h, size_t n, uint16_t v)
+{
+    size_t i, c = 0;
+    for (i = 0; i < n; i++) c += h[i] != v;
+    return c;
+}
+
+#endif /* FMHA_TEST_UTIL_H */

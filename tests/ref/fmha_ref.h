@@ -1,0 +1,385 @@
+/*
+ * fmha_ref.h - CPU reference for fmha_tile's forward attention, plus host helpers.
+ *
+ * This header is what every GPU result is judged against, so it is written to be
+ * obviously right rather than fast: one query row at a time, scores kept in a
+ * scratch row, a two-pass softmax (max, then sum of exponentials), all arithmetic
+ * in double. It knows nothing about the library (it does not include api.h), so a
+ * misunderstanding in the library cannot leak into the reference; the enum values
+ * below equal fmha_mask_type's and the tests assert that they do.
+ *
+ * Semantics implemented (the project's conventions, see include/fmha_tile/api.h):
+ *   - Batch mode: row i of batch b, head h sits at b*batch_stride + i*stride +
+ *     h*nhead_stride. Group mode: at (seqstart[b] + i)*stride + h*nhead_stride, with
+ *     seqstart_q/seqstart_k given here as HOST arrays of batch+1 entries.
+ *   - GQA: query head h reads KV head h / (nhead_q / nhead_k).
+ *   - Score s = scale * q.k; soft cap c > 0: s = c * tanh(s / c); then ALiBi adds
+ *     -slope * |i + s_k - s_q - j| with slope = alibi_slopes[b * batch_stride + h].
+ *   - Mask: NONE sees every key. TOP_LEFT / BOTTOM_RIGHT: query i sees key j when
+ *     i + off - left <= j <= i + off + right (a -1 side is unbounded), off = 0 for
+ *     top-left and s_k - s_q for bottom-right.
+ *   - A row that sees no key (or s_k == 0): O = 0 and LSE = -inf.
+ *   - LSE (natural log) at b*batch_stride_lse + h*nhead_stride_lse + i in batch mode,
+ *     h*nhead_stride_lse + seqstart_q[b] + i in group mode.
+ *
+ * Also here, because both the GPU tests and the example need them: fp16/bf16 bit
+ * conversions with round-to-nearest-even, a splitmix64 random generator, and a
+ * rel-L2 error accumulator. Everything is `static inline` and compiles as C11 and as
+ * C++ (nvcc), so no implicit void* conversions and no C-only syntax.
+ */
+#ifndef FMHA_REF_H
+#define FMHA_REF_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Same values as fmha_mask_type in api.h (checked by the tests). */
+enum {
+    FMHA_REF_MASK_NONE = 0,
+    FMHA_REF_MASK_TOP_LEFT = 1,
+    FMHA_REF_MASK_BOTTOM_RIGHT = 2
+};
+
+/* ============================================================================
+ * fp16 / bf16 <-> float
+ * ========================================================================== */
+
+static inline uint32_t fmha_ref_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float fmha_ref_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* float -> IEEE binary16, round to nearest even, NaN stays NaN (quiet). */
+static inline uint16_t fmha_ref_f32_to_f16(float f)
+{
+    uint32_t x = fmha_ref_f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u)                       /* inf or NaN */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
+    if (ax >= 0x477ff000u)                       /* >= 65520 rounds past 65504 */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax >= 0x38800000u) {                     /* normal half (>= 2^-14) */
+        /* rebias 127 -> 15 and round on the 13 dropped bits; a carry out of the
+         * mantissa correctly bumps the exponent */
+        uint32_t odd = (ax >> 13) & 1u;
+        return (uint16_t)(sign | ((ax - 0x38000000u + 0xfffu + odd) >> 13));
+    }
+    /* subnormal half: units of 2^-24; the scaling by 2^24 is exact and
+     * nearbyint rounds to nearest even in the default rounding mode. 1024 units
+     * is the smallest normal, whose encoding is also 0x400. */
+    return (uint16_t)(sign | (uint32_t)nearbyint((double)fmha_ref_bits_f32(ax) * 16777216.0));
+}
+
+static inline float fmha_ref_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return fmha_ref_bits_f32(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {                                 /* zero or subnormal: m * 2^-24 */
+        float v = (float)m * (1.0f / 16777216.0f);
+        return sign ? -v : v;
+    }
+    return fmha_ref_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* float -> bfloat16, round to nearest even, NaN stays NaN (quiet). */
+static inline uint16_t fmha_ref_f32_to_bf16(float f)
+{
+    uint32_t x = fmha_ref_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);             /* overflow rounds to inf: correct */
+    return (uint16_t)(x >> 16);
+}
+
+static inline float fmha_ref_bf16_to_f32(uint16_t b) { return fmha_ref_bits_f32((uint32_t)b << 16); }
+
+/* dtype-generic forms; is_bf16 selects the format. */
+static inline uint16_t fmha_ref_f32_to_bits16(float f, int is_bf16)
+{
+    return is_bf16 ? fmha_ref_f32_to_bf16(f) : fmha_ref_f32_to_f16(f);
+}
+static inline float fmha_ref_bits16_to_f32(uint16_t u, int is_bf16)
+{
+    return is_bf16 ? fmha_ref_bf16_to_f32(u) : fmha_ref_f16_to_f32(u);
+}
+/* Round a float to the 16-bit format and back (what the GPU will see). */
+static inline float fmha_ref_round16(float f, int is_bf16)
+{
+    return fmha_ref_bits16_to_f32(fmha_ref_f32_to_bits16(f, is_bf16), is_bf16);
+}
+
+/* ============================================================================
+ * Deterministic random numbers (splitmix64)
+ * ========================================================================== */
+
+typedef struct fmha_ref_rng { uint64_t s; } fmha_ref_rng;
+
+static inline fmha_ref_rng fmha_ref_rng_make(uint64_t seed)
+{
+    fmha_ref_rng r;
+    r.s = seed * 0x2545f4914f6cdd1dULL + 1u;     /* nearby seeds start far apart */
+    return r;
+}
+
+static inline uint64_t fmha_ref_rng_next(fmha_ref_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform double in [0, 1) from the top 53 bits. */
+static inline double fmha_ref_rng_unit(fmha_ref_rng *r)
+{
+    return (double)(fmha_ref_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static inline float fmha_ref_rng_uniform(fmha_ref_rng *r, float lo, float hi)
+{
+    return (float)(lo + (hi - lo) * fmha_ref_rng_unit(r));
+}
+
+/* Uniform integer in [lo, hi]. */
+static inline int fmha_ref_rng_int(fmha_ref_rng *r, int lo, int hi)
+{
+    return lo + (int)(fmha_ref_rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+/* A value in [-amp, amp] whose magnitude is at least amp/64, so that inputs are
+ * never zero (a zero input hides indexing bugs: every wrong address reads the
+ * same 0). */
+static inline float fmha_ref_rng_input(fmha_ref_rng *r, float amp)
+{
+    double m = amp * (1.0 / 64.0 + (63.0 / 64.0) * fmha_ref_rng_unit(r));
+    return (float)((fmha_ref_rng_next(r) & 1u) ? -m : m);
+}
+
+/* ============================================================================
+ * Error measures
+ * ========================================================================== */
+
+/* Accumulates sum (got-ref)^2, sum ref^2 and max |got-ref| over elements. */
+typedef struct fmha_ref_err {
+    double num, den, max_abs;
+    size_t n;
+} fmha_ref_err;
+
+static inline void fmha_ref_err_init(fmha_ref_err *e) { e->num = e->den = e->max_abs = 0.0; e->n = 0; }
+
+static inline void fmha_ref_err_add(fmha_ref_err *e, double got, double ref)
+{
+    double d = got - ref;
+    e->num += d * d;
+    e->den += ref * ref;
+    if (fabs(d) > e->max_abs || d != d) e->max_abs = fabs(d);
+    e->n++;
+}
+
+/* sqrt(sum (got-ref)^2 / sum ref^2). An all-zero reference falls back to the
+ * absolute L2 norm, so "expected zeros" still demands zeros. NaN propagates. */
+static inline double fmha_ref_err_rel_l2(const fmha_ref_err *e)
+{
+    if (e->den == 0.0) return sqrt(e->num);
+    return sqrt(e->num / e->den);
+}
+
+static inline double fmha_ref_rel_l2(const float *got, const float *ref, size_t n)
+{
+    fmha_ref_err e;
+    size_t i;
+    fmha_ref_err_init(&e);
+    for (i = 0; i < n; i++) fmha_ref_err_add(&e, got[i], ref[i]);
+    return fmha_ref_err_rel_l2(&e);
+}
+
+/* ============================================================================
+ * Forward reference
+ * ========================================================================== */
+
+/* Mirrors fmha_fwd_args, with host float tensors and host seqstarts. */
+typedef struct fmha_ref_fwd {
+    int is_group_mode;
+    int batch;
+    int nhead_q, nhead_k;
+    int seqlen_q, seqlen_k;              /* batch mode                          */
+    const int32_t *seqstart_q;           /* group mode: host, batch + 1 entries */
+    const int32_t *seqstart_k;
+    int hdim_q, hdim_v;
+
+    const float *q, *k, *v;              /* host, values the GPU sees           */
+    float *o;                            /* written at O's strides              */
+    float *lse;                          /* optional                            */
+
+    int64_t stride_q, nhead_stride_q, batch_stride_q;
+    int64_t stride_k, nhead_stride_k, batch_stride_k;
+    int64_t stride_v, nhead_stride_v, batch_stride_v;
+    int64_t stride_o, nhead_stride_o, batch_stride_o;
+    int64_t nhead_stride_lse, batch_stride_lse;
+
+    float scale;
+    float logits_soft_cap;               /* 0: off                              */
+    const float *alibi_slopes;           /* optional, host                      */
+    int64_t alibi_batch_stride;          /* 0: shared by all batch entries      */
+
+    int mask_type;                       /* FMHA_REF_MASK_*                     */
+    int window_left, window_right;       /* -1: unbounded                       */
+} fmha_ref_fwd;
+
+/* Lengths of batch entry b. */
+static inline void fmha_ref_lengths(const fmha_ref_fwd *p, int b, int *s_q, int *s_k)
+{
+    if (p->is_group_mode) {
+        *s_q = p->seqstart_q[b + 1] - p->seqstart_q[b];
+        *s_k = p->seqstart_k[b + 1] - p->seqstart_k[b];
+    } else {
+        *s_q = p->seqlen_q;
+        *s_k = p->seqlen_k;
+    }
+}
+
+/* Element offsets of row i (query) / j (key) of batch b, head h. */
+static inline int64_t fmha_ref_off_q(const fmha_ref_fwd *p, int b, int h, int i)
+{
+    return p->is_group_mode ? ((int64_t)p->seqstart_q[b] + i) * p->stride_q + h * p->nhead_stride_q
+                            : b * p->batch_stride_q + (int64_t)i * p->stride_q + h * p->nhead_stride_q;
+}
+static inline int64_t fmha_ref_off_k(const fmha_ref_fwd *p, int b, int hk, int j)
+{
+    return p->is_group_mode ? ((int64_t)p->seqstart_k[b] + j) * p->stride_k + hk * p->nhead_stride_k
+                            : b * p->batch_stride_k + (int64_t)j * p->stride_k + hk * p->nhead_stride_k;
+}
+static inline int64_t fmha_ref_off_v(const fmha_ref_fwd *p, int b, int hk, int j)
+{
+    return p->is_group_mode ? ((int64_t)p->seqstart_k[b] + j) * p->stride_v + hk * p->nhead_stride_v
+                            : b * p->batch_stride_v + (int64_t)j * p->stride_v + hk * p->nhead_stride_v;
+}
+static inline int64_t fmha_ref_off_o(const fmha_ref_fwd *p, int b, int h, int i)
+{
+    return p->is_group_mode ? ((int64_t)p->seqstart_q[b] + i) * p->stride_o + h * p->nhead_stride_o
+                            : b * p->batch_stride_o + (int64_t)i * p->stride_o + h * p->nhead_stride_o;
+}
+static inline int64_t fmha_ref_off_lse(const fmha_ref_fwd *p, int b, int h, int i)
+{
+    return p->is_group_mode ? h * p->nhead_stride_lse + (int64_t)p->seqstart_q[b] + i
+                            : b * p->batch_stride_lse + h * p->nhead_stride_lse + i;
+}
+
+/* Keys visible to query row i form one interval [*lo, *hi] (clipped to
+ * [0, s_k)); returns its size, 0 when the row sees nothing. Written as the
+ * literal predicate of the convention, in 64-bit so extreme windows cannot wrap. */
+static inline int fmha_ref_visible_range(const fmha_ref_fwd *p, int s_q, int s_k, int i, int *lo, int *hi)
+{
+    int64_t a = 0, z = (int64_t)s_k - 1;
+    if (p->mask_type != FMHA_REF_MASK_NONE) {
+        int64_t off = p->mask_type == FMHA_REF_MASK_BOTTOM_RIGHT ? (int64_t)s_k - s_q : 0;
+        if (p->window_left >= 0 && (int64_t)i + off - p->window_left > a) a = (int64_t)i + off - p->window_left;
+        if (p->window_right >= 0 && (int64_t)i + off + p->window_right < z) z = (int64_t)i + off + p->window_right;
+    }
+    *lo = (int)a;
+    *hi = (int)z;
+    return z >= a ? (int)(z - a + 1) : 0;
+}
+
+/* One score, exactly in the convention's order: scale, soft cap, ALiBi. */
+static inline double fmha_ref_score(const fmha_ref_fwd *p, const float *qrow, const float *krow,
+                                    double slope, int s_q, int s_k, int i, int j)
+{
+    double dot = 0.0, s;
+    int c;
+    for (c = 0; c < p->hdim_q; c++) dot += (double)qrow[c] * (double)krow[c];
+    s = (double)p->scale * dot;
+    if (p->logits_soft_cap > 0.0f) s = (double)p->logits_soft_cap * tanh(s / (double)p->logits_soft_cap);
+    if (p->alibi_slopes) {
+        int64_t dist = (int64_t)i + s_k - s_q - j;
+        s -= slope * (double)(dist < 0 ? -dist : dist);
+    }
+    return s;
+}
+
+/* Computes row i of batch b, query head h into o_row[hdim_v] and *lse (double).
+ * `scores` is caller scratch of at least s_k doubles. Returns the number of
+ * visible keys (0: o_row = 0, *lse = -inf). */
+static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
+                                   double *scores, double *o_row, double *lse)
+{
+    int s_q, s_k, lo, hi, n, j, c;
+    int hk = h / (p->nhead_q / p->nhead_k);
+    double slope = 0.0, m, l;
+    const float *qrow;
+
+    fmha_ref_lengths(p, b, &s_q, &s_k);
+    for (c = 0; c < p->hdim_v; c++) o_row[c] = 0.0;
+    n = fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi);
+    if (n == 0) {
+        *lse = -INFINITY;
+        return 0;
+    }
+    if (p->alibi_slopes) slope = p->alibi_slopes[b * p->alibi_batch_stride + h];
+    qrow = p->q + fmha_ref_off_q(p, b, h, i);
+
+    m = -INFINITY;
+    for (j = lo; j <= hi; j++) {
+        scores[j - lo] = fmha_ref_score(p, qrow, p->k + fmha_ref_off_k(p, b, hk, j), slope, s_q, s_k, i, j);
+        if (scores[j - lo] > m) m = scores[j - lo];
+    }
+    l = 0.0;
+    for (j = lo; j <= hi; j++) {
+        const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
+        double e = exp(scores[j - lo] - m);
+        l += e;
+        for (c = 0; c < p->hdim_v; c++) o_row[c] += e * (double)vrow[c];
+    }
+    for (c = 0; c < p->hdim_v; c++) o_row[c] /= l;
+    *lse = m + log(l);
+    return n;
+}
+
+/* Whole problem: writes p->o (and p->lse when set) at every logical element and
+ * nothing else. Returns 0, or -1 when scratch allocation fails. */
+static inline int fmha_ref_fwd_run(const fmha_ref_fwd *p)
+{
+    int b, h, i, c, max_sk = 1;
+    double *scores, *o_row, lse;
+
+    for (b = 0; b < p->batch; b++) {
+        int s_q, s_k;
+        fmha_ref_lengths(p, b, &s_q, &s_k);
+        if (s_k > max_sk) max_sk = s_k;
+    }
+    scores = (double *)malloc(sizeof(double) * ((size_t)max_sk + (size_t)p->hdim_v + 1));
+    if (!scores) return -1;
+    o_row = scores + max_sk;
+
+    for (b = 0; b < p->batch; b++) {
+        int s_q, s_k;
+        fmha_ref_lengths(p, b, &s_q, &s_k);
+        for (h = 0; h < p->nhead_q; h++)
+            for (i = 0; i < s_q; i++) {
+                float *o = p->o + fmha_ref_off_o(p, b, h, i);
+                fmha_ref_fwd_row(p, b, h, i, scores, o_row, &lse);
+                for (c = 0; c < p->hdim_v; c++) o[c] = (float)o_row[c];
+                if (p->lse) p->lse[fmha_ref_off_lse(p, b, h, i)] = (float)lse;
+            }
+    }
+    free(scores);
+    return 0;
+}
+
+/* Number of (query, key) pairs the mask lets through over the whole problem,
+ * per head: the honest FLOP count for windows. */
+static inline double fmha_ref_visible_pairs(const fmha_ref_fwd *p)
+{
+    double total = 0.0;
+    int b, i, lo, hi;
+    for (b = 0; b < p->batch; b++) {
+        int s_q, s_k;
+        fmha_ref_lengths(p, b, &s_q, &s_k);
+        for (i = 0; i < s_q; i++) total += fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi);
+    }
+    return total;
+}
+
+#endif /* FMHA_REF_H */
