@@ -38,6 +38,12 @@
  * recognise the token while C code reads it as -1. */
 enum fmha_wildcard { FMHA_ANY = -1 };
 
+#if defined(__GNUC__) || defined(__clang__) || defined(__CUDACC__)
+#  define FMHAI_UNUSED __attribute__((unused))
+#else
+#  define FMHAI_UNUSED
+#endif
+
 /* ---- preprocessor helpers ------------------------------------------------ */
 #define FMHAI_CAT(a, b) FMHAI_CAT_(a, b)
 #define FMHAI_CAT_(a, b) a##b
@@ -97,9 +103,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #else
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)                         \
-    static __global__ void __launch_bounds__((w) * 32, 1)                                     \
+    static __global__ void __launch_bounds__((w) * 32, FMHAI_FWD_MIN_BLOCKS(hd, bm, w))        \
     FMHAI_KID(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)(             \
-        const fmhai_fwd_params p)                                                              \
+        const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                          \
     {                                                                                          \
         extern __shared__ __align__(128) char fmhai_smem[];                                    \
         if (FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) && FMHAI_MATCH(uw, w) &&              \
@@ -143,9 +149,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define DECL_FMHA_KERNEL_SET(name, LIST)                                                 \
     LIST(FMHAI_XDEF)                                                                     \
     static const fmhai_entry FMHAI_CAT(name, _fmhai_entries)[] = { LIST(FMHAI_XENT) };  \
-    static int FMHAI_CAT(name, _fmhai_probe)[sizeof(FMHAI_CAT(name, _fmhai_entries)) /   \
+    static int FMHAI_UNUSED FMHAI_CAT(name, _fmhai_probe)[sizeof(FMHAI_CAT(name, _fmhai_entries)) /   \
                                              sizeof(fmhai_entry)];                       \
-    static const fmha_kernel_set name = {                                                \
+    static const fmha_kernel_set FMHAI_UNUSED name = {                                              \
         #name, FMHAI_CAT(name, _fmhai_entries),                                          \
         (int)(sizeof(FMHAI_CAT(name, _fmhai_entries)) / sizeof(fmhai_entry)),            \
         FMHAI_CAT(name, _fmhai_probe) };

@@ -43,20 +43,40 @@ FMHAI_DEVICE int fmhai_swz(int r, int c, int hd)
 }
 
 /* Cooperative async copy of a rows x hd tile (row stride in bytes) into a
- * swizzled shared tile; rows >= rows_valid and columns >= d are zero-filled. */
+ * swizzled shared tile; rows >= rows_valid and columns >= d are zero-filled.
+ * Each thread walks one column chunk down the rows with a running pointer
+ * (kept opaque so the compiler does not precompute one 64-bit address per
+ * row and hold them all in registers). */
 FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64_t row_bytes,
                                         int rows, int rows_valid, int d, int hd, int nthreads,
                                         int tid)
 {
-    const int chunks = hd / 8;
+    const int chunks = hd / 8, rstep = nthreads / chunks;   /* rows per pass */
+    const int r0 = tid / chunks, c = tid % chunks;
+    const int col_ok = c * 8 < d;
+    const int64_t gstep = rstep * row_bytes;
+    const char *g = src + r0 * row_bytes + c * 16;
+    const int rv = rows_valid - r0;
 #pragma unroll
-    for (int i = 0; i < rows * chunks / nthreads; ++i) {
-        int idx = tid + i * nthreads;
-        int r = idx / chunks, c = idx % chunks;
-        int ok = (r < rows_valid) && (c * 8 < d);
-        const char *g = ok ? src + (int64_t)r * row_bytes + c * 16 : src;
-        fmhai_copy_async16(dst + fmhai_swz(r, c, hd), g, ok);
+    for (int i = 0; i < rows / rstep; ++i) {
+        const int r = r0 + i * rstep;
+        const int ok = col_ok && (i * rstep < rv);
+        fmhai_copy_async16(dst + fmhai_swz(r, c, hd), ok ? g : src, ok);
+        g = (const char *)fmhai_opaque_ptr(g + gstep);
     }
+}
+
+/* Shared address for ldmatrix of 16-byte chunk (2*kk + m) of a row whose
+ * in-tile offset is `row_bytes_off` (a multiple of 128, row % 8 == r7):
+ * base = tile + row_bytes_off + ((m ^ r7) << 4) is formed once; chunk 2*kk + m
+ * is then base ^ ((kk % 4) << 5), plus (kk / 4) * 128. */
+FMHAI_DEVICE fmhai_smem_t fmhai_ldsm_base(fmhai_smem_t tile, int row_bytes_off, int m, int r7)
+{
+    return tile + row_bytes_off + ((m ^ r7) << 4);
+}
+FMHAI_DEVICE fmhai_smem_t fmhai_ldsm_at(fmhai_smem_t base, int kk)
+{
+    return fmhai_smem_xor(base, (kk % 4) << 5) + (kk / 4) * 128;
 }
 
 FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
@@ -67,7 +87,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
     const int MT = BM / (NW * 16);            /* 16-row MMA tiles per warp */
-    const int Q_IN_REGS = (MT * HD <= 128);   /* else re-read Q from shared */
+    const int Q_IN_REGS = (MT * HD <= 64);    /* else re-read Q from shared */
     const float NEG_INF = -__int_as_float(0x7f800000);
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -164,6 +184,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
 
     const int warp_row0 = warp * MT * 16;
+    /* ldmatrix bases. Q (A operand): lanes 0-15 rows, lanes 16-31 the upper
+     * 8 columns. K (B, non-transposed): lane/8 picks (key half, column half).
+     * V (B, transposed): lane/8 picks (key half, d half). */
+    const fmhai_smem_t q_base = fmhai_ldsm_base(sQ, (warp_row0 + lane % 16) * HD * 2, lane / 16, lane % 8);
+    const fmhai_smem_t k_base = fmhai_ldsm_base(sK, (((lane / 8) / 2) * 8 + lane % 8) * HD * 2,
+                                                (lane / 8) % 2, lane % 8);
+    const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HD * 2,
+                                                (lane / 8) / 2, lane % 8);
 
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
@@ -175,8 +203,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int kk = 0; kk < HD / 16; ++kk)
-                    fmhai_warp_ldsm_x4(q_frag[mt][kk],
-                        sQ + fmhai_swz(warp_row0 + mt * 16 + lane % 16, kk * 2 + lane / 16, HD));
+                    fmhai_warp_ldsm_x4(q_frag[mt][kk], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
         }
         {   /* V of tile it + ST - 1 into the slot the previous P V freed */
             int j = it + ST - 1;
@@ -197,7 +224,6 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc_s[mt][nt][e] = 0.f;
-        const fmhai_smem_t sKb = sK + buf * kv_tile_bytes;
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk) {
             uint32_t qa[2][4];
@@ -207,16 +233,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
                     for (int e = 0; e < 4; ++e) qa[mt][e] = q_frag[mt][kk][e];
                 } else {
-                    fmhai_warp_ldsm_x4(qa[mt], sQ + fmhai_swz(warp_row0 + mt * 16 + lane % 16,
-                                                              kk * 2 + lane / 16, HD));
+                    fmhai_warp_ldsm_x4(qa[mt], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
                 }
             }
 #pragma unroll
             for (int np = 0; np < BN / 16; ++np) {
                 uint32_t kb[4];
-                int mat = lane / 8;
-                fmhai_warp_ldsm_x4(kb, sKb + fmhai_swz(np * 16 + (mat / 2) * 8 + lane % 8,
-                                                       kk * 2 + (mat % 2), HD));
+                fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
+                                           np * 16 * HD * 2);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb, is_bf16);
@@ -317,15 +341,13 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
 
         /* ---- O += P V ------------------------------------------------------ */
-        const fmhai_smem_t sVb = sV + buf * kv_tile_bytes;
 #pragma unroll
         for (int kp = 0; kp < BN / 16; ++kp) {
 #pragma unroll
             for (int dn = 0; dn < HD / 16; ++dn) {
                 uint32_t vb[4];
-                int mat = lane / 8;
-                fmhai_warp_ldsm_x4_t(vb, sVb + fmhai_swz(kp * 16 + (mat % 2) * 8 + lane % 8,
-                                                         dn * 2 + mat / 2, HD));
+                fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * kv_tile_bytes +
+                                             kp * 16 * HD * 2);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     fmhai_warp_mma_16816(acc_o[mt][2 * dn], pa[mt][kp], vb, is_bf16);

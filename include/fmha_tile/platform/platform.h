@@ -45,6 +45,7 @@
 #  endif
 #  define FMHAI_DEVICE static __device__ __forceinline__
 #  define FMHAI_WARP_SIZE 64
+#  define FMHAI_GRID_CONSTANT
 #elif defined(FMHA_PLATFORM_NVIDIA)
 /* ------------------------------------------------------------- NVIDIA ---- */
 #  include <cuda_runtime.h>
@@ -52,6 +53,8 @@
 #  include <cuda_bf16.h>
 #  define FMHAI_DEVICE static __device__ __forceinline__
 #  define FMHAI_WARP_SIZE 32
+/* kernel parameters read in place (no local copy when their address is taken) */
+#  define FMHAI_GRID_CONSTANT __grid_constant__
 typedef cudaError_t hipError_t;
 typedef cudaStream_t hipStream_t;
 typedef cudaFuncAttributes hipFuncAttributes;

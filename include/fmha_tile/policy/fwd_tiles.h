@@ -43,6 +43,12 @@
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
 
+/* Blocks per SM the compiler must fit in registers (__launch_bounds__).
+ * Rows-per-warp x head dim of 256 (e.g. 32 x 128, 16 x 256) needs the whole
+ * 255-register budget; smaller ones aim at 256 query rows per SM. */
+#define FMHAI_FWD_MIN_BLOCKS(hd, bm, w) \
+    (((bm) / (16 * (w))) * (hd) >= 256 ? 1 : ((bm) >= 256 ? 1 : 256 / (bm)))
+
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V. */
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
 

@@ -37,6 +37,17 @@ FMHAI_DEVICE fmhai_smem_t fmhai_smem_addr(const void *p)
     return (fmhai_smem_t)__cvta_generic_to_shared(p);
 }
 
+/* XOR on a shared address (the swizzle works on address bits 4..6). */
+FMHAI_DEVICE fmhai_smem_t fmhai_smem_xor(fmhai_smem_t a, int x) { return a ^ (uint32_t)x; }
+
+/* Hides a pointer's value from the optimiser: used for running pointers the
+ * compiler would otherwise expand into one live register pair per step. */
+FMHAI_DEVICE const void *fmhai_opaque_ptr(const void *p)
+{
+    asm volatile("" : "+l"(p));
+    return p;
+}
+
 FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int valid)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80)
@@ -119,6 +130,11 @@ FMHAI_DEVICE void fmhai_sync_warp(void) { __syncwarp(); }
 typedef char *fmhai_smem_t;
 
 FMHAI_DEVICE fmhai_smem_t fmhai_smem_addr(const void *p) { return (fmhai_smem_t)p; }
+FMHAI_DEVICE fmhai_smem_t fmhai_smem_xor(fmhai_smem_t a, int x)
+{
+    return (fmhai_smem_t)((uintptr_t)a ^ (uintptr_t)x);
+}
+FMHAI_DEVICE const void *fmhai_opaque_ptr(const void *p) { return p; }
 
 FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int valid)
 {
