@@ -14,15 +14,15 @@
 
 #define TUNE_ROWS(X)                                                              \
     X(FWD, BF16, 64,  MASK, NOSOFTCAP, NOALIBI, 128, 64,  4, 2)                    \
+    X(FWD, BF16, 64,  MASK, NOSOFTCAP, NOALIBI, 128, 64,  4, 3)                    \
     X(FWD, BF16, 64,  MASK, NOSOFTCAP, NOALIBI, 128, 128, 4, 2)                    \
-    X(FWD, BF16, 64,  MASK, NOSOFTCAP, NOALIBI, 128, 64,  8, 2)                    \
-    X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 64,  8, 2)                    \
-    X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 32,  4, 2)                    \
     X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 64,  4, 2)                    \
     X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 64,  4, 1)                    \
+    X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 32,  4, 2)                    \
+    X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 32,  4, 3)                    \
     X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 32,  8, 2)                    \
     X(FWD, BF16, 256, MASK, NOSOFTCAP, NOALIBI, 128, 64,  8, 1)                    \
-    X(FWD, BF16, 256, MASK, NOSOFTCAP, NOALIBI, 64,  64,  4, 1)                    \
+    X(FWD, BF16, 256, MASK, NOSOFTCAP, NOALIBI, 128, 64,  8, 2)                    \
     X(FWD, BF16, 256, MASK, NOSOFTCAP, NOALIBI, 64,  32,  4, 2)
 DECL_FMHA_KERNEL_SET(tune_set, TUNE_ROWS)
 

@@ -7,11 +7,12 @@
  * first, so the masked tiles at the diagonal come first and the mask-free
  * tiles run without any mask arithmetic.
  *
- * Per key tile n (buffers in a ring of `stages` K and V slots):
- *     wait K[n]; barrier; issue V[n + stages - 1]
+ * Per key tile n (stages >= 2: a ring of K+V slots; stages == 1: one K and
+ * one V slot, loads split around the two GEMMs as in FlashAttention-2):
+ *     wait tile n; barrier; issue the tile stages-1 ahead (ring)  | V[n] (split)
  *     S = Q K[n]^T                 (mma.sync, Q from registers or shared)
  *     soft cap / ALiBi / mask      (mask only on tiles that need it)
- *     wait V[n]; barrier; issue K[n + stages]
+ *                                    split only: wait V[n]; barrier; issue K[n-1]
  *     online softmax in base 2     (running max, rescale O and row sum)
  *     O += P V[n]                  (P stays in registers as the A operand)
  * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
@@ -130,6 +131,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int n_hi = k_hi > k_lo ? (k_hi + BN - 1) / BN : n_lo;
     const int f_hi = f_hi_key > 0 ? f_hi_key / BN : 0;
     const int n_iters = n_hi - n_lo;
+    /* query row i sees keys [i + c_lo, i + c_hi) (unbounded sides far away) */
+    const int c_hi = right >= 0 ? off + right + 1 : (1 << 30);
+    const int c_lo = left >= 0 ? off - left : -(1 << 30);
 
     const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
@@ -144,24 +148,25 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     fmhai_smem_t sV = sK + ST * BN * HD * 2;
     const int kv_tile_bytes = BN * HD * 2;
 
-    /* ---- prologue: Q, then K0 V0 K1 V1 ... K[ST-1], one group each ------- */
+    /* ---- prologue ---------------------------------------------------------
+     * stages == 1 (split): groups Q, K[0]; each tile then loads V[it] at the
+     *   top and K[it+1] in the middle, two barriers per tile.
+     * stages >= 2 (ring): groups Q, (K+V)[0] .. (K+V)[ST-2]; each tile loads
+     *   (K+V)[it+ST-1] at the top into the slot tile it-1 freed, one barrier
+     *   per tile, loads issued while no score registers are live. */
+    const int SPLIT = (ST == 1);
     fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, NT, tid);
     fmhai_copy_commit();
-    for (int s = 0; s < ST; ++s) {
+    for (int s = 0; s < (SPLIT ? 1 : ST - 1); ++s) {
         if (s < n_iters) {
-            int n = n_hi - 1 - s;
+            const int n = n_hi - 1 - s;
             fmhai_block_load_tile(sK + s * kv_tile_bytes, k_ptr + (int64_t)n * BN * k_row_b,
                                   k_row_b, BN, s_k - n * BN, p->d, HD, NT, tid);
-        }
-        fmhai_copy_commit();
-        if (s < ST - 1) {
-            if (s < n_iters) {
-                int n = n_hi - 1 - s;
+            if (!SPLIT)
                 fmhai_block_load_tile(sV + s * kv_tile_bytes, v_ptr + (int64_t)n * BN * v_row_b,
                                       v_row_b, BN, s_k - n * BN, p->d, HD, NT, tid);
-            }
-            fmhai_copy_commit();
         }
+        fmhai_copy_commit();
     }
 
     /* ---- per-thread state ---------------------------------------------- */
@@ -196,7 +201,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
         const int buf = it % ST;
-        fmhai_copy_wait(2 * ST - 2);
+        fmhai_copy_wait(SPLIT ? 0 : ST - 2);
         __syncthreads();
         if (it == 0 && Q_IN_REGS) {
 #pragma unroll
@@ -205,10 +210,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 for (int kk = 0; kk < HD / 16; ++kk)
                     fmhai_warp_ldsm_x4(q_frag[mt][kk], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
         }
-        {   /* V of tile it + ST - 1 into the slot the previous P V freed */
-            int j = it + ST - 1;
+        {   /* split: V[it]; ring: K and V of tile it + ST - 1 */
+            const int j = SPLIT ? it : it + ST - 1;
             if (j < n_iters) {
-                int nn = n_hi - 1 - j;
+                const int nn = n_hi - 1 - j;
+                if (!SPLIT)
+                    fmhai_block_load_tile(sK + (j % ST) * kv_tile_bytes,
+                                          k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
+                                          s_k - nn * BN, p->d, HD, NT, tid);
                 fmhai_block_load_tile(sV + (j % ST) * kv_tile_bytes,
                                       v_ptr + (int64_t)nn * BN * v_row_b, v_row_b, BN,
                                       s_k - nn * BN, p->d, HD, NT, tid);
@@ -270,29 +279,31 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
         const int need_mask = !(n >= f_lo && n < f_hi);
         if (need_mask) {
+            /* per row: visible key columns of this tile, relative to this
+             * thread's first column, are [lo, hi) */
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                for (int nt = 0; nt < BN / 8; ++nt)
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int i = m0 + warp_row0 + mt * 16 + g + 8 * hf;
+                    const int base = n * BN + 2 * t;
+                    const int hi = min(s_k, i + c_hi) - base, lo = i + c_lo - base;
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        int i = m0 + warp_row0 + mt * 16 + g + 8 * (e / 2);
-                        int j = n * BN + nt * 8 + 2 * t + (e % 2);
-                        int dead = j >= s_k;
-                        if (right >= 0) dead |= j > i + off + right;
-                        if (left >= 0) dead |= j < i + off - left;
-                        if (dead) acc_s[mt][nt][e] = NEG_INF;
-                    }
+                    for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int col = nt * 8 + e;
+                            if (col < lo || col >= hi) acc_s[mt][nt][2 * hf + e] = NEG_INF;
+                        }
+                }
         }
 
-        fmhai_copy_wait(2 * ST - 2);
-        __syncthreads();
-        {   /* K of tile it + ST into the slot this tile's S just freed */
-            int j = it + ST;
-            if (j < n_iters) {
-                int nn = n_hi - 1 - j;
-                fmhai_block_load_tile(sK + (j % ST) * kv_tile_bytes,
-                                      k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
+        if (SPLIT) {   /* V[it] landed; K[it + 1] into the slot S just freed */
+            fmhai_copy_wait(0);
+            __syncthreads();
+            if (it + 1 < n_iters) {
+                const int nn = n - 1;
+                fmhai_block_load_tile(sK, k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
                                       s_k - nn * BN, p->d, HD, NT, tid);
             }
             fmhai_copy_commit();
@@ -341,10 +352,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
 
         /* ---- O += P V ------------------------------------------------------ */
+        /* d outer, keys inner: one swizzled V address per d chunk pair */
 #pragma unroll
-        for (int kp = 0; kp < BN / 16; ++kp) {
+        for (int dn = 0; dn < HD / 16; ++dn) {
 #pragma unroll
-            for (int dn = 0; dn < HD / 16; ++dn) {
+            for (int kp = 0; kp < BN / 16; ++kp) {
                 uint32_t vb[4];
                 fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * kv_tile_bytes +
                                              kp * 16 * HD * 2);
