@@ -17,7 +17,12 @@
 #ifndef FMHA_TILE_POLICY_FWD_TILES_H
 #define FMHA_TILE_POLICY_FWD_TILES_H
 
-/* ---- NVIDIA, portable mma.sync pipeline (sm_80 and newer, Hopper included) */
+/* ---- NVIDIA, portable mma.sync pipeline (sm_80 and newer, Hopper included)
+ * Chosen on an H100 SXM with bench/tune_fwd.cu (bf16, 16k tokens, hidden
+ * 2048): 32 rows per warp (two MMA row tiles share each K/V fragment), two
+ * blocks per SM. hdim 128 keeps the split K/V schedule (stages 1): it beat the
+ * 2-stage ring by 5% although ptxas parks four row sums and some loop
+ * invariants in local memory (about 100 bytes, L1 hits). */
 /*                                                 arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_SM80_FWD_64(Y, ...)  Y(__VA_ARGS__, SM80,   128,    64,    4,     2)
 #define FMHAI_TILES_SM80_FWD_128(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    4,     1)
