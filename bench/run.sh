@@ -12,7 +12,8 @@
 # build; the binary is $BUILD/bench/bench_fwd), OUT_DIR (default $BUILD/bench),
 # PYTHON (default python3), ANCHORS (reference anchors JSON; default the first of
 # shared/anchors/h100_torch_sdpa_*.json, ../shared/anchors/... if present),
-# NVCC_FLAGS (extra flags appended to the nvcc line).
+# NVCC_FLAGS (extra flags appended to the nvcc line), SKIP_BUILD=1 (reuse an
+# existing binary).
 #
 # Outputs in $OUT_DIR: fmha_fwd.json, sdpa.json, report.md, and the logs
 # bench_fwd.log, sdpa_bench.log. Without a GPU it prints a SKIP line and exits 0.
@@ -59,11 +60,15 @@ if ! command -v "$NVCC" >/dev/null 2>&1; then
 fi
 BIN="$BUILD/bench/bench_fwd"
 mkdir -p "$BUILD/bench" "$OUT_DIR"
-echo "run.sh: building $BIN with $NVCC"
-# shellcheck disable=SC2086
-"$NVCC" -x cu -std=c++17 -O3 \
-    -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 \
-    -Iinclude ${NVCC_FLAGS:-} bench/bench_fwd.cu -o "$BIN"
+if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x "$BIN" ]; then
+    echo "run.sh: using the existing $BIN (SKIP_BUILD=1)"
+else
+    echo "run.sh: building $BIN with $NVCC"
+    # shellcheck disable=SC2086
+    "$NVCC" -x cu -std=c++17 -O3 \
+        -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 \
+        -Iinclude ${NVCC_FLAGS:-} bench/bench_fwd.cu -o "$BIN"
+fi
 if [ "$build_only" = 1 ]; then
     echo "run.sh: built $BIN"
     exit 0

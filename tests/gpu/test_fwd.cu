@@ -7,14 +7,16 @@
  * lengths, s_q > s_k under causal masks, windows that mask whole rows, GQA ratios
  * up to 16, soft cap, ALiBi, padded head dims, bshd/bhsd layouts with padded
  * strides, batch and group mode. Each problem gets random inputs (never zero; input
- * padding holds NaN), a poisoned O and LSE, one fmha_fwd() on a non-default
- * stream, and a comparison with tests/ref/fmha_ref.h: every logical element
- * written, padding untouched, fully masked rows exactly O = 0 / LSE = -inf, rel-L2
- * within fp16 2e-3 / bf16 1e-2, LSE within an absolute tolerance, no NaN. Then
- * the API contract: bad arguments give the documented status and a message and
- * launch nothing; a set without a fitting kernel says FMHA_ERR_NO_KERNEL and names
- * the closest kernel; the registry and JSON describe the set; a call is safe under
- * CUDA graph capture.
+ * padding holds NaN), a poisoned O and LSE with poisoned guard zones before and
+ * after them, one fmha_fwd() on a non-default stream, and a comparison with
+ * tests/ref/fmha_ref.h: every logical element written, padding and guards
+ * untouched, inputs unchanged, fully masked rows exactly O = 0 / LSE = -inf, the
+ * kernel of the smallest fitting head dim selected, rel-L2 within fp16 2e-3 /
+ * bf16 1e-2 (plus a loose max-abs bound), LSE within 2e-3 absolute (5e-3 with a
+ * soft cap), no NaN. Then the API contract: bad arguments give the documented
+ * status and a message and launch nothing; a set without a fitting kernel says
+ * FMHA_ERR_NO_KERNEL and names the closest kernel; the registry and JSON describe
+ * the set; a call is safe under CUDA graph capture.
  *
  * Build:  nvcc -x cu -std=c++17 -O2 -gencode=arch=compute_80,code=sm_80 \
  *              -gencode=arch=compute_90a,code=sm_90a -Iinclude -Itests \
@@ -80,6 +82,9 @@ typedef struct fwd_cfg {
 } fwd_cfg;
 
 #define MAXCFG 400
+/* Poisoned elements before and after the O and LSE buffers (512 bytes of fp16:
+ * keeps O 16-byte aligned) to catch writes just outside them. */
+#define GUARD 256
 static fwd_cfg g_cfgs[MAXCFG];
 static int g_ncfg;
 
@@ -452,22 +457,22 @@ typedef struct fwd_run {
     size_t n_lse, n_slopes;
     /* host */
     float *qf, *kf, *vf, *ref_o, *ref_lse, *slopes;
-    uint16_t *qh, *kh, *vh, *oh;
-    uint32_t *lseh;
-    unsigned char *o_logical, *lse_logical;
-    /* device */
-    void *dq, *dk, *dv, *dout;
-    float *dlse, *dslopes;
+    uint16_t *qh, *kh, *vh, *oh, *oh_all;
+    uint32_t *lseh, *lseh_all;
+    unsigned char *o_logical, *lse_logical, *o_logical_all, *lse_logical_all;
+    /* device; O and LSE sit GUARD elements inside their allocations */
+    void *dq, *dk, *dv, *dout, *dout_all;
+    float *dlse, *dlse_all, *dslopes;
     int32_t *dssq, *dssk;
 } fwd_run;
 
 static void run_free(fwd_run *r)
 {
     free(r->qf); free(r->kf); free(r->vf); free(r->ref_o); free(r->ref_lse); free(r->slopes);
-    free(r->qh); free(r->kh); free(r->vh); free(r->oh); free(r->lseh);
-    free(r->o_logical); free(r->lse_logical);
-    tu_dfree(r->dq); tu_dfree(r->dk); tu_dfree(r->dv); tu_dfree(r->dout);
-    tu_dfree(r->dlse); tu_dfree(r->dslopes); tu_dfree(r->dssq); tu_dfree(r->dssk);
+    free(r->qh); free(r->kh); free(r->vh); free(r->oh_all); free(r->lseh_all);
+    free(r->o_logical_all); free(r->lse_logical_all);
+    tu_dfree(r->dq); tu_dfree(r->dk); tu_dfree(r->dv); tu_dfree(r->dout_all);
+    tu_dfree(r->dlse_all); tu_dfree(r->dslopes); tu_dfree(r->dssq); tu_dfree(r->dssk);
 }
 
 /* Fills reference-problem fields that mirror the GPU arguments. */
@@ -581,6 +586,17 @@ static double tol_max_abs(fmha_dtype dt, float amp) { return (dt == FMHA_DTYPE_B
 /* LSE is fp32 from fp32 scores; soft cap adds tanh approximation error. */
 static double tol_lse(const fwd_cfg *c) { return c->cap > 0 ? 5e-3 : 2e-3; }
 
+/* 1 when the device buffer still holds the n 16-bit values of h. */
+static int same_on_device(const void *dev, const uint16_t *h, size_t n)
+{
+    uint16_t *tmp = (uint16_t *)tu_hmalloc(n * 2);
+    int same;
+    tu_download(tmp, dev, n * 2);
+    same = memcmp(tmp, h, n * 2) == 0;
+    free(tmp);
+    return same;
+}
+
 /* Launches through a captured graph. Returns 0 on success, else fills why. */
 static int launch_graph(const fmha_kernel_set *set, const fmha_fwd_args *a, cudaStream_t st, char *why, size_t cap)
 {
@@ -660,13 +676,16 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     r.qf = (float *)tu_hmalloc(r.lq.n * 4); r.qh = (uint16_t *)tu_hmalloc(r.lq.n * 2);
     r.kf = (float *)tu_hmalloc(r.lk.n * 4); r.kh = (uint16_t *)tu_hmalloc(r.lk.n * 2);
     r.vf = (float *)tu_hmalloc(r.lv.n * 4); r.vh = (uint16_t *)tu_hmalloc(r.lv.n * 2);
-    r.ref_o = (float *)tu_hmalloc(r.lo.n * 4); r.oh = (uint16_t *)tu_hmalloc(r.lo.n * 2);
-    r.ref_lse = (float *)tu_hmalloc(r.n_lse * 4); r.lseh = (uint32_t *)tu_hmalloc(r.n_lse * 4);
-    r.o_logical = (unsigned char *)calloc(r.lo.n + 1, 1);
-    r.lse_logical = (unsigned char *)calloc(r.n_lse + 1, 1);
+    r.ref_o = (float *)tu_hmalloc(r.lo.n * 4); r.ref_lse = (float *)tu_hmalloc(r.n_lse * 4);
+    r.oh_all = (uint16_t *)tu_hmalloc((r.lo.n + 2 * GUARD) * 2);
+    r.lseh_all = (uint32_t *)tu_hmalloc((r.n_lse + 2 * GUARD) * 4);
+    r.o_logical_all = (unsigned char *)calloc(r.lo.n + 2 * GUARD, 1);
+    r.lse_logical_all = (unsigned char *)calloc(r.n_lse + 2 * GUARD, 1);
+    r.oh = r.oh_all + GUARD; r.lseh = r.lseh_all + GUARD;
+    r.o_logical = r.o_logical_all + GUARD; r.lse_logical = r.lse_logical_all + GUARD;
     r.n_slopes = (size_t)(c->batch * (c->hq + 3));
     r.slopes = (float *)tu_hmalloc(r.n_slopes * 4);
-    if (!r.o_logical || !r.lse_logical) { tu_fail(c->name, "out of host memory"); tu_finish(); }
+    if (!r.o_logical_all || !r.lse_logical_all) { tu_fail(c->name, "out of host memory"); tu_finish(); }
 
     make_ref(c, &r, &p);
     fill_tensor(&rng, &p, 0, c->amp, is_bf16, r.qf, r.qh, r.lq.n, c->hq, r.sq);
@@ -683,8 +702,10 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
 
     /* device buffers */
     r.dq = tu_dmalloc(r.lq.n * 2); r.dk = tu_dmalloc(r.lk.n * 2); r.dv = tu_dmalloc(r.lv.n * 2);
-    r.dout = tu_dmalloc(r.lo.n * 2);
-    r.dlse = (float *)tu_dmalloc(r.n_lse * 4);
+    r.dout_all = tu_dmalloc((r.lo.n + 2 * GUARD) * 2);
+    r.dlse_all = (float *)tu_dmalloc((r.n_lse + 2 * GUARD) * 4);
+    r.dout = (uint16_t *)r.dout_all + GUARD;
+    r.dlse = r.dlse_all + GUARD;
     r.dslopes = (float *)tu_dmalloc(r.n_slopes * 4);
     r.dssq = (int32_t *)tu_dmalloc(sizeof(r.ssq));
     r.dssk = (int32_t *)tu_dmalloc(sizeof(r.ssk));
@@ -694,8 +715,8 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     tu_upload(r.dslopes, r.slopes, r.n_slopes * 4);
     tu_upload(r.dssq, r.ssq, sizeof(int32_t) * (c->batch + 1));
     tu_upload(r.dssk, r.ssk, sizeof(int32_t) * (c->batch + 1));
-    tu_poison16(r.dout, r.lo.n, TU_POISON_OUT16);
-    tu_poison32(r.dlse, r.n_lse, TU_POISON_LSE);
+    tu_poison16(r.dout_all, r.lo.n + 2 * GUARD, TU_POISON_OUT16);
+    tu_poison32(r.dlse_all, r.n_lse + 2 * GUARD, TU_POISON_LSE);
 
     make_args(c, &r, &p, &a);
 
@@ -726,8 +747,8 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
             goto done;
         }
         TU_CUDA(cudaStreamSynchronize(stream));
-        tu_poison16(r.dout, r.lo.n, TU_POISON_OUT16);
-        tu_poison32(r.dlse, r.n_lse, TU_POISON_LSE);
+        tu_poison16(r.dout_all, r.lo.n + 2 * GUARD, TU_POISON_OUT16);
+        tu_poison32(r.dlse_all, r.n_lse + 2 * GUARD, TU_POISON_LSE);
         TU_CUDA(cudaDeviceSynchronize());
         if (launch_graph(set, &a, stream, why, sizeof(why)) != 0) {
             tu_fail(c->name, "%s%s", why, plan_str(set, &a));
@@ -742,8 +763,8 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
         TU_CUDA(cudaGetLastError());
         TU_CUDA(cudaStreamSynchronize(stream));
     }
-    tu_download(r.oh, r.dout, r.lo.n * 2);
-    tu_download(r.lseh, r.dlse, r.n_lse * 4);
+    tu_download(r.oh_all, r.dout_all, (r.lo.n + 2 * GUARD) * 2);
+    tu_download(r.lseh_all, r.dlse_all, (r.n_lse + 2 * GUARD) * 4);
 
     /* reference (always with LSE: it says which rows are fully masked) */
     if (fmha_ref_fwd_run(&p) != 0) { tu_fail(c->name, "reference: out of memory"); tu_finish(); }
@@ -789,14 +810,20 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
                     }
                 }
             }
-    /* nothing outside the logical tensors may change */
-    for (i = 0; i < r.lo.n; i++)
-        if (!r.o_logical[i] && r.oh[i] != TU_POISON_OUT16 && !n_pad++ && !why[0])
-            snprintf(why, sizeof(why), "O padding element %zu overwritten (0x%04x)", i, r.oh[i]);
-    for (i = 0; i < r.n_lse; i++)
-        if (!r.lse_logical[i] && r.lseh[i] != TU_POISON_LSE && !n_lse_pad++ && !why[0])
-            snprintf(why, sizeof(why), "LSE element %zu outside the logical rows overwritten (%g)", i,
-                     fmha_ref_bits_f32(r.lseh[i]));
+    /* nothing outside the logical tensors may change: padding, and the guard
+     * zones before and after each buffer */
+    for (i = 0; i < r.lo.n + 2 * GUARD; i++)
+        if (!r.o_logical_all[i] && r.oh_all[i] != TU_POISON_OUT16 && !n_pad++ && !why[0])
+            snprintf(why, sizeof(why), "O element %lld (outside the logical tensor) overwritten (0x%04x)",
+                     (long long)i - GUARD, r.oh_all[i]);
+    for (i = 0; i < r.n_lse + 2 * GUARD; i++)
+        if (!r.lse_logical_all[i] && r.lseh_all[i] != TU_POISON_LSE && !n_lse_pad++ && !why[0])
+            snprintf(why, sizeof(why), "LSE element %lld (outside the logical rows) overwritten (%g)",
+                     (long long)i - GUARD, fmha_ref_bits_f32(r.lseh_all[i]));
+    /* inputs are read-only */
+    if (!why[0] && (!same_on_device(r.dq, r.qh, r.lq.n) || !same_on_device(r.dk, r.kh, r.lk.n) ||
+                    !same_on_device(r.dv, r.vh, r.lv.n)))
+        snprintf(why, sizeof(why), "an input tensor (Q, K or V) changed");
 
     rel = fmha_ref_err_rel_l2(&err);
     if (!why[0] && !(rel <= tol_rel_l2(c->dtype)))
@@ -1107,16 +1134,18 @@ int main(int argc, char **argv)
 
     build_configs();
     if (list) {
-        int nq = 0;
+        int nq = 0, nsel = 0;
         double work = 0.0;
         for (i = 0; i < g_ncfg; i++) {
             if (quick && !g_cfgs[i].quick) continue;
             if (!tu_selected(g_cfgs[i].name)) continue;
             printf("%s%s\n", g_cfgs[i].name, g_cfgs[i].quick ? "  [quick]" : "");
             work += cfg_work(&g_cfgs[i]);
+            nsel++;
             nq += g_cfgs[i].quick;
         }
-        printf("# %d problems, %d in --quick; reference work %.2f G multiply-adds\n", g_ncfg, nq, work * 2e-9);
+        printf("# %d of %d problems listed, %d of them in --quick; reference work %.2f G multiply-adds\n",
+               nsel, g_ncfg, nq, work * 2e-9);
         return 0;
     }
 
@@ -1141,7 +1170,7 @@ int main(int argc, char **argv)
     }
 
     TU_CUDA(cudaStreamDestroy(stream));
-    printf("# %.1f s host time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+    printf("# %.1f s CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
     tu_finish();
     return 0;
 }

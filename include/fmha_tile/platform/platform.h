@@ -46,6 +46,9 @@
 #  define FMHAI_DEVICE static __device__ __forceinline__
 #  define FMHAI_WARP_SIZE 64
 #  define FMHAI_GRID_CONSTANT
+/* HIP has no ...MaxSharedMemoryPerBlockOptin (CUDA's name); on AMD a block may
+ * use the per-block maximum (64 KB on gfx90a/gfx942) without opting in. */
+#  define hipDeviceAttributeMaxSharedMemoryPerBlockOptin hipDeviceAttributeMaxSharedMemoryPerBlock
 #elif defined(FMHA_PLATFORM_NVIDIA)
 /* ------------------------------------------------------------- NVIDIA ---- */
 #  include <cuda_runtime.h>

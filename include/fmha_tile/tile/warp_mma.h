@@ -127,20 +127,33 @@ FMHAI_DEVICE void fmhai_sync_warp(void) { __syncwarp(); }
 
 #elif defined(FMHA_PLATFORM_AMD)
 /* ============================================================== AMD ====== */
-typedef char *fmhai_smem_t;
+/* A 32-lane group is half of a wave64 (lanes 0-31 or 32-63 of one wave), so
+ * 32-lane shuffles (ds_bpermute inside the half) reach exactly the lanes of
+ * an NVIDIA warp. fmhai_smem_t is a 32-bit LDS pointer (address space 3), as
+ * the shared-window address is on NVIDIA: swizzle arithmetic stays 32-bit,
+ * the emulated ldmatrix shuffles one register per row address and reads with
+ * ds_read. */
+#define FMHAI_LDS __attribute__((address_space(3)))
+typedef FMHAI_LDS char *fmhai_smem_t;
+typedef uint32_t fmhai_u32x4 __attribute__((ext_vector_type(4)));
 
 FMHAI_DEVICE fmhai_smem_t fmhai_smem_addr(const void *p) { return (fmhai_smem_t)p; }
+/* XOR on the 32-bit LDS address (the swizzle works on address bits 4..6). */
 FMHAI_DEVICE fmhai_smem_t fmhai_smem_xor(fmhai_smem_t a, int x)
 {
-    return (fmhai_smem_t)((uintptr_t)a ^ (uintptr_t)x);
+    return (fmhai_smem_t)(uintptr_t)((uint32_t)(uintptr_t)a ^ (uint32_t)x);
 }
 FMHAI_DEVICE const void *fmhai_opaque_ptr(const void *p) { return p; }
 
+FMHAI_DEVICE uint32_t fmhai_lds_u32(fmhai_smem_t p) { return (uint32_t)(uintptr_t)p; }
+FMHAI_DEVICE uint32_t fmhai_lds_load_u32(uint32_t lds) { return *(const FMHAI_LDS uint32_t *)(uintptr_t)lds; }
+FMHAI_DEVICE uint32_t fmhai_lds_load_u16(uint32_t lds) { return *(const FMHAI_LDS uint16_t *)(uintptr_t)lds; }
+
 FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int valid)
 {
-    uint4 v = {0u, 0u, 0u, 0u};
-    if (valid) v = *(const uint4 *)src;
-    *(uint4 *)dst = v;
+    fmhai_u32x4 v = {0u, 0u, 0u, 0u};
+    if (valid) v = *(const fmhai_u32x4 *)src;
+    *(FMHAI_LDS fmhai_u32x4 *)dst = v;
 }
 /* Copies above complete synchronously; the block barrier that follows every
  * wait in the pipeline orders them. */
@@ -158,68 +171,87 @@ FMHAI_DEVICE uint32_t fmhai_shfl_u32(uint32_t v, int src_lane)
  * receives from tile i the 32-bit word at column pair l%4 of row l/4. */
 FMHAI_DEVICE void fmhai_warp_ldsm_x4(uint32_t *r, fmhai_smem_t addr)
 {
-    int lane = fmhai_lane();
-    for (int i = 0; i < 4; ++i) {
-        uintptr_t row = (uintptr_t)addr;
-        uint32_t lo = fmhai_shfl_u32((uint32_t)row, 8 * i + lane / 4);
-        uint32_t hi = fmhai_shfl_u32((uint32_t)(row >> 32), 8 * i + lane / 4);
-        const char *p = (const char *)(((uintptr_t)hi << 32) | lo);
-        r[i] = *(const uint32_t *)(p + 4 * (lane % 4));
-    }
+    const int lane = fmhai_lane();
+    const uint32_t row = fmhai_lds_u32(addr);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        r[i] = fmhai_lds_load_u32(fmhai_shfl_u32(row, 8 * i + lane / 4) + 4 * (lane % 4));
 }
 
-/* Transposed: lane l receives elements (2*(l%4), l/4) and (2*(l%4)+1, l/4). */
+/* Transposed: lane l receives elements (2*(l%4), l/4) and (2*(l%4)+1, l/4)
+ * of tile i, the first in the low half. */
 FMHAI_DEVICE void fmhai_warp_ldsm_x4_t(uint32_t *r, fmhai_smem_t addr)
 {
-    int lane = fmhai_lane();
+    const int lane = fmhai_lane();
+    const uint32_t row = fmhai_lds_u32(addr);
+#pragma unroll
     for (int i = 0; i < 4; ++i) {
-        uint32_t v[2];
-        for (int e = 0; e < 2; ++e) {
-            uintptr_t row = (uintptr_t)addr;
-            int src = 8 * i + 2 * (lane % 4) + e;
-            uint32_t lo = fmhai_shfl_u32((uint32_t)row, src);
-            uint32_t hi = fmhai_shfl_u32((uint32_t)(row >> 32), src);
-            const char *p = (const char *)(((uintptr_t)hi << 32) | lo);
-            v[e] = *(const uint16_t *)(p + 2 * (lane / 4));
-        }
-        r[i] = v[0] | (v[1] << 16);
+        const int src = 8 * i + 2 * (lane % 4);
+        const uint32_t lo = fmhai_lds_load_u16(fmhai_shfl_u32(row, src) + 2 * (lane / 4));
+        const uint32_t hi = fmhai_lds_load_u16(fmhai_shfl_u32(row, src + 1) + 2 * (lane / 4));
+        r[i] = lo | (hi << 16);
     }
 }
 
-FMHAI_DEVICE float fmhai_half_bits_to_float(uint32_t h, int is_bf16)
+/* acc + x.lo * y.lo + x.hi * y.hi over packed 16-bit pairs (fp32 math). */
+FMHAI_DEVICE float fmhai_dot2_acc(uint32_t x, uint32_t y, float acc, int is_bf16)
 {
-    if (is_bf16) return __uint_as_float(h << 16);
-    return __half2float(__ushort_as_half((unsigned short)h));
+    if (is_bf16)
+        return __builtin_fmaf(__uint_as_float(x & 0xffff0000u), __uint_as_float(y & 0xffff0000u),
+                              __builtin_fmaf(__uint_as_float(x << 16), __uint_as_float(y << 16), acc));
+#if defined(FMHAI_DEVICE_IS_GFX9)
+    {   typedef _Float16 fmhai_h2 __attribute__((ext_vector_type(2)));
+        return __builtin_amdgcn_fdot2(__builtin_bit_cast(fmhai_h2, x), __builtin_bit_cast(fmhai_h2, y),
+                                      acc, false);
+    }
+#else
+    return __builtin_fmaf(__half2float(__ushort_as_half((unsigned short)(x >> 16))),
+                          __half2float(__ushort_as_half((unsigned short)(y >> 16))),
+                          __builtin_fmaf(__half2float(__ushort_as_half((unsigned short)x)),
+                                         __half2float(__ushort_as_half((unsigned short)y)), acc));
+#endif
 }
 
 /* c[16x8] += a[16x16] * b[16x8] with the mma.sync fragment layouts, by
- * shuffling the operands through the 32-lane group (slow, but exact in fp32). */
+ * shuffling the operands through the 32-lane group: for each pair of k
+ * (k2 = 0..7: k = 2*k2, 2*k2+1) lane (g, t) fetches rows g and g+8 of A from
+ * lane 4g + k2%4 (a0/a1 for k < 8, a2/a3 above) and columns 2t, 2t+1 of B from
+ * lanes 4(2t) + k2%4 and 4(2t+1) + k2%4 (b0 for k < 8, b1 above). 32 shuffles
+ * and 32 two-term dot products per call; products are exact in fp32, the
+ * summation order differs from the tensor cores'. */
 FMHAI_DEVICE void fmhai_warp_mma_16816(float *c, const uint32_t *a, const uint32_t *b,
                                        int is_bf16)
 {
-    int lane = fmhai_lane(), g = lane / 4, t = lane % 4;
-    for (int k2 = 0; k2 < 8; ++k2) {           /* pairs of k: k = 2*k2, 2*k2+1 */
-        int tk = k2 % 4, hi = k2 / 4;           /* owner lane column, k half    */
-        uint32_t a_lo = fmhai_shfl_u32(a[hi * 2 + 0], g * 4 + tk);     /* row g   */
-        uint32_t a_hi = fmhai_shfl_u32(a[hi * 2 + 1], g * 4 + tk);     /* row g+8 */
-        for (int j = 0; j < 2; ++j) {           /* output column 2t + j         */
-            uint32_t bw = fmhai_shfl_u32(b[hi], (2 * t + j) * 4 + tk);
-            for (int e = 0; e < 2; ++e) {
-                float bv = fmhai_half_bits_to_float((bw >> (16 * e)) & 0xffffu, is_bf16);
-                c[j] += fmhai_half_bits_to_float((a_lo >> (16 * e)) & 0xffffu, is_bf16) * bv;
-                c[2 + j] += fmhai_half_bits_to_float((a_hi >> (16 * e)) & 0xffffu, is_bf16) * bv;
-            }
-        }
+    const int lane = fmhai_lane(), g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int k2 = 0; k2 < 8; ++k2) {
+        const int tk = k2 % 4, hi = k2 / 4;
+        const uint32_t a_g = fmhai_shfl_u32(a[2 * hi + 0], 4 * g + tk);        /* row g     */
+        const uint32_t a_g8 = fmhai_shfl_u32(a[2 * hi + 1], 4 * g + tk);       /* row g + 8 */
+        const uint32_t b_0 = fmhai_shfl_u32(b[hi], 4 * (2 * t) + tk);          /* col 2t    */
+        const uint32_t b_1 = fmhai_shfl_u32(b[hi], 4 * (2 * t + 1) + tk);      /* col 2t+1  */
+        c[0] = fmhai_dot2_acc(a_g, b_0, c[0], is_bf16);
+        c[1] = fmhai_dot2_acc(a_g, b_1, c[1], is_bf16);
+        c[2] = fmhai_dot2_acc(a_g8, b_0, c[2], is_bf16);
+        c[3] = fmhai_dot2_acc(a_g8, b_1, c[3], is_bf16);
     }
 }
 
+/* fp32 -> bf16 bits, round to nearest even; NaN stays a (quiet) NaN. */
+FMHAI_DEVICE uint32_t fmhai_f32_to_bf16_bits(float x)
+{
+    const uint32_t u = __float_as_uint(x);
+    const uint32_t rne = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rne;
+}
+
+/* x in the low half, y in the high half (as cvt.rn.{bf16,f16}x2.f32). */
 FMHAI_DEVICE uint32_t fmhai_pack2(float x, float y, int is_bf16)
 {
     uint32_t lo, hi;
     if (is_bf16) {
-        uint32_t ux = __float_as_uint(x), uy = __float_as_uint(y);
-        lo = (ux + 0x7fffu + ((ux >> 16) & 1u)) >> 16;   /* round to nearest even */
-        hi = (uy + 0x7fffu + ((uy >> 16) & 1u)) >> 16;
+        lo = fmhai_f32_to_bf16_bits(x);
+        hi = fmhai_f32_to_bf16_bits(y);
     } else {
         lo = __half_as_ushort(__float2half_rn(x));
         hi = __half_as_ushort(__float2half_rn(y));
@@ -227,7 +259,14 @@ FMHAI_DEVICE uint32_t fmhai_pack2(float x, float y, int is_bf16)
     return (lo & 0xffffu) | (hi << 16);
 }
 
-FMHAI_DEVICE void fmhai_sync_warp(void) { __syncthreads(); }
+/* A 32-lane group never spans two waves, and a wave's LDS accesses complete
+ * in order: __syncwarp is a wave-scope fence plus a scheduling barrier. */
+FMHAI_DEVICE void fmhai_sync_warp(void)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
 #endif
 
 #endif /* FMHA_TILE_WARP_MMA_H */

@@ -1,0 +1,262 @@
+/*
+ * Host unit tests of the dispatch layer, in plain C (no device compiler).
+ *
+ * Built with a C compiler the library is in host-only mode: kernel sets hold
+ * their table rows but no kernels, and selection runs against the device
+ * described by fmhai_test_device. Covers wildcard expansion, explicit rows,
+ * the constraint list, validation errors, selection scoring and its
+ * independence from row order, the "closest kernel" message and JSON export.
+ * Last line: "N passed, M failed".
+ */
+#include <stdio.h>
+#include <string.h>
+#include "fmha_tile.h"
+
+static int g_pass, g_fail;
+#define CHECK(cond, name)                                                     \
+    do {                                                                      \
+        if (cond) { ++g_pass; printf("PASS %s\n", name); }                    \
+        else { ++g_fail; printf("FAIL %s (%s:%d) last error: %s\n", name,     \
+                                __FILE__, __LINE__, fmha_last_error()); }     \
+    } while (0)
+
+/* Wildcard rows, a partially given wildcard row, and an explicit row. */
+#define SET_A(X)                                                                          \
+    X(FWD, BF16, 128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, BF16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, BF16, 256, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, FP16, 64,  MASK,   SOFTCAP,   ALIBI,   128,      FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, BF16, 64,  MASK,   NOSOFTCAP, NOALIBI, 64,       32,       4,        2)
+DECL_FMHA_KERNEL_SET(set_a, SET_A)
+
+/* The same rows in reverse order: selection must not change. */
+#define SET_A_REV(X)                                                                      \
+    X(FWD, BF16, 64,  MASK,   NOSOFTCAP, NOALIBI, 64,       32,       4,        2)         \
+    X(FWD, FP16, 64,  MASK,   SOFTCAP,   ALIBI,   128,      FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, BF16, 256, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, BF16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, BF16, 128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(set_a_rev, SET_A_REV)
+
+DECL_FMHA_KERNEL_SET(set_default, FMHA_DEFAULT_FWD_SET)
+
+/* A wildcard row whose explicit column matches no tuned row would not build:
+ *   X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 48, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+ * and neither would an explicit row that breaks a constraint:
+ *   X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 100, 64, 4, 1)
+ * (tests/host/compile_fail.sh checks both). */
+
+static fmha_fwd_args good_args(void)
+{
+    fmha_fwd_args a;
+    memset(&a, 0, sizeof(a));
+    a.dtype = FMHA_DTYPE_BF16;
+    a.batch = 2; a.nhead_q = 8; a.nhead_k = 2;
+    a.seqlen_q = 1000; a.seqlen_k = 1000; a.hdim_q = 128; a.hdim_v = 128;
+    a.q = (const void *)0x10000; a.k = (const void *)0x20000;
+    a.v = (const void *)0x30000; a.o = (void *)0x40000;
+    a.stride_q = a.stride_k = a.stride_v = a.stride_o = 8 * 128;
+    a.nhead_stride_q = a.nhead_stride_k = a.nhead_stride_v = a.nhead_stride_o = 128;
+    a.batch_stride_q = a.batch_stride_k = a.batch_stride_v = a.batch_stride_o = 1000 * 8 * 128;
+    a.scale = 0.088f;
+    a.mask_type = FMHA_MASK_NONE; a.window_left = -1; a.window_right = -1;
+    return a;
+}
+
+static const char *chosen(const fmha_kernel_set *s, const fmha_fwd_args *a)
+{
+    fmha_fwd_plan plan;
+    if (fmha_fwd_check(s, a, &plan) != FMHA_OK) return "";
+    return plan.kernel->name;
+}
+
+static void test_expansion(void)
+{
+    int i, n = fmha_set_size(&set_a), found_explicit = 0, all_valid = 1, filtered_ok = 1;
+    CHECK(n == 5, "wildcard rows expand to one tuned row per arch table (5 enabled kernels)");
+    for (i = 0; i < n; ++i) {
+        const fmha_kernel_info *k = fmha_set_kernel(&set_a, i);
+        if (fmhai_fwd_row_violation(k->hdim, k->tile_m, k->tile_n, k->warps, k->stages)) all_valid = 0;
+        if (k->hdim == 64 && k->dtype == FMHA_DTYPE_BF16 && k->tile_m == 64 && k->tile_n == 32 &&
+            k->warps == 4 && k->stages == 2)
+            found_explicit = 1;
+        if (k->dtype == FMHA_DTYPE_FP16 && k->tile_m != 128) filtered_ok = 0;
+    }
+    CHECK(all_valid, "every expanded row meets the constraints");
+    CHECK(found_explicit, "explicit row is built as written");
+    CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
+    CHECK(fmha_set_size(&set_default) == 48, "default set: 2 dtypes x 3 hdims x 8 feature rows");
+    CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
+          "fmha_set_kernel out of range gives NULL");
+    {
+        const fmha_kernel_info *k = fmha_set_kernel(&set_a, 0);
+        CHECK(strstr(k->name, "fmha_fwd_d128_bf16_mask") == k->name && strstr(k->name, "_sm80"),
+              "kernel names are self-describing");
+    }
+}
+
+static void test_constraints(void)
+{
+    const char *v;
+    CHECK(fmhai_fwd_row_violation(128, 128, 64, 4, 1) == NULL, "tuned hd128 row is valid");
+    v = fmhai_fwd_row_violation(96, 128, 64, 4, 1);
+    CHECK(v && strstr(v, "hdim_64_128_192_256"), "hdim 96 kernel rejected by name");
+    v = fmhai_fwd_row_violation(128, 100, 64, 4, 1);
+    CHECK(v && strstr(v, "tile_m_16_or_32_rows_per_warp"), "tile_m 100 rejected by name");
+    v = fmhai_fwd_row_violation(128, 128, 40, 4, 1);
+    CHECK(v && strstr(v, "tile_n_multiple_of_16"), "tile_n 40 rejected by name");
+    v = fmhai_fwd_row_violation(128, 128, 64, 4, 4);
+    CHECK(v && strstr(v, "stages_1_to_3"), "stages 4 rejected by name");
+    v = fmhai_fwd_row_violation(256, 128, 128, 4, 3);
+    CHECK(v && (strstr(v, "registers") || strstr(v, "shared_memory")), "oversized tile rejected");
+}
+
+static void test_validation(void)
+{
+    fmha_fwd_args a;
+    fmha_status st;
+    a = good_args();
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "good args are supported");
+
+    a = good_args(); a.q = NULL;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "NULL"), "null q rejected");
+    a = good_args(); a.hdim_q = a.hdim_v = 264;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "hdim 264 unsupported");
+    a = good_args(); a.hdim_q = a.hdim_v = 60;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "hdim 60 (not a multiple of 8) unsupported");
+    a = good_args(); a.hdim_v = 64;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "hdim_v != hdim_q unsupported");
+    a = good_args(); a.nhead_k = 3;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "multiple"), "nhead_q % nhead_k rejected");
+    a = good_args(); a.batch = -1;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "negative batch rejected");
+    a = good_args(); a.seqlen_k = -5;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "negative seqlen rejected");
+    a = good_args(); a.dtype = FMHA_DTYPE_FP8;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "fp8 forward unsupported");
+    a = good_args(); a.scale = 0.f;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "zero scale rejected");
+    a = good_args(); a.logits_soft_cap = -1.f;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "negative soft cap rejected");
+    a = good_args(); a.mask_type = (fmha_mask_type)7;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "unknown mask type rejected");
+    a = good_args(); a.mask_type = FMHA_MASK_TOP_LEFT; a.window_left = -3;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "window < -1 rejected");
+    a = good_args(); a.stride_k = 8 * 128 + 4;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "stride"), "stride not a multiple of 8 unsupported");
+    a = good_args(); a.v = (const void *)0x30008;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "misaligned pointer unsupported");
+    a = good_args(); a.is_group_mode = 1; a.max_seqlen_q = 100;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "group mode without seqstart rejected");
+    a = good_args(); a.nhead_q = 70000; a.nhead_k = 70000;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "too many heads for the grid unsupported");
+    a = good_args();
+    CHECK(fmha_fwd_check(NULL, &a, NULL) == FMHA_ERR_INVALID_ARG, "null set rejected");
+    CHECK(fmha_fwd_check(&set_a, NULL, NULL) == FMHA_ERR_INVALID_ARG, "null args rejected");
+    a = good_args(); a.batch = 0;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "batch 0 is valid (nothing to do)");
+    CHECK(strcmp(fmha_status_str(FMHA_ERR_NO_KERNEL), "no kernel") == 0, "status strings");
+}
+
+static void test_selection(void)
+{
+    fmha_fwd_args a = good_args();
+    fmha_fwd_plan plan;
+    fmha_status st;
+    /* unmasked problem: the NOMASK kernel wins over the MASK one */
+    CHECK(strstr(chosen(&set_a, &a), "_nmask_") != NULL, "unmasked problem picks the NOMASK kernel");
+    a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_left = -1; a.window_right = 0;
+    CHECK(strstr(chosen(&set_a, &a), "_d128_bf16_mask_") != NULL, "causal problem picks a MASK kernel");
+    /* (-1, -1) window with a mask type sees everything: lean kernel */
+    a.window_right = -1;
+    CHECK(strstr(chosen(&set_a, &a), "_nmask_") != NULL, "(-1,-1) window counts as no mask");
+    /* padding: hdim 72 runs on the 128 kernel, 136 on the 256 kernel */
+    a = good_args(); a.hdim_q = a.hdim_v = 72;
+    CHECK(strstr(chosen(&set_a, &a), "_d128_") != NULL, "hdim 72 runs on the smallest kernel >= 72 (set has no bf16 d64 nomask)");
+    a.mask_type = FMHA_MASK_TOP_LEFT; a.window_right = 0;
+    CHECK(strstr(chosen(&set_a, &a), "_d128_") != NULL, "masked hdim 72 also on d128");
+    a = good_args(); a.hdim_q = a.hdim_v = 40; a.mask_type = FMHA_MASK_TOP_LEFT; a.window_right = 0;
+    CHECK(strstr(chosen(&set_a, &a), "_d64_bf16_") != NULL, "hdim 40 masked picks the d64 kernel");
+    a = good_args(); a.hdim_q = a.hdim_v = 136; a.mask_type = FMHA_MASK_TOP_LEFT; a.window_right = 0;
+    CHECK(strstr(chosen(&set_a, &a), "_d256_") != NULL, "hdim 136 picks the d256 kernel");
+    /* row order does not matter */
+    {
+        int same = 1, dt, hd, m;
+        for (dt = 0; dt < 2; ++dt)
+            for (hd = 8; hd <= 256; hd += 8)
+                for (m = 0; m < 3; ++m) {
+                    fmha_fwd_args b = good_args();
+                    fmha_fwd_plan p1, p2;
+                    fmha_status s1, s2;
+                    b.dtype = dt ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+                    b.hdim_q = b.hdim_v = hd;
+                    b.mask_type = (fmha_mask_type)m; b.window_right = m ? 0 : -1;
+                    s1 = fmha_fwd_check(&set_a, &b, &p1);
+                    s2 = fmha_fwd_check(&set_a_rev, &b, &p2);
+                    if (s1 != s2 || (s1 == FMHA_OK && strcmp(p1.kernel->name, p2.kernel->name) != 0)) same = 0;
+                }
+        CHECK(same, "selection does not depend on row order");
+    }
+    /* no kernel: message names the closest kernel and the differing field */
+    a = good_args(); a.dtype = FMHA_DTYPE_FP16;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "closest: fmha_fwd_d128_bf16") &&
+          strstr(fmha_last_error(), "differs in dtype"), "no kernel names closest kernel and field");
+    a = good_args(); a.logits_soft_cap = 30.f;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "softcap"), "soft cap problem needs a SOFTCAP kernel");
+    /* soft cap + alibi fp16 d64 row exists */
+    a = good_args(); a.dtype = FMHA_DTYPE_FP16; a.hdim_q = a.hdim_v = 64; a.logits_soft_cap = 30.f;
+    a.alibi_slopes = (const float *)0x50000; a.mask_type = FMHA_MASK_TOP_LEFT; a.window_right = 0;
+    CHECK(strstr(chosen(&set_a, &a), "_d64_fp16_mask_softcap_alibi_") != NULL, "soft cap + ALiBi kernel selected");
+    /* plan reports grid and zero workspace */
+    a = good_args();
+    st = fmha_fwd_check(&set_a, &a, &plan);
+    CHECK(st == FMHA_OK && plan.workspace_size == 0 && plan.grid_y == 8 && plan.grid_z == 2 &&
+          plan.grid_x == (1000 + plan.kernel->tile_m - 1) / plan.kernel->tile_m && plan.block == plan.kernel->warps * 32,
+          "plan: grid, block and workspace");
+    /* arch filter: an sm_75 device or an AMD device has no kernel here */
+    fmhai_test_device.cc = 75;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "arch") && strstr(fmha_last_error(), "sm_75"),
+          "sm_75 device: no kernel, field arch");
+    fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "sm_80 device runs the portable kernels");
+    fmhai_test_device.smem_optin = 40 * 1024;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "shared memory"), "too little shared memory: no kernel");
+    fmhai_test_device.is_amd = 1; fmhai_test_device.cc = 0x942; fmhai_test_device.smem_optin = 64 * 1024;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "gfx942"), "NVIDIA kernels never run on gfx942");
+    fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+}
+
+static void test_json(void)
+{
+    char big[65536], small[16];
+    size_t need = fmha_set_json(&set_a, big, sizeof(big));
+    size_t need2 = fmha_set_json(&set_a, small, sizeof(small));
+    int names = 0;
+    const char *p = big;
+    while ((p = strstr(p, "\"name\"")) != NULL) { ++names; ++p; }
+    CHECK(need == strlen(big) && need > 100, "json length returned");
+    CHECK(need2 == need && strlen(small) == sizeof(small) - 1, "json truncates safely and reports full length");
+    CHECK(names == fmha_set_size(&set_a), "json lists every enabled kernel");
+    CHECK(strstr(big, "\"tile\": [128, 64]") && strstr(big, "\"pipeline\": \"portable_mma\"") &&
+          strstr(big, "\"arch\": \"sm80\"") && big[0] == '{' && strstr(big, "]}"),
+          "json fields: tile, pipeline, arch");
+}
+
+int main(void)
+{
+    test_expansion();
+    test_constraints();
+    test_validation();
+    test_selection();
+    test_json();
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# Runs every test suite and sums their "N passed, M failed" last lines.
+# Usage: run_all.sh --all|--compile-only BUILD CC [CLANG19] [PYTHON]
+# A suite that cannot run here (no GPU, no clang-19, no nvcc) prints SKIP and
+# counts nothing. The last line is the total; exit status 1 on any failure.
+mode=$1; build=$2; cc=$3; clang19=$4; python=${5:-python3}
+total_pass=0; total_fail=0
+
+# run_suite NAME CMD...: run, echo its output, add its last-line counts
+run_suite() {
+    name=$1; shift
+    out=$("$@" 2>&1); rc=$?
+    printf '%s\n' "$out"
+    last=$(printf '%s\n' "$out" | tail -n 1)
+    p=$(printf '%s' "$last" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1/p')
+    f=$(printf '%s' "$last" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\2/p')
+    if [ -z "$p" ]; then p=0; f=1; echo "FAIL $name: no summary line (exit $rc)"; fi
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "FAIL $name: exit status $rc"; fi
+    echo "== $name: $p passed, $f failed"
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+}
+
+api_c11() {
+    if $cc -std=c11 -pedantic -Werror -Wall -Wextra -fsyntax-only -x c include/fmha_tile/api.h; then
+        echo "PASS api.h compiles as C11 (-pedantic -Werror)"; echo "1 passed, 0 failed"
+    else
+        echo "FAIL api.h as C11"; echo "0 passed, 1 failed"
+    fi
+}
+
+nvcc_built() {
+    if [ -x "$build/tests/test_fwd" ] && [ -x "$build/examples/fmha_fwd" ]; then
+        echo "PASS default kernel set builds for sm_80 and sm_90a (test_fwd, fmha_fwd)"
+        echo "1 passed, 0 failed"
+    else
+        echo "SKIP nvcc compile check: nvcc not found"; echo "0 passed, 0 failed"
+    fi
+}
+
+run_suite api_c11 api_c11
+run_suite compile_fail sh tests/host/compile_fail.sh "$cc"
+run_suite nvcc_build nvcc_built
+if [ -n "$clang19" ] && [ -f tests/amd/check.sh ]; then
+    run_suite amd_compile sh tests/amd/check.sh
+else
+    echo "SKIP amd compile check: clang-19 not found"
+fi
+
+if [ "$mode" = "--all" ]; then
+    run_suite host_dispatch "$build/host/test_dispatch"
+    run_suite host_ref "$build/host/test_ref"
+    if [ -x "$build/tests/test_fwd" ]; then
+        run_suite gpu_fwd "$build/tests/test_fwd"
+    else
+        echo "SKIP gpu tests: not built (no nvcc)"
+    fi
+fi
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
