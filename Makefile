@@ -47,9 +47,9 @@ host-tests: $(BUILD)/host/test_dispatch $(BUILD)/host/test_ref
 ifneq ($(NVCC),)
 $(BUILD)/tests/test_fwd: tests/gpu/test_fwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
 
-$(BUILD)/examples/fmha_fwd: examples/fmha_fwd.cu $(HEADERS)
+$(BUILD)/examples/fmha_fwd: examples/fmha_fwd.cu tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@
 

@@ -43,7 +43,8 @@ extern "C" {
 /* ----------------------------------------------------------------------------
  * Status codes. Every entry point validates before launching; a bad call
  * returns one of these and launches nothing. fmha_last_error() holds the
- * message of the last failing call on this thread.
+ * message of the last failing call on this thread (a successful call leaves
+ * it unchanged: read it only after a status other than FMHA_OK).
  * ------------------------------------------------------------------------- */
 typedef enum fmha_status {
     FMHA_OK = 0,
@@ -90,8 +91,9 @@ typedef struct fmha_fwd_args {
     int batch;
     int nhead_q;
     int nhead_k;             /* nhead_q % nhead_k == 0                         */
-    int seqlen_q;            /* batch mode: query length of every batch entry  */
-    int seqlen_k;            /* batch mode: key length of every batch entry    */
+    int seqlen_q;            /* batch mode: query length of every batch entry
+                                (ignored in group mode)                        */
+    int seqlen_k;            /* batch mode: key length (ignored in group mode) */
     int max_seqlen_q;        /* group mode: upper bound of the query lengths   */
     int hdim_q;              /* multiple of 8, <= 256                          */
     int hdim_v;              /* must equal hdim_q for now                      */
@@ -113,7 +115,8 @@ typedef struct fmha_fwd_args {
 
     float scale;             /* softmax scale, > 0 (usually 1/sqrt(hdim_q))    */
     float logits_soft_cap;   /* 0: off                                         */
-    const float *alibi_slopes;      /* optional, device; [batch?, nhead_q]     */
+    const float *alibi_slopes;      /* optional, device, 4-byte aligned;
+                                       [nhead_q] or [batch, nhead_q]          */
     int64_t alibi_batch_stride;     /* 0: one slope per head for all batches   */
 
     fmha_mask_type mask_type;

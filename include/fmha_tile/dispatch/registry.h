@@ -173,7 +173,7 @@ static inline const char *fmhai_mask_str(const fmha_fwd_args *a)
 static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmha_fwd_args *a,
                                            int *chosen)
 {
-    fmhai_device dev;
+    fmhai_device dev = { 0, 0, 0 };
     int ordinal = 0, best = -1, closest = -1, closest_miss = 1 << 30, i;
     const char *closest_field = 0;
     fmha_status st;

@@ -269,7 +269,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                         float x = acc_s[mt][nt][e];
                         if (SOFTCAP) x = tanhf(x * p->softcap_pre) * p->softcap_post_log2;
                         else x *= p->scale_log2;
-                        if (ALIBI) {
+                        if (ALIBI) {   /* bottom-right aligned distance |i + s_k - s_q - j| */
                             int i = m0 + warp_row0 + mt * 16 + g + 8 * (e / 2);
                             int j = n * BN + nt * 8 + 2 * t + (e % 2);
                             x -= slope * fabsf((float)(i + s_k - s_q - j));
@@ -296,17 +296,6 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                             if (col < lo || col >= hi) acc_s[mt][nt][2 * hf + e] = NEG_INF;
                         }
                 }
-        }
-
-        if (SPLIT) {   /* V[it] landed; K[it + 1] into the slot S just freed */
-            fmhai_copy_wait(0);
-            __syncthreads();
-            if (it + 1 < n_iters) {
-                const int nn = n - 1;
-                fmhai_block_load_tile(sK, k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
-                                      s_k - nn * BN, p->d, HD, NT, tid);
-            }
-            fmhai_copy_commit();
         }
 
         /* ---- online softmax (base 2) --------------------------------------- */
@@ -349,6 +338,18 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 pa[mt][kp][2] = fmhai_pack2(acc_s[mt][2 * kp + 1][0], acc_s[mt][2 * kp + 1][1], is_bf16);
                 pa[mt][kp][3] = fmhai_pack2(acc_s[mt][2 * kp + 1][2], acc_s[mt][2 * kp + 1][3], is_bf16);
             }
+        }
+
+        if (SPLIT) {   /* V[it] landed; K[it + 1] into the slot S freed (issued
+                          * after the softmax, when only P is live) */
+            fmhai_copy_wait(0);
+            __syncthreads();
+            if (it + 1 < n_iters) {
+                const int nn = n - 1;
+                fmhai_block_load_tile(sK, k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
+                                      s_k - nn * BN, p->d, HD, NT, tid);
+            }
+            fmhai_copy_commit();
         }
 
         /* ---- O += P V ------------------------------------------------------ */
