@@ -40,6 +40,14 @@ nvcc_built() {
 run_suite api_c11 api_c11
 run_suite compile_fail sh tests/host/compile_fail.sh "$cc"
 run_suite nvcc_build nvcc_built
+# Register report of the default set (informational): kernels with a stack frame.
+log="$build/tests/test_fwd.ptxas.log"
+if [ -f "$log" ]; then
+    awk '/Compiling entry function/ { k = $0; sub(/.*fmhai_k_FWD_/, "", k); sub(/_L[0-9]+16fmhai.*/, "", k);
+                                      arch = ($0 ~ /sm_90a/) ? "sm_90a" : "sm_80"; n[arch]++ }
+         /bytes stack frame/ { if ($1 > 0) { bad[arch]++; list[arch] = list[arch] " " k "(" $1 "B)" } }
+         END { for (a in n) printf "INFO ptxas %s: %d kernels, %d with a stack frame%s\n", a, n[a], bad[a] + 0, list[a] }' "$log"
+fi
 if [ -n "$clang19" ] && [ -f tests/amd/check.sh ]; then
     run_suite amd_compile sh tests/amd/check.sh
 else

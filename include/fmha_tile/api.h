@@ -172,6 +172,16 @@ FMHA_API const fmha_kernel_info *fmha_set_kernel(const fmha_kernel_set *set, int
  * the full text needs, excluding the NUL. */
 FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap);
 
+/* ----------------------------------------------------------------------------
+ * Shared library (make lib: build/libfmha_tile.so). It is built from one
+ * translation unit that declares the library's default kernel set; C programs
+ * define FMHA_TILE_LINK_SHARED, include this header and link it.
+ * ------------------------------------------------------------------------- */
+#if defined(FMHA_TILE_LINK_SHARED) || defined(FMHA_TILE_BUILD_SHARED)
+FMHA_API const fmha_kernel_set *fmha_default_kernel_set(void);
+FMHA_API const char *fmha_version(void);
+#endif
+
 #ifdef __cplusplus
 }
 #endif
