@@ -51,6 +51,10 @@ struct fmha_kernel_set {
 static fmhai_device fmhai_test_device = { 0, 90, 227 * 1024 };
 #endif
 
+/* Device properties are read once per device ordinal and cached (the launch
+ * path then costs one hipGetDevice). Concurrent first calls write the same
+ * values. */
+#define FMHAI_MAX_DEVICES 64
 static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
 {
 #if defined(FMHA_PLATFORM_HOST_ONLY)
@@ -58,13 +62,23 @@ static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
     *ordinal = 0;
     return FMHA_OK;
 #else
+    static fmhai_device cache[FMHAI_MAX_DEVICES];
+    static int cached[FMHAI_MAX_DEVICES];
     int dev = 0, major = 0, minor = 0, smem = 0;
-    if (hipGetDevice(&dev) != hipSuccess ||
-        hipDeviceGetAttribute(&major, hipDeviceAttributeComputeCapabilityMajor, dev) != hipSuccess ||
+    if (hipGetDevice(&dev) != hipSuccess) {
+        (void)hipGetLastError();
+        return fmhai_fail(FMHA_ERR_DEVICE, "cannot query the current device");
+    }
+    if (dev >= 0 && dev < FMHAI_MAX_DEVICES && cached[dev]) {
+        *d = cache[dev];
+        *ordinal = dev;
+        return FMHA_OK;
+    }
+    if (hipDeviceGetAttribute(&major, hipDeviceAttributeComputeCapabilityMajor, dev) != hipSuccess ||
         hipDeviceGetAttribute(&minor, hipDeviceAttributeComputeCapabilityMinor, dev) != hipSuccess ||
         hipDeviceGetAttribute(&smem, hipDeviceAttributeMaxSharedMemoryPerBlockOptin, dev) != hipSuccess) {
         (void)hipGetLastError();
-        return fmhai_fail(FMHA_ERR_DEVICE, "cannot query the current device");
+        return fmhai_fail(FMHA_ERR_DEVICE, "cannot query device %d", dev);
     }
 #  if defined(FMHA_PLATFORM_AMD)
     d->is_amd = 1;
@@ -80,12 +94,22 @@ static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
 #  endif
     d->smem_optin = smem;
     *ordinal = dev;
+    if (dev >= 0 && dev < FMHAI_MAX_DEVICES) {
+        cache[dev] = *d;
+        cached[dev] = 1;
+    }
     return FMHA_OK;
 #endif
 }
 
 /* Does the binary hold code of this kernel for the current device? Cached per
- * entry (the cache remembers the device it was filled for). */
+ * entry: the device ordinal it was filled for, the binary version, and whether
+ * the kernel's shared-memory limit was raised on that device. */
+#define FMHAI_PROBE_MAKE(ordinal, version, smem_set) \
+    ((((ordinal) + 1) << 12) | ((smem_set) << 11) | ((version) & 2047))
+#define FMHAI_PROBE_DEVICE(c) (((c) >> 12) - 1)
+#define FMHAI_PROBE_VERSION(c) ((c) & 2047)
+#define FMHAI_PROBE_SMEM_SET(c) (((c) >> 11) & 1)
 static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int ordinal,
                                        const fmhai_device *d)
 {
@@ -96,8 +120,8 @@ static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int or
     const fmhai_entry *e = &set->entries[i];
     int cached = set->probe[i];
     int version;
-    if (cached != 0 && cached / 1000 == ordinal + 1) {
-        version = cached % 1000;
+    if (cached != 0 && FMHAI_PROBE_DEVICE(cached) == ordinal) {
+        version = FMHAI_PROBE_VERSION(cached);
     } else {
         hipFuncAttributes fa;
         if (hipFuncGetAttributes(&fa, e->fn) != hipSuccess) {
@@ -106,7 +130,7 @@ static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int or
         } else {
             version = fa.binaryVersion;
         }
-        set->probe[i] = (ordinal + 1) * 1000 + version;
+        set->probe[i] = FMHAI_PROBE_MAKE(ordinal, version, 0);
     }
     if (version <= 0) return 0;
 #  if defined(FMHA_PLATFORM_AMD)
@@ -253,11 +277,14 @@ FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set, const fmha_fwd_args *a
         hipError_t err;
         fmhai_fwd_make_params(args, e->info.tile_m, &p);
         kargs[0] = &p;
-        if (e->smem_bytes > 48 * 1024) {
+        /* raise the kernel's shared-memory limit once per device (selection
+         * just filled the probe cache for the current device) */
+        if (e->smem_bytes > 48 * 1024 && !FMHAI_PROBE_SMEM_SET(set->probe[i])) {
             err = hipFuncSetAttribute(e->fn, hipFuncAttributeMaxDynamicSharedMemorySize, e->smem_bytes);
             if (err != hipSuccess)
                 return fmhai_fail(FMHA_ERR_LAUNCH, "fwd: %s: cannot set shared memory to %d bytes: %s",
                                   e->info.name, e->smem_bytes, hipGetErrorString(err));
+            set->probe[i] |= 1 << 11;
         }
         err = hipLaunchKernel(e->fn, dim3((unsigned)p.m_blocks, (unsigned)args->nhead_q, (unsigned)args->batch),
                               dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
