@@ -68,7 +68,8 @@ typedef enum fmha_mask_type {
 } fmha_mask_type;
 
 typedef enum fmha_family {
-    FMHA_FAMILY_FWD = 0
+    FMHA_FAMILY_FWD = 0,
+    FMHA_FAMILY_BATCH_PREFILL = 1
     /* batch_prefill, splitkv, appendkv, bwd: later families join here */
 } fmha_family;
 
@@ -124,6 +125,88 @@ typedef struct fmha_fwd_args {
     int window_right;        /* -1: unbounded; causal = (-1, 0)                */
 } fmha_fwd_args;
 
+/* ----------------------------------------------------------------------------
+ * Batch prefill over a paged KV cache (group mode queries, K/V from pages).
+ *
+ * Page tables, chosen per call:
+ *   SGLANG_1D  kv_indptr[batch+1] (prefix sum of page counts), kv_page_indices[],
+ *              kv_last_page_lens[batch] (1..page_size): sequence b owns pages
+ *              kv_page_indices[kv_indptr[b] .. kv_indptr[b+1]-1] and has
+ *              (count-1)*page_size + last_page_len keys (0 pages: 0 keys).
+ *   VLLM_2D    block_table[batch][*] (row stride block_table_stride) and
+ *              seqlen_k[batch]: sequence b has seqlen_k[b] keys in pages
+ *              block_table[b][0 .. ceil(seqlen_k[b]/page_size)-1].
+ * KV layouts:
+ *   LINEAR      element (page, token t, head h, dim c) at
+ *               page*page_stride + t*token_stride + h*nhead_stride + c
+ *               (covers [pages, page_size, h, d] and [pages, h, page_size, d])
+ *   VECTORIZED  vLLM v0 / CK: K [pages, h, d/x, page_size, x],
+ *               V [pages, h, page_size/x, d, x], x = 16 bytes / element size;
+ *               page_stride and nhead_stride given, token_stride unused.
+ * Page size: a power of two, 1..2048. Page indices are clamped to each
+ * sequence's last valid page in the kernel; fmha_batch_prefill_check_pages()
+ * optionally validates the indices against num_total_pages (it reads the
+ * tables, so it synchronises).
+ * FP8 (e4m3): kv_dtype FP8 with per-tensor descales (k_descale, v_descale:
+ * device floats) or per-page descales (k_page_descale, v_page_descale:
+ * [num_total_pages, nhead_k] floats with the given strides); q_dtype FP8
+ * takes q_descale. real = stored * descale. Output is BF16 when q is FP8.
+ * ------------------------------------------------------------------------- */
+typedef enum fmha_page_table {
+    FMHA_PAGE_TABLE_SGLANG_1D = 0,
+    FMHA_PAGE_TABLE_VLLM_2D = 1
+} fmha_page_table;
+
+typedef enum fmha_kv_layout {
+    FMHA_KV_LAYOUT_LINEAR = 0,
+    FMHA_KV_LAYOUT_VECTORIZED = 1
+} fmha_kv_layout;
+
+typedef enum fmha_kv_scale {
+    FMHA_KV_SCALE_NONE = 0,        /* fp16/bf16 KV                          */
+    FMHA_KV_SCALE_PER_TENSOR = 1,  /* k_descale, v_descale                  */
+    FMHA_KV_SCALE_PER_PAGE = 2     /* k_page_descale, v_page_descale        */
+} fmha_kv_scale;
+
+typedef struct fmha_batch_prefill_args {
+    fmha_dtype q_dtype;      /* FP16, BF16 or FP8                              */
+    fmha_dtype kv_dtype;     /* FP16, BF16 or FP8                              */
+    int batch, nhead_q, nhead_k;
+    int max_seqlen_q;        /* upper bound of the query lengths (grid size)   */
+    int hdim_q, hdim_v;      /* equal, multiple of 8, <= 256                   */
+
+    const void *q;           /* group mode: rows seqstart_q[b] ..              */
+    void *o;                 /* same dtype as q (BF16 when q is FP8)           */
+    float *lse;              /* optional, [nhead_q, total_q]                   */
+    const int32_t *seqstart_q;                    /* device, batch + 1         */
+    int64_t stride_q, nhead_stride_q;
+    int64_t stride_o, nhead_stride_o;
+    int64_t nhead_stride_lse;                     /* LSE row stride is 1       */
+
+    /* the paged cache */
+    const void *k_pool, *v_pool;
+    int num_total_pages;
+    int page_size;
+    fmha_kv_layout kv_layout;
+    int64_t page_stride_k, token_stride_k, nhead_stride_k;   /* elements */
+    int64_t page_stride_v, token_stride_v, nhead_stride_v;
+    fmha_page_table page_table;
+    const int32_t *kv_indptr, *kv_page_indices, *kv_last_page_lens;   /* SGLANG_1D */
+    const int32_t *block_table, *seqlen_k;                            /* VLLM_2D   */
+    int64_t block_table_stride;
+
+    /* FP8 */
+    fmha_kv_scale kv_scale;
+    const float *q_descale, *k_descale, *v_descale;          /* per tensor    */
+    const float *k_page_descale, *v_page_descale;            /* per page/head */
+    int64_t descale_page_stride, descale_nhead_stride;
+
+    float scale;
+    float logits_soft_cap;
+    fmha_mask_type mask_type;  /* causal prefill: BOTTOM_RIGHT with (-1, 0)    */
+    int window_left, window_right;
+} fmha_batch_prefill_args;
+
 /* A kernel of a kernel set, as the registry describes it. */
 typedef struct fmha_kernel_info {
     const char *name;        /* self-describing, e.g. fmha_fwd_bf16_d128_... */
@@ -138,6 +221,7 @@ typedef struct fmha_kernel_info {
     int stages;              /* K/V staging depth                            */
     const char *pipeline;    /* "portable_mma", ...                          */
     fmha_arch arch;
+    int page_size;           /* batch prefill: KV page size; 0 otherwise     */
 } fmha_kernel_info;
 
 /* What selection picked for a problem (fmha_fwd_check). */
@@ -164,6 +248,18 @@ FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set,
 /* Validates, selects and launches. */
 FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set,
                               const fmha_fwd_args *args, void *stream);
+
+/* Batch prefill over a paged KV cache: "supported?" and launch. */
+FMHA_API fmha_status fmha_batch_prefill_check(const fmha_kernel_set *set,
+                                              const fmha_batch_prefill_args *args,
+                                              fmha_fwd_plan *plan /* may be NULL */);
+FMHA_API fmha_status fmha_batch_prefill(const fmha_kernel_set *set,
+                                        const fmha_batch_prefill_args *args, void *stream);
+/* Optional validation of the page tables against num_total_pages and the
+ * last-page lengths against 1..page_size. Copies the tables to the host on
+ * `stream` and synchronises it: a debugging aid, not for the hot path. */
+FMHA_API fmha_status fmha_batch_prefill_check_pages(const fmha_batch_prefill_args *args,
+                                                    void *stream);
 
 /* Registry: kernels of a set, and a JSON description of them. */
 FMHA_API int fmha_set_size(const fmha_kernel_set *set);

@@ -21,5 +21,13 @@ DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 DECL_FMHA_KERNEL_SET(amd_set, FMHA_DEFAULT_FWD_SET)
 #endif
 
-/* Keeps the set (and through its table, every kernel) referenced. */
-const fmha_kernel_set *fmha_amd_check_set(void) { return &amd_set; }
+/* Host code (compiled by the check's host pass): the entry points on this set,
+ * so registry.h's HIP branches are instantiated against the HIP names. */
+fmha_status fmha_amd_check_fwd(const fmha_fwd_args *args, void *stream)
+{
+    return fmha_fwd(&amd_set, args, stream);
+}
+fmha_status fmha_amd_check_plan(const fmha_fwd_args *args, fmha_fwd_plan *plan)
+{
+    return fmha_fwd_check(&amd_set, args, plan);
+}

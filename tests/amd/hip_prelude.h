@@ -1,15 +1,20 @@
 /*
- * Minimal stand-in for the HIP headers, for the AMD device-code compile check
- * (tests/amd/check.sh). Used with
+ * Minimal stand-in for the HIP headers, for the AMD compile check
+ * (tests/amd/check.sh) on machines without a HIP installation:
  *     clang++-19 -x hip --offload-arch=gfx942 --cuda-device-only
  *       --no-gpu-bundle-output -nogpulib -nogpuinc -c
  *       -DFMHA_AMD_DEVICE_CHECK_ONLY -include tests/amd/hip_prelude.h
- * where no HIP installation exists. It declares what the library's device code
- * uses, with the definitions HIP itself uses where it matters for code
- * generation (shuffles through ds_bpermute, __launch_bounds__ as
- * amdgpu_flat_work_group_size + amdgpu_waves_per_eu, the __syncthreads fences),
- * plus host-side declarations the device pass still type-checks (registry.h,
- * kernel/fwd.h). Nothing here is linked or run: it is not a HIP runtime.
+ * (and the same with --cuda-host-only for the host pass). It declares what
+ * the library uses, defined the way HIP defines it where that matters for
+ * code generation: shuffles through ds_bpermute, __launch_bounds__ as
+ * amdgpu_flat_work_group_size + amdgpu_waves_per_eu (HIP's meaning of the
+ * second argument: minimum waves per SIMD), __syncthreads with its
+ * workgroup fences; plus the host runtime declarations that registry.h and
+ * kernel/fwd.h need (host functions, declared only). Nothing here is linked
+ * or run: it is not a HIP runtime.
+ *
+ * FMHA_AMD_CHECK_LB_AS_BLOCKS (experiment, off by default): read the second
+ * __launch_bounds__ argument as CUDA's minimum blocks per CU instead.
  */
 #ifndef FMHA_TILE_TESTS_HIP_PRELUDE_H
 #define FMHA_TILE_TESTS_HIP_PRELUDE_H
@@ -32,8 +37,9 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __align__(n) __attribute__((aligned(n)))
 
-/* HIP's __launch_bounds__: the second argument becomes amdgpu_waves_per_eu
- * (minimum waves per SIMD), not CUDA's "minimum blocks per multiprocessor". */
+/* HIP's __launch_bounds__ (amd_hip_runtime.h): the second argument becomes
+ * amdgpu_waves_per_eu (minimum waves per SIMD), not CUDA's "minimum blocks
+ * per multiprocessor". */
 #define __fmhap_lb0(t) __attribute__((amdgpu_flat_work_group_size(1, t)))
 #if defined(FMHA_AMD_CHECK_LB_AS_BLOCKS)
 /* Experiment: what CUDA's meaning (m blocks of t threads per CU, 4 SIMDs per
@@ -49,7 +55,6 @@
 #define __launch_bounds__(...) \
     __fmhap_lb_sel(__VA_ARGS__, __fmhap_lb1, __fmhap_lb0, ~)(__VA_ARGS__)
 
-#define __HIP_DEVICE_COMPILE__ 1
 #ifndef __HIP_PLATFORM_AMD__
 #  define __HIP_PLATFORM_AMD__ 1
 #endif
@@ -219,6 +224,10 @@ __host__ hipError_t hipFuncSetAttribute(const void *func, hipFuncAttribute attr,
 __host__ hipError_t hipLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
                                     size_t shared_bytes, hipStream_t stream);
 __host__ hipError_t hipGetLastError(void);
+typedef enum hipMemcpyKind { hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2 } hipMemcpyKind;
+__host__ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t bytes, hipMemcpyKind kind,
+                                   hipStream_t stream);
+__host__ hipError_t hipStreamSynchronize(hipStream_t stream);
 __host__ hipError_t hipPeekAtLastError(void);
 __host__ const char *hipGetErrorString(hipError_t err);
 __host__ hipError_t hipDeviceSynchronize(void);

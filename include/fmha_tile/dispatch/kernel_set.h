@@ -78,72 +78,99 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ONS_ALIBI "_alibi"
 #define FMHAI_ONS_NOALIBI "_nalibi"
 #define FMHAI_FAM_FWD FMHA_FAMILY_FWD
-#define FMHAI_FAMS_FWD "fwd"
+#define FMHAI_FAM_PREFILL FMHA_FAMILY_BATCH_PREFILL
 #define FMHAI_PIPE_FWD "portable_mma"
+#define FMHAI_PIPE_PREFILL "portable_mma"
 #define FMHAI_ARCHS_SM80 "sm80"
 #define FMHAI_ARCHS_SM90A "sm90a"
 #define FMHAI_ARCHS_GFX9 "gfx9"
 
-/* Kernel identifier: columns + the DECL's line (unique per set and row). */
-#define FMHAI_KID(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)    \
-    FMHAI_CAT(fmhai_k_##fam##_##dt##_##hd##_##mask##_##sc##_##al##_##ubm##_##ubn##_##uw \
-              ##_##ust##_##arch##_##bm##_##bn##_##w##_##st##_L, __LINE__)
+/* Every row is normalised to the columns
+ *     (fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)
+ * u* = the user's column (maybe FMHA_ANY), plain = the concrete value; al is
+ * the ALiBi token (NOALIBI for prefill), pg the page size (0 for forward). */
 
-/* Self-describing kernel name (CK style). */
-#define FMHAI_KNAME(fam, dt, hd, mask, sc, al, bm, bn, w, st, arch)                 \
-    "fmha_" FMHAI_FAMS_##fam "_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask            \
-    FMHAI_ONS_##sc FMHAI_ONS_##al "_b" #bm "x" #bn "_w" #w "_s" #st "_"             \
-    FMHAI_PIPE_##fam "_" FMHAI_ARCHS_##arch
+/* Kernel identifier: columns + the DECL's line (unique per set and row). */
+#define FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    FMHAI_CAT(fmhai_k_##fam##_##dt##_##hd##_##mask##_##sc##_##al##_##upg##_##pg##_##ubm##_##ubn \
+              ##_##uw##_##ust##_##arch##_##bm##_##bn##_##w##_##st##_L, __LINE__)
+
+/* Self-describing kernel names (CK style). */
+#define FMHAI_KNAME_FWD(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                    \
+    "fmha_fwd_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc FMHAI_ONS_##al     \
+    "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_PREFILL(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                \
+    "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
+    "_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+
+/* K/V source of the pipeline: 0 contiguous, 1 pages of any size, 2 pages
+ * that are multiples of the tile. */
+#define FMHAI_PAGING(pg, bn) ((pg) == 0 ? 0 : ((pg) % (bn) == 0 ? 2 : 1))
+#define FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)                     \
+    (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
+     FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st))
 
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
-#  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)
+#  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg)
 #  define FMHAI_KFN(kid) 0
 #else
-#  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)                         \
-    static __global__ void __launch_bounds__((w) * 32, FMHAI_FWD_MIN_BLOCKS(hd, bm, w))        \
-    FMHAI_KID(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)(             \
-        const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                          \
-    {                                                                                          \
-        extern __shared__ __align__(128) char fmhai_smem[];                                    \
-        if (FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) && FMHAI_MATCH(uw, w) &&              \
-            FMHAI_MATCH(ust, st))                                                              \
-            fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, \
-                               w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al);          \
+#  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg)                      \
+    static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_FWD_MIN_BLOCKS(hd, bm, w))         \
+    FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(      \
+        const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                           \
+    {                                                                                           \
+        extern __shared__ __align__(128) char fmhai_smem[];                                     \
+        if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
+            fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn,  \
+                               w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,            \
+                               FMHAI_PAGING(pg, bn));                                           \
     }
 #  define FMHAI_KFN(kid) ((const void *)kid)
 #endif
 
-#define FMHAI_TUNED_COUNT(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    +(FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) && FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st))
-
-#define FMHAI_DEF_0(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
-    FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
-#define FMHAI_DEF_1(fam, dt, hd, mask, sc, al, bm, bn, w, st)                                  \
-    FMHA_STATIC_ASSERT((0 FMHAI_TILES_##fam##_##hd(FMHAI_TUNED_COUNT, fam, dt, hd, mask, sc,   \
-                                                    al, bm, bn, w, st)) > 0,                    \
-                       "fmha_tile: no tuned tile row matches this wildcard row's columns");    \
-    FMHAI_TILES_##fam##_##hd(FMHAI_KERNEL_ROW, fam, dt, hd, mask, sc, al, bm, bn, w, st)
-#define FMHAI_XDEF(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
-    FMHAI_CAT(FMHAI_DEF_, FMHAI_ANY4(bm, bn, w, st))(fam, dt, hd, mask, sc, al, bm, bn, w, st)
-
 /* ---- pass 2: table entries -------------------------------------------------- */
-#define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)  \
-    { { FMHAI_KNAME(fam, dt, hd, mask, sc, al, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,     \
-        FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch) },                                              \
-      FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) && FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st), \
-      FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st),                                                  \
-      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
+#define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
+        FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch), pg },                                      \
+      FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
+      FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st),                                                       \
+      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
-#define FMHAI_ENT_0(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
-    FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
-#define FMHAI_ENT_1(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
-    FMHAI_TILES_##fam##_##hd(FMHAI_ENTRY_ROW, fam, dt, hd, mask, sc, al, bm, bn, w, st)
-#define FMHAI_XENT(fam, dt, hd, mask, sc, al, bm, bn, w, st) \
-    FMHAI_CAT(FMHAI_ENT_, FMHAI_ANY4(bm, bn, w, st))(fam, dt, hd, mask, sc, al, bm, bn, w, st)
+/* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
+#define FMHAI_COUNT_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    +FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)
+
+/* ---- row expansion: family -> pages -> tiles ---------------------------------- */
+#define FMHAI_TILEROWS_0(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
+    R(fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
+#define FMHAI_TILEROWS_1(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
+    FMHAI_TILES_FWD_##hd(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)
+#define FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)                     \
+    FMHAI_CAT(FMHAI_TILEROWS_, FMHAI_ANY4(bm, bn, w, st))(R, fam, dt, hd, mask, sc, al, upg, pg, \
+                                                          bm, bn, w, st)
+
+#define FMHAI_ROWS_FWD(R, fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, al, 0, 0, bm, bn, w, st)
+#define FMHAI_PAGES_0(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st) \
+    FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, NOALIBI, pg, pg, bm, bn, w, st)
+#define FMHAI_PAGE_ROWS(R, fam, dt, hd, mask, sc, upg, bm, bn, w, st, pg) \
+    FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, NOALIBI, upg, pg, bm, bn, w, st)
+#define FMHAI_PAGES_1(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st) \
+    FMHAI_TUNED_PAGES(FMHAI_PAGE_ROWS, R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
+#define FMHAI_ROWS_PREFILL(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st) \
+    FMHAI_CAT(FMHAI_PAGES_, FMHAI_IS_ANY(pg))(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
+
+#define FMHAI_XDEF(fam, dt, hd, mask, sc, c6, bm, bn, w, st)                                     \
+    FMHA_STATIC_ASSERT((0 FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_COUNT_ROW, fam, dt, hd, mask, sc, c6, \
+                                                      bm, bn, w, st)) > 0,                       \
+                       "fmha_tile: no tuned row matches this wildcard row's columns");           \
+    FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_KERNEL_ROW, fam, dt, hd, mask, sc, c6, bm, bn, w, st)
+#define FMHAI_XENT(fam, dt, hd, mask, sc, c6, bm, bn, w, st) \
+    FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_ENTRY_ROW, fam, dt, hd, mask, sc, c6, bm, bn, w, st)
 
 /* ---- the set ------------------------------------------------------------------ */
 #define DECL_FMHA_KERNEL_SET(name, LIST)                                                 \
@@ -166,6 +193,18 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(FWD, dt, hd, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     X(FWD, dt, hd, NOMASK, SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     X(FWD, dt, hd, MASK,   SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define FMHAI_DEFAULT_PREFILL_HD(X, dt, hd)                                                \
+    X(PREFILL, dt, hd, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL, dt, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL, dt, hd, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL, dt, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define FMHA_DEFAULT_PREFILL_SET(X)            \
+    FMHAI_DEFAULT_PREFILL_HD(X, FP16, 64)      \
+    FMHAI_DEFAULT_PREFILL_HD(X, FP16, 128)     \
+    FMHAI_DEFAULT_PREFILL_HD(X, FP16, 256)     \
+    FMHAI_DEFAULT_PREFILL_HD(X, BF16, 64)      \
+    FMHAI_DEFAULT_PREFILL_HD(X, BF16, 128)     \
+    FMHAI_DEFAULT_PREFILL_HD(X, BF16, 256)
 #define FMHA_DEFAULT_FWD_SET(X)            \
     FMHAI_DEFAULT_FWD_HD(X, FP16, 64)      \
     FMHAI_DEFAULT_FWD_HD(X, FP16, 128)     \

@@ -29,6 +29,7 @@
 #include "../api.h"
 #include "../arch/arch.h"
 #include "../kernel/fwd.h"
+#include "../kernel/prefill.h"
 #include "error.h"
 
 typedef struct fmhai_entry {
@@ -144,25 +145,37 @@ static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int or
 }
 
 /* ---- selection -------------------------------------------------------------- */
-static inline int fmhai_fwd_masked(const fmha_fwd_args *a)
+/* What selection needs to know of a problem, whatever its family. */
+typedef struct fmhai_problem {
+    fmha_family family;
+    fmha_dtype dtype;
+    int hdim;
+    int masked;              /* a mask that can hide keys                  */
+    int mask_type;
+    int softcap, alibi;
+    int page_size;           /* paged KV: the page size; 0 otherwise       */
+    int max_seqlen_q;
+} fmhai_problem;
+
+static inline const char *fmhai_family_name(fmha_family f)
 {
-    return a->mask_type != FMHA_MASK_NONE &&
-           (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);
+    return f == FMHA_FAMILY_BATCH_PREFILL ? "batch_prefill" : "fwd";
 }
 
 /* Fields a kernel can differ in; the first mismatching one names the miss. */
-static inline const char *fmhai_fwd_mismatch(const fmhai_entry *e, const fmha_fwd_args *a,
-                                             const fmhai_device *d, int *nmiss)
+static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_problem *pb,
+                                         const fmhai_device *d, int *nmiss)
 {
     const char *first = 0;
     int n = 0;
 #define FMHAI_MISS(cond, field) if (cond) { if (!first) first = field; ++n; }
-    FMHAI_MISS(e->info.family != FMHA_FAMILY_FWD, "family")
-    FMHAI_MISS(e->info.dtype != a->dtype, "dtype")
-    FMHAI_MISS(e->info.hdim < a->hdim_q, "hdim")
-    FMHAI_MISS(fmhai_fwd_masked(a) && !e->info.has_mask, "mask")
-    FMHAI_MISS(e->info.has_softcap != (a->logits_soft_cap > 0.f), "softcap")
-    FMHAI_MISS(e->info.has_alibi != (a->alibi_slopes != 0), "alibi")
+    FMHAI_MISS(e->info.family != pb->family, "family")
+    FMHAI_MISS(e->info.dtype != pb->dtype, "dtype")
+    FMHAI_MISS(e->info.hdim < pb->hdim, "hdim")
+    FMHAI_MISS(pb->masked && !e->info.has_mask, "mask")
+    FMHAI_MISS(e->info.has_softcap != pb->softcap, "softcap")
+    FMHAI_MISS(e->info.has_alibi != pb->alibi, "alibi")
+    FMHAI_MISS(e->info.page_size > pb->page_size, "page size")
     FMHAI_MISS(!fmhai_arch_runs_on(e->info.arch, d), "arch")
     FMHAI_MISS(e->smem_bytes > d->smem_optin, "shared memory")
 #undef FMHAI_MISS
@@ -171,47 +184,43 @@ static inline const char *fmhai_fwd_mismatch(const fmhai_entry *e, const fmha_fw
 }
 
 /* Score as a tuple; returns <0 when a beats b. */
-static inline int fmhai_fwd_cmp(const fmhai_entry *a, const fmhai_entry *b,
-                                const fmha_fwd_args *p)
+static inline int fmhai_cmp(const fmhai_entry *a, const fmhai_entry *b, const fmhai_problem *pb)
 {
-    const int masked = fmhai_fwd_masked(p), sq = fmhai_fwd_max_seqlen_q(p);
-    int ka[5], kb[5], i;
-    ka[0] = a->info.hdim - p->hdim_q;             kb[0] = b->info.hdim - p->hdim_q;
-    ka[1] = a->info.has_mask && !masked;          kb[1] = b->info.has_mask && !masked;
-    ka[2] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;
-    kb[2] = b->info.arch == FMHA_ARCH_SM80 || b->info.arch == FMHA_ARCH_GFX9;
-    ka[3] = a->info.tile_m > 2 * sq;              kb[3] = b->info.tile_m > 2 * sq;
-    ka[4] = -a->info.tile_m * a->info.tile_n;     kb[4] = -b->info.tile_m * b->info.tile_n;
-    for (i = 0; i < 5; ++i)
+    const int sq = pb->max_seqlen_q;
+    int ka[6], kb[6], i;
+    ka[0] = a->info.hdim - pb->hdim;              kb[0] = b->info.hdim - pb->hdim;
+    ka[1] = a->info.has_mask && !pb->masked;      kb[1] = b->info.has_mask && !pb->masked;
+    ka[2] = -a->info.page_size;                   kb[2] = -b->info.page_size;
+    ka[3] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;
+    kb[3] = b->info.arch == FMHA_ARCH_SM80 || b->info.arch == FMHA_ARCH_GFX9;
+    ka[4] = a->info.tile_m > 2 * sq;              kb[4] = b->info.tile_m > 2 * sq;
+    ka[5] = -a->info.tile_m * a->info.tile_n;     kb[5] = -b->info.tile_m * b->info.tile_n;
+    for (i = 0; i < 6; ++i)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return strcmp(a->info.name, b->info.name);
 }
 
-static inline const char *fmhai_mask_str(const fmha_fwd_args *a)
+static inline const char *fmhai_mask_str(const fmhai_problem *pb)
 {
-    if (!fmhai_fwd_masked(a)) return "none";
-    return a->mask_type == FMHA_MASK_TOP_LEFT ? "top_left" : "bottom_right";
+    if (!pb->masked) return "none";
+    return pb->mask_type == FMHA_MASK_TOP_LEFT ? "top_left" : "bottom_right";
 }
 
-/* Validate, then pick the entry index (or fail with a message). */
-static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmha_fwd_args *a,
-                                           int *chosen)
+/* Pick the entry index for a validated problem (or fail with a message). */
+static inline fmha_status fmhai_select(const fmha_kernel_set *set, const fmhai_problem *pb,
+                                       int *chosen)
 {
     fmhai_device dev = { 0, 0, 0 };
     int ordinal = 0, best = -1, closest = -1, closest_miss = 1 << 30, i;
     const char *closest_field = 0;
-    fmha_status st;
-    if (!set) return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: kernel set is NULL");
-    st = fmhai_fwd_validate(a);
-    if (st != FMHA_OK) return st;
-    st = fmhai_current_device(&dev, &ordinal);
+    fmha_status st = fmhai_current_device(&dev, &ordinal);
     if (st != FMHA_OK) return st;
     for (i = 0; i < set->count; ++i) {
         const fmhai_entry *e = &set->entries[i];
         int nmiss;
         const char *field;
         if (!e->enabled) continue;
-        field = fmhai_fwd_mismatch(e, a, &dev, &nmiss);
+        field = fmhai_mismatch(e, pb, &dev, &nmiss);
         if (!field && !fmhai_entry_has_code(set, i, ordinal, &dev)) {
             field = "arch (the binary has no code of this kernel for the device)";
             nmiss = 1;
@@ -223,22 +232,116 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
             }
             continue;
         }
-        if (best < 0 || fmhai_fwd_cmp(e, &set->entries[best], a) < 0) best = i;
+        if (best < 0 || fmhai_cmp(e, &set->entries[best], pb) < 0) best = i;
     }
     if (best < 0) {
-        char dev_name[32];
+        char dev_name[32], page[24] = "";
         snprintf(dev_name, sizeof(dev_name), dev.is_amd ? "gfx%x" : "sm_%d", dev.cc);
+        if (pb->page_size) snprintf(page, sizeof(page), " page=%d", pb->page_size);
         if (closest < 0)
-            return fmhai_fail(FMHA_ERR_NO_KERNEL, "fwd: kernel set '%s' has no kernels", set->name);
+            return fmhai_fail(FMHA_ERR_NO_KERNEL, "%s: kernel set '%s' has no kernels",
+                              fmhai_family_name(pb->family), set->name);
         return fmhai_fail(FMHA_ERR_NO_KERNEL,
-                          "fwd: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d on %s; "
+                          "%s: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d%s on %s; "
                           "closest: %s (differs in %s)",
-                          set->name, a->dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16", a->hdim_q,
-                          fmhai_mask_str(a), a->logits_soft_cap > 0.f, a->alibi_slopes != 0, dev_name,
-                          set->entries[closest].info.name, closest_field);
+                          fmhai_family_name(pb->family), set->name,
+                          pb->dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16", pb->hdim, fmhai_mask_str(pb),
+                          pb->softcap, pb->alibi, page, dev_name, set->entries[closest].info.name,
+                          closest_field);
     }
     *chosen = best;
     return FMHA_OK;
+}
+
+static inline int fmhai_fwd_masked(const fmha_fwd_args *a)
+{
+    return a->mask_type != FMHA_MASK_NONE &&
+           (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);
+}
+
+/* Validate a forward call, then select. */
+static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmha_fwd_args *a,
+                                           int *chosen)
+{
+    fmhai_problem pb;
+    fmha_status st;
+    if (!set) return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: kernel set is NULL");
+    st = fmhai_fwd_validate(a);
+    if (st != FMHA_OK) return st;
+    memset(&pb, 0, sizeof(pb));
+    pb.family = FMHA_FAMILY_FWD;
+    pb.dtype = a->dtype;
+    pb.hdim = a->hdim_q;
+    pb.masked = fmhai_fwd_masked(a);
+    pb.mask_type = a->mask_type;
+    pb.softcap = a->logits_soft_cap > 0.f;
+    pb.alibi = a->alibi_slopes != 0;
+    pb.max_seqlen_q = fmhai_fwd_max_seqlen_q(a);
+    return fmhai_select(set, &pb, chosen);
+}
+
+/* Validate a batch prefill call, then select. */
+static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
+                                               const fmha_batch_prefill_args *a, int *chosen)
+{
+    fmhai_problem pb;
+    fmha_status st;
+    if (!set) return fmhai_fail(FMHA_ERR_INVALID_ARG, "batch_prefill: kernel set is NULL");
+    st = fmhai_prefill_validate(a);
+    if (st != FMHA_OK) return st;
+    memset(&pb, 0, sizeof(pb));
+    pb.family = FMHA_FAMILY_BATCH_PREFILL;
+    pb.dtype = a->q_dtype;
+    pb.hdim = a->hdim_q;
+    pb.masked = a->mask_type != FMHA_MASK_NONE &&
+                (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);
+    pb.mask_type = a->mask_type;
+    pb.softcap = a->logits_soft_cap > 0.f;
+    pb.page_size = a->page_size;
+    pb.max_seqlen_q = a->max_seqlen_q;
+    return fmhai_select(set, &pb, chosen);
+}
+
+/* Launch entry i with grid (m_blocks, heads, batch). */
+static inline fmha_status fmhai_launch(const fmha_kernel_set *set, int i, fmhai_fwd_params *p,
+                                       int heads, int batch, void *stream)
+{
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    (void)set; (void)i; (void)p; (void)heads; (void)batch; (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
+#else
+    const fmhai_entry *e = &set->entries[i];
+    void *kargs[1];
+    hipError_t err;
+    kargs[0] = p;
+    /* raise the kernel's shared-memory limit once per device (selection just
+     * filled the probe cache for the current device) */
+    if (e->smem_bytes > 48 * 1024 && !FMHAI_PROBE_SMEM_SET(set->probe[i])) {
+        err = hipFuncSetAttribute(e->fn, hipFuncAttributeMaxDynamicSharedMemorySize, e->smem_bytes);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_LAUNCH, "%s: cannot set shared memory to %d bytes: %s",
+                              e->info.name, e->smem_bytes, hipGetErrorString(err));
+        set->probe[i] |= 1 << 11;
+    }
+    err = hipLaunchKernel(e->fn, dim3((unsigned)p->m_blocks, (unsigned)heads, (unsigned)batch),
+                          dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
+                          (hipStream_t)stream);
+    if (err != hipSuccess)
+        return fmhai_fail(FMHA_ERR_LAUNCH, "%s: launch failed: %s", e->info.name, hipGetErrorString(err));
+    return FMHA_OK;
+#endif
+}
+
+static inline void fmhai_fill_plan(const fmha_kernel_set *set, int i, int max_sq, int heads,
+                                   int batch, fmha_fwd_plan *plan)
+{
+    const fmha_kernel_info *k = &set->entries[i].info;
+    plan->kernel = k;
+    plan->workspace_size = 0;
+    plan->grid_x = (max_sq + k->tile_m - 1) / k->tile_m;
+    plan->grid_y = heads;
+    plan->grid_z = batch;
+    plan->block = k->warps * 32;
 }
 
 /* ---- entry points ------------------------------------------------------------ */
@@ -247,53 +350,43 @@ FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set, const fmha_fwd_a
 {
     int i = -1;
     fmha_status st = fmhai_fwd_select(set, args, &i);
-    if (st != FMHA_OK) return st;
-    if (plan) {
-        const fmha_kernel_info *k = &set->entries[i].info;
-        plan->kernel = k;
-        plan->workspace_size = 0;
-        plan->grid_x = (fmhai_fwd_max_seqlen_q(args) + k->tile_m - 1) / k->tile_m;
-        plan->grid_y = args->nhead_q;
-        plan->grid_z = args->batch;
-        plan->block = k->warps * 32;
-    }
-    return FMHA_OK;
+    if (st == FMHA_OK && plan)
+        fmhai_fill_plan(set, i, fmhai_fwd_max_seqlen_q(args), args->nhead_q, args->batch, plan);
+    return st;
 }
 
 FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set, const fmha_fwd_args *args, void *stream)
 {
     int i = -1;
+    fmhai_fwd_params p;
     fmha_status st = fmhai_fwd_select(set, args, &i);
     if (st != FMHA_OK) return st;
     if (fmhai_fwd_is_empty(args)) return FMHA_OK;
-#if defined(FMHA_PLATFORM_HOST_ONLY)
-    (void)stream;
-    return fmhai_fail(FMHA_ERR_LAUNCH, "fwd: built without a device compiler");
-#else
-    {
-        const fmhai_entry *e = &set->entries[i];
-        fmhai_fwd_params p;
-        void *kargs[1];
-        hipError_t err;
-        fmhai_fwd_make_params(args, e->info.tile_m, &p);
-        kargs[0] = &p;
-        /* raise the kernel's shared-memory limit once per device (selection
-         * just filled the probe cache for the current device) */
-        if (e->smem_bytes > 48 * 1024 && !FMHAI_PROBE_SMEM_SET(set->probe[i])) {
-            err = hipFuncSetAttribute(e->fn, hipFuncAttributeMaxDynamicSharedMemorySize, e->smem_bytes);
-            if (err != hipSuccess)
-                return fmhai_fail(FMHA_ERR_LAUNCH, "fwd: %s: cannot set shared memory to %d bytes: %s",
-                                  e->info.name, e->smem_bytes, hipGetErrorString(err));
-            set->probe[i] |= 1 << 11;
-        }
-        err = hipLaunchKernel(e->fn, dim3((unsigned)p.m_blocks, (unsigned)args->nhead_q, (unsigned)args->batch),
-                              dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
-                              (hipStream_t)stream);
-        if (err != hipSuccess)
-            return fmhai_fail(FMHA_ERR_LAUNCH, "fwd: %s: launch failed: %s", e->info.name, hipGetErrorString(err));
-    }
-    return FMHA_OK;
-#endif
+    fmhai_fwd_make_params(args, set->entries[i].info.tile_m, &p);
+    return fmhai_launch(set, i, &p, args->nhead_q, args->batch, stream);
+}
+
+FMHA_API fmha_status fmha_batch_prefill_check(const fmha_kernel_set *set,
+                                              const fmha_batch_prefill_args *args,
+                                              fmha_fwd_plan *plan)
+{
+    int i = -1;
+    fmha_status st = fmhai_prefill_select(set, args, &i);
+    if (st == FMHA_OK && plan)
+        fmhai_fill_plan(set, i, args->max_seqlen_q, args->nhead_q, args->batch, plan);
+    return st;
+}
+
+FMHA_API fmha_status fmha_batch_prefill(const fmha_kernel_set *set,
+                                        const fmha_batch_prefill_args *args, void *stream)
+{
+    int i = -1;
+    fmhai_fwd_params p;
+    fmha_status st = fmhai_prefill_select(set, args, &i);
+    if (st != FMHA_OK) return st;
+    if (args->batch == 0 || args->max_seqlen_q == 0) return FMHA_OK;
+    fmhai_prefill_make_params(args, set->entries[i].info.tile_m, &p);
+    return fmhai_launch(set, i, &p, args->nhead_q, args->batch, stream);
 }
 
 FMHA_API int fmha_set_size(const fmha_kernel_set *set)
@@ -326,7 +419,7 @@ static inline void fmhai_json_put(char *buf, size_t cap, size_t *len, const char
 
 FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
 {
-    static const char *fams[] = { "fwd" };
+    static const char *fams[] = { "fwd", "batch_prefill" };
     static const char *dts[] = { "fp16", "bf16", "fp8" };
     size_t len = 0;
     int i, first = 1;
@@ -340,11 +433,11 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
                        "%s\n  {\"name\": \"%s\", \"family\": \"%s\", \"dtype\": \"%s\", \"hdim_q\": %d, "
                        "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"tile\": [%d, %d], "
                        "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
-                       "\"smem_bytes\": %d}",
+                       "\"page_size\": %d, \"smem_bytes\": %d}",
                        first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, k->hdim,
                        k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
                        k->has_alibi ? "true" : "false", k->tile_m, k->tile_n, k->warps, k->stages,
-                       k->pipeline, fmhai_arch_name(k->arch), set->entries[i].smem_bytes);
+                       k->pipeline, fmhai_arch_name(k->arch), k->page_size, set->entries[i].smem_bytes);
         first = 0;
     }
     fmhai_json_put(buf, cap, &len, "\n]}\n");

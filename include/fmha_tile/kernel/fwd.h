@@ -22,24 +22,58 @@
 
 static inline int fmhai_misaligned(const void *ptr) { return ((uintptr_t)ptr & 15u) != 0; }
 
+/* Checks every family shares: heads, head dims, scale, soft cap, mask. */
+static inline fmha_status fmhai_validate_common(const char *fam, int batch, int nhead_q,
+                                                int nhead_k, int hdim_q, int hdim_v, float scale,
+                                                float softcap, fmha_mask_type mask, int wl, int wr)
+{
+    if (batch < 0 || nhead_q <= 0 || nhead_k <= 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: batch must be >= 0 and nhead_q, nhead_k > 0 (got %d, %d, %d)",
+                          fam, batch, nhead_q, nhead_k);
+    if (nhead_q % nhead_k != 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: nhead_q (%d) must be a multiple of nhead_k (%d)",
+                          fam, nhead_q, nhead_k);
+    if (hdim_q <= 0 || hdim_v <= 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: head dims must be > 0 (got %d, %d)", fam, hdim_q, hdim_v);
+    if (hdim_q > 256 || hdim_q % 8 != 0)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: head dim %d not supported (a multiple of 8, at most 256)",
+                          fam, hdim_q);
+    if (hdim_v != hdim_q)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: hdim_v (%d) must equal hdim_q (%d)", fam, hdim_v, hdim_q);
+    if (!(scale > 0.f) || isinf(scale))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: scale must be finite and > 0", fam);
+    if (!(softcap >= 0.f) || isinf(softcap))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: logits_soft_cap must be finite and >= 0", fam);
+    if (mask != FMHA_MASK_NONE && mask != FMHA_MASK_TOP_LEFT && mask != FMHA_MASK_BOTTOM_RIGHT)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown mask_type %d", fam, (int)mask);
+    if (mask != FMHA_MASK_NONE && (wl < -1 || wr < -1))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: window sizes must be >= -1 (got %d, %d)", fam, wl, wr);
+    if (nhead_q > FMHAI_GRID_YZ_MAX || batch > FMHAI_GRID_YZ_MAX)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: at most %d heads and batch entries", fam, FMHAI_GRID_YZ_MAX);
+    return FMHA_OK;
+}
+
+/* Strides (elements) must keep every 16-byte copy aligned. */
+static inline fmha_status fmhai_validate_strides(const char *fam, const int64_t *s, int n)
+{
+    int i;
+    for (i = 0; i < n; ++i)
+        if (s[i] % 8 != 0)
+            return fmhai_fail(FMHA_ERR_UNSUPPORTED,
+                              "%s: strides must be multiples of 8 elements (16 bytes); stride #%d is %lld",
+                              fam, i, (long long)s[i]);
+    return FMHA_OK;
+}
+
 static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
 {
+    fmha_status st;
     if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: args is NULL");
     if (a->dtype != FMHA_DTYPE_FP16 && a->dtype != FMHA_DTYPE_BF16)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: dtype %d not supported (fp16 or bf16)", (int)a->dtype);
-    if (a->batch < 0 || a->nhead_q <= 0 || a->nhead_k <= 0)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: batch must be >= 0 and nhead_q, nhead_k > 0 (got %d, %d, %d)",
-                          a->batch, a->nhead_q, a->nhead_k);
-    if (a->nhead_q % a->nhead_k != 0)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: nhead_q (%d) must be a multiple of nhead_k (%d)",
-                          a->nhead_q, a->nhead_k);
-    if (a->hdim_q <= 0 || a->hdim_v <= 0)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: head dims must be > 0 (got %d, %d)", a->hdim_q, a->hdim_v);
-    if (a->hdim_q > 256 || a->hdim_q % 8 != 0)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: head dim %d not supported (a multiple of 8, at most 256)",
-                          a->hdim_q);
-    if (a->hdim_v != a->hdim_q)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: hdim_v (%d) must equal hdim_q (%d)", a->hdim_v, a->hdim_q);
+    st = fmhai_validate_common("fwd", a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
+                               a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
+    if (st != FMHA_OK) return st;
     if (a->is_group_mode) {
         if (a->max_seqlen_q < 0)
             return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: max_seqlen_q must be >= 0 (got %d)", a->max_seqlen_q);
@@ -49,18 +83,6 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: sequence lengths must be >= 0 (got %d, %d)",
                           a->seqlen_q, a->seqlen_k);
     }
-    if (!(a->scale > 0.f) || isinf(a->scale))
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: scale must be finite and > 0");
-    if (!(a->logits_soft_cap >= 0.f) || isinf(a->logits_soft_cap))
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: logits_soft_cap must be finite and >= 0");
-    if (a->mask_type != FMHA_MASK_NONE && a->mask_type != FMHA_MASK_TOP_LEFT &&
-        a->mask_type != FMHA_MASK_BOTTOM_RIGHT)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: unknown mask_type %d", (int)a->mask_type);
-    if (a->mask_type != FMHA_MASK_NONE && (a->window_left < -1 || a->window_right < -1))
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: window sizes must be >= -1 (got %d, %d)",
-                          a->window_left, a->window_right);
-    if (a->nhead_q > FMHAI_GRID_YZ_MAX || a->batch > FMHAI_GRID_YZ_MAX)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: at most %d heads and batch entries", FMHAI_GRID_YZ_MAX);
     if (!a->q || !a->k || !a->v || !a->o)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: q, k, v and o must not be NULL");
     if (fmhai_misaligned(a->q) || fmhai_misaligned(a->k) || fmhai_misaligned(a->v) || fmhai_misaligned(a->o))
@@ -70,12 +92,8 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
                                 a->stride_k, a->nhead_stride_k, a->batch_stride_k,
                                 a->stride_v, a->nhead_stride_v, a->batch_stride_v,
                                 a->stride_o, a->nhead_stride_o, a->batch_stride_o };
-        int i;
-        for (i = 0; i < 12; ++i)
-            if (s[i] % 8 != 0)
-                return fmhai_fail(FMHA_ERR_UNSUPPORTED,
-                                  "fwd: strides must be multiples of 8 elements (16 bytes); stride #%d is %lld",
-                                  i, (long long)s[i]);
+        st = fmhai_validate_strides("fwd", s, 12);
+        if (st != FMHA_OK) return st;
     }
     if (a->alibi_slopes && ((uintptr_t)a->alibi_slopes & 3u))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: alibi_slopes must be 4-byte aligned");

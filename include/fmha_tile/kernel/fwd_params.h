@@ -28,6 +28,15 @@ typedef struct fmhai_fwd_params {
     int m_blocks;                /* grid.x */
     int mask_kind;               /* fmha_mask_type */
     int window_left, window_right;
+    /* paged KV (batch prefill); k_row/v_row are then token strides within a
+     * page and k_head/v_head head strides */
+    const int32_t *kv_indptr, *kv_page_indices, *kv_last_page_lens;   /* SGLang 1-D */
+    const int32_t *block_table, *seqlen_k_ptr;                        /* vLLM 2-D   */
+    int64_t block_table_stride;
+    int64_t k_page, v_page;      /* page strides (elements) */
+    int page_table;              /* fmha_page_table */
+    int kv_off64;                /* pool over 4 GB: 64-bit page offsets */
+    int page_log2;               /* log2(page size) */
     float scale_log2;            /* scale * log2(e) */
     float softcap_pre;           /* scale / cap        (soft cap on) */
     float softcap_post_log2;     /* cap * log2(e)      (soft cap on) */

@@ -67,6 +67,58 @@ FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64
     }
 }
 
+/* Where one (sequence, KV head)'s keys or values live: contiguous rows, or
+ * pages of a paged cache. */
+typedef struct fmhai_kv_src {
+    const char *base;        /* contiguous: row 0; paged: pool + head offset  */
+    int64_t row_bytes;       /* row stride (paged: token stride in a page)     */
+    const int32_t *pages;    /* paged: the sequence's page indices             */
+    int64_t page_bytes;      /* paged: page stride                             */
+    int last_page;           /* paged: index of the sequence's last page       */
+} fmhai_kv_src;
+
+/* Tile n (rows n*BN ..) of K or V into shared memory. paging 0: contiguous
+ * rows; 1: pages of any power-of-two size; 2: pages that are multiples of
+ * the tile (no per-row path compiled). Pages that hold whole tiles take one
+ * index read per tile; smaller pages are looked up per row. Page slots are clamped to the sequence's last page
+ * (branch-free), so no index past its table is read; rows past s_k are
+ * zero-filled. off64: 64-bit page offsets (pools over 4 GB); otherwise the
+ * page offset is formed in 32 bits. */
+FMHAI_DEVICE const char *fmhai_page_base(const fmhai_kv_src *s, int page, int off64)
+{
+    return off64 ? s->base + (int64_t)page * s->page_bytes
+                 : s->base + (uint32_t)page * (uint32_t)s->page_bytes;
+}
+
+FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
+                                      int d, int hd, int bn, int nthreads, int tid,
+                                      int paging, int page_log2, int off64)
+{
+    if (paging == 0) {
+        fmhai_block_load_tile(dst, s->base + (int64_t)n * bn * s->row_bytes, s->row_bytes, bn,
+                              s_k - n * bn, d, hd, nthreads, tid);
+        return;
+    }
+    const int tok0 = n * bn;
+    const int page_mask = (1 << page_log2) - 1;
+    if (paging == 2 || ((1 << page_log2) % bn) == 0) {   /* the tile sits in one page */
+        const char *pg = fmhai_page_base(s, s->pages[min(tok0 >> page_log2, s->last_page)], off64);
+        fmhai_block_load_tile(dst, pg + (int64_t)(tok0 & page_mask) * s->row_bytes, s->row_bytes,
+                              bn, s_k - tok0, d, hd, nthreads, tid);
+        return;
+    }
+    const int chunks = hd / 8, rstep = nthreads / chunks;
+    const int r0 = tid / chunks, c = tid % chunks;
+    const int col_ok = c * 8 < d;
+#pragma unroll
+    for (int i = 0; i < bn / rstep; ++i) {
+        const int r = r0 + i * rstep, tok = tok0 + r;
+        const char *pg = fmhai_page_base(s, s->pages[min(tok >> page_log2, s->last_page)], off64);
+        const char *g = pg + (int64_t)(tok & page_mask) * s->row_bytes + c * 16;
+        fmhai_copy_async16(dst + fmhai_swz(r, c, hd), g, col_ok && tok < s_k);
+    }
+}
+
 /* Shared address for ldmatrix of 16-byte chunk (2*kk + m) of a row whose
  * in-tile offset is `row_bytes_off` (a multiple of 128, row % 8 == r7):
  * base = tile + row_bytes_off + ((m ^ r7) << 4) is formed once; chunk 2*kk + m
@@ -83,7 +135,8 @@ FMHAI_DEVICE fmhai_smem_t fmhai_ldsm_at(fmhai_smem_t base, int kk)
 FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                      const int is_bf16, const int HD, const int BM,
                                      const int BN, const int NW, const int ST,
-                                     const int HAS_MASK, const int SOFTCAP, const int ALIBI)
+                                     const int HAS_MASK, const int SOFTCAP, const int ALIBI,
+                                     const int PAGING)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -98,12 +151,28 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
     const int h = (int)blockIdx.y, b = (int)blockIdx.z;
     int s_q = p->seqlen_q, s_k = p->seqlen_k, q_start = 0, k_start = 0, b_eff = b;
+    const int32_t *pages = 0;
+    int n_pages = 0;
     if (p->seqstart_q) {
         q_start = p->seqstart_q[b];
         s_q = p->seqstart_q[b + 1] - q_start;
-        k_start = p->seqstart_k[b];
-        s_k = p->seqstart_k[b + 1] - k_start;
+        if (!PAGING) {
+            k_start = p->seqstart_k[b];
+            s_k = p->seqstart_k[b + 1] - k_start;
+        }
         b_eff = 0;
+    }
+    if (PAGING) {   /* paged KV: the sequence's pages and length */
+        if (p->page_table == FMHA_PAGE_TABLE_VLLM_2D) {
+            pages = p->block_table + (int64_t)b * p->block_table_stride;
+            s_k = p->seqlen_k_ptr[b];
+            n_pages = (s_k + (1 << p->page_log2) - 1) >> p->page_log2;
+        } else {
+            const int first = p->kv_indptr[b];
+            n_pages = p->kv_indptr[b + 1] - first;
+            pages = p->kv_page_indices + first;
+            s_k = n_pages > 0 ? ((n_pages - 1) << p->page_log2) + p->kv_last_page_lens[b] : 0;
+        }
     }
     const int m0 = m_block * BM;
     if (m0 >= s_q) return;
@@ -137,11 +206,17 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
     const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
-    const char *k_ptr = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch +
-                        (int64_t)k_start * p->k_row + (int64_t)hk * p->k_head);
-    const char *v_ptr = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch +
-                        (int64_t)k_start * p->v_row + (int64_t)hk * p->v_head);
-    const int64_t k_row_b = 2 * p->k_row, v_row_b = 2 * p->v_row;
+    fmhai_kv_src ksrc, vsrc;
+    ksrc.row_bytes = 2 * p->k_row;
+    vsrc.row_bytes = 2 * p->v_row;
+    ksrc.pages = vsrc.pages = pages;
+    ksrc.last_page = vsrc.last_page = n_pages - 1;
+    ksrc.page_bytes = 2 * p->k_page;
+    vsrc.page_bytes = 2 * p->v_page;
+    ksrc.base = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch +
+                (int64_t)k_start * p->k_row + (int64_t)hk * p->k_head);
+    vsrc.base = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch +
+                (int64_t)k_start * p->v_row + (int64_t)hk * p->v_head);
 
     fmhai_smem_t sQ = fmhai_smem_addr(smem);
     fmhai_smem_t sK = sQ + BM * HD * 2;
@@ -160,11 +235,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     for (int s = 0; s < (SPLIT ? 1 : ST - 1); ++s) {
         if (s < n_iters) {
             const int n = n_hi - 1 - s;
-            fmhai_block_load_tile(sK + s * kv_tile_bytes, k_ptr + (int64_t)n * BN * k_row_b,
-                                  k_row_b, BN, s_k - n * BN, p->d, HD, NT, tid);
+            fmhai_block_load_kv(sK + s * kv_tile_bytes, &ksrc, n, s_k, p->d, HD, BN, NT, tid,
+                                PAGING, p->page_log2, p->kv_off64);
             if (!SPLIT)
-                fmhai_block_load_tile(sV + s * kv_tile_bytes, v_ptr + (int64_t)n * BN * v_row_b,
-                                      v_row_b, BN, s_k - n * BN, p->d, HD, NT, tid);
+                fmhai_block_load_kv(sV + s * kv_tile_bytes, &vsrc, n, s_k, p->d, HD, BN, NT, tid,
+                                    PAGING, p->page_log2, p->kv_off64);
         }
         fmhai_copy_commit();
     }
@@ -215,12 +290,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             if (j < n_iters) {
                 const int nn = n_hi - 1 - j;
                 if (!SPLIT)
-                    fmhai_block_load_tile(sK + (j % ST) * kv_tile_bytes,
-                                          k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
-                                          s_k - nn * BN, p->d, HD, NT, tid);
-                fmhai_block_load_tile(sV + (j % ST) * kv_tile_bytes,
-                                      v_ptr + (int64_t)nn * BN * v_row_b, v_row_b, BN,
-                                      s_k - nn * BN, p->d, HD, NT, tid);
+                    fmhai_block_load_kv(sK + (j % ST) * kv_tile_bytes, &ksrc, nn, s_k, p->d, HD,
+                                        BN, NT, tid, PAGING, p->page_log2, p->kv_off64);
+                fmhai_block_load_kv(sV + (j % ST) * kv_tile_bytes, &vsrc, nn, s_k, p->d, HD, BN,
+                                    NT, tid, PAGING, p->page_log2, p->kv_off64);
             }
             fmhai_copy_commit();
         }
@@ -346,8 +419,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             __syncthreads();
             if (it + 1 < n_iters) {
                 const int nn = n - 1;
-                fmhai_block_load_tile(sK, k_ptr + (int64_t)nn * BN * k_row_b, k_row_b, BN,
-                                      s_k - nn * BN, p->d, HD, NT, tid);
+                fmhai_block_load_kv(sK, &ksrc, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64);
             }
             fmhai_copy_commit();
         }

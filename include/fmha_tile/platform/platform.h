@@ -46,6 +46,11 @@
 #  define FMHAI_DEVICE static __device__ __forceinline__
 #  define FMHAI_WARP_SIZE 64
 #  define FMHAI_GRID_CONSTANT
+/* threads per block, and blocks per CU the registers must allow (HIP's own
+ * __launch_bounds__ reads its second argument as waves per SIMD) */
+#  define FMHAI_LAUNCH_BOUNDS(threads, blocks)                          \
+    __attribute__((amdgpu_flat_work_group_size(1, threads),              \
+                   amdgpu_waves_per_eu(((blocks) * (((threads) + 63) / 64) + 3) / 4)))
 /* HIP has no ...MaxSharedMemoryPerBlockOptin (CUDA's name); on AMD a block may
  * use the per-block maximum (64 KB on gfx90a/gfx942) without opting in. */
 #  define hipDeviceAttributeMaxSharedMemoryPerBlockOptin hipDeviceAttributeMaxSharedMemoryPerBlock
@@ -58,6 +63,7 @@
 #  define FMHAI_WARP_SIZE 32
 /* kernel parameters read in place (no local copy when their address is taken) */
 #  define FMHAI_GRID_CONSTANT __grid_constant__
+#  define FMHAI_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 typedef cudaError_t hipError_t;
 typedef cudaStream_t hipStream_t;
 typedef cudaFuncAttributes hipFuncAttributes;
@@ -73,6 +79,9 @@ typedef cudaFuncAttributes hipFuncAttributes;
 #  define hipGetLastError cudaGetLastError
 #  define hipGetErrorString cudaGetErrorString
 #  define hipLaunchKernel cudaLaunchKernel
+#  define hipMemcpyAsync cudaMemcpyAsync
+#  define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#  define hipStreamSynchronize cudaStreamSynchronize
 #endif
 
 /* Lanes in the groups the kernels reason about (an NVIDIA warp; half a wave64). */

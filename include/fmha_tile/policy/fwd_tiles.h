@@ -58,8 +58,15 @@
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V. */
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
 
-/* C(name, condition, message) over a row's (hd, bm, bn, warps, stages). */
-#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st)                                        \
+/* Batch prefill reuses the forward tile rows; a wildcard page column expands
+ * into these page-size classes. A kernel built for page size P serves every
+ * power-of-two page size >= P; P a multiple of tile_n compiles only the
+ * one-index-per-tile load path. */
+#define FMHAI_TUNED_PAGES(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 64)
+
+/* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page);
+ * page is 0 for families without a paged KV cache. */
+#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg)                                    \
     C(hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                    \
       "kernel head dim must be 64, 128, 192 or 256")                                       \
     C(warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                            \
@@ -74,16 +81,18 @@
     C(registers_rows_x_hdim, (w) >= 1 && ((bm) / (16 * (w))) * (hd) <= 256,                \
       "rows per warp x head dim must be <= 16 x 256 (accumulator registers)")              \
     C(shared_memory_227k, FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,             \
-      "shared memory of the tile must fit in 227 KB")
+      "shared memory of the tile must fit in 227 KB")                                      \
+    C(page_size_power_of_two, (pg) == 0 || ((pg) >= 1 && (pg) <= 2048 && ((pg) & ((pg) - 1)) == 0), \
+      "page size must be a power of two in 1..2048")
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \
     FMHA_STATIC_ASSERT(cond, "fmha_tile constraint " #name " violated: " msg);
 #define FMHAI_CONSTRAINT_CHECK(name, cond, msg) if (!(cond)) return #name ": " msg;
 
 /* NULL when the row is valid, else "constraint_name: message". */
-static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w, int st)
+static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w, int st, int pg)
 {
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg)
     return 0;
 }
 

@@ -1,0 +1,224 @@
+/*
+ * Batch prefill over a paged KV cache, host side: validation, kernel
+ * parameters and the optional page-table check.
+ *
+ * The kernels are the forward pipeline with a paged K/V source (see
+ * pipeline/fwd_portable.h, fmhai_block_load_kv): queries in group mode, each
+ * sequence's keys gathered page by page through its page table. This file
+ * decides whether a call is well formed, and whether the pool needs 64-bit
+ * page offsets (more than 4 GB of addressable pool).
+ */
+#ifndef FMHA_TILE_KERNEL_PREFILL_H
+#define FMHA_TILE_KERNEL_PREFILL_H
+
+#include <stdlib.h>
+#include "fwd.h"
+
+static inline int fmhai_log2_exact(int v)
+{
+    int l = 0;
+    if (v <= 0 || (v & (v - 1)) != 0) return -1;
+    while ((1 << l) < v) ++l;
+    return l;
+}
+
+/* Largest element offset + 1 the kernels can form in a pool (bytes). */
+static inline uint64_t fmhai_pool_bytes(int pages, int page_size, int nhead_k, int d,
+                                        int64_t page_stride, int64_t token_stride, int64_t head_stride)
+{
+    uint64_t last = (uint64_t)(pages > 0 ? pages - 1 : 0) * (uint64_t)page_stride +
+                    (uint64_t)(page_size - 1) * (uint64_t)token_stride +
+                    (uint64_t)(nhead_k - 1) * (uint64_t)head_stride + (uint64_t)d;
+    return last * 2u;
+}
+
+static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *a)
+{
+    const char *fam = "batch_prefill";
+    fmha_status st;
+    if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: args is NULL", fam);
+    if (a->q_dtype == FMHA_DTYPE_FP8 || a->kv_dtype == FMHA_DTYPE_FP8)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: fp8 queries or KV are not supported yet", fam);
+    if (a->q_dtype != FMHA_DTYPE_FP16 && a->q_dtype != FMHA_DTYPE_BF16)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q dtype %d not supported", fam, (int)a->q_dtype);
+    if (a->kv_dtype != a->q_dtype)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: KV dtype must equal the query dtype for fp16/bf16", fam);
+    if (a->kv_scale != FMHA_KV_SCALE_NONE)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: KV descales need fp8 KV", fam);
+    st = fmhai_validate_common(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
+                               a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
+    if (st != FMHA_OK) return st;
+    if (a->max_seqlen_q < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: max_seqlen_q must be >= 0 (got %d)", fam, a->max_seqlen_q);
+    if (fmhai_log2_exact(a->page_size) < 0 || a->page_size > 2048)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: page size %d is not a power of two in 1..2048",
+                          fam, a->page_size);
+    if (a->num_total_pages < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: num_total_pages must be >= 0", fam);
+    if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) {
+        if (a->hdim_q % 8 != 0 || a->page_size % 8 != 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                              "%s: VECTORIZED layout needs head dim and page size divisible by x = 8", fam);
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: the VECTORIZED KV layout is not supported yet "
+                          "(use LINEAR)", fam);
+    }
+    if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown kv_layout %d", fam, (int)a->kv_layout);
+    if (a->batch == 0) return FMHA_OK;
+    if (!a->q || !a->o || !a->k_pool || !a->v_pool || !a->seqstart_q)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: q, o, k_pool, v_pool and seqstart_q must not be NULL", fam);
+    if (a->page_table == FMHA_PAGE_TABLE_SGLANG_1D) {
+        if (!a->kv_indptr || !a->kv_page_indices || !a->kv_last_page_lens)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                              "%s: SGLANG_1D needs kv_indptr, kv_page_indices and kv_last_page_lens", fam);
+    } else if (a->page_table == FMHA_PAGE_TABLE_VLLM_2D) {
+        if (!a->block_table || !a->seqlen_k || a->block_table_stride < 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: VLLM_2D needs block_table, its row stride and seqlen_k",
+                              fam);
+    } else {
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown page_table %d", fam, (int)a->page_table);
+    }
+    if (fmhai_misaligned(a->q) || fmhai_misaligned(a->o) || fmhai_misaligned(a->k_pool) ||
+        fmhai_misaligned(a->v_pool))
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q, o, k_pool, v_pool must be 16-byte aligned", fam);
+    {
+        const int64_t s[10] = { a->stride_q, a->nhead_stride_q, a->stride_o, a->nhead_stride_o,
+                                a->page_stride_k, a->token_stride_k, a->nhead_stride_k,
+                                a->page_stride_v, a->token_stride_v, a->nhead_stride_v };
+        st = fmhai_validate_strides(fam, s, 10);
+        if (st != FMHA_OK) return st;
+    }
+    if (a->page_stride_k < 0 || a->token_stride_k < 0 || a->nhead_stride_k < 0 ||
+        a->page_stride_v < 0 || a->token_stride_v < 0 || a->nhead_stride_v < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: KV strides must be >= 0", fam);
+    return FMHA_OK;
+}
+
+static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, int tile_m,
+                                             fmhai_fwd_params *p)
+{
+    const float log2e = 1.4426950408889634f;
+    const uint64_t four_gb = (uint64_t)1 << 32;
+    memset(p, 0, sizeof(*p));
+    p->q = a->q; p->k = a->k_pool; p->v = a->v_pool; p->o = a->o; p->lse = a->lse;
+    p->seqstart_q = a->seqstart_q;
+    p->q_row = a->stride_q; p->q_head = a->nhead_stride_q;
+    p->k_row = a->token_stride_k; p->k_head = a->nhead_stride_k; p->k_page = a->page_stride_k;
+    p->v_row = a->token_stride_v; p->v_head = a->nhead_stride_v; p->v_page = a->page_stride_v;
+    p->o_row = a->stride_o; p->o_head = a->nhead_stride_o;
+    p->lse_head = a->nhead_stride_lse;
+    p->kv_indptr = a->kv_indptr; p->kv_page_indices = a->kv_page_indices;
+    p->kv_last_page_lens = a->kv_last_page_lens;
+    p->block_table = a->block_table; p->seqlen_k_ptr = a->seqlen_k;
+    p->block_table_stride = a->block_table_stride;
+    p->page_table = (int)a->page_table;
+    p->page_log2 = fmhai_log2_exact(a->page_size);
+    /* the 32-bit page offset is safe while every page starts below 4 GB */
+    p->kv_off64 = fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_k,
+                                   a->token_stride_k, a->nhead_stride_k) >= four_gb ||
+                  fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_v,
+                                   a->token_stride_v, a->nhead_stride_v) >= four_gb;
+    p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
+    p->d = a->hdim_q;
+    p->m_blocks = (a->max_seqlen_q + tile_m - 1) / tile_m;
+    p->mask_kind = (int)a->mask_type;
+    p->window_left = fmhai_norm_window(a->window_left);
+    p->window_right = fmhai_norm_window(a->window_right);
+    if (a->mask_type != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
+        p->mask_kind = FMHA_MASK_NONE;
+    p->scale_log2 = a->scale * log2e;
+    if (a->logits_soft_cap > 0.f) {
+        p->softcap_pre = a->scale / a->logits_soft_cap;
+        p->softcap_post_log2 = a->logits_soft_cap * log2e;
+    }
+}
+
+/* ---- optional page-table validation (copies the tables, synchronises) ---- */
+#if !defined(FMHA_PLATFORM_HOST_ONLY)
+static inline int fmhai_copy_i32(int32_t *dst, const int32_t *src, size_t n, void *stream)
+{
+    if (n == 0) return 1;
+    return hipMemcpyAsync(dst, src, n * sizeof(int32_t), hipMemcpyDeviceToHost, (hipStream_t)stream) == hipSuccess;
+}
+#endif
+
+FMHA_API fmha_status fmha_batch_prefill_check_pages(const fmha_batch_prefill_args *a, void *stream)
+{
+    const char *fam = "batch_prefill_check_pages";
+    fmha_status st = fmhai_prefill_validate(a);
+    if (st != FMHA_OK || a->batch == 0) return st;
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    (void)stream; (void)fam;
+    return fmhai_fail(FMHA_ERR_UNSUPPORTED, "page checks need a device runtime");
+#else
+    {
+        const int B = a->batch, ps = a->page_size;
+        int32_t *meta = (int32_t *)malloc(sizeof(int32_t) * (size_t)(2 * B + 1));
+        int32_t *idx = 0;
+        size_t nidx = 0;
+        int b, bad = -1;
+        long long bad_val = 0;
+        const char *what = "";
+        if (!meta) return fmhai_fail(FMHA_ERR_DEVICE, "%s: out of host memory", fam);
+        if (a->page_table == FMHA_PAGE_TABLE_SGLANG_1D) {
+            if (!fmhai_copy_i32(meta, a->kv_indptr, (size_t)B + 1, stream) ||
+                !fmhai_copy_i32(meta + B + 1, a->kv_last_page_lens, (size_t)B, stream) ||
+                hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
+                free(meta);
+                return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read the page table", fam);
+            }
+            nidx = meta[B] > 0 ? (size_t)meta[B] : 0;
+        } else {
+            if (!fmhai_copy_i32(meta, a->seqlen_k, (size_t)B, stream) ||
+                hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
+                free(meta);
+                return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read seqlen_k", fam);
+            }
+            nidx = (size_t)B * (size_t)(a->block_table_stride > 0 ? a->block_table_stride : 0);
+            for (b = 0; b < B && bad < 0; ++b)
+                if (meta[b] < 0) { bad = b; bad_val = meta[b]; what = "seqlen_k < 0"; }
+            /* only the first ceil(seqlen_k/page) entries of each row are read below */
+        }
+        if (bad < 0 && nidx > 0) {
+            idx = (int32_t *)malloc(sizeof(int32_t) * nidx);
+            if (!idx || !fmhai_copy_i32(idx, a->page_table == FMHA_PAGE_TABLE_SGLANG_1D ? a->kv_page_indices
+                                                                                    : a->block_table,
+                                        nidx, stream) ||
+                hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
+                free(meta); free(idx);
+                return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read the page indices", fam);
+            }
+        }
+        for (b = 0; b < B && bad < 0; ++b) {
+            int first, count, j;
+            if (a->page_table == FMHA_PAGE_TABLE_SGLANG_1D) {
+                first = meta[b];
+                count = meta[b + 1] - meta[b];
+                if (count < 0) { bad = b; bad_val = count; what = "kv_indptr decreases"; break; }
+                if (count > 0 && (meta[B + 1 + b] < 1 || meta[B + 1 + b] > ps)) {
+                    bad = b; bad_val = meta[B + 1 + b]; what = "kv_last_page_lens outside 1..page_size"; break;
+                }
+            } else {
+                first = (int)((int64_t)b * a->block_table_stride);
+                count = (meta[b] + ps - 1) / ps;
+                if (count > a->block_table_stride && B > 1) {
+                    bad = b; bad_val = count; what = "more pages than the block_table row holds"; break;
+                }
+            }
+            for (j = 0; j < count; ++j) {
+                const int32_t pg = idx[first + j];
+                if (pg < 0 || pg >= a->num_total_pages) {
+                    bad = b; bad_val = pg; what = "page index outside 0..num_total_pages-1"; break;
+                }
+            }
+        }
+        free(meta);
+        free(idx);
+        if (bad >= 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: sequence %d: %s (%lld)", fam, bad, what, bad_val);
+        return FMHA_OK;
+    }
+#endif
+}
+
+#endif /* FMHA_TILE_KERNEL_PREFILL_H */
