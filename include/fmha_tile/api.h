@@ -221,7 +221,9 @@ typedef struct fmha_kernel_info {
     int stages;              /* K/V staging depth                            */
     const char *pipeline;    /* "portable_mma", ...                          */
     fmha_arch arch;
-    int page_size;           /* batch prefill: KV page size; 0 otherwise     */
+    int page_size;           /* batch prefill: smallest page size served
+                                (every power of two >= it); 0 otherwise      */
+    fmha_kv_layout kv_layout; /* batch prefill: LINEAR or VECTORIZED         */
 } fmha_kernel_info;
 
 /* What selection picked for a problem (fmha_fwd_check). */

@@ -7,12 +7,18 @@
  *       defines `static const fmha_kernel_set name;` and one kernel per row;
  *       LIST(X) must expand to rows
  *   X(family, dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
- *       family  FWD
+ *       family  FWD | PREFILL (batch prefill, LINEAR pages) | PREFILL_VEC
+ *               (batch prefill, VECTORIZED pages)
  *       dtype   FP16 | BF16
  *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim)
  *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
- *       alibi   NOALIBI | ALIBI
+ *       alibi   NOALIBI | ALIBI          (FWD rows)
+ *       page    smallest KV page size served, a power of two 1..2048, or
+ *               FMHA_ANY (tuned classes 1 and 64)   (PREFILL rows, in
+ *               place of alibi); a kernel for page P serves every power of
+ *               two >= P, and P a multiple of tile_n reads one page index
+ *               per tile
  *       tile_m, tile_n, warps, stages: numbers, or FMHA_ANY
  *
  * A row with no FMHA_ANY is built as written, for the platform's portable
@@ -79,6 +85,14 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ONS_NOALIBI "_nalibi"
 #define FMHAI_FAM_FWD FMHA_FAMILY_FWD
 #define FMHAI_FAM_PREFILL FMHA_FAMILY_BATCH_PREFILL
+#define FMHAI_FAM_PREFILL_VEC FMHA_FAMILY_BATCH_PREFILL
+#define FMHAI_VEC_FWD 0
+#define FMHAI_VEC_PREFILL 0
+#define FMHAI_VEC_PREFILL_VEC 1
+#define FMHAI_LAYOUT_FWD FMHA_KV_LAYOUT_LINEAR
+#define FMHAI_LAYOUT_PREFILL FMHA_KV_LAYOUT_LINEAR
+#define FMHAI_LAYOUT_PREFILL_VEC FMHA_KV_LAYOUT_VECTORIZED
+#define FMHAI_PIPE_PREFILL_VEC "portable_mma"
 #define FMHAI_PIPE_FWD "portable_mma"
 #define FMHAI_PIPE_PREFILL "portable_mma"
 #define FMHAI_ARCHS_SM80 "sm80"
@@ -101,7 +115,10 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_PREFILL(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                \
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
-    "_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+    "_linear_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_PREFILL_VEC(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)            \
+    "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
+    "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
 
 /* K/V source of the pipeline: 0 contiguous, 1 pages of any size, 2 pages
  * that are multiples of the tile. */
@@ -113,11 +130,11 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg)
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam)
 #  define FMHAI_KFN(kid) 0
 #else
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg)                      \
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam)                      \
     static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_FWD_MIN_BLOCKS(hd, bm, w))         \
     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(      \
         const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                           \
@@ -126,7 +143,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
             fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn,  \
                                w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,            \
-                               FMHAI_PAGING(pg, bn));                                           \
+                               FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam);                         \
     }
 #  define FMHAI_KFN(kid) ((const void *)kid)
 #endif
@@ -135,7 +152,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
-        FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch), pg },                                      \
+        FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                     \
       FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
       FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st),                                                       \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
@@ -163,6 +180,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     FMHAI_TUNED_PAGES(FMHAI_PAGE_ROWS, R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
 #define FMHAI_ROWS_PREFILL(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st) \
     FMHAI_CAT(FMHAI_PAGES_, FMHAI_IS_ANY(pg))(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
+#define FMHAI_ROWS_PREFILL_VEC FMHAI_ROWS_PREFILL
 
 #define FMHAI_XDEF(fam, dt, hd, mask, sc, c6, bm, bn, w, st)                                     \
     FMHA_STATIC_ASSERT((0 FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_COUNT_ROW, fam, dt, hd, mask, sc, c6, \
@@ -193,11 +211,15 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(FWD, dt, hd, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     X(FWD, dt, hd, NOMASK, SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     X(FWD, dt, hd, MASK,   SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-#define FMHAI_DEFAULT_PREFILL_HD(X, dt, hd)                                                \
-    X(PREFILL, dt, hd, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(PREFILL, dt, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(PREFILL, dt, hd, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(PREFILL, dt, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* LINEAR pages with every mask/soft-cap variant; VECTORIZED pages (vLLM v0 /
+ * CK layout) for masked prefill, with and without soft cap. */
+#define FMHAI_DEFAULT_PREFILL_HD(X, dt, hd)                                                    \
+    X(PREFILL,     dt, hd, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL,     dt, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL,     dt, hd, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL,     dt, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL_VEC, dt, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL_VEC, dt, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define FMHA_DEFAULT_PREFILL_SET(X)            \
     FMHAI_DEFAULT_PREFILL_HD(X, FP16, 64)      \
     FMHAI_DEFAULT_PREFILL_HD(X, FP16, 128)     \

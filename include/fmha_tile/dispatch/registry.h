@@ -154,6 +154,7 @@ typedef struct fmhai_problem {
     int mask_type;
     int softcap, alibi;
     int page_size;           /* paged KV: the page size; 0 otherwise       */
+    int kv_layout;           /* paged KV: fmha_kv_layout                   */
     int max_seqlen_q;
 } fmhai_problem;
 
@@ -176,6 +177,7 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
     FMHAI_MISS(e->info.has_softcap != pb->softcap, "softcap")
     FMHAI_MISS(e->info.has_alibi != pb->alibi, "alibi")
     FMHAI_MISS(e->info.page_size > pb->page_size, "page size")
+    FMHAI_MISS((int)e->info.kv_layout != pb->kv_layout, "kv layout")
     FMHAI_MISS(!fmhai_arch_runs_on(e->info.arch, d), "arch")
     FMHAI_MISS(e->smem_bytes > d->smem_optin, "shared memory")
 #undef FMHAI_MISS
@@ -298,6 +300,7 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
     pb.mask_type = a->mask_type;
     pb.softcap = a->logits_soft_cap > 0.f;
     pb.page_size = a->page_size;
+    pb.kv_layout = (int)a->kv_layout;
     pb.max_seqlen_q = a->max_seqlen_q;
     return fmhai_select(set, &pb, chosen);
 }
@@ -433,11 +436,13 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
                        "%s\n  {\"name\": \"%s\", \"family\": \"%s\", \"dtype\": \"%s\", \"hdim_q\": %d, "
                        "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"tile\": [%d, %d], "
                        "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
-                       "\"page_size\": %d, \"smem_bytes\": %d}",
+                       "\"page_size\": %d, \"kv_layout\": \"%s\", \"smem_bytes\": %d}",
                        first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, k->hdim,
                        k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
                        k->has_alibi ? "true" : "false", k->tile_m, k->tile_n, k->warps, k->stages,
-                       k->pipeline, fmhai_arch_name(k->arch), k->page_size, set->entries[i].smem_bytes);
+                       k->pipeline, fmhai_arch_name(k->arch), k->page_size,
+                       k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED ? "vectorized" : "linear",
+                       set->entries[i].smem_bytes);
         first = 0;
     }
     fmhai_json_put(buf, cap, &len, "\n]}\n");

@@ -55,14 +55,11 @@ static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *
                           fam, a->page_size);
     if (a->num_total_pages < 0)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: num_total_pages must be >= 0", fam);
-    if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) {
-        if (a->hdim_q % 8 != 0 || a->page_size % 8 != 0)
-            return fmhai_fail(FMHA_ERR_INVALID_ARG,
-                              "%s: VECTORIZED layout needs head dim and page size divisible by x = 8", fam);
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: the VECTORIZED KV layout is not supported yet "
-                          "(use LINEAR)", fam);
-    }
-    if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR)
+    if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED && (a->hdim_q % 8 != 0 || a->page_size % 8 != 0))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                          "%s: VECTORIZED layout needs head dim and page size divisible by x = 8 "
+                          "(got %d, %d)", fam, a->hdim_q, a->page_size);
+    if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR && a->kv_layout != FMHA_KV_LAYOUT_VECTORIZED)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown kv_layout %d", fam, (int)a->kv_layout);
     if (a->batch == 0) return FMHA_OK;
     if (!a->q || !a->o || !a->k_pool || !a->v_pool || !a->seqstart_q)

@@ -43,20 +43,22 @@ FMHAI_DEVICE int fmhai_swz(int r, int c, int hd)
     return r * hd * 2 + ((c ^ (r & 7)) << 4);
 }
 
-/* Cooperative async copy of a rows x hd tile (row stride in bytes) into a
- * swizzled shared tile; rows >= rows_valid and columns >= d are zero-filled.
+/* Cooperative async copy of a rows x hd tile into a swizzled shared tile: row
+ * stride and 16-byte chunk stride in bytes (16 for rows stored contiguously;
+ * VECTORIZED K pages interleave chunks). Rows >= rows_valid and columns >= d
+ * are zero-filled.
  * Each thread walks one column chunk down the rows with a running pointer
  * (kept opaque so the compiler does not precompute one 64-bit address per
  * row and hold them all in registers). */
 FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64_t row_bytes,
-                                        int rows, int rows_valid, int d, int hd, int nthreads,
-                                        int tid)
+                                        int64_t chunk_bytes, int rows, int rows_valid, int d,
+                                        int hd, int nthreads, int tid)
 {
     const int chunks = hd / 8, rstep = nthreads / chunks;   /* rows per pass */
     const int r0 = tid / chunks, c = tid % chunks;
     const int col_ok = c * 8 < d;
     const int64_t gstep = rstep * row_bytes;
-    const char *g = src + r0 * row_bytes + c * 16;
+    const char *g = src + r0 * row_bytes + c * chunk_bytes;
     const int rv = rows_valid - r0;
 #pragma unroll
     for (int i = 0; i < rows / rstep; ++i) {
@@ -74,6 +76,8 @@ typedef struct fmhai_kv_src {
     int64_t row_bytes;       /* row stride (paged: token stride in a page)     */
     const int32_t *pages;    /* paged: the sequence's page indices             */
     int64_t page_bytes;      /* paged: page stride                             */
+    int64_t chunk_bytes;     /* stride of 16-byte chunks along d (16, or
+                                page_size*16 for VECTORIZED K)                 */
     int last_page;           /* paged: index of the sequence's last page       */
 } fmhai_kv_src;
 
@@ -92,10 +96,11 @@ FMHAI_DEVICE const char *fmhai_page_base(const fmhai_kv_src *s, int page, int of
 
 FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
                                       int d, int hd, int bn, int nthreads, int tid,
-                                      int paging, int page_log2, int off64)
+                                      int paging, int page_log2, int off64, int vec)
 {
+    const int64_t chunk_bytes = vec ? s->chunk_bytes : 16;
     if (paging == 0) {
-        fmhai_block_load_tile(dst, s->base + (int64_t)n * bn * s->row_bytes, s->row_bytes, bn,
+        fmhai_block_load_tile(dst, s->base + (int64_t)n * bn * s->row_bytes, s->row_bytes, 16, bn,
                               s_k - n * bn, d, hd, nthreads, tid);
         return;
     }
@@ -104,7 +109,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
     if (paging == 2 || ((1 << page_log2) % bn) == 0) {   /* the tile sits in one page */
         const char *pg = fmhai_page_base(s, s->pages[min(tok0 >> page_log2, s->last_page)], off64);
         fmhai_block_load_tile(dst, pg + (int64_t)(tok0 & page_mask) * s->row_bytes, s->row_bytes,
-                              bn, s_k - tok0, d, hd, nthreads, tid);
+                              chunk_bytes, bn, s_k - tok0, d, hd, nthreads, tid);
         return;
     }
     const int chunks = hd / 8, rstep = nthreads / chunks;
@@ -114,9 +119,40 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
     for (int i = 0; i < bn / rstep; ++i) {
         const int r = r0 + i * rstep, tok = tok0 + r;
         const char *pg = fmhai_page_base(s, s->pages[min(tok >> page_log2, s->last_page)], off64);
-        const char *g = pg + (int64_t)(tok & page_mask) * s->row_bytes + c * 16;
+        const char *g = pg + (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
         fmhai_copy_async16(dst + fmhai_swz(r, c, hd), g, col_ok && tok < s_k);
     }
+}
+
+/* VECTORIZED V tile n, transposed into shared memory as [hd][bn]: each
+ * 16-byte chunk of a page holds 8 consecutive tokens of one d, which is one
+ * chunk of a V^T row. Pages hold whole 8-token groups (page_size % 8 == 0);
+ * a group that runs past s_k copies only its valid tokens and zero-fills the
+ * rest, rows past d are zero-filled. The group stride is d * 16 bytes. */
+FMHAI_DEVICE void fmhai_block_load_vt(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
+                                      int d, int hd, int bn, int nthreads, int tid,
+                                      int page_log2, int off64)
+{
+    const int groups = bn / 8, tok0 = n * bn, page_mask = (1 << page_log2) - 1;
+#pragma unroll
+    for (int i = 0; i < hd * groups / nthreads; ++i) {
+        const int idx = tid + i * nthreads;
+        const int row = idx / groups, kc = idx % groups, tok = tok0 + kc * 8;
+        const char *pg = fmhai_page_base(s, s->pages[min(tok >> page_log2, s->last_page)], off64);
+        const char *g = pg + (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes + row * 16;
+        const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
+        fmhai_copy_async16_part(dst + fmhai_swz(row, kc, bn), valid ? g : s->base, valid * 2);
+    }
+}
+
+FMHAI_DEVICE void fmhai_block_load_v(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k, int d,
+                                     int hd, int bn, int nthreads, int tid, int paging,
+                                     int page_log2, int off64, int vec)
+{
+    if (vec)
+        fmhai_block_load_vt(dst, s, n, s_k, d, hd, bn, nthreads, tid, page_log2, off64);
+    else
+        fmhai_block_load_kv(dst, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, 0);
 }
 
 /* Shared address for ldmatrix of 16-byte chunk (2*kk + m) of a row whose
@@ -136,7 +172,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                      const int is_bf16, const int HD, const int BM,
                                      const int BN, const int NW, const int ST,
                                      const int HAS_MASK, const int SOFTCAP, const int ALIBI,
-                                     const int PAGING)
+                                     const int PAGING, const int KV_VEC)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -213,6 +249,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     ksrc.last_page = vsrc.last_page = n_pages - 1;
     ksrc.page_bytes = 2 * p->k_page;
     vsrc.page_bytes = 2 * p->v_page;
+    /* VECTORIZED: K chunks of one token sit page_size*16 bytes apart, V
+     * groups of 8 tokens d*16 bytes apart */
+    ksrc.chunk_bytes = KV_VEC ? (int64_t)16 << p->page_log2 : 16;
+    vsrc.chunk_bytes = KV_VEC ? (int64_t)16 * p->d : 16;
     ksrc.base = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch +
                 (int64_t)k_start * p->k_row + (int64_t)hk * p->k_head);
     vsrc.base = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch +
@@ -230,16 +270,16 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      *   (K+V)[it+ST-1] at the top into the slot tile it-1 freed, one barrier
      *   per tile, loads issued while no score registers are live. */
     const int SPLIT = (ST == 1);
-    fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, NT, tid);
+    fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid);
     fmhai_copy_commit();
     for (int s = 0; s < (SPLIT ? 1 : ST - 1); ++s) {
         if (s < n_iters) {
             const int n = n_hi - 1 - s;
             fmhai_block_load_kv(sK + s * kv_tile_bytes, &ksrc, n, s_k, p->d, HD, BN, NT, tid,
-                                PAGING, p->page_log2, p->kv_off64);
+                                PAGING, p->page_log2, p->kv_off64, KV_VEC);
             if (!SPLIT)
-                fmhai_block_load_kv(sV + s * kv_tile_bytes, &vsrc, n, s_k, p->d, HD, BN, NT, tid,
-                                    PAGING, p->page_log2, p->kv_off64);
+                fmhai_block_load_v(sV + s * kv_tile_bytes, &vsrc, n, s_k, p->d, HD, BN, NT, tid,
+                                   PAGING, p->page_log2, p->kv_off64, KV_VEC);
         }
         fmhai_copy_commit();
     }
@@ -272,6 +312,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                                 (lane / 8) % 2, lane % 8);
     const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HD * 2,
                                                 (lane / 8) / 2, lane % 8);
+    const fmhai_smem_t vt_base = fmhai_ldsm_base(sV, (((lane / 8) / 2) * 8 + lane % 8) * BN * 2,
+                                                 (lane / 8) % 2, lane % 8);
 
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
@@ -291,9 +333,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 const int nn = n_hi - 1 - j;
                 if (!SPLIT)
                     fmhai_block_load_kv(sK + (j % ST) * kv_tile_bytes, &ksrc, nn, s_k, p->d, HD,
-                                        BN, NT, tid, PAGING, p->page_log2, p->kv_off64);
-                fmhai_block_load_kv(sV + (j % ST) * kv_tile_bytes, &vsrc, nn, s_k, p->d, HD, BN,
-                                    NT, tid, PAGING, p->page_log2, p->kv_off64);
+                                        BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC);
+                fmhai_block_load_v(sV + (j % ST) * kv_tile_bytes, &vsrc, nn, s_k, p->d, HD, BN,
+                                   NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC);
             }
             fmhai_copy_commit();
         }
@@ -419,20 +461,26 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             __syncthreads();
             if (it + 1 < n_iters) {
                 const int nn = n - 1;
-                fmhai_block_load_kv(sK, &ksrc, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64);
+                fmhai_block_load_kv(sK, &ksrc, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
+                                    p->kv_off64, KV_VEC);
             }
             fmhai_copy_commit();
         }
 
         /* ---- O += P V ------------------------------------------------------ */
-        /* d outer, keys inner: one swizzled V address per d chunk pair */
+        /* d outer, keys inner: one swizzled V address per d chunk pair. V is
+         * [keys][d] (transposed ldmatrix) or, VECTORIZED, V^T [d][keys]. */
 #pragma unroll
         for (int dn = 0; dn < HD / 16; ++dn) {
 #pragma unroll
             for (int kp = 0; kp < BN / 16; ++kp) {
                 uint32_t vb[4];
-                fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * kv_tile_bytes +
-                                             kp * 16 * HD * 2);
+                if (KV_VEC)
+                    fmhai_warp_ldsm_x4(vb, fmhai_ldsm_at(vt_base, kp) + buf * kv_tile_bytes +
+                                               dn * 16 * BN * 2);
+                else
+                    fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * kv_tile_bytes +
+                                                 kp * 16 * HD * 2);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     fmhai_warp_mma_16816(acc_o[mt][2 * dn], pa[mt][kp], vb, is_bf16);

@@ -64,9 +64,10 @@
  * one-index-per-tile load path. */
 #define FMHAI_TUNED_PAGES(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 64)
 
-/* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page);
- * page is 0 for families without a paged KV cache. */
-#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg)                                    \
+/* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page,
+ * vectorized); page is 0 for families without a paged KV cache, vectorized 1
+ * for VECTORIZED KV pages. */
+#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec)                               \
     C(hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                    \
       "kernel head dim must be 64, 128, 192 or 256")                                       \
     C(warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                            \
@@ -83,16 +84,19 @@
     C(shared_memory_227k, FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,             \
       "shared memory of the tile must fit in 227 KB")                                      \
     C(page_size_power_of_two, (pg) == 0 || ((pg) >= 1 && (pg) <= 2048 && ((pg) & ((pg) - 1)) == 0), \
-      "page size must be a power of two in 1..2048")
+      "page size must be a power of two in 1..2048")                                      \
+    C(vectorized_tile_n_64_128, !(vec) || ((bn) == 64 || (bn) == 128),                     \
+      "VECTORIZED KV needs tile_n 64 or 128 (V^T rows of 8+ chunks)")
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \
     FMHA_STATIC_ASSERT(cond, "fmha_tile constraint " #name " violated: " msg);
 #define FMHAI_CONSTRAINT_CHECK(name, cond, msg) if (!(cond)) return #name ": " msg;
 
 /* NULL when the row is valid, else "constraint_name: message". */
-static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w, int st, int pg)
+static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w, int st, int pg,
+                                                  int vec)
 {
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg)
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec)
     return 0;
 }
 

@@ -56,6 +56,15 @@ FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int vali
 #endif
 }
 
+/* Copies `bytes` (0..16) and zero-fills the rest of the 16. */
+FMHAI_DEVICE void fmhai_copy_async16_part(fmhai_smem_t dst, const void *src, int bytes)
+{
+#if defined(FMHAI_DEVICE_HAS_MMA_SM80)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(bytes));
+#endif
+}
+
 FMHAI_DEVICE void fmhai_copy_commit(void)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80)
@@ -154,6 +163,12 @@ FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int vali
     fmhai_u32x4 v = {0u, 0u, 0u, 0u};
     if (valid) v = *(const fmhai_u32x4 *)src;
     *(FMHAI_LDS fmhai_u32x4 *)dst = v;
+}
+FMHAI_DEVICE void fmhai_copy_async16_part(fmhai_smem_t dst, const void *src, int bytes)
+{
+    uint16_t h[8];
+    for (int i = 0; i < 8; ++i) h[i] = 2 * i < bytes ? ((const uint16_t *)src)[i] : (uint16_t)0;
+    for (int i = 0; i < 8; ++i) ((FMHAI_LDS uint16_t *)dst)[i] = h[i];
 }
 /* Copies above complete synchronously; the block barrier that follows every
  * wait in the pipeline orders them. */
