@@ -7,6 +7,10 @@
 #   make run     build the example forward pass and run it with validation
 #   make bench   forward TFLOPS on the DESIGN grid + PyTorch SDPA, same run
 #   make tune    tile tuning driver (bench/tune_fwd.cu)
+#   make lib     build/libfmha_tile.so: the default kernel set behind the C API
+#                (C linkage, only the fmha_* entry points exported)
+#   make c_api   build/examples/c_api: a plain C11 program (gcc) linking it
+#   make pytest  the Python package's tests (python/tests; needs torch + GPU)
 #
 # Compilers found are reported first; what cannot be built is skipped with a
 # SKIP line, never silently.
@@ -23,7 +27,7 @@ CFLAGS_C11 := -std=c11 -Wall -Wextra -pedantic -Werror -Iinclude -Itests
 
 HEADERS := $(shell find include -name '*.h')
 
-.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests
+.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest
 
 all: toolchain nvcc-build host-tests
 
@@ -57,11 +61,58 @@ $(BUILD)/bench/tune_fwd: bench/tune_fwd.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $< -o $@
 
-nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd
+# ---- shared library (C ABI) and the C program that links it -------------------
+# One translation unit (src/fmha_tile_lib.cu) declares the default kernel set and
+# defines FMHA_TILE_BUILD_SHARED, so the API functions get C linkage and default
+# visibility; everything else is hidden. `-cudart shared`: the library uses
+# libcudart.so, the runtime a C program (-lcudart) or PyTorch loads too. After
+# linking, nm -D must list exactly the FMHA_API functions of api.h.
+CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(realpath $(NVCC))))
+LIB_SO    := $(BUILD)/libfmha_tile.so
+GIT_REV   := $(shell git rev-parse --short HEAD 2>/dev/null)
+LIB_FLAGS := -x cu -std=c++17 -O3 -Iinclude $(NVCC_ARCH) -shared -Xcompiler -fPIC \
+             -Xcompiler -fvisibility=hidden -cudart shared \
+             $(if $(GIT_REV),-DFMHA_TILE_LIB_GIT=\"$(GIT_REV)\")
+# parentheses for sed inside $(shell ...), where make would count them
+LP        := (
+RP        := )
+LIB_API   := $(shell sed -n 's/^FMHA_API.*[ *]\$(LP)fmha_[a-z0-9_]*\$(RP)$(LP).*/\1/p' include/fmha_tile/api.h)
+
+$(LIB_SO): src/fmha_tile_lib.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(LIB_FLAGS) $< -o $@
+	@if command -v nm >/dev/null 2>&1; then \
+	    got=" $$(nm -D --defined-only $@ | awk 'NF == 3 { print $$3 }' | tr '\n' ' ')"; \
+	    want=" $(LIB_API) "; missing=; extra=; \
+	    for s in $$want; do case "$$got" in *" $$s "*) ;; *) missing="$$missing $$s";; esac; done; \
+	    for s in $$got; do case "$$want" in *" $$s "*) ;; *) extra="$$extra $$s";; esac; done; \
+	    if [ -n "$$missing$$extra" ]; then \
+	        echo "FAIL $@: exports must be exactly the FMHA_API functions of api.h;" \
+	             "missing:$${missing:- none}; unexpected:$${extra:- none}"; rm -f $@; exit 1; \
+	    fi; \
+	    echo "lib: $@ exports exactly the $(words $(LIB_API)) C API functions of api.h"; \
+	else echo "SKIP export check of $@: nm not found"; fi
+
+$(BUILD)/examples/c_api: examples/c_api.c include/fmha_tile/api.h $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) -O2 -DFMHA_TILE_LINK_SHARED -I$(CUDA_HOME)/include $< -o $@ \
+	    -L$(BUILD) -lfmha_tile -L$(CUDA_HOME)/lib64 -lcudart -lm \
+	    -Wl,-rpath,'$$ORIGIN/..' -Wl,-rpath,$(CUDA_HOME)/lib64
+
+lib: $(LIB_SO)
+c_api: $(BUILD)/examples/c_api
+pytest: $(LIB_SO)
+
+nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd $(LIB_SO) $(BUILD)/examples/c_api
 else
 nvcc-build:
 	@echo "SKIP nvcc builds: nvcc not found"
+lib c_api:
+	@echo "make $@: nvcc not found (set NVCC=/path/to/nvcc)"; exit 1
 endif
+
+pytest:
+	@sh python/tests/run.sh "$(PYTHON)" "$(BUILD)"
 
 check: toolchain host-tests nvcc-build
 	@sh tests/run_all.sh --compile-only "$(BUILD)" "$(CC)" "$(CLANG19)"

@@ -62,6 +62,8 @@ if [ "$mode" = "--all" ]; then
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi
+    # Python package (python/tests): runs where torch, pytest and a GPU exist
+    run_suite python sh python/tests/run.sh "$python" "$build"
 fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -1,0 +1,226 @@
+"""fmha_tile: fused multi-head attention on PyTorch tensors, through the C API
+of libfmha_tile.so.
+
+A pure-Python package (ctypes, no compiled extension of its own). It loads the
+shared library that `make lib` builds (build/libfmha_tile.so; or the path in
+$FMHA_TILE_LIB; or libfmha_tile.so on the loader path), takes torch.Tensors as
+they are (device pointers, strides, dtype, the current stream) and calls
+fmha_fwd() with the library's default kernel set.
+
+    import torch, fmha_tile
+    q = torch.randn(2, 1000, 16, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, 1200, 4, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    o = fmha_tile.attention(q, k, v, causal=True)                 # [2, 1000, 16, 128]
+    o, lse = fmha_tile.attention(q, k, v, window=(256, 0), return_lse=True)
+
+Functions (names and meanings follow FlashAttention's Python API):
+
+    attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0,
+              alibi_slopes=None, scale=None, return_lse=False, *, out=None, out_lse=None)
+        q [batch, seqlen_q, nheads, headdim], k and v [batch, seqlen_k,
+        nheads_k, headdim]; returns out [batch, seqlen_q, nheads, headdim]
+        and, with return_lse, lse fp32 [batch, nheads, seqlen_q].
+    attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
+                     scale=None, return_lse=False, *, out=None, out_lse=None)
+        packed q [total_q, nheads, headdim], k and v [total_k, nheads_k,
+        headdim]; cu_seqlens_* int32 [batch + 1] prefix sums on the device
+        (sequences may be empty); max_seqlen_q must bound every query length
+        (it sizes the grid: the lengths are never read on the host). Returns
+        out [total_q, nheads, headdim] and, with return_lse, lse fp32
+        [nheads, total_q]. Rows past cu_seqlens_q[-1] are not written.
+    attention_plan(...), attention_varlen_plan(...)
+        the same arguments: "is it supported, and by which kernel?" without
+        launching or allocating (fmha_fwd_check); a dict, or FmhaError.
+    kernels()   the default kernel set as parsed JSON (fmha_set_json)
+    version()   the library's version string (fmha_version)
+    library_path()  where the library was loaded from
+
+Semantics:
+  - dtype fp16 or bf16 (q, k, v alike); head dim a multiple of 8, at most 256.
+  - GQA/MQA: nheads % nheads_k == 0; query head h reads KV head
+    h // (nheads // nheads_k).
+  - causal is bottom-right aligned (FlashAttention >= 2.1): with s_q queries and
+    s_k keys, query i sees key j when j <= i + s_k - s_q. window=(left, right),
+    -1 unbounded, is bottom-right aligned too; causal=True sets right to 0. A
+    query row that sees no key gives out = 0 and lse = -inf.
+  - softcap c > 0: scores s become c * tanh(s / c). alibi_slopes fp32 [nheads]
+    or [batch, nheads]: adds -slope * |i + s_k - s_q - j|. scale defaults to
+    1 / sqrt(headdim).
+  - Any strides with a unit head-dim stride are taken as they are (a
+    [b, s, h, d] view of a [b, h, s, d] tensor, a slice of a packed QKV
+    tensor); the library needs 16-byte aligned data and strides that are
+    multiples of 8 elements, and says so (FmhaError) otherwise.
+  - Forward only: no autograd. Inputs that require grad while grad mode is on
+    raise NotImplementedError (use torch.no_grad() or .detach()).
+
+Streams, devices, allocation, CUDA graphs:
+  - The kernel runs on torch.cuda.current_stream() of the tensors' device,
+    with that device current; nothing synchronises with the host.
+  - Outputs are allocated with torch.empty (PyTorch's caching allocator, which
+    is safe under CUDA graph capture: inside torch.cuda.graph they come from
+    the graph's private pool) unless you pass out= / out_lse=, in which case
+    the call allocates nothing. Calls work inside torch.cuda.graph.
+
+Errors: TypeError and ValueError for arguments Python can check (types,
+shapes, devices, dtypes, unit strides, ranges); FmhaError (a RuntimeError)
+when the library refuses the call: its status, fmha_status_str() and the
+library's message (fmha_last_error()). FmhaLibraryError (an OSError) when the
+library cannot be loaded.
+"""
+import ctypes
+import json
+import math
+
+from . import _args, _lib
+from ._lib import FmhaError, FmhaLibraryError, library_path
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "attention", "attention_varlen", "attention_plan", "attention_varlen_plan",
+    "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
+]
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError("fmha_tile.attention needs PyTorch (%s)" % e) from None
+    return torch
+
+
+def version():
+    """The library's version string (fmha_version())."""
+    return _lib.library().fmha_version().decode()
+
+
+def kernels():
+    """The library's default kernel set as parsed JSON (fmha_set_json()):
+    {"set": name, "kernels": [{"name", "family", "dtype", "hdim_q", "hdim_v",
+    "mask", "softcap", "alibi", "tile", "warps", "stages", "pipeline", "arch",
+    "smem_bytes"}, ...]}."""
+    lib = _lib.library()
+    kset = _lib.default_set()
+    n = lib.fmha_set_json(kset, None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    lib.fmha_set_json(kset, buf, n + 1)
+    return json.loads(buf.value.decode())
+
+
+def _check_grad(torch, tensors):
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+        raise NotImplementedError(
+            "fmha_tile has no backward pass yet: call it under torch.no_grad() or "
+            "torch.inference_mode(), or pass detached tensors")
+
+
+def _run(torch, p, q, tensors, out, out_lse, return_lse, where):
+    """Allocate (unless given) the outputs and launch on the current stream."""
+    _check_grad(torch, tensors)
+    p.check_out(out, q)
+    p.check_lse(out_lse, q)
+    lib = _lib.library()
+    kset = _lib.default_set()
+    with torch.cuda.device(q.device):
+        o = out if out is not None else torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
+        lse = out_lse
+        if lse is None and return_lse:
+            lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
+        p.set_outputs(o, lse)
+        if p.empty_q or p.empty_k:
+            # Nothing to launch, but the call is validated all the same.
+            st = lib.fmha_fwd_check(kset, ctypes.byref(p.check_args()), None)
+            _lib.check_status(st, where)
+            if not p.empty_q:      # queries but no keys: every row sees nothing
+                o.zero_()
+                if lse is not None:
+                    lse.fill_(-math.inf)
+        else:
+            stream = torch.cuda.current_stream(q.device).cuda_stream
+            st = lib.fmha_fwd(kset, ctypes.byref(p.args), ctypes.c_void_p(stream))
+            _lib.check_status(st, where)
+    return (o, lse) if return_lse else o
+
+
+def _plan(p):
+    lib = _lib.library()
+    plan = _lib.FmhaFwdPlan()
+    st = lib.fmha_fwd_check(_lib.default_set(), ctypes.byref(p.check_args()), ctypes.byref(plan))
+    _lib.check_status(st, "fmha_fwd_check")
+    k = plan.kernel.contents
+    return {
+        "kernel": k.name.decode(), "pipeline": k.pipeline.decode(), "hdim": k.hdim,
+        "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
+        "grid": (plan.grid_x, plan.grid_y, plan.grid_z), "block": plan.block,
+        "workspace_size": plan.workspace_size,
+    }
+
+
+def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
+              scale=None, return_lse=False, *, out=None, out_lse=None):
+    """Attention over [batch, seqlen, nheads, headdim] tensors.
+
+    q [b, s_q, h, d], k and v [b, s_k, h_k, d] (fp16 or bf16, one CUDA device,
+    unit head-dim stride, any other strides the library accepts). causal:
+    bottom-right aligned; window (left, right), -1 unbounded; softcap: 0 off;
+    alibi_slopes fp32 [h] or [b, h]; scale: default 1/sqrt(d).
+
+    Returns out [b, s_q, h, d] (q's dtype), or (out, lse) with return_lse,
+    lse fp32 [b, h, s_q] (natural log; -inf for a row that sees no key).
+    out= / out_lse= take caller-owned outputs of those shapes (any strides
+    with a unit last-dim stride); the call then allocates nothing.
+    """
+    torch = _torch()
+    p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale)
+    return _run(torch, p, q, (q, k, v, alibi_slopes), out, out_lse, return_lse,
+                "fmha_tile.attention")
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
+                     scale=None, return_lse=False, *, out=None, out_lse=None):
+    """Attention over packed variable-length sequences.
+
+    q [total_q, h, d], k and v [total_k, h_k, d]; sequence i holds rows
+    cu_seqlens_q[i] .. cu_seqlens_q[i+1]-1 of q and cu_seqlens_k[i] ..
+    cu_seqlens_k[i+1]-1 of k and v (int32 prefix sums of batch + 1 entries on
+    q's device; a sequence may be empty). max_seqlen_q must be at least the
+    longest query sequence (it sizes the grid; the prefix sums are never read
+    on the host, so the call does not synchronise). max_seqlen_k is taken for
+    FlashAttention compatibility and checked to be >= 0. Masks, soft cap,
+    ALiBi ([h] or [batch, h]) and scale as in attention(), per sequence.
+
+    Returns out [total_q, h, d], or (out, lse) with return_lse, lse fp32
+    [h, total_q]. Rows of q past cu_seqlens_q[-1] are left unwritten.
+    """
+    torch = _torch()
+    p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                             causal, window, softcap, alibi_slopes, scale)
+    return _run(torch, p, q, (q, k, v, alibi_slopes), out, out_lse, return_lse,
+                "fmha_tile.attention_varlen")
+
+
+def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
+                   scale=None):
+    """Is attention(q, k, v, ...) supported, and by which kernel? Validates and
+    selects (fmha_fwd_check) without launching or allocating; returns a dict
+    {"kernel", "pipeline", "hdim", "tile", "warps", "stages", "grid", "block",
+    "workspace_size"} or raises (TypeError, ValueError, FmhaError)."""
+    _torch()
+    p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale)
+    with _torch().cuda.device(q.device):
+        return _plan(p)
+
+
+def attention_varlen_plan(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                          causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
+                          scale=None):
+    """attention_plan() for attention_varlen()'s arguments."""
+    _torch()
+    p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                             causal, window, softcap, alibi_slopes, scale)
+    with _torch().cuda.device(q.device):
+        return _plan(p)

@@ -1,0 +1,353 @@
+"""Argument checks and fmha_fwd_args construction, without importing torch.
+
+The functions here only use what a tensor exposes (shape, stride(), dtype,
+device, is_cuda, data_ptr(), numel()), so the shape, stride, mask and error
+logic can be tested with stand-in objects on a machine without PyTorch.
+dtypes are recognised by name (str(torch.bfloat16) == "torch.bfloat16").
+
+Conventions (FlashAttention's Python API where the meaning is the same):
+  - causal is bottom-right aligned (FlashAttention >= 2.1): query i of a
+    sequence with s_q queries and s_k keys sees key j when
+    j <= i + s_k - s_q.
+  - window=(left, right), -1 meaning unbounded, bottom-right aligned too: query
+    i sees keys i + s_k - s_q - left .. i + s_k - s_q + right. causal=True
+    sets right to 0.
+  - softcap c > 0: scores become c * tanh(s / c); 0 turns it off.
+  - alibi_slopes: fp32 [nheads] or [batch, nheads]; adds
+    -slope * |i + s_k - s_q - j| to the scores.
+  - scale: default 1 / sqrt(head dim).
+"""
+import math
+import operator
+
+from . import _lib
+
+INT32_MAX = 2 ** 31 - 1
+
+DTYPES = {
+    "torch.float16": _lib.FMHA_DTYPE_FP16,
+    "torch.bfloat16": _lib.FMHA_DTYPE_BF16,
+}
+FLOAT32 = "torch.float32"
+INT32 = "torch.int32"
+
+# A non-NULL, 256-byte aligned placeholder for the data pointer of an empty
+# tensor, passed only to fmha_fwd_check (which validates and selects but never
+# dereferences); fmha_fwd is never called with it.
+PLACEHOLDER_PTR = 256
+
+
+def _is_tensor(x):
+    return all(hasattr(x, a) for a in ("shape", "stride", "dtype", "device", "data_ptr"))
+
+
+def check_tensor(name, t, ndim, what):
+    """Tensor of `ndim` dims on a CUDA device with a unit last-dim stride."""
+    if not _is_tensor(t):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (name, type(t).__name__))
+    if len(t.shape) != ndim:
+        raise ValueError("%s must have %d dimensions %s, got shape %s"
+                         % (name, ndim, what, tuple(t.shape)))
+    if not getattr(t, "is_cuda", False):
+        raise ValueError("%s must be on a CUDA device, got %s" % (name, t.device))
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        raise ValueError("%s must have a unit stride in its last (head) dimension, got strides %s "
+                         "(call .contiguous())" % (name, tuple(t.stride())))
+
+
+def check_same_device(q, named):
+    for name, t in named:
+        if t.device != q.device:
+            raise ValueError("%s is on %s but q is on %s: all tensors must be on one device"
+                             % (name, t.device, q.device))
+
+
+def dtype_code(q, k, v):
+    code = DTYPES.get(str(q.dtype))
+    if code is None:
+        raise TypeError("q must be torch.float16 or torch.bfloat16, got %s" % q.dtype)
+    for name, t in (("k", k), ("v", v)):
+        if t.dtype != q.dtype:
+            raise TypeError("%s has dtype %s but q has %s: q, k and v must share one dtype"
+                            % (name, t.dtype, q.dtype))
+    return code
+
+
+def strides(t):
+    """Element strides, with 0 for dimensions of size 1 (their stride is
+    meaningless, and PyTorch may give them any value)."""
+    return tuple(0 if n == 1 else s for n, s in zip(t.shape, t.stride()))
+
+
+def check_no_overlap(name, t):
+    """Outputs must not be expanded views (stride 0 on a dimension of size > 1):
+    several results would land on one element. (Inputs may be: an expanded
+    K/V head dimension reads one head for all.)"""
+    for n, s in zip(t.shape, t.stride()):
+        if n > 1 and s == 0:
+            raise ValueError("%s has a stride of 0 on a dimension of size %d (an expanded view): "
+                             "outputs must not overlap" % (name, n))
+
+
+def check_int(name, x, lo=0, hi=INT32_MAX):
+    if isinstance(x, bool):
+        raise TypeError("%s must be an int, got bool" % name)
+    try:
+        x = operator.index(x)
+    except TypeError:
+        raise TypeError("%s must be an int, got %s" % (name, type(x).__name__)) from None
+    if x < lo or x > hi:
+        raise ValueError("%s must be in %d..%d, got %d" % (name, lo, hi, x))
+    return x
+
+
+def check_size(name, n):
+    if n > INT32_MAX:
+        raise ValueError("%s is %d: the library takes sizes below 2^31" % (name, n))
+    return int(n)
+
+
+def mask_from_flash(causal, window):
+    """(causal, window) with FlashAttention's meaning -> (mask_type, left, right)."""
+    if not isinstance(causal, bool):
+        if causal in (0, 1):
+            causal = bool(causal)
+        else:
+            raise TypeError("causal must be a bool, got %r" % (causal,))
+    if window is None:
+        window = (-1, -1)
+    try:
+        left, right = window
+    except (TypeError, ValueError):
+        raise ValueError("window must be a pair (left, right), got %r" % (window,)) from None
+    left = check_int("window[0]", left, -1)
+    right = check_int("window[1]", right, -1)
+    if causal:
+        right = 0
+    if left < 0 and right < 0:
+        return _lib.FMHA_MASK_NONE, -1, -1
+    return _lib.FMHA_MASK_BOTTOM_RIGHT, left, right
+
+
+def check_scalar(name, x, allow_zero):
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        raise TypeError("%s must be a float, got %s" % (name, type(x).__name__)) from None
+    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+        raise ValueError("%s must be finite and %s 0, got %r"
+                         % (name, ">=" if allow_zero else ">", x))
+    return x
+
+
+def check_alibi(alibi_slopes, q, batch, nhead):
+    """-> (pointer or None, batch stride)."""
+    if alibi_slopes is None:
+        return None, 0
+    t = alibi_slopes
+    if not _is_tensor(t):
+        raise TypeError("alibi_slopes must be a torch.Tensor or None, got %s" % type(t).__name__)
+    if str(t.dtype) != FLOAT32:
+        raise TypeError("alibi_slopes must be torch.float32, got %s" % t.dtype)
+    shape = tuple(t.shape)
+    if shape != (nhead,) and shape != (batch, nhead):
+        raise ValueError("alibi_slopes must have shape (%d,) or (%d, %d), got %s"
+                         % (nhead, batch, nhead, shape))
+    if not getattr(t, "is_cuda", False):
+        raise ValueError("alibi_slopes must be on a CUDA device, got %s" % t.device)
+    check_same_device(q, (("alibi_slopes", t),))
+    if nhead > 1 and t.stride(-1) != 1:
+        raise ValueError("alibi_slopes must have a unit stride in its head dimension")
+    return t.data_ptr(), (strides(t)[0] if len(shape) == 2 else 0)
+
+
+class Problem(object):
+    """A checked forward problem: sizes, the output shapes, and a filled
+    FmhaFwdArgs (outputs set later with set_outputs)."""
+
+    def __init__(self):
+        self.args = _lib.FmhaFwdArgs()
+        self.out_shape = None
+        self.lse_shape = None
+        self.empty_q = False      # no query rows: nothing to launch
+        self.empty_k = False      # no keys anywhere: O = 0, LSE = -inf
+
+    # outputs -----------------------------------------------------------------------
+    def check_out(self, out, q):
+        if out is None:
+            return
+        check_tensor("out", out, len(self.out_shape), "")
+        if tuple(out.shape) != self.out_shape:
+            raise ValueError("out must have shape %s, got %s" % (self.out_shape, tuple(out.shape)))
+        if out.dtype != q.dtype:
+            raise TypeError("out must have the dtype of q (%s), got %s" % (q.dtype, out.dtype))
+        check_same_device(q, (("out", out),))
+        check_no_overlap("out", out)
+
+    def check_lse(self, lse, q):
+        if lse is None:
+            return
+        if not _is_tensor(lse):
+            raise TypeError("out_lse must be a torch.Tensor, got %s" % type(lse).__name__)
+        if str(lse.dtype) != FLOAT32:
+            raise TypeError("out_lse must be torch.float32, got %s" % lse.dtype)
+        if tuple(lse.shape) != self.lse_shape:
+            raise ValueError("out_lse must have shape %s, got %s" % (self.lse_shape, tuple(lse.shape)))
+        if not getattr(lse, "is_cuda", False):
+            raise ValueError("out_lse must be on a CUDA device, got %s" % lse.device)
+        check_same_device(q, (("out_lse", lse),))
+        if lse.shape[-1] > 1 and lse.stride(-1) != 1:
+            raise ValueError("out_lse must have a unit stride in its last (query) dimension")
+        check_no_overlap("out_lse", lse)
+
+    def set_outputs(self, o, lse):
+        a = self.args
+        so = strides(o)
+        a.o = o.data_ptr() or None
+        if len(so) == 4:   # [b, s, h, d]
+            a.batch_stride_o, a.stride_o, a.nhead_stride_o = so[0], so[1], so[2]
+        else:              # [total, h, d]
+            a.batch_stride_o, a.stride_o, a.nhead_stride_o = 0, so[0], so[1]
+        if lse is not None:
+            sl = strides(lse)
+            a.lse = lse.data_ptr() or None
+            if len(sl) == 3:   # [b, h, s]
+                a.batch_stride_lse, a.nhead_stride_lse = sl[0], sl[1]
+            else:              # [h, total]
+                a.batch_stride_lse, a.nhead_stride_lse = 0, sl[0]
+        else:
+            a.lse = None
+            a.batch_stride_lse = a.nhead_stride_lse = 0
+
+    def check_args(self):
+        """A copy of the arguments fit for fmha_fwd_check: NULL data pointers
+        of empty tensors replaced by a placeholder (never dereferenced)."""
+        c = _lib.FmhaFwdArgs.from_buffer_copy(self.args)
+        for f in ("q", "k", "v", "o"):
+            if not getattr(c, f):
+                setattr(c, f, PLACEHOLDER_PTR)
+        return c
+
+
+def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhead_q):
+    a = p.args
+    a.dtype = dtype_code(q, k, v)
+    a.hdim_q = check_size("head dim of q", q.shape[-1])
+    a.hdim_v = check_size("head dim of v", v.shape[-1])
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError("k has head dim %d but q has %d: they must be equal"
+                         % (k.shape[-1], q.shape[-1]))
+    a.mask_type, a.window_left, a.window_right = mask_from_flash(causal, window)
+    a.logits_soft_cap = check_scalar("softcap", softcap, True)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] > 0 else 1.0
+    a.scale = check_scalar("scale", scale, False)
+    a.alibi_slopes, a.alibi_batch_stride = check_alibi(alibi_slopes, q, batch, nhead_q)
+
+
+def _heads(hq, hk):
+    if hq < 1 or hk < 1:
+        raise ValueError("q and k need at least one head (got %d and %d)" % (hq, hk))
+    if hq % hk != 0:
+        raise ValueError("GQA/MQA: the number of query heads (%d) must be a multiple of the "
+                         "number of KV heads (%d)" % (hq, hk))
+
+
+def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
+                  scale=None):
+    """Checks of attention(); q [b, s_q, h, d], k/v [b, s_k, h_k, d]."""
+    what = "[batch, seqlen, nheads, headdim]"
+    check_tensor("q", q, 4, what)
+    check_tensor("k", k, 4, what)
+    check_tensor("v", v, 4, what)
+    check_same_device(q, (("k", k), ("v", v)))
+    b, s_q, hq, _ = q.shape
+    bk, s_k, hk, _ = k.shape
+    if bk != b or v.shape[0] != b:
+        raise ValueError("batch sizes differ: q %d, k %d, v %d" % (b, bk, v.shape[0]))
+    if v.shape[1] != s_k or v.shape[2] != hk:
+        raise ValueError("k and v must have the same seqlen and heads: k %s, v %s"
+                         % (tuple(k.shape), tuple(v.shape)))
+    _heads(hq, hk)
+    p = Problem()
+    a = p.args
+    a.is_group_mode = 0
+    a.batch = check_size("batch", b)
+    a.nhead_q = check_size("nheads of q", hq)
+    a.nhead_k = check_size("nheads of k", hk)
+    a.seqlen_q = check_size("seqlen of q", s_q)
+    a.seqlen_k = check_size("seqlen of k", s_k)
+    a.max_seqlen_q = a.seqlen_q
+    _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, b, hq)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        s = strides(t)
+        setattr(a, name, t.data_ptr() or None)
+        setattr(a, "batch_stride_" + name, s[0])
+        setattr(a, "stride_" + name, s[1])
+        setattr(a, "nhead_stride_" + name, s[2])
+    p.out_shape = (b, s_q, hq, v.shape[-1])
+    p.lse_shape = (b, hq, s_q)
+    p.empty_q = b == 0 or s_q == 0
+    p.empty_k = s_k == 0
+    return p
+
+
+def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                   causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None):
+    """Checks of attention_varlen(); q [total_q, h, d], k/v [total_k, h_k, d],
+    cu_seqlens_* int32 [batch + 1] on the device (never read on the host)."""
+    what = "[total_tokens, nheads, headdim]"
+    check_tensor("q", q, 3, what)
+    check_tensor("k", k, 3, what)
+    check_tensor("v", v, 3, what)
+    check_same_device(q, (("k", k), ("v", v)))
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if not _is_tensor(t):
+            raise TypeError("%s must be a torch.Tensor, got %s" % (name, type(t).__name__))
+        if str(t.dtype) != INT32:
+            raise TypeError("%s must be torch.int32, got %s" % (name, t.dtype))
+        if len(t.shape) != 1 or t.shape[0] < 1:
+            raise ValueError("%s must be 1-D with batch + 1 >= 1 entries, got shape %s"
+                             % (name, tuple(t.shape)))
+        if not getattr(t, "is_cuda", False):
+            raise ValueError("%s must be on the CUDA device of q (%s), got %s"
+                             % (name, q.device, t.device))
+        check_same_device(q, ((name, t),))
+        if t.shape[0] > 1 and t.stride(0) != 1:
+            raise ValueError("%s must be contiguous" % name)
+    if cu_seqlens_k.shape[0] != cu_seqlens_q.shape[0]:
+        raise ValueError("cu_seqlens_q has %d entries but cu_seqlens_k has %d"
+                         % (cu_seqlens_q.shape[0], cu_seqlens_k.shape[0]))
+    total_q, hq, _ = q.shape
+    total_k, hk, _ = k.shape
+    if v.shape[0] != total_k or v.shape[1] != hk:
+        raise ValueError("k and v must have the same total tokens and heads: k %s, v %s"
+                         % (tuple(k.shape), tuple(v.shape)))
+    _heads(hq, hk)
+    batch = cu_seqlens_q.shape[0] - 1
+    p = Problem()
+    a = p.args
+    a.is_group_mode = 1
+    a.batch = check_size("batch", batch)
+    a.nhead_q = check_size("nheads of q", hq)
+    a.nhead_k = check_size("nheads of k", hk)
+    check_size("total tokens of q", total_q)
+    check_size("total tokens of k", total_k)
+    a.max_seqlen_q = check_int("max_seqlen_q", max_seqlen_q)
+    max_seqlen_k = check_int("max_seqlen_k", max_seqlen_k)
+    a.seqlen_q = a.max_seqlen_q      # ignored in group mode
+    a.seqlen_k = max_seqlen_k        # ignored in group mode
+    a.seqstart_q = cu_seqlens_q.data_ptr()
+    a.seqstart_k = cu_seqlens_k.data_ptr()
+    _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, hq)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        s = strides(t)
+        setattr(a, name, t.data_ptr() or None)
+        setattr(a, "batch_stride_" + name, 0)
+        setattr(a, "stride_" + name, s[0])
+        setattr(a, "nhead_stride_" + name, s[1])
+    p.out_shape = (total_q, hq, v.shape[-1])
+    p.lse_shape = (hq, total_q)
+    p.empty_q = total_q == 0 or batch == 0 or a.max_seqlen_q == 0
+    p.empty_k = total_k == 0
+    return p

@@ -1,0 +1,264 @@
+"""ctypes mirror of include/fmha_tile/api.h and the loader of libfmha_tile.so.
+
+Nothing here imports torch at module level: the structures, the enums and the
+library loader are plain ctypes, so they can be checked (struct layout against
+a C compiler, library loading, the JSON of the kernel set) on a machine
+without a GPU or PyTorch.
+
+Every structure below mirrors its C definition field for field, in order,
+with the C types: enums are C ints (gcc/clang/nvcc give these enums 4 bytes),
+pointers are c_void_p, strides are int64. python/tests/test_abi.py compares
+sizeof/offsetof of each field with what a C compiler says.
+"""
+import ctypes
+import os
+import threading
+
+__all__ = [
+    "FmhaError", "FmhaLibraryError", "FmhaFwdArgs", "FmhaKernelInfo", "FmhaFwdPlan",
+    "FMHA_OK", "FMHA_ERR_INVALID_ARG", "FMHA_ERR_UNSUPPORTED", "FMHA_ERR_NO_KERNEL",
+    "FMHA_ERR_DEVICE", "FMHA_ERR_LAUNCH", "FMHA_DTYPE_FP16", "FMHA_DTYPE_BF16",
+    "FMHA_DTYPE_FP8", "FMHA_MASK_NONE", "FMHA_MASK_TOP_LEFT", "FMHA_MASK_BOTTOM_RIGHT",
+    "library", "library_path", "default_set", "check_status",
+]
+
+# ---- enums (api.h) ------------------------------------------------------------
+FMHA_OK = 0
+FMHA_ERR_INVALID_ARG = 1
+FMHA_ERR_UNSUPPORTED = 2
+FMHA_ERR_NO_KERNEL = 3
+FMHA_ERR_DEVICE = 4
+FMHA_ERR_LAUNCH = 5
+
+FMHA_DTYPE_FP16 = 0
+FMHA_DTYPE_BF16 = 1
+FMHA_DTYPE_FP8 = 2
+
+FMHA_MASK_NONE = 0
+FMHA_MASK_TOP_LEFT = 1
+FMHA_MASK_BOTTOM_RIGHT = 2
+
+FMHA_FAMILY_FWD = 0
+
+FMHA_ARCH_SM80 = 0
+FMHA_ARCH_SM90A = 1
+FMHA_ARCH_GFX9 = 2
+
+_c_enum = ctypes.c_int
+
+
+# ---- structures (api.h) ------------------------------------------------------------
+class FmhaFwdArgs(ctypes.Structure):
+    """struct fmha_fwd_args. Strides in elements; LSE row stride is 1."""
+    _fields_ = [
+        ("dtype", _c_enum),
+        ("is_group_mode", ctypes.c_int),
+        ("batch", ctypes.c_int),
+        ("nhead_q", ctypes.c_int),
+        ("nhead_k", ctypes.c_int),
+        ("seqlen_q", ctypes.c_int),
+        ("seqlen_k", ctypes.c_int),
+        ("max_seqlen_q", ctypes.c_int),
+        ("hdim_q", ctypes.c_int),
+        ("hdim_v", ctypes.c_int),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),            # float *
+        ("seqstart_q", ctypes.c_void_p),     # const int32_t *
+        ("seqstart_k", ctypes.c_void_p),     # const int32_t *
+        ("stride_q", ctypes.c_int64),
+        ("nhead_stride_q", ctypes.c_int64),
+        ("batch_stride_q", ctypes.c_int64),
+        ("stride_k", ctypes.c_int64),
+        ("nhead_stride_k", ctypes.c_int64),
+        ("batch_stride_k", ctypes.c_int64),
+        ("stride_v", ctypes.c_int64),
+        ("nhead_stride_v", ctypes.c_int64),
+        ("batch_stride_v", ctypes.c_int64),
+        ("stride_o", ctypes.c_int64),
+        ("nhead_stride_o", ctypes.c_int64),
+        ("batch_stride_o", ctypes.c_int64),
+        ("nhead_stride_lse", ctypes.c_int64),
+        ("batch_stride_lse", ctypes.c_int64),
+        ("scale", ctypes.c_float),
+        ("logits_soft_cap", ctypes.c_float),
+        ("alibi_slopes", ctypes.c_void_p),   # const float *
+        ("alibi_batch_stride", ctypes.c_int64),
+        ("mask_type", _c_enum),
+        ("window_left", ctypes.c_int),
+        ("window_right", ctypes.c_int),
+    ]
+
+
+class FmhaKernelInfo(ctypes.Structure):
+    """struct fmha_kernel_info."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("family", _c_enum),
+        ("dtype", _c_enum),
+        ("hdim", ctypes.c_int),
+        ("has_mask", ctypes.c_int),
+        ("has_softcap", ctypes.c_int),
+        ("has_alibi", ctypes.c_int),
+        ("tile_m", ctypes.c_int),
+        ("tile_n", ctypes.c_int),
+        ("warps", ctypes.c_int),
+        ("stages", ctypes.c_int),
+        ("pipeline", ctypes.c_char_p),
+        ("arch", _c_enum),
+    ]
+
+
+class FmhaFwdPlan(ctypes.Structure):
+    """struct fmha_fwd_plan."""
+    _fields_ = [
+        ("kernel", ctypes.POINTER(FmhaKernelInfo)),
+        ("workspace_size", ctypes.c_size_t),
+        ("grid_x", ctypes.c_int),
+        ("grid_y", ctypes.c_int),
+        ("grid_z", ctypes.c_int),
+        ("block", ctypes.c_int),
+    ]
+
+
+# ---- errors ------------------------------------------------------------------------
+class FmhaError(RuntimeError):
+    """A library call returned a status other than FMHA_OK.
+
+    Attributes: status (int, fmha_status), status_str (fmha_status_str) and
+    message (fmha_last_error: what the library said about this call).
+    """
+
+    def __init__(self, status, status_str, message, where=""):
+        self.status = status
+        self.status_str = status_str
+        self.message = message
+        text = "%s: %s" % (status_str, message) if message else status_str
+        if where:
+            text = "%s: %s" % (where, text)
+        super().__init__(text)
+
+
+class FmhaLibraryError(OSError):
+    """libfmha_tile.so could not be found or loaded."""
+
+
+# ---- loading -------------------------------------------------------------------------
+LIB_NAME = "libfmha_tile.so"
+ENV_VAR = "FMHA_TILE_LIB"
+
+_lock = threading.Lock()
+_lib = None
+_lib_path = None
+_default_set = None
+
+
+def _candidates():
+    """(path, how it was found) in the order they are tried."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return [(env, "$" + ENV_VAR)]
+    here = os.path.dirname(os.path.abspath(__file__))
+    in_tree = os.path.normpath(os.path.join(here, "..", "..", "build", LIB_NAME))
+    out = []
+    if os.path.isfile(in_tree):
+        out.append((in_tree, "the source tree's build/"))
+    out.append((LIB_NAME, "the dynamic loader's search path"))
+    return out
+
+
+def _declare(lib):
+    P = ctypes.POINTER
+    lib.fmha_status_str.argtypes = [_c_enum]
+    lib.fmha_status_str.restype = ctypes.c_char_p
+    lib.fmha_last_error.argtypes = []
+    lib.fmha_last_error.restype = ctypes.c_char_p
+    lib.fmha_fwd_check.argtypes = [ctypes.c_void_p, P(FmhaFwdArgs), P(FmhaFwdPlan)]
+    lib.fmha_fwd_check.restype = _c_enum
+    lib.fmha_fwd.argtypes = [ctypes.c_void_p, P(FmhaFwdArgs), ctypes.c_void_p]
+    lib.fmha_fwd.restype = _c_enum
+    lib.fmha_set_size.argtypes = [ctypes.c_void_p]
+    lib.fmha_set_size.restype = ctypes.c_int
+    lib.fmha_set_kernel.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.fmha_set_kernel.restype = P(FmhaKernelInfo)
+    lib.fmha_set_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.fmha_set_json.restype = ctypes.c_size_t
+    lib.fmha_default_kernel_set.argtypes = []
+    lib.fmha_default_kernel_set.restype = ctypes.c_void_p
+    lib.fmha_version.argtypes = []
+    lib.fmha_version.restype = ctypes.c_char_p
+
+
+def library():
+    """The loaded ctypes.CDLL (loaded on first use, then cached).
+
+    Search order: $FMHA_TILE_LIB (a path; nothing else is tried when it is
+    set), then build/libfmha_tile.so of the source tree this package sits in
+    (python/fmha_tile/../../build), then libfmha_tile.so on the dynamic
+    loader's path (LD_LIBRARY_PATH, ldconfig). torch is imported first when it
+    is installed, so that the library binds to the CUDA runtime PyTorch has
+    already loaded when their versions agree.
+    """
+    global _lib, _lib_path, _default_set
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        try:  # share PyTorch's libcudart when it is the same soname
+            import torch  # noqa: F401
+        except ImportError:
+            pass
+        tried = []
+        for path, how in _candidates():
+            if os.sep in path and not os.path.isfile(path):
+                tried.append("%s (from %s): no such file" % (path, how))
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append("%s (from %s): %s" % (path, how, e))
+                continue
+            try:
+                _declare(lib)
+            except AttributeError as e:
+                tried.append("%s (from %s): not an fmha_tile library (%s)" % (path, how, e))
+                continue
+            _default_set = lib.fmha_default_kernel_set()
+            _lib_path = path
+            _lib = lib
+            return lib
+        raise FmhaLibraryError(
+            "fmha_tile: cannot load %s. Build it with `make lib` in the fmha_tile source "
+            "tree (it writes build/%s), or set %s to its path. Tried:\n  %s"
+            % (LIB_NAME, LIB_NAME, ENV_VAR, "\n  ".join(tried)))
+
+
+def library_path():
+    """Path (or name) the library was loaded from; loads it if needed."""
+    library()
+    return _lib_path
+
+
+def default_set():
+    """The fmha_kernel_set * of the library's default kernel set (an int)."""
+    library()
+    return _default_set
+
+
+def status_str(status):
+    s = library().fmha_status_str(status)
+    return s.decode() if s else "unknown status"
+
+
+def last_error():
+    s = library().fmha_last_error()
+    return s.decode(errors="replace") if s else ""
+
+
+def check_status(status, where=""):
+    """Raise FmhaError for a status other than FMHA_OK."""
+    if status != FMHA_OK:
+        raise FmhaError(status, status_str(status), last_error(), where)

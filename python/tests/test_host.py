@@ -1,0 +1,515 @@
+"""Host-side tests of the fmha_tile package: no GPU and no PyTorch needed.
+
+  - the ctypes structures against a C compiler (sizeof/offsetof of every
+    mirrored field of api.h, compiled here with cc);
+  - argument checks, mask mapping and stride computation of _args with
+    stand-in tensors;
+  - with build/libfmha_tile.so present: loading, version(), kernels() and the
+    mapping of library status codes to FmhaError (fmha_fwd_check validates
+    before it touches a device, so this runs without a GPU).
+"""
+import ctypes
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import REPO
+
+from fmha_tile import _args, _lib
+import fmha_tile
+
+
+# ---- stand-in tensors -------------------------------------------------------------------
+class FakeDtype(object):
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+    def __eq__(self, other):
+        return isinstance(other, FakeDtype) and other.name == self.name
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+BF16, FP16, FP32, I32, I64 = (FakeDtype(n) for n in ("bfloat16", "float16", "float32", "int32",
+                                                      "int64"))
+
+
+class FakeDevice(object):
+    def __init__(self, type="cuda", index=0):
+        self.type, self.index = type, index
+
+    def __eq__(self, other):
+        return (self.type, self.index) == (other.type, other.index)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __str__(self):
+        return self.type if self.index is None else "%s:%d" % (self.type, self.index)
+
+
+class FakeTensor(object):
+    """shape, stride(), dtype, device, is_cuda, data_ptr(), numel(), transpose()."""
+
+    def __init__(self, shape, dtype=BF16, strides=None, device=None, ptr=1 << 20):
+        self.shape = tuple(shape)
+        if strides is None:
+            strides, acc = [], 1
+            for n in reversed(self.shape):
+                strides.insert(0, acc)
+                acc *= max(n, 1)
+        self._strides = tuple(strides)
+        self.dtype = dtype
+        self.device = device or FakeDevice()
+        self.is_cuda = self.device.type == "cuda"
+        self._ptr = ptr if self.numel() else 0
+        self.requires_grad = False
+
+    def stride(self, dim=None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def data_ptr(self):
+        return self._ptr
+
+    def numel(self):
+        n = 1
+        for x in self.shape:
+            n *= x
+        return n
+
+    def transpose(self, a, b):
+        s, st = list(self.shape), list(self._strides)
+        s[a], s[b] = s[b], s[a]
+        st[a], st[b] = st[b], st[a]
+        return FakeTensor(s, self.dtype, st, self.device, self._ptr)
+
+
+def qkv(b=2, sq=100, sk=130, h=8, hk=2, d=64, dtype=BF16):
+    return (FakeTensor((b, sq, h, d), dtype, ptr=1 << 20), FakeTensor((b, sk, hk, d), dtype, ptr=2 << 20),
+            FakeTensor((b, sk, hk, d), dtype, ptr=3 << 20))
+
+
+# ---- struct layout against the C compiler -------------------------------------------------
+def _c_compiler():
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return cc
+    return None
+
+
+# (ctypes structure, C type, exact): exact structures must match sizeof too;
+# fmha_kernel_info is read only through pointers the library returns, so the
+# mirror may be a prefix of it (later families append fields).
+STRUCTS = [
+    (_lib.FmhaFwdArgs, "fmha_fwd_args", True),
+    (_lib.FmhaFwdPlan, "fmha_fwd_plan", True),
+    (_lib.FmhaKernelInfo, "fmha_kernel_info", False),
+]
+
+
+def _c_layout():
+    cc = _c_compiler()
+    if cc is None:
+        pytest.skip("no C compiler (cc, gcc, clang) to compare the struct layout with")
+    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "fmha_tile/api.h"',
+             "int main(void) {"]
+    for cls, cname, _ in STRUCTS:
+        lines.append('    printf("%s sizeof %%zu\\n", sizeof(%s));' % (cname, cname))
+        for fname, ftype in cls._fields_:
+            lines.append('    printf("%s %s %%zu %%zu\\n", offsetof(%s, %s), sizeof(((%s *)0)->%s));'
+                         % (cname, fname, cname, fname, cname, fname))
+    lines += ["    return 0;", "}"]
+    tmp = tempfile.mkdtemp(prefix="fmha_abi_")
+    try:
+        src, exe = os.path.join(tmp, "abi.c"), os.path.join(tmp, "abi")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        r = subprocess.run([cc, "-std=c11", "-DFMHA_TILE_LINK_SHARED",
+                            "-I" + os.path.join(REPO, "include"), src, "-o", exe],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        assert r.returncode == 0, "C layout probe failed to compile (a mirrored field missing " \
+                                  "from api.h?):\n" + r.stdout
+        out = subprocess.run([exe], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    layout = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if parts[1] == "sizeof":
+            layout[(parts[0], None)] = int(parts[2])
+        else:
+            layout[(parts[0], parts[1])] = (int(parts[2]), int(parts[3]))
+    return layout
+
+
+@pytest.mark.parametrize("cls,cname,exact", STRUCTS, ids=[s[1] for s in STRUCTS])
+def test_struct_layout_matches_c(cls, cname, exact):
+    layout = _c_layout()
+    for fname, ftype in cls._fields_:
+        off, size = layout[(cname, fname)]
+        desc = getattr(cls, fname)
+        assert (desc.offset, desc.size) == (off, size), \
+            "%s.%s: ctypes offset/size %d/%d, C %d/%d" % (cname, fname, desc.offset, desc.size,
+                                                          off, size)
+    if exact:
+        assert ctypes.sizeof(cls) == layout[(cname, None)], \
+            "sizeof(%s): ctypes %d, C %d (a field added to api.h?)" % (
+                cname, ctypes.sizeof(cls), layout[(cname, None)])
+    else:
+        assert ctypes.sizeof(cls) <= layout[(cname, None)]
+
+
+# ---- mask mapping ------------------------------------------------------------------------
+BR, NONE = _lib.FMHA_MASK_BOTTOM_RIGHT, _lib.FMHA_MASK_NONE
+
+
+@pytest.mark.parametrize("causal,window,want", [
+    (False, (-1, -1), (NONE, -1, -1)),
+    (False, None, (NONE, -1, -1)),
+    (True, (-1, -1), (BR, -1, 0)),
+    (False, (64, 0), (BR, 64, 0)),
+    (False, (16, 16), (BR, 16, 16)),
+    (False, (-1, 8), (BR, -1, 8)),
+    (True, (32, 7), (BR, 32, 0)),       # causal forces right = 0, as in FlashAttention
+    (True, [0, -1], (BR, 0, 0)),
+])
+def test_mask_from_flash(causal, window, want):
+    assert _args.mask_from_flash(causal, window) == want
+
+
+@pytest.mark.parametrize("causal,window,exc", [
+    (False, (-2, 0), ValueError), (False, (0,), ValueError), (False, (1, 2, 3), ValueError),
+    (False, "ab", TypeError),
+    (False, (1.5, 0), TypeError), ("yes", (-1, -1), TypeError), (False, (True, 0), TypeError),
+])
+def test_mask_bad(causal, window, exc):
+    with pytest.raises(exc):
+        _args.mask_from_flash(causal, window)
+
+
+# ---- batch mode ------------------------------------------------------------------------------
+def test_batch_contiguous_bshd():
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v, causal=True)
+    a = p.args
+    assert (a.dtype, a.is_group_mode, a.batch, a.nhead_q, a.nhead_k) == (_lib.FMHA_DTYPE_BF16, 0, 2, 8, 2)
+    assert (a.seqlen_q, a.seqlen_k, a.max_seqlen_q, a.hdim_q, a.hdim_v) == (100, 130, 100, 64, 64)
+    assert (a.stride_q, a.nhead_stride_q, a.batch_stride_q) == (8 * 64, 64, 100 * 8 * 64)
+    assert (a.stride_k, a.nhead_stride_k, a.batch_stride_k) == (2 * 64, 64, 130 * 2 * 64)
+    assert (a.stride_v, a.nhead_stride_v, a.batch_stride_v) == (2 * 64, 64, 130 * 2 * 64)
+    assert (a.q, a.k, a.v) == (1 << 20, 2 << 20, 3 << 20)
+    assert (a.mask_type, a.window_left, a.window_right) == (BR, -1, 0)
+    assert a.scale == pytest.approx(1 / 8.0)
+    assert a.logits_soft_cap == 0.0 and a.alibi_slopes is None
+    assert p.out_shape == (2, 100, 8, 64) and p.lse_shape == (2, 8, 100)
+    assert not p.empty_q and not p.empty_k
+
+
+def test_batch_bhsd_view():
+    # [b, h, s, d] tensors seen as [b, s, h, d]: non-contiguous views
+    q = FakeTensor((2, 8, 100, 64)).transpose(1, 2)
+    k = FakeTensor((2, 2, 130, 64), ptr=2 << 20).transpose(1, 2)
+    v = FakeTensor((2, 2, 130, 64), ptr=3 << 20).transpose(1, 2)
+    a = _args.batch_problem(q, k, v).args
+    assert (a.stride_q, a.nhead_stride_q, a.batch_stride_q) == (64, 100 * 64, 8 * 100 * 64)
+    assert (a.stride_k, a.nhead_stride_k, a.batch_stride_k) == (64, 130 * 64, 2 * 130 * 64)
+    assert a.mask_type == NONE
+
+
+def test_size_one_dims_get_stride_zero():
+    # decode-like: one query, one batch entry, one KV head; odd strides on size-1 dims
+    q = FakeTensor((1, 1, 4, 128), strides=(3, 5, 128, 1))
+    k = FakeTensor((1, 50, 1, 128), strides=(7, 128, 1, 1), ptr=2 << 20)
+    v = FakeTensor((1, 50, 1, 128), ptr=3 << 20)
+    a = _args.batch_problem(q, k, v).args
+    assert (a.batch_stride_q, a.stride_q, a.nhead_stride_q) == (0, 0, 128)
+    assert (a.batch_stride_k, a.stride_k, a.nhead_stride_k) == (0, 128, 0)
+
+
+def test_batch_options():
+    q, k, v = qkv(d=128)
+    slopes = FakeTensor((2, 8), FP32, ptr=4 << 20)
+    a = _args.batch_problem(q, k, v, window=(32, 4), softcap=30.0, alibi_slopes=slopes,
+                            scale=0.5).args
+    assert (a.mask_type, a.window_left, a.window_right) == (BR, 32, 4)
+    assert a.logits_soft_cap == 30.0 and a.scale == 0.5
+    assert (a.alibi_slopes, a.alibi_batch_stride) == (4 << 20, 8)
+    a = _args.batch_problem(q, k, v, alibi_slopes=FakeTensor((8,), FP32, ptr=4 << 20)).args
+    assert (a.alibi_slopes, a.alibi_batch_stride) == (4 << 20, 0)
+    assert a.scale == pytest.approx(1 / math.sqrt(128))
+
+
+def test_fp16_and_gqa_ratios():
+    for hk in (1, 2, 4, 8):
+        q, k, v = qkv(h=8, hk=hk, dtype=FP16)
+        a = _args.batch_problem(q, k, v).args
+        assert (a.dtype, a.nhead_k) == (_lib.FMHA_DTYPE_FP16, hk)
+
+
+def test_empty_flags():
+    q, k, v = qkv(sq=0)
+    assert _args.batch_problem(q, k, v).empty_q
+    q, k, v = qkv(b=0)
+    assert _args.batch_problem(q, k, v).empty_q
+    q, k, v = qkv(sk=0)
+    p = _args.batch_problem(q, k, v)
+    assert p.empty_k and not p.empty_q
+    c = p.check_args()     # placeholders for the NULL data pointers of empty k and v
+    assert (c.k, c.v) == (_args.PLACEHOLDER_PTR, _args.PLACEHOLDER_PTR)
+    assert p.args.k is None   # the original is untouched
+
+
+def _bad(exc, match, **kw):
+    q, k, v = qkv()
+    args = dict(q=q, k=k, v=v)
+    args.update(kw)
+    with pytest.raises(exc, match=match):
+        _args.batch_problem(**args)
+
+
+def test_batch_bad_inputs():
+    _bad(TypeError, "torch.Tensor", q="not a tensor")
+    _bad(ValueError, "4 dimensions", q=FakeTensor((2, 100, 64)))
+    _bad(TypeError, "float16 or torch.bfloat16", q=FakeTensor((2, 100, 8, 64), FP32))
+    _bad(TypeError, "share one dtype", k=FakeTensor((2, 130, 2, 64), FP16))
+    _bad(ValueError, "CUDA device", v=FakeTensor((2, 130, 2, 64), device=FakeDevice("cpu", None)))
+    _bad(ValueError, "one device", k=FakeTensor((2, 130, 2, 64), device=FakeDevice("cuda", 1)))
+    _bad(ValueError, "unit stride", q=FakeTensor((2, 100, 8, 64), strides=(100 * 8 * 128, 8 * 128, 128, 2)))
+    _bad(ValueError, "multiple of the number of KV heads", k=FakeTensor((2, 130, 3, 64)),
+         v=FakeTensor((2, 130, 3, 64)))
+    _bad(ValueError, "batch sizes differ", k=FakeTensor((3, 130, 2, 64)))
+    _bad(ValueError, "same seqlen and heads", v=FakeTensor((2, 131, 2, 64)))
+    _bad(ValueError, "head dim", k=FakeTensor((2, 130, 2, 128)), v=FakeTensor((2, 130, 2, 128)))
+    _bad(ValueError, "softcap", softcap=-1.0)
+    _bad(ValueError, "softcap", softcap=float("nan"))
+    _bad(TypeError, "softcap", softcap="big")
+    _bad(ValueError, "scale", scale=0.0)
+    _bad(ValueError, "scale", scale=float("inf"))
+    _bad(TypeError, "alibi_slopes must be torch.float32", alibi_slopes=FakeTensor((8,), BF16))
+    _bad(ValueError, "alibi_slopes must have shape", alibi_slopes=FakeTensor((4,), FP32))
+    _bad(ValueError, "alibi_slopes must have shape", alibi_slopes=FakeTensor((3, 8), FP32))
+    _bad(ValueError, "window", window=(5, -3))
+
+
+def test_outputs():
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v)
+    with pytest.raises(ValueError, match="out must have shape"):
+        p.check_out(FakeTensor((2, 100, 8, 32)), q)
+    with pytest.raises(TypeError, match="dtype of q"):
+        p.check_out(FakeTensor((2, 100, 8, 64), FP16), q)
+    with pytest.raises(TypeError, match="float32"):
+        p.check_lse(FakeTensor((2, 8, 100), BF16), q)
+    with pytest.raises(ValueError, match="out_lse must have shape"):
+        p.check_lse(FakeTensor((2, 100, 8), FP32), q)
+    with pytest.raises(ValueError, match="overlap"):
+        p.check_out(FakeTensor((2, 100, 8, 64), strides=(0, 512, 64, 1)), q)
+    with pytest.raises(ValueError, match="overlap"):
+        p.check_lse(FakeTensor((2, 8, 100), FP32, strides=(800, 0, 1)), q)
+    # out as a [b, s, h, d] view of a [b, h, s, d] buffer; lse padded rows
+    o = FakeTensor((2, 8, 100, 64), ptr=5 << 20).transpose(1, 2)
+    lse = FakeTensor((2, 8, 100), FP32, strides=(8 * 128, 128, 1), ptr=6 << 20)
+    p.check_out(o, q)
+    p.check_lse(lse, q)
+    p.set_outputs(o, lse)
+    a = p.args
+    assert (a.o, a.stride_o, a.nhead_stride_o, a.batch_stride_o) == (5 << 20, 64, 6400, 51200)
+    assert (a.lse, a.nhead_stride_lse, a.batch_stride_lse) == (6 << 20, 128, 1024)
+    p.set_outputs(o, None)
+    assert a.lse is None
+
+
+# ---- group (varlen) mode -----------------------------------------------------------------------
+def varlen(total_q=300, total_k=400, h=8, hk=4, d=64, batch=3):
+    return (FakeTensor((total_q, h, d), ptr=1 << 20), FakeTensor((total_k, hk, d), ptr=2 << 20),
+            FakeTensor((total_k, hk, d), ptr=3 << 20), FakeTensor((batch + 1,), I32, ptr=7 << 20),
+            FakeTensor((batch + 1,), I32, ptr=8 << 20))
+
+
+def test_varlen_args():
+    q, k, v, cq, ck = varlen()
+    p = _args.varlen_problem(q, k, v, cq, ck, 200, 250, causal=True)
+    a = p.args
+    assert (a.is_group_mode, a.batch, a.nhead_q, a.nhead_k, a.max_seqlen_q) == (1, 3, 8, 4, 200)
+    assert (a.seqstart_q, a.seqstart_k) == (7 << 20, 8 << 20)
+    assert (a.stride_q, a.nhead_stride_q, a.batch_stride_q) == (8 * 64, 64, 0)
+    assert (a.stride_k, a.nhead_stride_k, a.batch_stride_k) == (4 * 64, 64, 0)
+    assert p.out_shape == (300, 8, 64) and p.lse_shape == (8, 300)
+    lse = FakeTensor((8, 300), FP32, ptr=6 << 20)
+    p.set_outputs(FakeTensor((300, 8, 64), ptr=5 << 20), lse)
+    assert (a.stride_o, a.nhead_stride_o, a.batch_stride_o) == (512, 64, 0)
+    assert (a.nhead_stride_lse, a.batch_stride_lse) == (300, 0)
+
+
+def test_varlen_bad_inputs():
+    q, k, v, cq, ck = varlen()
+    with pytest.raises(TypeError, match="int32"):
+        _args.varlen_problem(q, k, v, FakeTensor((4,), I64), ck, 10, 10)
+    with pytest.raises(ValueError, match="1-D"):
+        _args.varlen_problem(q, k, v, FakeTensor((2, 2), I32), ck, 10, 10)
+    with pytest.raises(ValueError, match="entries"):
+        _args.varlen_problem(q, k, v, cq, FakeTensor((5,), I32), 10, 10)
+    with pytest.raises(ValueError, match="CUDA device"):
+        _args.varlen_problem(q, k, v, FakeTensor((4,), I32, device=FakeDevice("cpu", None)), ck, 10, 10)
+    with pytest.raises(ValueError, match="max_seqlen_q"):
+        _args.varlen_problem(q, k, v, cq, ck, -1, 10)
+    with pytest.raises(TypeError, match="max_seqlen_k"):
+        _args.varlen_problem(q, k, v, cq, ck, 10, 2.5)
+    with pytest.raises(ValueError, match="3 dimensions"):
+        _args.varlen_problem(FakeTensor((1, 300, 8, 64)), k, v, cq, ck, 10, 10)
+    with pytest.raises(ValueError, match="contiguous"):
+        _args.varlen_problem(q, k, v, FakeTensor((4,), I32, strides=(2,)), ck, 10, 10)
+
+
+def test_varlen_empty():
+    q, k, v, cq, ck = varlen(total_q=0)
+    assert _args.varlen_problem(q, k, v, cq, ck, 0, 5).empty_q
+    q, k, v, cq, ck = varlen(batch=0)
+    assert _args.varlen_problem(q, k, v, cq, ck, 10, 5).empty_q
+    q, k, v, cq, ck = varlen(total_k=0)
+    p = _args.varlen_problem(q, k, v, cq, ck, 10, 0)
+    assert p.empty_k and not p.empty_q
+
+
+# ---- the library itself (no GPU needed for these calls) ----------------------------------------
+def _lib_or_skip():
+    try:
+        return _lib.library()
+    except _lib.FmhaLibraryError as e:
+        pytest.skip("libfmha_tile.so not available (make lib): %s" % str(e).splitlines()[0])
+
+
+def test_library_version_and_kernels():
+    _lib_or_skip()
+    assert fmha_tile.version().startswith("0.")
+    ks = fmha_tile.kernels()
+    assert ks["set"] == "fmha_lib_default"
+    assert len(ks["kernels"]) == _lib.library().fmha_set_size(_lib.default_set()) > 0
+    names = set(k["name"] for k in ks["kernels"])
+    for dt in ("fp16", "bf16"):
+        for d in (64, 128, 256):
+            assert any(k["dtype"] == dt and k["hdim_q"] == d and k["mask"] and k["softcap"] and k["alibi"]
+                       for k in ks["kernels"]), (dt, d)
+    assert all(n.startswith("fmha_") for n in names)
+    json.dumps(ks)
+
+
+def test_library_status_maps_to_fmha_error():
+    lib = _lib_or_skip()
+    q, k, v = qkv(d=100)                # not a multiple of 8: refused before any device query
+    p = _args.batch_problem(q, k, v)
+    st = lib.fmha_fwd_check(_lib.default_set(), ctypes.byref(p.check_args()), None)
+    assert st == _lib.FMHA_ERR_UNSUPPORTED
+    with pytest.raises(fmha_tile.FmhaError) as ei:
+        _lib.check_status(st, "test")
+    e = ei.value
+    assert isinstance(e, RuntimeError)
+    assert e.status == _lib.FMHA_ERR_UNSUPPORTED and e.status_str == "unsupported"
+    assert "head dim 100" in e.message and "head dim 100" in str(e)
+    # misaligned strides: the library's message names the stride
+    q = FakeTensor((2, 100, 8, 64), strides=(100 * 8 * 68, 8 * 68, 68, 1))
+    _, k, v = qkv()
+    p = _args.batch_problem(q, k, v)
+    st = lib.fmha_fwd_check(_lib.default_set(), ctypes.byref(p.check_args()), None)
+    assert st == _lib.FMHA_ERR_UNSUPPORTED and "stride" in _lib.last_error()
+
+
+def test_library_path_env(monkeypatch):
+    monkeypatch.setattr(_lib, "_lib", None)
+    monkeypatch.setenv(_lib.ENV_VAR, "/nonexistent/libfmha_tile.so")
+    with pytest.raises(_lib.FmhaLibraryError, match="make lib"):
+        _lib.library()
+
+
+# ---- the glue of attention() with a stand-in torch module ------------------------------------------
+class _FakeCuda(object):
+    class _Stream(object):
+        cuda_stream = 0
+
+    def __init__(self):
+        self.devices = []
+
+    def device(self, dev):
+        cuda = self
+
+        class _Ctx(object):
+            def __enter__(self):
+                cuda.devices.append(dev)
+
+            def __exit__(self, *a):
+                return False
+        return _Ctx()
+
+    def current_stream(self, dev=None):
+        return self._Stream()
+
+
+class _FakeTorch(object):
+    float32 = FP32
+
+    def __init__(self):
+        self.cuda = _FakeCuda()
+        self.allocated = []
+
+    def is_grad_enabled(self):
+        return True
+
+    def empty(self, shape, dtype=None, device=None):
+        t = FakeTensor(shape, dtype, device=device, ptr=(9 + len(self.allocated)) << 20)
+        t.zeroed = t.filled = None
+        t.zero_ = lambda: setattr(t, "zeroed", True)
+        t.fill_ = lambda x: setattr(t, "filled", x)
+        self.allocated.append(t)
+        return t
+
+
+def test_attention_glue(monkeypatch):
+    """attention()/attention_varlen() through the real library with stand-in
+    tensors, on calls that never launch: a head dim the library refuses (the
+    launch path returns before any device work) and a problem without keys
+    (validated with fmha_fwd_check; O and LSE filled by 'torch')."""
+    _lib_or_skip()
+    fake = _FakeTorch()
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    q, k, v = qkv(d=100)
+    with pytest.raises(fmha_tile.FmhaError, match="head dim 100") as ei:
+        fmha_tile.attention(q, k, v, return_lse=True)
+    assert ei.value.status == _lib.FMHA_ERR_UNSUPPORTED
+    assert "fmha_tile.attention" in str(ei.value)
+    assert [t.shape for t in fake.allocated] == [(2, 100, 8, 100), (2, 8, 100)]
+    assert fake.cuda.devices == [q.device]
+    q, k, v, cq, ck = varlen(d=100)
+    with pytest.raises(fmha_tile.FmhaError, match="head dim 100"):
+        fmha_tile.attention_varlen(q, k, v, cq, ck, 10, 10)
+    # no keys: validated, then O = 0 and LSE = -inf (or, without a GPU, the device error)
+    q, k, v = qkv(sk=0)
+    try:
+        o, lse = fmha_tile.attention(q, k, v, return_lse=True)
+    except fmha_tile.FmhaError as e:
+        assert e.status == _lib.FMHA_ERR_DEVICE
+    else:
+        assert o.zeroed and lse.filled == -math.inf
+    # grad mode with an input that requires grad
+    q, k, v = qkv()
+    q.requires_grad = True
+    with pytest.raises(NotImplementedError):
+        fmha_tile.attention(q, k, v)
+    # caller-owned outputs are used as given
+    q, k, v = qkv(d=100)
+    out = FakeTensor((2, 100, 8, 100), ptr=12 << 20)
+    n = len(fake.allocated)
+    with pytest.raises(fmha_tile.FmhaError):
+        fmha_tile.attention(q, k, v, out=out)
+    assert len(fake.allocated) == n
