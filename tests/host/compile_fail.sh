@@ -25,6 +25,6 @@ expect_fail "explicit row with 4 stages" \
 expect_fail "explicit row over the shared memory limit" \
     "X(FWD, BF16, 256, MASK, NOSOFTCAP, NOALIBI, 256, 128, 8, 3)" "constraint"
 expect_fail "wildcard row whose given column matches no tuned row" \
-    "X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 48, FMHA_ANY, FMHA_ANY, FMHA_ANY)" "no tuned tile row matches"
+    "X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 48, FMHA_ANY, FMHA_ANY, FMHA_ANY)" "no tuned row matches"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
