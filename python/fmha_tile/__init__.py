@@ -75,11 +75,12 @@ import math
 
 from . import _args, _lib
 from ._lib import FmhaError, FmhaLibraryError, library_path
+from ._prefill import batch_prefill
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "attention", "attention_varlen", "attention_plan", "attention_varlen_plan",
+    "attention", "attention_varlen", "attention_plan", "attention_varlen_plan", "batch_prefill",
     "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
 ]
 

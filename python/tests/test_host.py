@@ -20,7 +20,7 @@ import pytest
 
 from conftest import REPO
 
-from fmha_tile import _args, _lib
+from fmha_tile import _args, _lib, _prefill
 import fmha_tile
 
 
@@ -116,6 +116,7 @@ STRUCTS = [
     (_lib.FmhaFwdArgs, "fmha_fwd_args", True),
     (_lib.FmhaFwdPlan, "fmha_fwd_plan", True),
     (_lib.FmhaKernelInfo, "fmha_kernel_info", False),
+    (_prefill.FmhaBatchPrefillArgs, "fmha_batch_prefill_args", True),
 ]
 
 

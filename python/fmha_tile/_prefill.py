@@ -1,0 +1,199 @@
+"""fmha_tile.batch_prefill: attention of packed queries over a paged KV cache.
+
+Mirrors struct fmha_batch_prefill_args of include/fmha_tile/api.h and calls
+fmha_batch_prefill() of the shared library on the current stream. Like the
+forward functions, nothing is read back to the host (max_seqlen_q is given),
+so a call can be captured in a CUDA graph.
+"""
+import ctypes
+
+from . import _lib
+from ._args import (check_tensor, check_same_device, dtype_code, strides, check_no_overlap,
+                    check_int, check_scalar, mask_from_flash)
+
+FMHA_PAGE_TABLE_SGLANG_1D = 0
+FMHA_PAGE_TABLE_VLLM_2D = 1
+FMHA_KV_LAYOUT_LINEAR = 0
+FMHA_KV_LAYOUT_VECTORIZED = 1
+_c_enum = ctypes.c_int
+
+
+class FmhaBatchPrefillArgs(ctypes.Structure):
+    """struct fmha_batch_prefill_args (field for field, in order)."""
+    _fields_ = [
+        ("q_dtype", _c_enum), ("kv_dtype", _c_enum),
+        ("batch", ctypes.c_int), ("nhead_q", ctypes.c_int), ("nhead_k", ctypes.c_int),
+        ("max_seqlen_q", ctypes.c_int), ("hdim_q", ctypes.c_int), ("hdim_v", ctypes.c_int),
+        ("q", ctypes.c_void_p), ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+        ("seqstart_q", ctypes.c_void_p),
+        ("stride_q", ctypes.c_int64), ("nhead_stride_q", ctypes.c_int64),
+        ("stride_o", ctypes.c_int64), ("nhead_stride_o", ctypes.c_int64),
+        ("nhead_stride_lse", ctypes.c_int64),
+        ("k_pool", ctypes.c_void_p), ("v_pool", ctypes.c_void_p),
+        ("num_total_pages", ctypes.c_int), ("page_size", ctypes.c_int),
+        ("kv_layout", _c_enum),
+        ("page_stride_k", ctypes.c_int64), ("token_stride_k", ctypes.c_int64),
+        ("nhead_stride_k", ctypes.c_int64),
+        ("page_stride_v", ctypes.c_int64), ("token_stride_v", ctypes.c_int64),
+        ("nhead_stride_v", ctypes.c_int64),
+        ("page_table", _c_enum),
+        ("kv_indptr", ctypes.c_void_p), ("kv_page_indices", ctypes.c_void_p),
+        ("kv_last_page_lens", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p), ("seqlen_k", ctypes.c_void_p),
+        ("block_table_stride", ctypes.c_int64),
+        ("kv_scale", _c_enum),
+        ("q_descale", ctypes.c_void_p), ("k_descale", ctypes.c_void_p),
+        ("v_descale", ctypes.c_void_p),
+        ("k_page_descale", ctypes.c_void_p), ("v_page_descale", ctypes.c_void_p),
+        ("descale_page_stride", ctypes.c_int64), ("descale_nhead_stride", ctypes.c_int64),
+        ("scale", ctypes.c_float), ("logits_soft_cap", ctypes.c_float),
+        ("mask_type", _c_enum), ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
+    ]
+
+
+_declared = []
+
+
+def _fn():
+    lib = _lib.library()
+    if not _declared:
+        lib.fmha_batch_prefill.restype = ctypes.c_int
+        lib.fmha_batch_prefill.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.fmha_batch_prefill_check.restype = ctypes.c_int
+        lib.fmha_batch_prefill_check.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        _declared.append(True)
+    return lib
+
+
+def _int32_vector(name, t, n=None):
+    check_tensor(name, t, 1, "(int32)")
+    if str(t.dtype) != "torch.int32":
+        raise TypeError("%s must be torch.int32, got %s" % (name, t.dtype))
+    if n is not None and t.shape[0] != n:
+        raise ValueError("%s must have %d entries, got %d" % (name, n, t.shape[0]))
+    return t
+
+
+def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=None,
+                  kv_page_indices=None, kv_last_page_len=None, block_table=None, seqlens_k=None,
+                  kv_layout="NHD", causal=True, window=(-1, -1), softcap=0.0, scale=None,
+                  return_lse=False, out=None, out_lse=None):
+    """Prefill of packed queries q [total_q, h, d] (rows cu_seqlens_q[b] ..
+    cu_seqlens_q[b+1]-1 for sequence b) over a paged KV cache.
+
+    Page table: either SGLang's 1-D (kv_indptr [b+1], kv_page_indices,
+    kv_last_page_len [b]) or vLLM's 2-D (block_table [b, max_pages],
+    seqlens_k [b]); int32 CUDA tensors.
+    kv_layout: "NHD" k/v_cache [pages, page_size, h_k, d]; "HND"
+    [pages, h_k, page_size, d]; "VECTORIZED" k [pages, h_k, d/8, page_size, 8]
+    and v [pages, h_k, page_size/8, d, 8].
+    causal: bottom-right aligned (the new tokens are the last of each
+    sequence); window (left, right), softcap and scale as in attention().
+    Returns out [total_q, h, d] (q's dtype), or (out, lse) with lse fp32
+    [h, total_q]. out= / out_lse= take caller-owned outputs.
+    """
+    import torch
+    check_tensor("q", q, 3, "[total_q, nheads, headdim]")
+    total_q, hq, d = (int(x) for x in q.shape)
+    layout = kv_layout.upper() if isinstance(kv_layout, str) else kv_layout
+    if layout in ("NHD", "HND"):
+        check_tensor("k_cache", k_cache, 4, "[pages, page_size, h_k, d] or [pages, h_k, page_size, d]")
+        check_tensor("v_cache", v_cache, 4, "like k_cache")
+        if tuple(k_cache.shape) != tuple(v_cache.shape):
+            raise ValueError("k_cache and v_cache must have one shape, got %s and %s"
+                             % (tuple(k_cache.shape), tuple(v_cache.shape)))
+        pages = int(k_cache.shape[0])
+        if layout == "NHD":
+            page_size, hk = int(k_cache.shape[1]), int(k_cache.shape[2])
+            ks, vs = strides(k_cache), strides(v_cache)
+            kst, vst = (ks[0], ks[1], ks[2]), (vs[0], vs[1], vs[2])
+        else:
+            hk, page_size = int(k_cache.shape[1]), int(k_cache.shape[2])
+            ks, vs = strides(k_cache), strides(v_cache)
+            kst, vst = (ks[0], ks[2], ks[1]), (vs[0], vs[2], vs[1])
+        if int(k_cache.shape[3]) != d:
+            raise ValueError("k_cache head dim %d differs from q's %d" % (int(k_cache.shape[3]), d))
+        c_layout = FMHA_KV_LAYOUT_LINEAR
+    elif layout == "VECTORIZED":
+        check_tensor("k_cache", k_cache, 5, "[pages, h_k, d/8, page_size, 8]")
+        check_tensor("v_cache", v_cache, 5, "[pages, h_k, page_size/8, d, 8]")
+        pages, hk, page_size = int(k_cache.shape[0]), int(k_cache.shape[1]), int(k_cache.shape[3])
+        if tuple(k_cache.shape) != (pages, hk, d // 8, page_size, 8) or \
+                tuple(v_cache.shape) != (pages, hk, page_size // 8, d, 8):
+            raise ValueError("VECTORIZED caches must be k [pages, h_k, d/8, page_size, 8] and "
+                             "v [pages, h_k, page_size/8, d, 8]")
+        if not (k_cache.is_contiguous() and v_cache.is_contiguous()):
+            raise ValueError("VECTORIZED caches must be contiguous")
+        kst = (k_cache.stride(0), 0, k_cache.stride(1))
+        vst = (v_cache.stride(0), 0, v_cache.stride(1))
+        c_layout = FMHA_KV_LAYOUT_VECTORIZED
+    else:
+        raise ValueError("kv_layout must be 'NHD', 'HND' or 'VECTORIZED', got %r" % (kv_layout,))
+    code = dtype_code(q, k_cache, v_cache)
+    cu_q = _int32_vector("cu_seqlens_q", cu_seqlens_q)
+    batch = int(cu_q.shape[0]) - 1
+    if batch < 0:
+        raise ValueError("cu_seqlens_q must have batch + 1 >= 1 entries")
+    max_seqlen_q = check_int("max_seqlen_q", max_seqlen_q)
+    named = [("k_cache", k_cache), ("v_cache", v_cache), ("cu_seqlens_q", cu_q)]
+    a = FmhaBatchPrefillArgs()
+    if kv_indptr is not None:
+        if block_table is not None or seqlens_k is not None:
+            raise ValueError("pass either the SGLang table (kv_indptr, ...) or the vLLM one "
+                             "(block_table, seqlens_k), not both")
+        a.page_table = FMHA_PAGE_TABLE_SGLANG_1D
+        ind = _int32_vector("kv_indptr", kv_indptr, batch + 1)
+        idx = _int32_vector("kv_page_indices", kv_page_indices)
+        last = _int32_vector("kv_last_page_len", kv_last_page_len, batch)
+        a.kv_indptr, a.kv_page_indices, a.kv_last_page_lens = ind.data_ptr(), idx.data_ptr(), last.data_ptr()
+        named += [("kv_indptr", ind), ("kv_page_indices", idx), ("kv_last_page_len", last)]
+    elif block_table is not None:
+        check_tensor("block_table", block_table, 2, "[batch, max_pages] (int32)")
+        if str(block_table.dtype) != "torch.int32" or int(block_table.shape[0]) != batch:
+            raise ValueError("block_table must be int32 [batch, max_pages]")
+        sk = _int32_vector("seqlens_k", seqlens_k, batch)
+        a.page_table = FMHA_PAGE_TABLE_VLLM_2D
+        a.block_table, a.seqlen_k = block_table.data_ptr(), sk.data_ptr()
+        a.block_table_stride = block_table.stride(0)
+        named += [("block_table", block_table), ("seqlens_k", sk)]
+    else:
+        raise ValueError("a page table is required: kv_indptr/kv_page_indices/kv_last_page_len "
+                         "or block_table/seqlens_k")
+    check_same_device(q, named)
+    mask, left, right = mask_from_flash(causal, window)
+    softcap = check_scalar("softcap", softcap, True)
+    scale = (d ** -0.5) if scale is None else check_scalar("scale", scale, False)
+
+    with torch.cuda.device(q.device):
+        o = out if out is not None else torch.empty_like(q, memory_format=torch.contiguous_format)
+        if tuple(o.shape) != (total_q, hq, d) or o.dtype != q.dtype or o.device != q.device:
+            raise ValueError("out must be %s [%d, %d, %d] on %s" % (q.dtype, total_q, hq, d, q.device))
+        check_no_overlap("out", o)
+        lse = out_lse
+        if lse is None and return_lse:
+            lse = torch.empty((hq, total_q), dtype=torch.float32, device=q.device)
+        if lse is not None:
+            if tuple(lse.shape) != (hq, total_q) or str(lse.dtype) != "torch.float32" or \
+                    (total_q > 1 and lse.stride(1) != 1):
+                raise ValueError("out_lse must be float32 [%d, %d] with unit row stride" % (hq, total_q))
+        qs, os_ = strides(q), strides(o)
+        a.q_dtype = a.kv_dtype = code
+        a.batch, a.nhead_q, a.nhead_k = batch, hq, hk
+        a.max_seqlen_q, a.hdim_q, a.hdim_v = max_seqlen_q, d, d
+        a.q, a.o = q.data_ptr(), o.data_ptr()
+        a.lse = lse.data_ptr() if lse is not None else None
+        a.seqstart_q = cu_q.data_ptr()
+        a.stride_q, a.nhead_stride_q = qs[0], qs[1]
+        a.stride_o, a.nhead_stride_o = os_[0], os_[1]
+        a.nhead_stride_lse = lse.stride(0) if lse is not None else 0
+        a.k_pool, a.v_pool = k_cache.data_ptr(), v_cache.data_ptr()
+        a.num_total_pages, a.page_size, a.kv_layout = pages, page_size, c_layout
+        a.page_stride_k, a.token_stride_k, a.nhead_stride_k = kst
+        a.page_stride_v, a.token_stride_v, a.nhead_stride_v = vst
+        a.scale, a.logits_soft_cap = scale, softcap
+        a.mask_type, a.window_left, a.window_right = mask, left, right
+        lib = _fn()
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        st = lib.fmha_batch_prefill(_lib.default_set(), ctypes.byref(a), ctypes.c_void_p(stream))
+        _lib.check_status(st, "fmha_tile.batch_prefill")
+    return (o, lse) if return_lse else o

@@ -1,0 +1,159 @@
+"""GPU tests of fmha_tile.batch_prefill against PyTorch SDPA on the gathered K/V.
+
+Each case builds a paged cache (pages shuffled, some shared between
+sequences, the last page partly filled, unused slots poisoned with NaN),
+runs batch_prefill, gathers every sequence's K/V from its pages and compares
+with scaled_dot_product_attention (float32 math backend, explicit bottom-right
+mask). Tolerances as the forward tests: bf16 1e-2, fp16 2e-3 rel-L2; LSE 2e-3.
+Skips cleanly without torch, a GPU or the library.
+"""
+import math
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import fmha_tile  # noqa: E402
+from fmha_tile import _lib  # noqa: E402
+
+try:
+    _lib.library()
+except _lib.FmhaLibraryError as _e:
+    pytest.skip("libfmha_tile.so not available: %s" % str(_e).splitlines()[0],
+                allow_module_level=True)
+
+from test_attention import visible, math_backend, TOL, LSE_TOL, BF16, FP16  # noqa: E402
+
+DEV = "cuda"
+
+
+def make_cache(s_ks, page, hk, d, dtype, layout, share_first_page=False, seed=0):
+    """Random pages for sequences of s_ks keys -> (k_cache, v_cache, page lists, K, V per seq)."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    counts = [(s + page - 1) // page for s in s_ks]
+    n_pages = sum(counts) + 3                       # a few pages nobody uses
+    order = torch.randperm(n_pages, generator=g).tolist()
+    lists, it = [], 0
+    for b, c in enumerate(counts):
+        lists.append(order[it:it + c])
+        it += c
+    if share_first_page and len(lists) > 1 and lists[0] and lists[1]:
+        lists[1][0] = lists[0][0]                   # prefix sharing: same first page
+    kd = torch.full((n_pages, page, hk, d), float("nan"), dtype=dtype)   # poison everything
+    vd = torch.full((n_pages, page, hk, d), float("nan"), dtype=dtype)
+    Ks, Vs = [], []
+    for b, s in enumerate(s_ks):
+        K = torch.randn(s, hk, d, generator=g).to(dtype)
+        V = torch.randn(s, hk, d, generator=g).to(dtype)
+        if share_first_page and b == 1 and lists[1]:
+            n0 = min(page, s, s_ks[0])
+            K[:n0], V[:n0] = Ks[0][:n0], Vs[0][:n0]
+        for t in range(s):
+            kd[lists[b][t // page], t % page] = K[t]
+            vd[lists[b][t // page], t % page] = V[t]
+        Ks.append(K)
+        Vs.append(V)
+    if layout == "NHD":
+        kc, vc = kd.to(DEV), vd.to(DEV)
+    elif layout == "HND":
+        kc, vc = kd.permute(0, 2, 1, 3).contiguous().to(DEV), vd.permute(0, 2, 1, 3).contiguous().to(DEV)
+    else:  # VECTORIZED: K [p, h, d/8, page, 8], V [p, h, page/8, d, 8]
+        kc = kd.reshape(n_pages, page, hk, d // 8, 8).permute(0, 2, 3, 1, 4).contiguous().to(DEV)
+        vc = vd.reshape(n_pages, page // 8, 8, hk, d).permute(0, 3, 1, 4, 2).contiguous().to(DEV)
+    return kc, vc, lists, Ks, Vs
+
+
+def reference(q_list, Ks, Vs, causal, window, scale):
+    outs, lses = [], []
+    for q, K, V in zip(q_list, Ks, Vs):
+        s_q, h, d = q.shape
+        s_k, hk = K.shape[0], K.shape[1]
+        qf = q.float().to(DEV).permute(1, 0, 2)
+        kf = K.float().to(DEV).repeat_interleave(h // hk, dim=1).permute(1, 0, 2)
+        vf = V.float().to(DEV).repeat_interleave(h // hk, dim=1).permute(1, 0, 2)
+        if s_q == 0:
+            outs.append(torch.zeros(0, h, d, device=DEV))
+            lses.append(torch.zeros(h, 0, device=DEV))
+            continue
+        vis = visible(s_q, s_k, causal, window)
+        s = (qf @ kf.transpose(1, 2)) * scale
+        s = s.masked_fill(~vis, float("-inf"))
+        lse = torch.logsumexp(s, dim=-1)
+        p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+        outs.append((p @ vf).permute(1, 0, 2))
+        lses.append(lse)
+    return torch.cat(outs), torch.cat(lses, dim=1)
+
+
+CASES = [
+    # (dtype, page, s_qs, s_ks, h, hk, d, layout, table, causal, window, share)
+    (BF16, 16, [100, 1, 0, 37], [300, 1, 0, 37], 8, 2, 128, "NHD", "sglang", True, None, True),
+    (BF16, 1, [64, 33], [200, 33], 4, 4, 64, "NHD", "vllm", True, None, False),
+    (BF16, 4, [17, 90], [17, 250], 4, 1, 128, "HND", "sglang", True, (32, 0), False),
+    (FP16, 64, [128, 5], [700, 300], 8, 1, 64, "NHD", "vllm", True, None, True),
+    (BF16, 1024, [200, 300], [1500, 300], 4, 2, 256, "HND", "sglang", True, None, False),
+    (FP16, 16, [50, 70], [90, 70], 4, 2, 96, "NHD", "sglang", False, None, False),
+    (BF16, 16, [120, 9], [400, 9], 8, 2, 128, "VECTORIZED", "sglang", True, None, True),
+    (FP16, 64, [77, 128], [300, 200], 4, 4, 64, "VECTORIZED", "vllm", True, None, False),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "%s-p%d-%s-%s-d%d" % (
+    "bf16" if c[0] is BF16 else "fp16", c[1], c[7], c[8], c[6]))
+def test_batch_prefill(case):
+    dtype, page, s_qs, s_ks, h, hk, d, layout, table, causal, window, share = case
+    kc, vc, lists, Ks, Vs = make_cache(s_ks, page, hk, d, dtype, layout, share)
+    q_list = [torch.randn(s, h, d).to(dtype) for s in s_qs]
+    q = torch.cat(q_list).to(DEV)
+    cu_q = torch.tensor([0] + list(torch.tensor(s_qs).cumsum(0).tolist()), dtype=torch.int32, device=DEV)
+    kw = {}
+    if table == "sglang":
+        kw["kv_indptr"] = torch.tensor([0] + list(torch.tensor([len(x) for x in lists]).cumsum(0).tolist()),
+                                       dtype=torch.int32, device=DEV)
+        flat = [p for x in lists for p in x]
+        kw["kv_page_indices"] = torch.tensor(flat or [0], dtype=torch.int32, device=DEV)
+        kw["kv_last_page_len"] = torch.tensor([(s - 1) % page + 1 if s else 1 for s in s_ks],
+                                              dtype=torch.int32, device=DEV)
+    else:
+        width = max(len(x) for x in lists) + 2
+        bt = torch.full((len(lists), width), 123456, dtype=torch.int32)   # garbage past the end
+        for b, x in enumerate(lists):
+            bt[b, :len(x)] = torch.tensor(x, dtype=torch.int32)
+        kw["block_table"], kw["seqlens_k"] = bt.to(DEV), torch.tensor(s_ks, dtype=torch.int32, device=DEV)
+    scale = d ** -0.5
+    out = torch.full_like(q, float("nan"))
+    out, lse = fmha_tile.batch_prefill(q, kc, vc, cu_q, max(s_qs), kv_layout=layout, causal=causal,
+                                       window=window or (-1, -1), return_lse=True, out=out, **kw)
+    torch.cuda.synchronize()
+    with math_backend():
+        ref_o, ref_lse = reference(q_list, Ks, Vs, causal, window, scale)
+    assert torch.isfinite(out).all(), "non-finite output"
+    err = ((out.float() - ref_o).norm() / ref_o.norm().clamp_min(1e-12)).item()
+    assert err <= TOL[dtype], "rel-L2 %.3e" % err
+    fin = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), fin)
+    if fin.any():
+        assert (lse[fin] - ref_lse[fin]).abs().max().item() <= LSE_TOL
+
+
+def test_batch_prefill_bad_inputs():
+    q = torch.randn(10, 4, 64, dtype=BF16, device=DEV)
+    kc = torch.randn(4, 16, 4, 64, dtype=BF16, device=DEV)
+    cu = torch.tensor([0, 10], dtype=torch.int32, device=DEV)
+    with pytest.raises(ValueError):
+        fmha_tile.batch_prefill(q, kc, kc, cu, 10)                       # no page table
+    with pytest.raises(ValueError):
+        fmha_tile.batch_prefill(q, kc, kc, cu, 10, kv_layout="XYZ",
+                                block_table=torch.zeros(1, 1, dtype=torch.int32, device=DEV),
+                                seqlens_k=torch.ones(1, dtype=torch.int32, device=DEV))
+    kc24 = torch.randn(4, 24, 4, 64, dtype=BF16, device=DEV)             # page 24: not a power of 2
+    with pytest.raises(fmha_tile.FmhaError) as e:
+        fmha_tile.batch_prefill(q, kc24, kc24, cu, 10,
+                                block_table=torch.zeros(1, 1, dtype=torch.int32, device=DEV),
+                                seqlens_k=torch.ones(1, dtype=torch.int32, device=DEV))
+    assert "power of two" in str(e.value)
