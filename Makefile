@@ -53,6 +53,18 @@ $(BUILD)/tests/test_fwd: tests/gpu/test_fwd.cu tests/gpu/test_util.h tests/ref/f
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
 
+$(BUILD)/tests/test_prefill: tests/gpu/test_prefill.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) $< -o $@
+
+$(BUILD)/examples/fmha_batch_prefill: examples/fmha_batch_prefill.cu tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) $< -o $@
+
+$(BUILD)/bench/bench_prefill: bench/bench_prefill.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $< -o $@
+
 $(BUILD)/examples/fmha_fwd: examples/fmha_fwd.cu tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@
@@ -103,7 +115,8 @@ lib: $(LIB_SO)
 c_api: $(BUILD)/examples/c_api
 pytest: $(LIB_SO)
 
-nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd $(LIB_SO) $(BUILD)/examples/c_api
+nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd $(LIB_SO) $(BUILD)/examples/c_api \
+            $(BUILD)/tests/test_prefill $(BUILD)/examples/fmha_batch_prefill
 else
 nvcc-build:
 	@echo "SKIP nvcc builds: nvcc not found"

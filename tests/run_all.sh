@@ -29,8 +29,8 @@ api_c11() {
 }
 
 nvcc_built() {
-    if [ -x "$build/tests/test_fwd" ] && [ -x "$build/examples/fmha_fwd" ]; then
-        echo "PASS default kernel set builds for sm_80 and sm_90a (test_fwd, fmha_fwd)"
+    if [ -x "$build/tests/test_fwd" ] && [ -x "$build/examples/fmha_fwd" ] && [ -x "$build/tests/test_prefill" ]; then
+        echo "PASS default kernel sets build for sm_80 and sm_90a (test_fwd, test_prefill, fmha_fwd, fmha_batch_prefill)"
         echo "1 passed, 0 failed"
     else
         echo "SKIP nvcc compile check: nvcc not found"; echo "0 passed, 0 failed"
@@ -59,6 +59,7 @@ if [ "$mode" = "--all" ]; then
     run_suite host_ref "$build/host/test_ref"
     if [ -x "$build/tests/test_fwd" ]; then
         run_suite gpu_fwd "$build/tests/test_fwd"
+        run_suite gpu_prefill "$build/tests/test_prefill"
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi

@@ -79,7 +79,15 @@ typedef struct fmhai_kv_src {
     int64_t chunk_bytes;     /* stride of 16-byte chunks along d (16, or
                                 page_size*16 for VECTORIZED K)                 */
     int last_page;           /* paged: index of the sequence's last page       */
+    const int *row_pages;    /* small pages: this tile's page index per row,
+                                staged in shared memory (NULL: read the table) */
 } fmhai_kv_src;
+
+/* Page index of token tok, clamped to the sequence's last page. */
+FMHAI_DEVICE int fmhai_page_of(const fmhai_kv_src *s, int tok, int page_log2)
+{
+    return s->pages[min(tok >> page_log2, s->last_page)];
+}
 
 /* Tile n (rows n*BN ..) of K or V into shared memory. paging 0: contiguous
  * rows; 1: pages of any power-of-two size; 2: pages that are multiples of
@@ -118,7 +126,8 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
 #pragma unroll
     for (int i = 0; i < bn / rstep; ++i) {
         const int r = r0 + i * rstep, tok = tok0 + r;
-        const char *pg = fmhai_page_base(s, s->pages[min(tok >> page_log2, s->last_page)], off64);
+        const int page = s->row_pages ? s->row_pages[r] : fmhai_page_of(s, tok, page_log2);
+        const char *pg = fmhai_page_base(s, page, off64);
         const char *g = pg + (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
         fmhai_copy_async16(dst + fmhai_swz(r, c, hd), g, col_ok && tok < s_k);
     }
@@ -138,7 +147,8 @@ FMHAI_DEVICE void fmhai_block_load_vt(fmhai_smem_t dst, const fmhai_kv_src *s, i
     for (int i = 0; i < hd * groups / nthreads; ++i) {
         const int idx = tid + i * nthreads;
         const int row = idx / groups, kc = idx % groups, tok = tok0 + kc * 8;
-        const char *pg = fmhai_page_base(s, s->pages[min(tok >> page_log2, s->last_page)], off64);
+        const int page = s->row_pages ? s->row_pages[kc * 8] : fmhai_page_of(s, tok, page_log2);
+        const char *pg = fmhai_page_base(s, page, off64);
         const char *g = pg + (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes + row * 16;
         const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
         fmhai_copy_async16_part(dst + fmhai_swz(row, kc, bn), valid ? g : s->base, valid * 2);
@@ -243,7 +253,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
     fmhai_kv_src ksrc, vsrc;
-    ksrc.row_bytes = 2 * p->k_row;
+    ksrc.row_pages = vsrc.row_pages = 0;
+    ksrc.row_bytes = KV_VEC ? 16 : 2 * p->k_row;   /* VECTORIZED K: tokens 16 bytes apart */
     vsrc.row_bytes = 2 * p->v_row;
     ksrc.pages = vsrc.pages = pages;
     ksrc.last_page = vsrc.last_page = n_pages - 1;
@@ -270,6 +281,16 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      *   (K+V)[it+ST-1] at the top into the slot tile it-1 freed, one barrier
      *   per tile, loads issued while no score registers are live. */
     const int SPLIT = (ST == 1);
+    /* Small pages (kernels that may look pages up per row): every tile's page
+     * indices are staged in shared memory ([2][BN], by tile parity) one tile
+     * ahead. A register carries each thread's index across the previous
+     * tile's GEMMs, so the table read never stalls a copy. */
+    const int STAGE_PAGES = (PAGING == 1);
+    int *sPg = (int *)(smem + (BM + 2 * ST * BN) * HD * 2);
+    if (STAGE_PAGES && tid < BN) {
+        const int j = SPLIT ? 0 : ST - 1;   /* first tile loaded at a loop top */
+        if (j < n_iters) sPg[(j & 1) * BN + tid] = fmhai_page_of(&ksrc, (n_hi - 1 - j) * BN + tid, p->page_log2);
+    }
     fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid);
     fmhai_copy_commit();
     for (int s = 0; s < (SPLIT ? 1 : ST - 1); ++s) {
@@ -327,10 +348,18 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 for (int kk = 0; kk < HD / 16; ++kk)
                     fmhai_warp_ldsm_x4(q_frag[mt][kk], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
         }
+        /* page index of this thread's row of the tile staged next */
+        int next_page = 0;
+        {
+            const int jn = SPLIT ? it + 1 : it + ST;
+            if (STAGE_PAGES && tid < BN && jn < n_iters)
+                next_page = fmhai_page_of(&ksrc, (n_hi - 1 - jn) * BN + tid, p->page_log2);
+        }
         {   /* split: V[it]; ring: K and V of tile it + ST - 1 */
             const int j = SPLIT ? it : it + ST - 1;
             if (j < n_iters) {
                 const int nn = n_hi - 1 - j;
+                if (STAGE_PAGES) ksrc.row_pages = vsrc.row_pages = sPg + (j & 1) * BN;
                 if (!SPLIT)
                     fmhai_block_load_kv(sK + (j % ST) * kv_tile_bytes, &ksrc, nn, s_k, p->d, HD,
                                         BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC);
@@ -457,10 +486,12 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
         if (SPLIT) {   /* V[it] landed; K[it + 1] into the slot S freed (issued
                           * after the softmax, when only P is live) */
+            if (STAGE_PAGES && tid < BN) sPg[((it + 1) & 1) * BN + tid] = next_page;
             fmhai_copy_wait(0);
             __syncthreads();
             if (it + 1 < n_iters) {
                 const int nn = n - 1;
+                if (STAGE_PAGES) ksrc.row_pages = sPg + ((it + 1) & 1) * BN;
                 fmhai_block_load_kv(sK, &ksrc, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
                                     p->kv_off64, KV_VEC);
             }
@@ -488,6 +519,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 }
             }
         }
+        /* ring: the next loop-top barrier publishes tile it + ST's page indices */
+        if (!SPLIT && STAGE_PAGES && tid < BN) sPg[((it + ST) & 1) * BN + tid] = next_page;
     }
 
     /* ---- epilogue ----------------------------------------------------------- */
