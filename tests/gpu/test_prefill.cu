@@ -1,0 +1,1751 @@
+/*
+ * test_prefill.cu - GPU tests of batch prefill over a paged KV cache against the
+ * CPU reference.
+ *
+ * Each problem builds a paged K/V pool on the host: sequence b has lk[b] keys in
+ * ceil(lk[b] / page) pages, the pages are numbered (in order or shuffled over the
+ * pool), may be shared between sequences (prefix sharing: the second request points
+ * at the first one's pages), and the pool has pages no sequence references. Slots
+ * nobody may read hold NaN: unreferenced pages, the unused tail of a partly filled
+ * last page, head-dim and page padding. The page table is the SGLang 1-D one
+ * (kv_indptr / kv_page_indices / kv_last_page_lens, optionally with garbage entries
+ * before and after the used range) or the vLLM 2-D one (block_table rows with
+ * garbage entries, -1, INT32_MAX, INT32_MIN, num_total_pages + 7, past each
+ * sequence's last page). The pool is LINEAR, token-major [pages, page, h_k, d] ("nhd")
+ * or head-major [pages, h_k, page, d] ("hnd"), with optional row and page padding, or
+ * VECTORIZED (vLLM v0 / CK: K [pages, h_k, d/8, page, 8], V [pages, h_k, page/8, d, 8],
+ * optional head and page padding; token strides are documented as unused and are
+ * passed as 8, and in one problem as 0).
+ * The reference gets K/V gathered from the pages into contiguous per-sequence arrays
+ * and runs the group-mode forward reference of tests/ref/fmha_ref.h.
+ *
+ * Checked per problem: fmha_batch_prefill_check selects a kernel of the right dtype,
+ * the smallest fitting head dim and the right page class (default set: the page-1
+ * kernel below page 64, the page-64 kernel from 64 up; other sets: the largest
+ * kernel page size <= the problem's); fmha_batch_prefill_check_pages accepts the
+ * tables; one launch on a non-blocking stream (or a captured CUDA graph) writes every
+ * logical O element and LSE entry with a finite value (fully masked rows exactly O = 0,
+ * LSE = -inf), leaves O/LSE padding and the guard zones before and after them
+ * untouched, does not modify Q or the pool, and matches the reference within rel-L2
+ * fp16 2e-3 / bf16 1e-2 (plus a loose max-abs bound), LSE within 2e-3 (5e-3 with a
+ * soft cap).
+ *
+ * Then: selection of page classes (plans) in the default set and in a small explicit
+ * set with page-4 and page-128 rows (a kernel built for page P serves every power of
+ * two >= P: page 4 runs on the page-1 kernel of the default set); the registry of the
+ * default prefill set (LINEAR and VECTORIZED rows); bad input (statuses, messages
+ * naming the sequence, nothing launched); and, in the full run only, large_pool_*: K
+ * and V pools of 4.5 GiB each with every accessed page past the 4 GiB mark (64-bit
+ * page offsets), page 16 (per-row page lookups) and page 1024 (one page per key
+ * tile), batch 1 and 4, LINEAR and VECTORIZED. A pool that cannot be allocated
+ * prints a SKIP line for that problem.
+ *
+ * compute-sanitizer: `--quick` leaves out the large pools (memcheck of 9 GiB of
+ * pools is slow); the vLLM rows' garbage entries and the NaN slots make any read
+ * past a sequence's last page or past its length show up as an invalid access or a
+ * NaN.
+ *
+ * Build:  nvcc -x cu -std=c++17 -O3 -gencode=arch=compute_80,code=sm_80 \
+ *              -gencode=arch=compute_90a,code=sm_90a -Iinclude -Itests \
+ *              tests/gpu/test_prefill.cu -o build/tests/test_prefill
+ * Run:    build/tests/test_prefill [--quick] [--filter SUBSTR] [--list] [--seed N]
+ * Output: one `PASS name` / `FAIL name: why` line per check, last line
+ *         `N passed, M failed`; exit status 1 on any failure. Without a GPU:
+ *         `SKIP test_prefill: no GPU`, `0 passed, 0 failed`, exit 0.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fmha_tile.h"
+#include "test_util.h"
+#include "../ref/fmha_ref.h"
+
+/* Everything the library offers for batch prefill (page classes 1 and 64). */
+DECL_FMHA_KERNEL_SET(prefill_set, FMHA_DEFAULT_PREFILL_SET)
+
+/* Explicit page columns: page 4 (not a tuned class; per-row lookups, serves 4..2048)
+ * and page 128 (a multiple of the 64-key tile: one lookup per tile, serves 128..2048). */
+#define PAGE4_SET(X)                                                                      \
+    X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 4,   128,      64,       4,        1)          \
+    X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 128, 128,      64,       4,        1)          \
+    X(PREFILL, FP16, 64,  MASK, SOFTCAP,   4,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(page4_set, PAGE4_SET)
+
+/* ============================================================================
+ * Problem descriptions
+ * ========================================================================== */
+#define MAXB 8
+#define MAXCFG 320
+/* Poisoned elements before and after the O and LSE buffers (keeps O 16-byte aligned). */
+#define GUARD 256
+#define SG FMHA_PAGE_TABLE_SGLANG_1D
+#define VL FMHA_PAGE_TABLE_VLLM_2D
+/* Large pool test: bytes of each of the K and V pools; accessed pages start here. */
+#define LARGE_POOL_BYTES ((size_t)9 << 29)          /* 4.5 GiB */
+#define LARGE_POOL_FIRST ((size_t)1 << 32)          /* 4 GiB   */
+/* Pools up to this size are built as one host image and uploaded at once. */
+#define SMALL_POOL_BYTES ((size_t)256 << 20)
+
+typedef struct pf_cfg {
+    char name[256];
+    const fmha_kernel_set *set;  /* NULL: prefill_set                                */
+    fmha_dtype dtype;
+    int batch, hq, hk, d;
+    int lq[MAXB], lk[MAXB];      /* new tokens (queries) and total keys per sequence */
+    int page;
+    int table;                   /* SG or VL                                         */
+    int hnd;                     /* LINEAR: 0 [pages, page, h_k, d]; 1 [pages, h_k, page, d] */
+    int vec;                     /* VECTORIZED: K [pages, h_k, d/8, page, 8],
+                                    V [pages, h_k, page/8, d, 8]                     */
+    int vec_ts;                  /* VECTORIZED: token strides passed (documented as
+                                    unused); 0 means pass 8                          */
+    int shuffle;                 /* page numbers permuted over the pool              */
+    int share;                   /* 0: none; 1: odd sequences share a page prefix with
+                                    the previous one; 2: all share sequence 0's pages */
+    int spare;                   /* unreferenced (NaN) pages in the pool             */
+    int pad;                     /* extra elements per Q/O/K row (V gets pad + 8);
+                                    VECTORIZED: 8*pad extra elements per KV head     */
+    int page_pad;                /* extra elements per page (V gets page_pad + 8)     */
+    int indptr_base;             /* SGLang: garbage entries before the used indices  */
+    int bt_extra;                /* vLLM: garbage entries past each row's last page  */
+    int maxq_slack;              /* max_seqlen_q = max lq + slack                     */
+    fmha_mask_type mask;
+    int wl, wr;
+    float cap;
+    int lse, lse_pad;
+    float scale;                 /* 0: 1/sqrt(d)                                      */
+    float amp;
+    int graph;
+    int large;                   /* pool of 4.5 GiB, accessed pages past 4 GiB        */
+    int quick;
+} pf_cfg;
+
+static pf_cfg g_cfgs[MAXCFG];
+static int g_ncfg;
+
+static const char *dtype_str(fmha_dtype t) { return t == FMHA_DTYPE_BF16 ? "bf16" : t == FMHA_DTYPE_FP16 ? "fp16" : "fp8"; }
+
+/* Causal bottom-right (the prefill-with-prefix mask), LSE on, shuffled pages, three
+ * spare pages, three garbage entries per vLLM row. */
+static pf_cfg cfg_make(fmha_dtype dt, int b, const int *lq, const int *lk, int hq, int hk, int d, int page,
+                       int table)
+{
+    pf_cfg c;
+    int i;
+    memset(&c, 0, sizeof(c));
+    c.dtype = dt; c.batch = b; c.hq = hq; c.hk = hk; c.d = d; c.page = page; c.table = table;
+    for (i = 0; i < b; i++) { c.lq[i] = lq[i]; c.lk[i] = lk[i]; }
+    c.shuffle = 1; c.spare = 3; c.bt_extra = 3;
+    c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wl = -1; c.wr = 0;
+    c.lse = 1; c.amp = 1.0f;
+    return c;
+}
+
+static void cfg_mask(pf_cfg *c, fmha_mask_type m, int wl, int wr) { c->mask = m; c->wl = wl; c->wr = wr; }
+
+static void cfg_name(pf_cfg *c)
+{
+    char *s = c->name;
+    size_t cap = sizeof(c->name), n;
+    int i;
+    n = (size_t)snprintf(s, cap, "%s_%s_b%d_h%d:%d_q", c->large ? "large_pool" : "prefill", dtype_str(c->dtype),
+                         c->batch, c->hq, c->hk);
+    for (i = 0; i < c->batch; i++) n += (size_t)snprintf(s + n, cap - n, "%s%d", i ? "," : "", c->lq[i]);
+    n += (size_t)snprintf(s + n, cap - n, "_k");
+    for (i = 0; i < c->batch; i++) n += (size_t)snprintf(s + n, cap - n, "%s%d", i ? "," : "", c->lk[i]);
+    n += (size_t)snprintf(s + n, cap - n, "_d%d_page%d_%s_%s", c->d, c->page, c->table == VL ? "vllm" : "sglang",
+                          c->vec ? "vectorized" : c->hnd ? "hnd" : "nhd");
+    if (c->vec && c->vec_ts) n += (size_t)snprintf(s + n, cap - n, "_tokstride%d", c->vec_ts == -1 ? 0 : c->vec_ts);
+    if (c->mask == FMHA_MASK_NONE) n += (size_t)snprintf(s + n, cap - n, "_nomask");
+    else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
+    if (!c->shuffle) n += (size_t)snprintf(s + n, cap - n, "_inorder");
+    if (c->share) n += (size_t)snprintf(s + n, cap - n, "_share%d", c->share);
+    if (c->spare != 3 && !c->large) n += (size_t)snprintf(s + n, cap - n, "_spare%d", c->spare);
+    if (c->pad) n += (size_t)snprintf(s + n, cap - n, "_pad%d", c->pad);
+    if (c->page_pad) n += (size_t)snprintf(s + n, cap - n, "_pagepad%d", c->page_pad);
+    if (c->indptr_base) n += (size_t)snprintf(s + n, cap - n, "_indptrbase%d", c->indptr_base);
+    if (c->table == VL && c->bt_extra != 3) n += (size_t)snprintf(s + n, cap - n, "_btextra%d", c->bt_extra);
+    if (c->maxq_slack) n += (size_t)snprintf(s + n, cap - n, "_maxqslack%d", c->maxq_slack);
+    if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
+    if (!c->lse) n += (size_t)snprintf(s + n, cap - n, "_nolse");
+    if (c->lse_pad) n += (size_t)snprintf(s + n, cap - n, "_lsepad%d", c->lse_pad);
+    if (c->scale > 0) n += (size_t)snprintf(s + n, cap - n, "_scale%g", c->scale);
+    if (c->amp != 1.0f) n += (size_t)snprintf(s + n, cap - n, "_amp%g", c->amp);
+    if (c->set == &page4_set) n += (size_t)snprintf(s + n, cap - n, "_page4set");
+    if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
+}
+
+/* q.k products of the reference, ignoring the mask. */
+static double cfg_work(const pf_cfg *c)
+{
+    double w = 0.0;
+    int b;
+    for (b = 0; b < c->batch; b++) w += (double)c->lq[b] * c->lk[b];
+    return w * c->hq * c->d;
+}
+
+static void add(pf_cfg c, int quick)
+{
+    if (g_ncfg >= MAXCFG) { fprintf(stderr, "test_prefill: MAXCFG too small\n"); exit(2); }
+    c.quick = quick;
+    cfg_name(&c);
+    g_cfgs[g_ncfg++] = c;
+}
+
+/* The table. Comments say what each group is after; `quick` marks the ~40 problems
+ * of --quick (the run for compute-sanitizer). */
+static void build_configs(void)
+{
+    const fmha_dtype F = FMHA_DTYPE_FP16, B = FMHA_DTYPE_BF16;
+    const fmha_mask_type NO = FMHA_MASK_NONE, TL = FMHA_MASK_TOP_LEFT, BR = FMHA_MASK_BOTTOM_RIGHT;
+    int i, j, k;
+
+    /* 1. page size x table x KV order: the core matrix. Lengths end in a partly
+     * filled last page for every page size but 1; sequence 1 is a single key. */
+    {
+        static const int pages[5] = { 1, 4, 16, 64, 1024 };
+        static const int hd[3] = { 64, 128, 256 };
+        static const int lq[3] = { 37, 1, 100 }, lk[3] = { 300, 1, 1500 };
+        for (i = 0; i < 5; i++)
+            for (j = 0; j < 2; j++)
+                for (k = 0; k < 2; k++) {
+                    pf_cfg c = cfg_make((i + j + k) % 2 ? B : F, 3, lq, lk, 4, 2, hd[(i + 2 * j + k) % 3], pages[i],
+                                        j ? VL : SG);
+                    c.hnd = k;
+                    add(c, k == (i % 2) && j == ((i / 2) % 2));
+                }
+    }
+
+    /* 2. the other powers of two up to 2048 (2048 once more with three pages). */
+    {
+        static const int pages[7] = { 2, 8, 32, 128, 256, 512, 2048 };
+        static const int lq[2] = { 50, 200 }, lk[2] = { 700, 4100 };
+        for (i = 0; i < 7; i++) {
+            pf_cfg c = cfg_make(i % 2 ? B : F, 2, lq, lk, 2, 1, 128, pages[i], i % 2 ? SG : VL);
+            c.hnd = (i / 2) % 2;
+            add(c, i == 6);
+        }
+    }
+
+    /* 3. pages in order, with and without unreferenced pages. */
+    {
+        static const int pages[3] = { 1, 16, 1024 };
+        static const int lq[2] = { 65, 129 }, lk[2] = { 1100, 129 };
+        for (i = 0; i < 3; i++)
+            for (j = 0; j < 2; j++) {
+                pf_cfg c = cfg_make(j ? B : F, 2, lq, lk, 4, 1, 64, pages[i], j ? VL : SG);
+                c.shuffle = 0;
+                c.spare = j ? 0 : 5;
+                add(c, i == 1 && j == 0);
+            }
+    }
+
+    /* 4. pages shared between sequences: a shared prefix (1), and sequences pointing
+     * at exactly the same pages (2: equal lengths, different queries). A page that
+     * is one sequence's partly filled last page can be a full page of another: the
+     * keys past the first sequence's end are then real data it must not see. */
+    {
+        static const int pages[3] = { 1, 16, 1024 };
+        static const int lq1[4] = { 20, 33, 1, 64 }, lk1[4] = { 500, 700, 300, 1300 };
+        static const int lq2[3] = { 50, 1, 77 }, lk2[3] = { 777, 777, 777 };
+        for (i = 0; i < 3; i++)
+            for (j = 0; j < 2; j++) {
+                pf_cfg c = cfg_make((i + j) % 2 ? B : F, 4, lq1, lk1, 4, 2, 128, pages[i], j ? VL : SG);
+                c.share = 1;
+                c.hnd = i == 2;
+                add(c, i == 1 || (i == 2 && j == 1));
+                c = cfg_make((i + j) % 2 ? F : B, 3, lq2, lk2, 2, 2, 64, pages[i], j ? SG : VL);
+                c.share = 2;
+                add(c, i == 0 && j == 0);
+            }
+    }
+
+    /* 5. lengths: 0 queries and/or 0 keys, 1, tile edges, s_q > s_k under causal
+     * bottom-right (top rows see nothing), keys = page and page + 1, decode-like. */
+    {
+        static const struct { int b; int q[MAXB]; int k[MAXB]; } g[] = {
+            { 4, { 0, 17, 0, 5 }, { 0, 300, 7, 5 } },
+            { 3, { 5, 0, 33 }, { 0, 0, 100 } },                          /* s_k = 0, s_q > 0 */
+            { 8, { 1, 1, 1, 1, 1, 1, 1, 1 }, { 1000, 1, 17, 255, 0, 64, 128, 3 } },
+            { 2, { 0, 0 }, { 0, 0 } },                                   /* nothing at all  */
+            { 3, { 64, 65, 63 }, { 64, 65, 63 } },
+            { 2, { 300, 100 }, { 100, 255 } },                           /* s_q > s_k       */
+            { 4, { 16, 17, 1, 2 }, { 16, 17, 1024, 1025 } },             /* page edges      */
+            { 1, { 1 }, { 1 } },
+        };
+        static const int pages[3] = { 1, 16, 1024 };
+        for (j = 0; j < 8; j++)
+            for (k = 0; k < 3; k++) {
+                pf_cfg c = cfg_make((j + k) % 2 ? B : F, g[j].b, g[j].q, g[j].k, 4, j % 3 ? 2 : 1,
+                                    (j + k) % 3 == 0 ? 128 : 64, pages[k], (j + k) % 2 ? VL : SG);
+                if (k == 1) cfg_mask(&c, NO, -1, -1);
+                if (k == 2) cfg_mask(&c, TL, -1, 0);
+                c.hnd = j % 2;
+                add(c, (j == 0 && k == 1) || (j == 1 && k == 0) || (j == 2 && k == 2) || (j == 3 && k == 0) ||
+                           (j == 5 && k == 0) || (j == 6 && k == 1));
+            }
+    }
+
+    /* 6. prefix longer than the new tokens (the prefill case): s_k >> s_q. */
+    {
+        static const int lq[3] = { 64, 128, 1 }, lk[3] = { 2000, 1100, 3000 };
+        static const int pages[2] = { 16, 1024 };
+        for (i = 0; i < 2; i++)
+            for (j = 0; j < 2; j++) {
+                pf_cfg c = cfg_make(j ? B : F, 3, lq, lk, 8, 2, 128, pages[i], (i + j) % 2 ? VL : SG);
+                if (j) c.hnd = 1;
+                add(c, i == 0 && j == 1);
+            }
+        {   /* top-left: the new tokens see only the start of the prefix */
+            pf_cfg c = cfg_make(B, 3, lq, lk, 4, 2, 64, 16, SG);
+            cfg_mask(&c, TL, -1, 0);
+            add(c, 0);
+        }
+    }
+
+    /* 7. windows, both alignments, including windows that hide whole rows. */
+    {
+        static const struct { fmha_mask_type m; int wl, wr; } w[] = {
+            { BR, 128, 0 }, { TL, 16, 16 }, { BR, 0, 0 }, { BR, 5, 5 }, { TL, 2, -1 }, { BR, -1, 32 },
+            { TL, 5, 0 },   { BR, 64, 64 },
+        };
+        static const int pages[4] = { 1, 16, 64, 1024 };
+        static const int lq[2] = { 100, 300 }, lk[2] = { 1100, 100 };
+        for (j = 0; j < 8; j++) {
+            pf_cfg c = cfg_make(j % 2 ? B : F, 2, lq, lk, 4, 2, j % 3 == 1 ? 128 : 64, pages[j % 4], j % 2 ? SG : VL);
+            cfg_mask(&c, w[j].m, w[j].wl, w[j].wr);
+            c.hnd = (j / 2) % 2;
+            add(c, j == 0 || j == 4 || j == 7);
+        }
+    }
+
+    /* 8. logits soft cap, masked and not. */
+    {
+        static const float caps[3] = { 0.5f, 2.0f, 10.0f };
+        static const int pages[3] = { 16, 1, 1024 };
+        static const int lq[2] = { 129, 40 }, lk[2] = { 1200, 257 };
+        for (j = 0; j < 3; j++)
+            for (i = 0; i < 2; i++) {
+                pf_cfg c = cfg_make(i ? B : F, 2, lq, lk, 4, 2, j == 2 ? 256 : 64 * (i + 1), pages[j], i ? VL : SG);
+                c.cap = caps[j];
+                if (i) cfg_mask(&c, NO, -1, -1);
+                add(c, j == 1 && i == 0);
+            }
+        {
+            pf_cfg c = cfg_make(F, 2, lq, lk, 2, 2, 64, 16, SG);
+            c.cap = 5.0f; c.scale = 1.0f;                 /* the cap saturates */
+            add(c, 0);
+        }
+    }
+
+    /* 9. GQA ratios 1, 4, 8 (and 16). */
+    {
+        static const int ratio[4][2] = { { 2, 2 }, { 8, 2 }, { 8, 1 }, { 16, 1 } };
+        static const int lq[2] = { 67, 3 }, lk[2] = { 900, 450 };
+        for (j = 0; j < 4; j++)
+            for (i = 0; i < 2; i++) {
+                pf_cfg c = cfg_make((i + j) % 2 ? B : F, 2, lq, lk, ratio[j][0], ratio[j][1], j % 2 ? 128 : 64,
+                                    i ? 1024 : 16, (i + j) % 2 ? SG : VL);
+                c.hnd = i;
+                add(c, (j == 1 && i == 0) || (j == 2 && i == 1));
+            }
+    }
+
+    /* 10. head dims: the kernel ones and padded ones (96 and 72 on d128, 200 on
+     * d256, 40 and 8 on d64), with padded rows. */
+    {
+        static const int hd[8] = { 64, 128, 256, 96, 40, 200, 8, 72 };
+        static const int lq[2] = { 77, 20 }, lk[2] = { 333, 1030 };
+        for (j = 0; j < 8; j++)
+            for (i = 0; i < 2; i++) {
+                pf_cfg c = cfg_make(i ? B : F, 2, lq, lk, 4, 2, hd[j], i ? 16 : (j % 2 ? 1 : 1024), (i + j) % 2 ? VL : SG);
+                c.pad = j >= 3 ? 8 : 0;
+                c.hnd = (i + j) % 2;
+                add(c, (j == 3 && i == 0) || (j == 5 && i == 1) || (j == 2 && i == 0));
+            }
+    }
+
+    /* 11. strides: padded rows and pages, both KV orders, LSE row padding. */
+    {
+        static const int pages[3] = { 1, 16, 1024 };
+        static const int lq[3] = { 33, 90, 1 }, lk[3] = { 500, 90, 1500 };
+        for (i = 0; i < 3; i++)
+            for (j = 0; j < 2; j++) {
+                pf_cfg c = cfg_make((i + j) % 2 ? B : F, 3, lq, lk, 4, 2, 64 + 64 * j, pages[i], (i + j) % 2 ? SG : VL);
+                c.hnd = j;
+                c.pad = 8 + 16 * j;
+                c.page_pad = 8 * (1 + i);
+                c.lse_pad = 3 + j;
+                add(c, i == 0 && j == 1);
+            }
+    }
+
+    /* 12. tables: SGLang indices starting past garbage, vLLM rows without and with
+     * many garbage entries, no spare pages; LSE off; scale and input range. */
+    {
+        static const int lq[3] = { 40, 7, 100 }, lk[3] = { 400, 7, 1500 };
+        pf_cfg c = cfg_make(B, 3, lq, lk, 4, 2, 128, 16, SG);
+        c.indptr_base = 5;
+        add(c, 1);
+        c.page = 1024;
+        add(c, 0);
+        c = cfg_make(F, 3, lq, lk, 4, 2, 64, 16, VL);
+        c.bt_extra = 0;
+        add(c, 0);
+        c.bt_extra = 40;
+        c.page = 1;
+        add(c, 1);
+        c = cfg_make(F, 3, lq, lk, 4, 4, 64, 64, SG);
+        c.lse = 0;
+        add(c, 0);
+        c = cfg_make(F, 3, lq, lk, 2, 2, 128, 16, VL);
+        c.scale = 1.0f;                                /* peaky softmax */
+        add(c, 0);
+        c = cfg_make(B, 3, lq, lk, 2, 1, 64, 1, SG);
+        c.amp = 4.0f;
+        add(c, 0);
+        c = cfg_make(B, 3, lq, lk, 2, 1, 64, 16, VL);
+        c.maxq_slack = 300;                            /* more query blocks than rows */
+        add(c, 1);
+    }
+
+    /* 13. no mask (NOMASK kernels) over long prefixes; big batch of varlen. */
+    {
+        static const int lq[8] = { 100, 1, 0, 37, 64, 5, 250, 17 }, lk[8] = { 100, 2000, 5, 37, 700, 5, 250, 1100 };
+        pf_cfg c = cfg_make(B, 8, lq, lk, 8, 2, 128, 16, SG);
+        cfg_mask(&c, NO, -1, -1);
+        add(c, 0);
+        c.page = 1024; c.table = VL;
+        add(c, 0);
+        c = cfg_make(F, 8, lq, lk, 4, 1, 64, 1, VL);
+        c.share = 1;
+        add(c, 0);
+    }
+
+    /* 14. graph capture: fmha_batch_prefill inside stream capture, then replay. */
+    {
+        static const int lq[3] = { 17, 0, 64 }, lk[3] = { 300, 7, 1100 };
+        pf_cfg c = cfg_make(F, 3, lq, lk, 4, 2, 64, 16, SG);
+        c.graph = 1;
+        add(c, 1);
+        c = cfg_make(B, 3, lq, lk, 4, 2, 128, 1024, VL);
+        c.graph = 1;
+        add(c, 0);
+    }
+
+    /* 15. the explicit set: page 4 (per-row lookups) serves 4..64, page 128 (one
+     * lookup per tile) serves 128..2048; the fp16 d64 soft-cap row has page 4. */
+    {
+        static const int pages[5] = { 4, 16, 64, 1024, 2048 };
+        static const int lq[2] = { 50, 130 }, lk[2] = { 2100, 300 };
+        for (i = 0; i < 5; i++) {
+            pf_cfg c = cfg_make(B, 2, lq, lk, 4, 2, 128, pages[i], i % 2 ? VL : SG);
+            c.set = &page4_set;
+            c.hnd = i == 2;
+            add(c, i == 0 || i == 3);
+        }
+        {
+            pf_cfg c = cfg_make(F, 2, lq, lk, 4, 2, 64, 8, SG);
+            c.set = &page4_set;
+            c.cap = 2.0f;
+            add(c, 0);
+            c.d = 40; c.page = 4; c.table = VL; c.pad = 8;
+            add(c, 0);
+        }
+    }
+
+    /* 16. VECTORIZED pages (vLLM v0 / CK): K [pages, h_k, d/8, page, 8], V [pages,
+     * h_k, page/8, d, 8]; page sizes 8..2048 (multiples of 8), both tables; lengths
+     * that end inside an 8-token group (NaN past it), head dims with fewer chunks
+     * than the kernel's, soft cap, windows, GQA, sharing, zero lengths, padding. */
+    {
+        static const int pages[7] = { 8, 16, 32, 64, 128, 1024, 2048 };
+        static const int hd[4] = { 64, 128, 256, 96 };
+        static const int lq[3] = { 37, 1, 100 }, lk[3] = { 301, 1, 2053 };
+        static const int lq2[2] = { 129, 40 }, lk2[2] = { 1203, 257 };
+        static const int lq8[8] = { 1, 1, 1, 1, 1, 1, 1, 1 }, lk8[8] = { 1000, 1, 17, 255, 0, 64, 128, 3 };
+        static const int lqz[4] = { 0, 17, 0, 5 }, lkz[4] = { 0, 300, 7, 5 };
+        static const int lqs[4] = { 20, 33, 1, 64 }, lks[4] = { 500, 700, 300, 1300 };
+        pf_cfg c;
+        for (i = 0; i < 7; i++)
+            for (j = 0; j < 2; j++) {
+                c = cfg_make((i + j) % 2 ? B : F, 3, lq, lk, 4, 2, hd[(i + j) % 4], pages[i], j ? VL : SG);
+                c.vec = 1;
+                add(c, (i == 1 && j == 0) || (i == 5 && j == 1) || (i == 0 && j == 1));
+            }
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 128, 16, SG); c.vec = 1; c.cap = 2.0f; cfg_mask(&c, NO, -1, -1);
+        add(c, 1);
+        c = cfg_make(F, 2, lq2, lk2, 4, 2, 64, 1024, VL); c.vec = 1; c.cap = 10.0f;
+        add(c, 0);
+        c = cfg_make(F, 2, lq2, lk2, 4, 2, 64, 64, VL); c.vec = 1; cfg_mask(&c, BR, 64, 0);
+        add(c, 0);
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 128, 8, SG); c.vec = 1; cfg_mask(&c, TL, 8, 8);
+        add(c, 0);
+        c = cfg_make(B, 2, lq2, lk2, 8, 1, 128, 16, VL); c.vec = 1;
+        add(c, 0);
+        c = cfg_make(F, 4, lqs, lks, 4, 2, 128, 16, SG); c.vec = 1; c.share = 1;
+        add(c, 0);
+        c = cfg_make(B, 4, lqs, lks, 4, 2, 64, 1024, VL); c.vec = 1; c.share = 2;
+        add(c, 0);
+        c = cfg_make(F, 4, lqz, lkz, 4, 1, 64, 8, VL); c.vec = 1;
+        add(c, 1);
+        c = cfg_make(B, 8, lq8, lk8, 4, 2, 128, 16, SG); c.vec = 1;
+        add(c, 0);
+        c = cfg_make(F, 2, lq2, lk2, 4, 2, 40, 32, SG); c.vec = 1;
+        add(c, 0);
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 200, 128, VL); c.vec = 1;
+        add(c, 0);
+        c = cfg_make(F, 2, lq2, lk2, 2, 1, 8, 16, VL); c.vec = 1;
+        add(c, 0);
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 64, 16, VL); c.vec = 1; c.pad = 8; c.page_pad = 24; c.bt_extra = 0;
+        add(c, 0);
+        c = cfg_make(F, 2, lq2, lk2, 4, 2, 128, 1024, SG); c.vec = 1; c.pad = 16; c.page_pad = 8; c.indptr_base = 2;
+        add(c, 0);
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 64, 64, SG); c.vec = 1; c.graph = 1;
+        add(c, 0);
+        /* api.h documents the token strides as unused for VECTORIZED: pass 0 (a
+         * larger garbage value is not tried: if the kernel used it, the reads would
+         * leave the pool and could abort the whole run) */
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 128, 16, SG); c.vec = 1; c.vec_ts = -1;
+        add(c, 0);
+    }
+
+    /* 17. pools over 4 GiB: every accessed page past the 4 GiB mark; page 16 takes
+     * the per-row path, page 1024 the per-tile one; batch 1 and 4; LINEAR and
+     * VECTORIZED; full run only. */
+    {
+        static const int lq1[1] = { 200 }, lk1[1] = { 3000 };
+        static const int lq4[4] = { 1, 64, 150, 17 }, lk4[4] = { 1500, 64, 2100, 1041 };
+        static const int pages[2] = { 16, 1024 };
+        for (i = 0; i < 2; i++) {
+            pf_cfg c = cfg_make(B, 1, lq1, lk1, 8, 2, 128, pages[i], i ? VL : SG);
+            c.large = 1;
+            add(c, 0);
+            c = cfg_make(i ? B : F, 4, lq4, lk4, 8, 2, 128, pages[i], i ? SG : VL);
+            c.large = 1;
+            c.hnd = 1;
+            c.share = i;
+            add(c, 0);
+            c = cfg_make(i ? F : B, i ? 1 : 4, i ? lq1 : lq4, i ? lk1 : lk4, 8, 2, 128, pages[i], i ? VL : SG);
+            c.large = 1;
+            c.vec = 1;
+            add(c, 0);
+        }
+    }
+}
+
+/* ============================================================================
+ * Pool, tables, reference
+ * ========================================================================== */
+
+/* The large pools, allocated on first use and kept for the large problems. */
+static void *g_big_k, *g_big_v;
+static int g_big_failed;
+
+static void big_pool_free(void)
+{
+    tu_dfree(g_big_k); tu_dfree(g_big_v);
+    g_big_k = g_big_v = NULL;
+}
+
+/* 0 when both pools exist; fills why otherwise (and keeps failing quietly). */
+static int big_pool_get(char *why, size_t cap)
+{
+    cudaError_t e;
+    if (g_big_k && g_big_v) return 0;
+    if (g_big_failed) { snprintf(why, cap, "a previous allocation of the 4.5 GiB pools failed"); return -1; }
+    e = cudaMalloc(&g_big_k, LARGE_POOL_BYTES);
+    if (e == cudaSuccess) e = cudaMalloc(&g_big_v, LARGE_POOL_BYTES);
+    if (e != cudaSuccess) {
+        snprintf(why, cap, "cannot allocate two pools of %zu bytes: %s", (size_t)LARGE_POOL_BYTES, cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        if (g_big_k) cudaFree(g_big_k);
+        g_big_k = g_big_v = NULL;
+        g_big_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct pf_run {
+    int np[MAXB];                /* pages of sequence b                                */
+    int pstart[MAXB + 1];        /* prefix sums of np: logical page of (b, i) is lpage[pstart[b] + i] */
+    int *lpage;
+    int n_logical, n_total;      /* distinct pages used; pages in the pool             */
+    int *phys;                   /* pool index of each logical page                    */
+    int *fill;                   /* keys any sequence reads from each logical page     */
+    int32_t ssq[MAXB + 1], ssk[MAXB + 1];
+    int tq, tk, maxq, maxnp;
+    int dq, dpk, dpv;            /* padded row lengths: Q/O, K, V                      */
+    int64_t ps_k, ts_k, hs_k, ps_v, ts_v, hs_v;
+    size_t n_q, n_o, n_lse, n_kpool, n_vpool;
+    int64_t lse_head;
+    /* tables (host) */
+    int32_t *h_indptr, *h_indices, *h_last, *h_bt, *h_seqk;
+    size_t n_indices, n_bt;
+    int64_t bt_stride;
+    /* host */
+    uint16_t *kimg, *vimg;       /* images of the logical pages (page stride each)      */
+    float *qf, *kf, *vf, *ref_o, *ref_lse;
+    uint16_t *qh, *oh_all, *oh;
+    uint32_t *lseh_all, *lseh;
+    unsigned char *o_logical_all, *o_logical, *lse_logical_all, *lse_logical;
+    /* device */
+    void *dqp, *dout_all, *dout, *dk, *dv;
+    float *dlse_all, *dlse;
+    int32_t *dssq, *d_indptr, *d_indices, *d_last, *d_bt, *d_seqk;
+    int big;                     /* dk/dv are the shared large pools                   */
+} pf_run;
+
+static void run_free(pf_run *r)
+{
+    free(r->lpage); free(r->phys); free(r->fill);
+    free(r->h_indptr); free(r->h_indices); free(r->h_last); free(r->h_bt); free(r->h_seqk);
+    free(r->kimg); free(r->vimg); free(r->qf); free(r->kf); free(r->vf); free(r->ref_o); free(r->ref_lse);
+    free(r->qh); free(r->oh_all); free(r->lseh_all); free(r->o_logical_all); free(r->lse_logical_all);
+    tu_dfree(r->dqp); tu_dfree(r->dout_all); tu_dfree(r->dlse_all); tu_dfree(r->dssq);
+    tu_dfree(r->d_indptr); tu_dfree(r->d_indices); tu_dfree(r->d_last); tu_dfree(r->d_bt); tu_dfree(r->d_seqk);
+    if (!r->big) { tu_dfree(r->dk); tu_dfree(r->dv); }
+}
+
+/* Pages of each sequence, sharing, and where each distinct page sits in the pool. */
+static void plan_pages(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
+{
+    const int P = c->page;
+    int b, i, n = 0;
+    r->pstart[0] = 0;
+    for (b = 0; b < c->batch; b++) {
+        r->np[b] = (c->lk[b] + P - 1) / P;
+        r->pstart[b + 1] = r->pstart[b] + r->np[b];
+        if (r->np[b] > r->maxnp) r->maxnp = r->np[b];
+    }
+    r->lpage = (int *)tu_hmalloc(sizeof(int) * (size_t)(r->pstart[c->batch] + 1));
+    for (b = 0; b < c->batch; b++) {
+        int shared = 0, src = 0;
+        if (c->share == 1 && b % 2 == 1) {
+            int m = r->np[b] < r->np[b - 1] ? r->np[b] : r->np[b - 1];
+            shared = m > 0 ? (3 * m + 3) / 4 : 0;     /* at least one page when both have one */
+            src = b - 1;
+        } else if (c->share == 2 && b > 0) {
+            shared = r->np[b] < r->np[0] ? r->np[b] : r->np[0];
+            src = 0;
+        }
+        for (i = 0; i < r->np[b]; i++)
+            r->lpage[r->pstart[b] + i] = i < shared ? r->lpage[r->pstart[src] + i] : n++;
+    }
+    r->n_logical = n;
+    r->fill = (int *)calloc((size_t)n + 1, sizeof(int));
+    r->phys = (int *)tu_hmalloc(sizeof(int) * ((size_t)n + 1));
+    if (!r->fill) { tu_fail(c->name, "out of host memory"); tu_finish(); }
+    for (b = 0; b < c->batch; b++)
+        for (i = 0; i < r->np[b]; i++) {
+            int l = r->lpage[r->pstart[b] + i], used = c->lk[b] - i * P;
+            if (used > P) used = P;
+            if (used > r->fill[l]) r->fill[l] = used;
+        }
+
+    if (c->large) {
+        /* all of them in [first, n_total), the pool's last page among them */
+        const size_t page_bytes = (size_t)r->ps_k * 2;
+        const int first = (int)((LARGE_POOL_FIRST + page_bytes - 1) / page_bytes);
+        int range, *cand;
+        r->n_total = (int)(LARGE_POOL_BYTES / page_bytes);
+        range = r->n_total - first;
+        if (range < n) { tu_fail(c->name, "large pool holds too few pages past 4 GiB"); tu_finish(); }
+        cand = (int *)tu_hmalloc(sizeof(int) * (size_t)range);
+        for (i = 0; i < range; i++) cand[i] = first + i;
+        { int t = cand[0]; cand[0] = cand[range - 1]; cand[range - 1] = t; }   /* top page first */
+        for (i = 1; i < n; i++) {                      /* partial Fisher-Yates */
+            int jj = i + (int)(fmha_ref_rng_next(rng) % (uint64_t)(range - i));
+            int t = cand[i]; cand[i] = cand[jj]; cand[jj] = t;
+        }
+        if (!c->shuffle)
+            for (i = 0; i < n; i++) cand[i] = first + i;
+        for (i = 0; i < n; i++) r->phys[i] = cand[i];
+        free(cand);
+        return;
+    }
+    r->n_total = n + c->spare;
+    if (c->shuffle) {
+        int *perm = (int *)tu_hmalloc(sizeof(int) * ((size_t)r->n_total + 1));
+        for (i = 0; i < r->n_total; i++) perm[i] = i;
+        for (i = r->n_total - 1; i > 0; i--) {
+            int jj = (int)(fmha_ref_rng_next(rng) % (uint64_t)(i + 1));
+            int t = perm[i]; perm[i] = perm[jj]; perm[jj] = t;
+        }
+        for (i = 0; i < n; i++) r->phys[i] = perm[i];
+        free(perm);
+    } else {
+        for (i = 0; i < n; i++) r->phys[i] = c->spare / 2 + i;   /* spare pages before and after */
+    }
+}
+
+/* Page tables on the host. Garbage is anything no valid read may touch. */
+static void build_tables(const pf_cfg *c, pf_run *r)
+{
+    const int B = c->batch;
+    const int32_t garbage[4] = { -1, INT32_MAX, r->n_total + 7, INT32_MIN };
+    int b, i;
+    size_t g = 0;
+    r->h_indptr = (int32_t *)tu_hmalloc(sizeof(int32_t) * (size_t)(B + 1));
+    r->h_last = (int32_t *)tu_hmalloc(sizeof(int32_t) * (size_t)(B + 1));
+    r->h_seqk = (int32_t *)tu_hmalloc(sizeof(int32_t) * (size_t)(B + 1));
+    r->n_indices = (size_t)c->indptr_base + (size_t)r->pstart[B] + 4;
+    r->h_indices = (int32_t *)tu_hmalloc(sizeof(int32_t) * r->n_indices);
+    for (i = 0; i < (int)r->n_indices; i++) r->h_indices[i] = garbage[g++ % 4];
+    for (b = 0; b <= B; b++) r->h_indptr[b] = c->indptr_base + r->pstart[b];
+    for (b = 0; b < B; b++) {
+        for (i = 0; i < r->np[b]; i++)
+            r->h_indices[c->indptr_base + r->pstart[b] + i] = r->phys[r->lpage[r->pstart[b] + i]];
+        r->h_last[b] = r->np[b] > 0 ? c->lk[b] - (r->np[b] - 1) * c->page : 0;
+        r->h_seqk[b] = c->lk[b];
+    }
+    r->bt_stride = r->maxnp + c->bt_extra;
+    if (r->bt_stride < 1) r->bt_stride = 1;
+    r->n_bt = (size_t)B * (size_t)r->bt_stride;
+    r->h_bt = (int32_t *)tu_hmalloc(sizeof(int32_t) * (r->n_bt + 1));
+    for (b = 0; b < B; b++)
+        for (i = 0; i < (int)r->bt_stride; i++)
+            r->h_bt[(size_t)b * r->bt_stride + i] = i < r->np[b] ? r->phys[r->lpage[r->pstart[b] + i]] : garbage[g++ % 4];
+}
+
+/* Element offset of (token t, KV head h, dim x) inside a page of K (which 0) or V
+ * (which 1): LINEAR t*token_stride + h*head_stride + x; VECTORIZED (x = 8 elements
+ * per 16 bytes) K [h][d/8][page][8], V [h][page/8][d][8]. */
+static int64_t kv_off(const pf_cfg *c, const pf_run *r, int which, int t, int h, int x)
+{
+    if (c->vec) {
+        if (!which) return (int64_t)h * r->hs_k + (int64_t)(x >> 3) * c->page * 8 + (int64_t)t * 8 + (x & 7);
+        return (int64_t)h * r->hs_v + (int64_t)(t >> 3) * c->d * 8 + (int64_t)x * 8 + (t & 7);
+    }
+    return which ? (int64_t)t * r->ts_v + (int64_t)h * r->hs_v + x : (int64_t)t * r->ts_k + (int64_t)h * r->hs_k + x;
+}
+
+/* Fills the logical page images: random keys for the filled slots, NaN elsewhere. */
+static void fill_pages(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
+{
+    const int is_bf16 = c->dtype == FMHA_DTYPE_BF16;
+    size_t nk = (size_t)r->n_logical * (size_t)r->ps_k, nv = (size_t)r->n_logical * (size_t)r->ps_v;
+    int l, t, h, x, which;
+    r->kimg = (uint16_t *)tu_hmalloc((nk + 1) * 2);
+    r->vimg = (uint16_t *)tu_hmalloc((nv + 1) * 2);
+    tu_fill16(r->kimg, nk, TU_POISON_IN16);
+    tu_fill16(r->vimg, nv, TU_POISON_IN16);
+    for (which = 0; which < 2; which++) {
+        uint16_t *img = which ? r->vimg : r->kimg;
+        int64_t ps = which ? r->ps_v : r->ps_k;
+        for (l = 0; l < r->n_logical; l++)
+            for (t = 0; t < r->fill[l]; t++)
+                for (h = 0; h < c->hk; h++)
+                    for (x = 0; x < c->d; x++)
+                        img[(int64_t)l * ps + kv_off(c, r, which, t, h, x)] =
+                            fmha_ref_f32_to_bits16(fmha_ref_rng_input(rng, c->amp), is_bf16);
+    }
+}
+
+/* K/V of every sequence gathered from the pages: [tk, h_k, d] floats. */
+static void gather_kv(const pf_cfg *c, pf_run *r)
+{
+    const int is_bf16 = c->dtype == FMHA_DTYPE_BF16, P = c->page;
+    size_t n = (size_t)(r->tk > 0 ? r->tk : 1) * c->hk * c->d;
+    int b, j, h, x;
+    r->kf = (float *)tu_hmalloc(n * 4);
+    r->vf = (float *)tu_hmalloc(n * 4);
+    for (b = 0; b < c->batch; b++)
+        for (j = 0; j < c->lk[b]; j++) {
+            int l = r->lpage[r->pstart[b] + j / P];
+            for (h = 0; h < c->hk; h++) {
+                const uint16_t *kp = r->kimg + (int64_t)l * r->ps_k, *vp = r->vimg + (int64_t)l * r->ps_v;
+                float *kd = r->kf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
+                float *vd = r->vf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
+                for (x = 0; x < c->d; x++) {
+                    kd[x] = fmha_ref_bits16_to_f32(kp[kv_off(c, r, 0, j % P, h, x)], is_bf16);
+                    vd[x] = fmha_ref_bits16_to_f32(vp[kv_off(c, r, 1, j % P, h, x)], is_bf16);
+                }
+            }
+        }
+}
+
+static void make_ref(const pf_cfg *c, pf_run *r, fmha_ref_fwd *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->is_group_mode = 1;
+    p->batch = c->batch; p->nhead_q = c->hq; p->nhead_k = c->hk;
+    p->seqstart_q = r->ssq; p->seqstart_k = r->ssk;
+    p->hdim_q = p->hdim_v = c->d;
+    p->q = r->qf; p->k = r->kf; p->v = r->vf; p->o = r->ref_o; p->lse = r->ref_lse;
+    p->stride_q = (int64_t)c->hq * r->dq; p->nhead_stride_q = r->dq;
+    p->stride_k = p->stride_v = (int64_t)c->hk * c->d; p->nhead_stride_k = p->nhead_stride_v = c->d;
+    p->stride_o = (int64_t)c->hq * r->dq; p->nhead_stride_o = r->dq;
+    p->nhead_stride_lse = r->lse_head;
+    p->scale = c->scale > 0 ? c->scale : 1.0f / sqrtf((float)c->d);
+    p->logits_soft_cap = c->cap;
+    p->mask_type = (int)c->mask;
+    p->window_left = c->wl; p->window_right = c->wr;
+}
+
+static void make_args(const pf_cfg *c, const pf_run *r, const fmha_ref_fwd *p, fmha_batch_prefill_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->q_dtype = a->kv_dtype = c->dtype;
+    a->batch = c->batch; a->nhead_q = c->hq; a->nhead_k = c->hk;
+    a->max_seqlen_q = r->maxq + c->maxq_slack;
+    a->hdim_q = a->hdim_v = c->d;
+    a->q = r->dqp; a->o = r->dout;
+    a->lse = c->lse ? r->dlse : NULL;
+    a->seqstart_q = r->dssq;
+    a->stride_q = p->stride_q; a->nhead_stride_q = p->nhead_stride_q;
+    a->stride_o = p->stride_o; a->nhead_stride_o = p->nhead_stride_o;
+    a->nhead_stride_lse = r->lse_head;
+    a->k_pool = r->dk; a->v_pool = r->dv;
+    a->num_total_pages = r->n_total;
+    a->page_size = c->page;
+    a->kv_layout = c->vec ? FMHA_KV_LAYOUT_VECTORIZED : FMHA_KV_LAYOUT_LINEAR;
+    a->page_stride_k = r->ps_k; a->token_stride_k = r->ts_k; a->nhead_stride_k = r->hs_k;
+    a->page_stride_v = r->ps_v; a->token_stride_v = r->ts_v; a->nhead_stride_v = r->hs_v;
+    a->page_table = (fmha_page_table)c->table;
+    if (c->table == SG) {
+        a->kv_indptr = r->d_indptr; a->kv_page_indices = r->d_indices; a->kv_last_page_lens = r->d_last;
+    } else {
+        a->block_table = r->d_bt; a->seqlen_k = r->d_seqk; a->block_table_stride = r->bt_stride;
+    }
+    a->kv_scale = FMHA_KV_SCALE_NONE;
+    a->scale = p->scale;
+    a->logits_soft_cap = c->cap;
+    a->mask_type = c->mask;
+    a->window_left = c->wl; a->window_right = c->wr;
+}
+
+/* Smallest kernel hdim >= d among the set's prefill kernels of this dtype and KV
+ * layout (0: none). */
+static int expected_kernel_hdim(const fmha_kernel_set *set, fmha_dtype dt, fmha_kv_layout lay, int d)
+{
+    int i, best = 0, n = fmha_set_size(set);
+    for (i = 0; i < n; i++) {
+        const fmha_kernel_info *k = fmha_set_kernel(set, i);
+        if (k && k->family == FMHA_FAMILY_BATCH_PREFILL && k->dtype == dt && k->kv_layout == lay && k->hdim >= d &&
+            (!best || k->hdim < best))
+            best = k->hdim;
+    }
+    return best;
+}
+
+/* The page class a problem of page size P must get: in the default set 1 below
+ * 64 and 64 from there; in any set, the largest kernel page size <= P among the
+ * kernels that differ from the chosen one only in their page size. */
+static int expected_page_class(const fmha_kernel_set *set, const fmha_kernel_info *chosen, int P)
+{
+    int i, best = -1, n = fmha_set_size(set);
+    if (set == &prefill_set) return P >= 64 ? 64 : 1;
+    for (i = 0; i < n; i++) {
+        const fmha_kernel_info *k = fmha_set_kernel(set, i);
+        if (k && k->family == FMHA_FAMILY_BATCH_PREFILL && k->dtype == chosen->dtype && k->hdim == chosen->hdim &&
+            k->kv_layout == chosen->kv_layout && k->has_mask == chosen->has_mask && k->has_softcap == chosen->has_softcap && k->page_size <= P &&
+            k->page_size > best)
+            best = k->page_size;
+    }
+    return best;
+}
+
+static int cfg_masked(const pf_cfg *c) { return c->mask != FMHA_MASK_NONE && (c->wl >= 0 || c->wr >= 0); }
+
+static const char *plan_str(const fmha_kernel_set *set, const fmha_batch_prefill_args *a)
+{
+    static char buf[768];
+    fmha_fwd_plan plan;
+    fmha_status st;
+    memset(&plan, 0, sizeof(plan));
+    st = fmha_batch_prefill_check(set, a, &plan);
+    if (st != FMHA_OK || !plan.kernel)
+        snprintf(buf, sizeof(buf), " [no plan: %s: %s]", fmha_status_str(st), fmha_last_error());
+    else
+        snprintf(buf, sizeof(buf), " [kernel=%s grid=%d,%d,%d block=%d pages=%d]", plan.kernel->name, plan.grid_x,
+                 plan.grid_y, plan.grid_z, plan.block, a->num_total_pages);
+    return buf;
+}
+
+static double tol_rel_l2(fmha_dtype dt) { return dt == FMHA_DTYPE_BF16 ? 1e-2 : 2e-3; }
+static double tol_max_abs(fmha_dtype dt, float amp) { return (dt == FMHA_DTYPE_BF16 ? 4e-2 : 1e-2) * amp; }
+static double tol_lse(const pf_cfg *c) { return c->cap > 0 ? 5e-3 : 2e-3; }
+
+static int same_on_device(const void *dev, const uint16_t *h, size_t n)
+{
+    uint16_t *tmp = (uint16_t *)tu_hmalloc(n * 2 + 2);
+    int same;
+    tu_download(tmp, dev, n * 2);
+    same = memcmp(tmp, h, n * 2) == 0;
+    free(tmp);
+    return same;
+}
+
+/* Launch through a captured graph; 0 on success, else fills why. */
+static int launch_graph(const fmha_kernel_set *set, const fmha_batch_prefill_args *a, cudaStream_t st, char *why,
+                        size_t cap)
+{
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    fmha_status s;
+    cudaError_t e;
+    TU_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    s = fmha_batch_prefill(set, a, (void *)st);
+    e = cudaStreamEndCapture(st, &graph);
+    if (s != FMHA_OK) {
+        snprintf(why, cap, "fmha_batch_prefill under capture: %s: %s", fmha_status_str(s), fmha_last_error());
+        if (graph) cudaGraphDestroy(graph);
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (e != cudaSuccess) {
+        snprintf(why, cap, "stream capture broken by the library: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    TU_CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+    TU_CUDA(cudaGraphLaunch(exec, st));
+    TU_CUDA(cudaStreamSynchronize(st));
+    TU_CUDA(cudaGraphExecDestroy(exec));
+    TU_CUDA(cudaGraphDestroy(graph));
+    return 0;
+}
+
+/* ============================================================================
+ * One problem
+ * ========================================================================== */
+static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
+{
+    const fmha_kernel_set *set = c->set ? c->set : &prefill_set;
+    const int is_bf16 = c->dtype == FMHA_DTYPE_BF16, P = c->page;
+    pf_run r;
+    fmha_ref_fwd p;
+    fmha_batch_prefill_args a;
+    fmha_fwd_plan plan;
+    fmha_ref_rng rng = fmha_ref_rng_make(seed);
+    fmha_ref_err err;
+    fmha_status st;
+    char why[1024] = "";
+    size_t i, n_unwritten = 0, n_nan = 0, n_masked_bad = 0, n_pad = 0, n_lse_bad = 0, n_lse_pad = 0;
+    double rel;
+    int b, h, row, x, want_hd, want_pg;
+
+    tu_current = c->name;
+    memset(&r, 0, sizeof(r));
+
+    /* lengths */
+    for (b = 0; b < c->batch; b++) {
+        r.ssq[b] = r.tq; r.ssk[b] = r.tk;
+        r.tq += c->lq[b]; r.tk += c->lk[b];
+        if (c->lq[b] > r.maxq) r.maxq = c->lq[b];
+    }
+    r.ssq[c->batch] = r.tq; r.ssk[c->batch] = r.tk;
+
+    /* layouts: Q/O [tq, hq, d + pad]; pool pages nhd or hnd, V padded differently */
+    r.dq = c->d + c->pad;
+    r.dpk = c->d + c->pad;
+    r.dpv = c->d + (c->pad ? c->pad + 8 : 0);
+    if (c->vec) {              /* head blocks [d/8][page][8] and [page/8][d][8], padded */
+        r.hs_k = (int64_t)P * c->d + 8 * c->pad;
+        r.hs_v = (int64_t)P * c->d + (c->pad ? 8 * c->pad + 8 : 0);
+        r.ts_k = r.ts_v = c->vec_ts == 0 ? 8 : c->vec_ts < 0 ? 0 : c->vec_ts;
+        r.dpk = r.dpv = c->d;
+    } else if (!c->hnd) {
+        r.ts_k = (int64_t)c->hk * r.dpk; r.hs_k = r.dpk;
+        r.ts_v = (int64_t)c->hk * r.dpv; r.hs_v = r.dpv;
+    } else {
+        r.hs_k = (int64_t)P * r.dpk; r.ts_k = r.dpk;
+        r.hs_v = (int64_t)P * r.dpv; r.ts_v = r.dpv;
+    }
+    r.ps_k = (c->vec ? c->hk * r.hs_k : (int64_t)P * c->hk * r.dpk) + c->page_pad;
+    r.ps_v = (c->vec ? c->hk * r.hs_v : (int64_t)P * c->hk * r.dpv) + (c->page_pad ? c->page_pad + 8 : 0);
+    if (c->large && r.ps_k != r.ps_v) { tu_fail(c->name, "large pool problems need equal K and V page strides"); goto done; }
+    r.n_q = r.n_o = (size_t)(r.tq > 0 ? r.tq : 1) * c->hq * r.dq;
+    r.lse_head = (r.tq > 0 ? r.tq : 1) + c->lse_pad;
+    r.n_lse = (size_t)c->hq * (size_t)r.lse_head;
+
+    plan_pages(c, &r, &rng);
+    build_tables(c, &r);
+    fill_pages(c, &r, &rng);
+    gather_kv(c, &r);
+    r.n_kpool = (size_t)r.n_total * (size_t)r.ps_k;
+    r.n_vpool = (size_t)r.n_total * (size_t)r.ps_v;
+
+    /* Q (NaN in its padding), reference outputs, host copies of O/LSE */
+    r.qf = (float *)tu_hmalloc(r.n_q * 4);
+    r.qh = (uint16_t *)tu_hmalloc(r.n_q * 2);
+    for (i = 0; i < r.n_q; i++) { r.qh[i] = TU_POISON_IN16; r.qf[i] = NAN; }
+    for (row = 0; row < r.tq; row++)
+        for (h = 0; h < c->hq; h++)
+            for (x = 0; x < c->d; x++) {
+                size_t o = ((size_t)row * c->hq + h) * r.dq + x;
+                r.qh[o] = fmha_ref_f32_to_bits16(fmha_ref_rng_input(&rng, c->amp), is_bf16);
+                r.qf[o] = fmha_ref_bits16_to_f32(r.qh[o], is_bf16);
+            }
+    r.ref_o = (float *)tu_hmalloc(r.n_o * 4);
+    r.ref_lse = (float *)tu_hmalloc(r.n_lse * 4);
+    for (i = 0; i < r.n_o; i++) r.ref_o[i] = NAN;
+    for (i = 0; i < r.n_lse; i++) r.ref_lse[i] = NAN;
+    r.oh_all = (uint16_t *)tu_hmalloc((r.n_o + 2 * GUARD) * 2);
+    r.lseh_all = (uint32_t *)tu_hmalloc((r.n_lse + 2 * GUARD) * 4);
+    r.o_logical_all = (unsigned char *)calloc(r.n_o + 2 * GUARD, 1);
+    r.lse_logical_all = (unsigned char *)calloc(r.n_lse + 2 * GUARD, 1);
+    if (!r.o_logical_all || !r.lse_logical_all) { tu_fail(c->name, "out of host memory"); tu_finish(); }
+    r.oh = r.oh_all + GUARD; r.lseh = r.lseh_all + GUARD;
+    r.o_logical = r.o_logical_all + GUARD; r.lse_logical = r.lse_logical_all + GUARD;
+
+    /* device: Q, O/LSE inside guard zones, tables, pool */
+    r.dqp = tu_dmalloc(r.n_q * 2);
+    r.dout_all = tu_dmalloc((r.n_o + 2 * GUARD) * 2);
+    r.dlse_all = (float *)tu_dmalloc((r.n_lse + 2 * GUARD) * 4);
+    r.dout = (uint16_t *)r.dout_all + GUARD;
+    r.dlse = r.dlse_all + GUARD;
+    r.dssq = (int32_t *)tu_dmalloc(sizeof(r.ssq));
+    r.d_indptr = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
+    r.d_indices = (int32_t *)tu_dmalloc(sizeof(int32_t) * r.n_indices);
+    r.d_last = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
+    r.d_bt = (int32_t *)tu_dmalloc(sizeof(int32_t) * r.n_bt);
+    r.d_seqk = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
+    tu_upload(r.dqp, r.qh, r.n_q * 2);
+    tu_upload(r.dssq, r.ssq, sizeof(int32_t) * (size_t)(c->batch + 1));
+    tu_upload(r.d_indptr, r.h_indptr, sizeof(int32_t) * (size_t)(c->batch + 1));
+    tu_upload(r.d_indices, r.h_indices, sizeof(int32_t) * r.n_indices);
+    tu_upload(r.d_last, r.h_last, sizeof(int32_t) * (size_t)c->batch);
+    tu_upload(r.d_bt, r.h_bt, sizeof(int32_t) * r.n_bt);
+    tu_upload(r.d_seqk, r.h_seqk, sizeof(int32_t) * (size_t)c->batch);
+    tu_poison16(r.dout_all, r.n_o + 2 * GUARD, TU_POISON_OUT16);
+    tu_poison32(r.dlse_all, r.n_lse + 2 * GUARD, TU_POISON_LSE);
+
+    if (c->large) {
+        /* NaN everywhere (0xFFFF), then the used pages; a truncated 32-bit page
+         * offset lands on NaN below 4 GiB */
+        if (big_pool_get(why, sizeof(why)) != 0) {
+            printf("SKIP %s: %s\n", c->name, why);
+            fflush(stdout);
+            goto done;
+        }
+        r.big = 1;
+        r.dk = g_big_k; r.dv = g_big_v;
+        TU_CUDA(cudaMemset(r.dk, 0xFF, LARGE_POOL_BYTES));
+        TU_CUDA(cudaMemset(r.dv, 0xFF, LARGE_POOL_BYTES));
+        for (i = 0; i < (size_t)r.n_logical; i++) {
+            tu_upload((uint16_t *)r.dk + (size_t)r.phys[i] * r.ps_k, r.kimg + i * r.ps_k, (size_t)r.ps_k * 2);
+            tu_upload((uint16_t *)r.dv + (size_t)r.phys[i] * r.ps_v, r.vimg + i * r.ps_v, (size_t)r.ps_v * 2);
+        }
+    } else {
+        uint16_t *pool;
+        int which;
+        if ((r.n_kpool + r.n_vpool) * 2 > SMALL_POOL_BYTES) { tu_fail(c->name, "pool too big for a small problem"); goto done; }
+        r.dk = tu_dmalloc(r.n_kpool * 2);
+        r.dv = tu_dmalloc(r.n_vpool * 2);
+        for (which = 0; which < 2; which++) {
+            size_t n = which ? r.n_vpool : r.n_kpool;
+            int64_t ps = which ? r.ps_v : r.ps_k;
+            const uint16_t *img = which ? r.vimg : r.kimg;
+            pool = (uint16_t *)tu_hmalloc(n * 2 + 2);
+            tu_fill16(pool, n, TU_POISON_IN16);
+            for (i = 0; i < (size_t)r.n_logical; i++)
+                memcpy(pool + (size_t)r.phys[i] * ps, img + i * ps, (size_t)ps * 2);
+            tu_upload(which ? r.dv : r.dk, pool, n * 2);
+            free(pool);
+        }
+    }
+
+    make_ref(c, &r, &p);
+    make_args(c, &r, &p, &a);
+
+    /* selection: right dtype, smallest fitting hdim, features, page class */
+    memset(&plan, 0, sizeof(plan));
+    st = fmha_batch_prefill_check(set, &a, &plan);
+    if (st != FMHA_OK || !plan.kernel) {
+        tu_fail(c->name, "fmha_batch_prefill_check: %s: %s", fmha_status_str(st), fmha_last_error());
+        goto done;
+    }
+    want_hd = expected_kernel_hdim(set, c->dtype, a.kv_layout, c->d);
+    want_pg = expected_page_class(set, plan.kernel, P);
+    if (plan.kernel->family != FMHA_FAMILY_BATCH_PREFILL || plan.kernel->dtype != c->dtype ||
+        plan.kernel->kv_layout != a.kv_layout ||
+        plan.kernel->hdim != want_hd || plan.kernel->has_softcap != (c->cap > 0) ||
+        (cfg_masked(c) && !plan.kernel->has_mask) || plan.kernel->page_size != want_pg) {
+        tu_fail(c->name, "selected %s (page class %d), want dtype %s %s hdim %d softcap %d mask %d page class %d",
+                plan.kernel->name, plan.kernel->page_size, dtype_str(c->dtype), c->vec ? "vectorized" : "linear",
+                want_hd, c->cap > 0, cfg_masked(c), want_pg);
+        goto done;
+    }
+    if (plan.grid_x != (a.max_seqlen_q + plan.kernel->tile_m - 1) / plan.kernel->tile_m || plan.grid_y != c->hq ||
+        plan.grid_z != c->batch) {
+        tu_fail(c->name, "plan grid %d,%d,%d, want %d,%d,%d", plan.grid_x, plan.grid_y, plan.grid_z,
+                (a.max_seqlen_q + plan.kernel->tile_m - 1) / plan.kernel->tile_m, c->hq, c->batch);
+        goto done;
+    }
+
+    /* uploads from pageable memory may still be in flight for a non-blocking stream */
+    TU_CUDA(cudaDeviceSynchronize());
+    st = fmha_batch_prefill_check_pages(&a, (void *)stream);
+    if (st != FMHA_OK) {
+        tu_fail(c->name, "fmha_batch_prefill_check_pages rejects valid tables: %s: %s", fmha_status_str(st),
+                fmha_last_error());
+        goto done;
+    }
+    if (c->graph) {
+        st = fmha_batch_prefill(set, &a, (void *)stream);   /* eager warm-up, then capture */
+        if (st != FMHA_OK) {
+            tu_fail(c->name, "fmha_batch_prefill: %s: %s%s", fmha_status_str(st), fmha_last_error(), plan_str(set, &a));
+            goto done;
+        }
+        TU_CUDA(cudaStreamSynchronize(stream));
+        tu_poison16(r.dout_all, r.n_o + 2 * GUARD, TU_POISON_OUT16);
+        tu_poison32(r.dlse_all, r.n_lse + 2 * GUARD, TU_POISON_LSE);
+        TU_CUDA(cudaDeviceSynchronize());
+        if (launch_graph(set, &a, stream, why, sizeof(why)) != 0) {
+            tu_fail(c->name, "%s%s", why, plan_str(set, &a));
+            goto done;
+        }
+    } else {
+        st = fmha_batch_prefill(set, &a, (void *)stream);
+        if (st != FMHA_OK) {
+            tu_fail(c->name, "fmha_batch_prefill: %s: %s%s", fmha_status_str(st), fmha_last_error(), plan_str(set, &a));
+            goto done;
+        }
+        TU_CUDA(cudaGetLastError());
+        TU_CUDA(cudaStreamSynchronize(stream));
+    }
+    tu_download(r.oh_all, r.dout_all, (r.n_o + 2 * GUARD) * 2);
+    tu_download(r.lseh_all, r.dlse_all, (r.n_lse + 2 * GUARD) * 4);
+
+    if (fmha_ref_fwd_run(&p) != 0) { tu_fail(c->name, "reference: out of memory"); tu_finish(); }
+
+    /* every logical element */
+    fmha_ref_err_init(&err);
+    for (b = 0; b < c->batch; b++)
+        for (h = 0; h < c->hq; h++)
+            for (row = 0; row < c->lq[b]; row++) {
+                int64_t oo = fmha_ref_off_o(&p, b, h, row), lo = fmha_ref_off_lse(&p, b, h, row);
+                float rl = r.ref_lse[lo];
+                int masked = isinf(rl) && rl < 0;
+                for (x = 0; x < c->d; x++) {
+                    uint16_t u = r.oh[oo + x];
+                    float g = fmha_ref_bits16_to_f32(u, is_bf16);
+                    r.o_logical[oo + x] = 1;
+                    if (u == TU_POISON_OUT16) {
+                        if (!n_unwritten++ && !why[0])
+                            snprintf(why, sizeof(why), "O not written at b%d h%d row %d col %d", b, h, row, x);
+                    } else if (!isfinite(g)) {
+                        if (!n_nan++ && !why[0])
+                            snprintf(why, sizeof(why), "O = %g (0x%04x) at b%d h%d row %d col %d", g, u, b, h, row, x);
+                    } else if (masked && (u & 0x7fffu) != 0) {
+                        if (!n_masked_bad++ && !why[0])
+                            snprintf(why, sizeof(why), "fully masked row b%d h%d row %d: O[%d] = %g, want 0", b, h, row,
+                                     x, g);
+                    } else {
+                        fmha_ref_err_add(&err, g, r.ref_o[oo + x]);
+                    }
+                }
+                if (c->lse) {
+                    uint32_t u = r.lseh[lo];
+                    float g = fmha_ref_bits_f32(u);
+                    r.lse_logical[lo] = 1;
+                    if (u == TU_POISON_LSE) {
+                        if (!n_lse_bad++ && !why[0])
+                            snprintf(why, sizeof(why), "LSE not written at b%d h%d row %d", b, h, row);
+                    } else if (masked) {
+                        if (!(isinf(g) && g < 0) && !n_lse_bad++ && !why[0])
+                            snprintf(why, sizeof(why), "fully masked row b%d h%d row %d: LSE = %g, want -inf", b, h,
+                                     row, g);
+                    } else if (!isfinite(g) || fabs((double)g - rl) > tol_lse(c)) {
+                        if (!n_lse_bad++ && !why[0])
+                            snprintf(why, sizeof(why), "LSE at b%d h%d row %d = %.7g, want %.7g", b, h, row, g, rl);
+                    }
+                }
+            }
+    /* nothing else may change: O/LSE padding and the guard zones */
+    for (i = 0; i < r.n_o + 2 * GUARD; i++)
+        if (!r.o_logical_all[i] && r.oh_all[i] != TU_POISON_OUT16 && !n_pad++ && !why[0])
+            snprintf(why, sizeof(why), "O element %lld (outside the logical rows) overwritten (0x%04x)",
+                     (long long)i - GUARD, r.oh_all[i]);
+    for (i = 0; i < r.n_lse + 2 * GUARD; i++)
+        if (!r.lse_logical_all[i] && r.lseh_all[i] != TU_POISON_LSE && !n_lse_pad++ && !why[0])
+            snprintf(why, sizeof(why), "LSE element %lld (outside the logical rows) overwritten (%g)",
+                     (long long)i - GUARD, fmha_ref_bits_f32(r.lseh_all[i]));
+    /* inputs are read-only (the whole small pool; the used pages of a large one) */
+    if (!why[0] && !same_on_device(r.dqp, r.qh, r.n_q)) snprintf(why, sizeof(why), "Q changed");
+    if (!why[0] && !c->large) {
+        for (i = 0; i < (size_t)r.n_logical && !why[0]; i++)
+            if (!same_on_device((uint16_t *)r.dk + (size_t)r.phys[i] * r.ps_k, r.kimg + i * r.ps_k, (size_t)r.ps_k) ||
+                !same_on_device((uint16_t *)r.dv + (size_t)r.phys[i] * r.ps_v, r.vimg + i * r.ps_v, (size_t)r.ps_v))
+                snprintf(why, sizeof(why), "page %d of the K or V pool changed", r.phys[i]);
+    }
+
+    rel = fmha_ref_err_rel_l2(&err);
+    if (!why[0] && !(rel <= tol_rel_l2(c->dtype)))
+        snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tol_rel_l2(c->dtype), err.max_abs);
+    if (!why[0] && !(err.max_abs <= tol_max_abs(c->dtype, c->amp)))
+        snprintf(why, sizeof(why), "max abs error %.3g > %.3g (rel-L2 %.3g)", err.max_abs, tol_max_abs(c->dtype, c->amp),
+                 rel);
+    if (why[0])
+        tu_fail(c->name, "%s; counts: unwritten %zu nan %zu masked %zu pad %zu lse %zu lsepad %zu%s", why, n_unwritten,
+                n_nan, n_masked_bad, n_pad, n_lse_bad, n_lse_pad, plan_str(set, &a));
+    else
+        tu_pass(c->name);
+done:
+    run_free(&r);
+    tu_current = "";
+}
+
+/* ============================================================================
+ * API contract: selection of page classes, bad input
+ * ========================================================================== */
+
+/* A valid small problem: batch 2, 2 query heads on 1 KV head, d 64, page 16,
+ * 17 + 5 queries on 40 + 16 keys in 3 + 1 of 8 pool pages. Both tables. */
+typedef struct pbad_env {
+    fmha_batch_prefill_args sg, vl;
+    void *dq, *dout, *dk, *dv;
+    float *dlse;
+    int32_t *dssq, *dindptr, *dindices, *dlast, *dbt, *dseqk, *dscratch;
+    int32_t indptr[3], indices[4], last[2], bt[8], seqk[2];
+    size_t n_o, n_lse;
+} pbad_env;
+
+static void pbad_make(pbad_env *e)
+{
+    const int d = 256, rows = 22, pages = 8, P = 16;   /* buffers sized for d 256 */
+    const int32_t ssq[3] = { 0, 17, 22 };
+    const int32_t indptr[3] = { 0, 3, 4 }, indices[4] = { 5, 2, 7, 0 }, last[2] = { 8, 16 };
+    const int32_t bt[8] = { 5, 2, 7, -1, 0, -1, INT32_MAX, -1 }, seqk[2] = { 40, 16 };
+    size_t nq = (size_t)rows * 2 * d, npool = (size_t)pages * P * d, i;
+    uint16_t *host;
+    fmha_ref_rng rng = fmha_ref_rng_make(77);
+    memset(e, 0, sizeof(*e));
+    memcpy(e->indptr, indptr, sizeof(indptr)); memcpy(e->indices, indices, sizeof(indices));
+    memcpy(e->last, last, sizeof(last)); memcpy(e->bt, bt, sizeof(bt)); memcpy(e->seqk, seqk, sizeof(seqk));
+    e->n_o = nq;
+    e->n_lse = (size_t)2 * rows;
+    e->dq = tu_dmalloc(nq * 2); e->dout = tu_dmalloc(nq * 2);
+    e->dk = tu_dmalloc(npool * 2); e->dv = tu_dmalloc(npool * 2);
+    e->dlse = (float *)tu_dmalloc(e->n_lse * 4);
+    e->dssq = (int32_t *)tu_dmalloc(sizeof(ssq));
+    e->dindptr = (int32_t *)tu_dmalloc(sizeof(indptr)); e->dindices = (int32_t *)tu_dmalloc(sizeof(indices));
+    e->dlast = (int32_t *)tu_dmalloc(sizeof(last)); e->dbt = (int32_t *)tu_dmalloc(sizeof(bt));
+    e->dseqk = (int32_t *)tu_dmalloc(sizeof(seqk));
+    e->dscratch = (int32_t *)tu_dmalloc(256);
+    host = (uint16_t *)tu_hmalloc((nq > npool ? nq : npool) * 2);
+    for (i = 0; i < (nq > npool ? nq : npool); i++) host[i] = fmha_ref_f32_to_f16(fmha_ref_rng_input(&rng, 1.0f));
+    tu_upload(e->dq, host, nq * 2);
+    tu_upload(e->dk, host, npool * 2);
+    tu_upload(e->dv, host, npool * 2);
+    free(host);
+    tu_upload(e->dssq, ssq, sizeof(ssq));
+    tu_upload(e->dindptr, indptr, sizeof(indptr)); tu_upload(e->dindices, indices, sizeof(indices));
+    tu_upload(e->dlast, last, sizeof(last)); tu_upload(e->dbt, bt, sizeof(bt)); tu_upload(e->dseqk, seqk, sizeof(seqk));
+    TU_CUDA(cudaDeviceSynchronize());
+
+    {
+        fmha_batch_prefill_args *a = &e->sg;
+        memset(a, 0, sizeof(*a));
+        a->q_dtype = a->kv_dtype = FMHA_DTYPE_FP16;
+        a->batch = 2; a->nhead_q = 2; a->nhead_k = 1; a->max_seqlen_q = 17;
+        a->hdim_q = a->hdim_v = 64;
+        a->q = e->dq; a->o = e->dout; a->lse = e->dlse; a->seqstart_q = e->dssq;
+        a->stride_q = a->stride_o = 2 * 64; a->nhead_stride_q = a->nhead_stride_o = 64;
+        a->nhead_stride_lse = rows;
+        a->k_pool = e->dk; a->v_pool = e->dv;
+        a->num_total_pages = pages; a->page_size = P; a->kv_layout = FMHA_KV_LAYOUT_LINEAR;
+        a->page_stride_k = a->page_stride_v = (int64_t)P * 64;
+        a->token_stride_k = a->token_stride_v = 64;
+        a->nhead_stride_k = a->nhead_stride_v = 64;
+        a->page_table = FMHA_PAGE_TABLE_SGLANG_1D;
+        a->kv_indptr = e->dindptr; a->kv_page_indices = e->dindices; a->kv_last_page_lens = e->dlast;
+        a->kv_scale = FMHA_KV_SCALE_NONE;
+        a->scale = 0.125f;
+        a->mask_type = FMHA_MASK_BOTTOM_RIGHT; a->window_left = -1; a->window_right = 0;
+    }
+    e->vl = e->sg;
+    e->vl.page_table = FMHA_PAGE_TABLE_VLLM_2D;
+    e->vl.kv_indptr = e->vl.kv_page_indices = e->vl.kv_last_page_lens = NULL;
+    e->vl.block_table = e->dbt; e->vl.seqlen_k = e->dseqk; e->vl.block_table_stride = 4;
+}
+
+static void pbad_free(pbad_env *e)
+{
+    tu_dfree(e->dq); tu_dfree(e->dout); tu_dfree(e->dk); tu_dfree(e->dv); tu_dfree(e->dlse); tu_dfree(e->dssq);
+    tu_dfree(e->dindptr); tu_dfree(e->dindices); tu_dfree(e->dlast); tu_dfree(e->dbt); tu_dfree(e->dseqk);
+    tu_dfree(e->dscratch);
+}
+
+/* Copies n table entries to the scratch table and returns it. */
+static const int32_t *scratch_table(pbad_env *e, const int32_t *h, int n)
+{
+    tu_upload(e->dscratch, h, sizeof(int32_t) * (size_t)n);
+    TU_CUDA(cudaDeviceSynchronize());
+    return e->dscratch;
+}
+
+/* O and LSE still hold their poison. */
+static int pbad_untouched(pbad_env *e, size_t *bad_o, size_t *bad_l)
+{
+    uint16_t *o = (uint16_t *)tu_hmalloc(e->n_o * 2);
+    uint32_t *l = (uint32_t *)tu_hmalloc(e->n_lse * 4);
+    size_t i;
+    tu_download(o, e->dout, e->n_o * 2);
+    tu_download(l, e->dlse, e->n_lse * 4);
+    *bad_o = tu_count_not16(o, e->n_o, TU_POISON_OUT16);
+    *bad_l = 0;
+    for (i = 0; i < e->n_lse; i++) *bad_l += l[i] != TU_POISON_LSE;
+    free(o);
+    free(l);
+    return *bad_o == 0 && *bad_l == 0;
+}
+
+static void pbad_poison(pbad_env *e)
+{
+    tu_poison16(e->dout, e->n_o, TU_POISON_OUT16);
+    tu_poison32(e->dlse, e->n_lse, TU_POISON_LSE);
+    TU_CUDA(cudaDeviceSynchronize());
+}
+
+/* Expects `want` from fmha_batch_prefill_check and fmha_batch_prefill, a message
+ * for an error (containing msg_must_contain when given), and untouched O/LSE for an
+ * error or when `untouched` (a valid call with nothing to compute). */
+static void expect_status(const char *name, const fmha_kernel_set *set, const fmha_batch_prefill_args *a,
+                          pbad_env *e, fmha_status want, const char *msg_must_contain, int untouched,
+                          cudaStream_t stream)
+{
+    fmha_fwd_plan plan;
+    fmha_status s1, s2;
+    char msg[512];
+    size_t bad_o = 0, bad_l = 0;
+    int clean;
+    if (!tu_selected(name)) return;
+    tu_current = name;
+    pbad_poison(e);
+    memset(&plan, 0, sizeof(plan));
+    s1 = fmha_batch_prefill_check(set, a, &plan);
+    s2 = fmha_batch_prefill(set, a, (void *)stream);
+    snprintf(msg, sizeof(msg), "%s", fmha_last_error() ? fmha_last_error() : "");
+    TU_CUDA(cudaGetLastError());
+    TU_CUDA(cudaStreamSynchronize(stream));
+    clean = pbad_untouched(e, &bad_o, &bad_l);
+    if (s1 != want || s2 != want)
+        tu_fail(name, "fmha_batch_prefill_check -> %s, fmha_batch_prefill -> %s, want %s (message: \"%s\")",
+                fmha_status_str(s1), fmha_status_str(s2), fmha_status_str(want), msg);
+    else if (want != FMHA_OK && !msg[0])
+        tu_fail(name, "%s without a message in fmha_last_error()", fmha_status_str(want));
+    else if ((want != FMHA_OK || untouched) && !clean)
+        tu_fail(name, "returned %s but wrote %zu O and %zu LSE elements", fmha_status_str(want), bad_o, bad_l);
+    else if (want != FMHA_OK && msg_must_contain && !strstr(msg, msg_must_contain))
+        tu_fail(name, "message \"%s\" does not mention \"%s\"", msg, msg_must_contain);
+    else
+        tu_pass(name);
+    tu_current = "";
+}
+
+/* Expects `want` from fmha_batch_prefill_check_pages (which launches nothing). */
+static void expect_pages(const char *name, const fmha_batch_prefill_args *a, pbad_env *e, fmha_status want,
+                         const char *msg_must_contain, cudaStream_t stream)
+{
+    fmha_status s;
+    char msg[512];
+    size_t bad_o = 0, bad_l = 0;
+    if (!tu_selected(name)) return;
+    tu_current = name;
+    pbad_poison(e);
+    s = fmha_batch_prefill_check_pages(a, (void *)stream);
+    snprintf(msg, sizeof(msg), "%s", fmha_last_error() ? fmha_last_error() : "");
+    TU_CUDA(cudaGetLastError());
+    TU_CUDA(cudaStreamSynchronize(stream));
+    if (s != want)
+        tu_fail(name, "fmha_batch_prefill_check_pages -> %s, want %s (message: \"%s\")", fmha_status_str(s),
+                fmha_status_str(want), msg);
+    else if (want != FMHA_OK && !msg[0])
+        tu_fail(name, "%s without a message", fmha_status_str(want));
+    else if (want != FMHA_OK && msg_must_contain && !strstr(msg, msg_must_contain))
+        tu_fail(name, "message \"%s\" does not mention \"%s\"", msg, msg_must_contain);
+    else if (!pbad_untouched(e, &bad_o, &bad_l))
+        tu_fail(name, "O/LSE changed (%zu, %zu elements)", bad_o, bad_l);
+    else
+        tu_pass(name);
+    tu_current = "";
+}
+
+static void test_bad_inputs(cudaStream_t stream)
+{
+    pbad_env e;
+    fmha_batch_prefill_args a;
+    int32_t t[16];
+    pbad_make(&e);
+
+    /* valid baselines */
+    expect_status("prefill_bad_base_sglang_is_valid", &prefill_set, &e.sg, &e, FMHA_OK, NULL, 0, stream);
+    expect_status("prefill_bad_base_vllm_is_valid", &prefill_set, &e.vl, &e, FMHA_OK, NULL, 0, stream);
+    expect_pages("check_pages_sglang_valid", &e.sg, &e, FMHA_OK, NULL, stream);
+    expect_pages("check_pages_vllm_valid_with_garbage_past_last_page", &e.vl, &e, FMHA_OK, NULL, stream);
+
+    /* fmha_batch_prefill_check_pages: bad indices, bad last-page lengths */
+    memcpy(t, e.indices, sizeof(e.indices)); t[3] = 8;              /* seq 1, = num_total_pages */
+    a = e.sg; a.kv_page_indices = scratch_table(&e, t, 4);
+    expect_pages("check_pages_sglang_index_eq_num_total_pages", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 1", stream);
+    memcpy(t, e.indices, sizeof(e.indices)); t[1] = 1000000;        /* seq 0 */
+    a = e.sg; a.kv_page_indices = scratch_table(&e, t, 4);
+    expect_pages("check_pages_sglang_index_huge", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 0", stream);
+    memcpy(t, e.indices, sizeof(e.indices)); t[0] = -1;             /* seq 0 */
+    a = e.sg; a.kv_page_indices = scratch_table(&e, t, 4);
+    expect_pages("check_pages_sglang_index_negative", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 0", stream);
+    a = e.sg; a.num_total_pages = 7;                                 /* page 7 of seq 0 now out */
+    expect_pages("check_pages_sglang_num_total_pages_too_small", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 0", stream);
+    memcpy(t, e.bt, sizeof(e.bt)); t[4] = 8;                        /* seq 1, first page */
+    a = e.vl; a.block_table = scratch_table(&e, t, 8);
+    expect_pages("check_pages_vllm_index_eq_num_total_pages", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 1", stream);
+    memcpy(t, e.bt, sizeof(e.bt)); t[2] = -5;                       /* seq 0, its last page */
+    a = e.vl; a.block_table = scratch_table(&e, t, 8);
+    expect_pages("check_pages_vllm_index_negative", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 0", stream);
+    memcpy(t, e.last, sizeof(e.last)); t[1] = 0;
+    a = e.sg; a.kv_last_page_lens = scratch_table(&e, t, 2);
+    expect_pages("check_pages_last_page_len_zero", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 1", stream);
+    memcpy(t, e.last, sizeof(e.last)); t[0] = 17;                   /* page_size + 1 */
+    a = e.sg; a.kv_last_page_lens = scratch_table(&e, t, 2);
+    expect_pages("check_pages_last_page_len_above_page_size", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 0", stream);
+    memcpy(t, e.last, sizeof(e.last)); t[1] = -3;
+    a = e.sg; a.kv_last_page_lens = scratch_table(&e, t, 2);
+    expect_pages("check_pages_last_page_len_negative", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 1", stream);
+    /* indptr decreasing at seq 0 (a decrease after seq 0 would make check_pages read
+     * past its host copy of the indices, which holds only kv_indptr[batch] entries) */
+    t[0] = 2; t[1] = 1; t[2] = 4;
+    a = e.sg; a.kv_indptr = scratch_table(&e, t, 3);
+    expect_pages("check_pages_sglang_indptr_decreasing", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 0", stream);
+    t[0] = 40; t[1] = -1;
+    a = e.vl; a.seqlen_k = scratch_table(&e, t, 2);
+    expect_pages("check_pages_vllm_seqlen_k_negative", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 1", stream);
+    t[0] = 40; t[1] = 5 * 16;                                       /* 5 pages in a row of 4 */
+    a = e.vl; a.seqlen_k = scratch_table(&e, t, 2);
+    expect_pages("check_pages_vllm_more_pages_than_row", &a, &e, FMHA_ERR_INVALID_ARG, "sequence 1", stream);
+    a = e.sg; a.page_size = 24;
+    expect_pages("check_pages_validates_args_first", &a, &e, FMHA_ERR_INVALID_ARG, NULL, stream);
+    if (tu_selected("check_pages_null_args")) {
+        fmha_status s = fmha_batch_prefill_check_pages(NULL, (void *)stream);
+        if (s == FMHA_ERR_INVALID_ARG) tu_pass("check_pages_null_args");
+        else tu_fail("check_pages_null_args", "-> %s", fmha_status_str(s));
+    }
+
+    /* page size */
+    a = e.sg; a.page_size = 24;
+    expect_status("prefill_bad_page_size_24", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, "24", 0, stream);
+    a = e.sg; a.page_size = 0;
+    expect_status("prefill_bad_page_size_0", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.page_size = -16;
+    expect_status("prefill_bad_page_size_negative", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.page_size = 4096;
+    expect_status("prefill_bad_page_size_4096", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.page_size = 3;
+    expect_status("prefill_bad_page_size_3", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+
+    /* layouts and dtypes */
+    a = e.sg; a.kv_layout = FMHA_KV_LAYOUT_VECTORIZED; a.page_size = 4;
+    expect_status("prefill_bad_vectorized_page4_not_divisible_by_8", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0,
+                  stream);
+    a = e.sg; a.kv_layout = FMHA_KV_LAYOUT_VECTORIZED; a.token_stride_k = a.token_stride_v = 8;
+    expect_status("prefill_vectorized_page16_is_valid", &prefill_set, &a, &e, FMHA_OK, NULL, 0, stream);
+    a.logits_soft_cap = 2.0f;      /* the set's fp16 d64 soft-cap row differs only in its layout */
+    expect_status("no_kernel_vectorized_in_linear_only_set", &page4_set, &a, &e, FMHA_ERR_NO_KERNEL, "kv layout", 0,
+                  stream);
+    a = e.sg; a.kv_layout = FMHA_KV_LAYOUT_VECTORIZED; a.page_size = 12;
+    expect_status("prefill_bad_vectorized_page12", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.kv_layout = (fmha_kv_layout)5;
+    expect_status("prefill_bad_kv_layout_unknown", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.kv_dtype = FMHA_DTYPE_FP8;
+    expect_status("prefill_fp8_kv_is_unsupported", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.sg; a.q_dtype = a.kv_dtype = FMHA_DTYPE_FP8; a.kv_scale = FMHA_KV_SCALE_PER_TENSOR;
+    expect_status("prefill_fp8_q_and_kv_is_unsupported", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.sg; a.kv_dtype = FMHA_DTYPE_BF16;
+    expect_status("prefill_q_fp16_kv_bf16_is_unsupported", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.sg; a.kv_scale = FMHA_KV_SCALE_PER_PAGE;
+    expect_status("prefill_bad_kv_scale_without_fp8", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+
+    /* null pointers */
+    a = e.sg; a.kv_indptr = NULL;
+    expect_status("prefill_bad_null_kv_indptr", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.kv_page_indices = NULL;
+    expect_status("prefill_bad_null_kv_page_indices", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.kv_last_page_lens = NULL;
+    expect_status("prefill_bad_null_kv_last_page_lens", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.vl; a.block_table = NULL;
+    expect_status("prefill_bad_null_block_table", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.vl; a.seqlen_k = NULL;
+    expect_status("prefill_bad_null_seqlen_k", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.vl; a.block_table_stride = -4;
+    expect_status("prefill_bad_negative_block_table_stride", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.k_pool = NULL;
+    expect_status("prefill_bad_null_k_pool", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.v_pool = NULL;
+    expect_status("prefill_bad_null_v_pool", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.q = NULL;
+    expect_status("prefill_bad_null_q", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.o = NULL;
+    expect_status("prefill_bad_null_o", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.seqstart_q = NULL;
+    expect_status("prefill_bad_null_seqstart_q", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.page_table = (fmha_page_table)7;
+    expect_status("prefill_bad_page_table_unknown", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    expect_status("prefill_bad_null_set", NULL, &e.sg, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    if (tu_selected("prefill_bad_null_args")) {
+        fmha_status s1 = fmha_batch_prefill_check(&prefill_set, NULL, NULL);
+        fmha_status s2 = fmha_batch_prefill(&prefill_set, NULL, (void *)stream);
+        if (s1 == FMHA_ERR_INVALID_ARG && s2 == FMHA_ERR_INVALID_ARG && fmha_last_error()[0]) tu_pass("prefill_bad_null_args");
+        else tu_fail("prefill_bad_null_args", "check -> %s, run -> %s", fmha_status_str(s1), fmha_status_str(s2));
+    }
+
+    /* sizes, heads, strides */
+    a = e.sg; a.num_total_pages = -1;
+    expect_status("prefill_bad_num_total_pages_negative", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.max_seqlen_q = -1;
+    expect_status("prefill_bad_max_seqlen_q_negative", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.batch = -1;
+    expect_status("prefill_bad_batch_negative", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.nhead_q = 3; a.nhead_k = 2;
+    expect_status("prefill_bad_nhead_q_not_multiple", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.hdim_q = a.hdim_v = 264;
+    expect_status("prefill_bad_hdim_264", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.sg; a.hdim_v = 128;
+    expect_status("prefill_bad_hdim_v_ne_hdim_q", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.sg; a.scale = 0.0f;
+    expect_status("prefill_bad_scale_zero", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.page_stride_k = -(int64_t)16 * 64;
+    expect_status("prefill_bad_negative_page_stride", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.token_stride_v = 68;
+    expect_status("prefill_bad_token_stride_not_multiple_of_8", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0,
+                  stream);
+    a = e.sg; a.k_pool = (const uint16_t *)e.dk + 4;
+    expect_status("prefill_bad_k_pool_misaligned", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+
+    /* valid calls with nothing to compute: OK, nothing written */
+    a = e.sg; a.batch = 0; a.q = NULL; a.o = NULL; a.k_pool = a.v_pool = NULL; a.kv_indptr = NULL;
+    expect_status("prefill_batch_0_is_ok_and_writes_nothing", &prefill_set, &a, &e, FMHA_OK, NULL, 1, stream);
+    {
+        static const int32_t zero_ssq[3] = { 0, 0, 0 };
+        a = e.sg; a.max_seqlen_q = 0; a.seqstart_q = scratch_table(&e, zero_ssq, 3);
+        expect_status("prefill_no_queries_is_ok_and_writes_nothing", &prefill_set, &a, &e, FMHA_OK, NULL, 1, stream);
+    }
+
+    /* no kernel: the explicit set has no page-1/2 and no fp16 d64 non-soft-cap kernel */
+    a = e.sg; a.logits_soft_cap = 2.0f; a.page_size = 2;
+    expect_status("no_kernel_page2_in_page4_set", &page4_set, &a, &e, FMHA_ERR_NO_KERNEL, "page size", 0, stream);
+    a = e.sg;
+    expect_status("no_kernel_fp16_d64_nosoftcap_in_page4_set", &page4_set, &a, &e, FMHA_ERR_NO_KERNEL, NULL, 0, stream);
+    a = e.sg; a.logits_soft_cap = 2.0f; a.page_size = 4;        /* tables need page 16; check only */
+    if (tu_selected("page4_set_serves_fp16_d64_softcap_page4")) {
+        fmha_fwd_plan plan;
+        fmha_status s = fmha_batch_prefill_check(&page4_set, &a, &plan);
+        if (s == FMHA_OK && plan.kernel && plan.kernel->page_size == 4 && plan.kernel->has_softcap)
+            tu_pass("page4_set_serves_fp16_d64_softcap_page4");
+        else
+            tu_fail("page4_set_serves_fp16_d64_softcap_page4", "%s: %s", fmha_status_str(s), fmha_last_error());
+    }
+    pbad_free(&e);
+}
+
+/* Page classes picked by selection (plans only, nothing launched). */
+static void expect_plan_page(const char *name, const fmha_kernel_set *set, const fmha_batch_prefill_args *a,
+                             int want_page, const char *want_name_part)
+{
+    fmha_fwd_plan plan;
+    fmha_status s;
+    if (!tu_selected(name)) return;
+    memset(&plan, 0, sizeof(plan));
+    s = fmha_batch_prefill_check(set, a, &plan);
+    if (s != FMHA_OK || !plan.kernel)
+        tu_fail(name, "%s: %s", fmha_status_str(s), fmha_last_error());
+    else if (plan.kernel->family != FMHA_FAMILY_BATCH_PREFILL || plan.kernel->page_size != want_page ||
+             (want_name_part && !strstr(plan.kernel->name, want_name_part)))
+        tu_fail(name, "picked %s (page class %d), want page class %d", plan.kernel->name, plan.kernel->page_size,
+                want_page);
+    else
+        tu_pass(name);
+}
+
+static void test_plans(void)
+{
+    static const int pages[11] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 2048 };
+    pbad_env e;
+    fmha_batch_prefill_args a;
+    char name[160], part[32];
+    int i, m;
+    pbad_make(&e);
+    /* default set, LINEAR (m 0, 1) and VECTORIZED (m 2, page >= 8) */
+    for (m = 0; m < 3; m++)
+        for (i = 0; i < 11; i++) {
+            const int want = pages[i] >= 64 ? 64 : 1;
+            if (m == 2 && pages[i] < 8) continue;
+            a = m == 1 ? e.vl : e.sg;
+            a.page_size = pages[i];
+            if (m == 1) { a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16; a.hdim_q = a.hdim_v = 96; a.mask_type = FMHA_MASK_NONE; }
+            if (m == 2) { a.kv_layout = FMHA_KV_LAYOUT_VECTORIZED; a.token_stride_k = a.token_stride_v = 8; a.logits_soft_cap = 5.0f; }
+            snprintf(name, sizeof(name), "plan_default_%s_page%d_uses_page%d_kernel",
+                     m == 0 ? "fp16_d64_causal" : m == 1 ? "bf16_d96_nomask" : "vectorized_fp16_d64_softcap", pages[i], want);
+            snprintf(part, sizeof(part), "_%s_page%d_", m == 2 ? "vectorized" : "linear", want);
+            expect_plan_page(name, &prefill_set, &a, want, part);
+        }
+    for (i = 2; i < 11; i++) {
+        const int want = pages[i] >= 128 ? 128 : 4;
+        a = e.sg;
+        a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16;
+        a.hdim_q = a.hdim_v = 128;
+        a.page_size = pages[i];
+        snprintf(name, sizeof(name), "plan_page4_set_page%d_uses_page%d_kernel", pages[i], want);
+        snprintf(part, sizeof(part), "_linear_page%d_", want);
+        expect_plan_page(name, &page4_set, &a, want, part);
+    }
+    pbad_free(&e);
+}
+
+/* The default prefill set: LINEAR pages for 2 dtypes x 3 hdims x mask x soft cap x
+ * page classes {1, 64}; VECTORIZED pages for the masked rows of each. */
+static void test_registry(void)
+{
+    static const int hds[3] = { 64, 128, 256 }, pgs[2] = { 1, 64 };
+    int n = fmha_set_size(&prefill_set), i, dt, hd, m, sc, pg, lay, missing = 0, bad = -1, nlin = 0, nvec = 0;
+    char miss[160] = "";
+    if (tu_selected("registry_prefill_set_covers_all_features")) {
+        for (lay = 0; lay < 2; lay++)
+            for (dt = 0; dt < 2; dt++)
+                for (hd = 0; hd < 3; hd++)
+                    for (m = lay; m < 2; m++)          /* VECTORIZED: masked rows only */
+                        for (sc = 0; sc < 2; sc++)
+                            for (pg = 0; pg < 2; pg++) {
+                                int found = 0;
+                                for (i = 0; i < n; i++) {
+                                    const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
+                                    if (k && (int)k->kv_layout == lay && (int)k->dtype == dt && k->hdim == hds[hd] &&
+                                        k->has_mask == m && k->has_softcap == sc && k->page_size == pgs[pg])
+                                        found = 1;
+                                }
+                                if (!found && !missing++)
+                                    snprintf(miss, sizeof(miss), "%s %s d%d mask%d softcap%d page%d",
+                                             lay ? "vectorized" : "linear", dt ? "bf16" : "fp16", hds[hd], m, sc, pgs[pg]);
+                            }
+        for (i = 0; i < n; i++) {
+            const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
+            if (k && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) nlin++;
+            if (k && k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) nvec++;
+        }
+        if (nlin >= 48 && nvec >= 24 && !missing) tu_pass("registry_prefill_set_covers_all_features");
+        else tu_fail("registry_prefill_set_covers_all_features",
+                     "%d kernels (%d linear, %d vectorized), %d combinations missing (first: %s)", n, nlin, nvec, missing,
+                     miss);
+    }
+    if (tu_selected("registry_prefill_kernel_info_sane")) {
+        for (i = 0; i < n && bad < 0; i++) {
+            const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
+            char part[48];
+            if (!k) { bad = i; break; }
+            snprintf(part, sizeof(part), "_%s_page%d_", k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED ? "vectorized" : "linear",
+                     k->page_size);
+            if (!k->name || !strstr(k->name, "batch_prefill") || !strstr(k->name, part) ||
+                k->family != FMHA_FAMILY_BATCH_PREFILL || k->has_alibi || k->tile_m <= 0 || k->tile_n <= 0 ||
+                k->warps <= 0 || k->stages <= 0 || (k->page_size != 1 && k->page_size != 64))
+                bad = i;
+        }
+        if (bad < 0) tu_pass("registry_prefill_kernel_info_sane");
+        else tu_fail("registry_prefill_kernel_info_sane", "kernel %d: %s", bad,
+                     fmha_set_kernel(&prefill_set, bad) ? fmha_set_kernel(&prefill_set, bad)->name : "(null)");
+    }
+    if (tu_selected("registry_prefill_json")) {
+        size_t len = fmha_set_json(&prefill_set, NULL, 0);
+        char *buf = (char *)tu_hmalloc(len + 1);
+        const char *why = NULL;
+        fmha_set_json(&prefill_set, buf, len + 1);
+        if (!strstr(buf, "\"family\": \"batch_prefill\"")) why = "no batch_prefill family";
+        else if (!strstr(buf, "\"page_size\": 64") || !strstr(buf, "\"page_size\": 1,")) why = "page sizes missing";
+        else if (!strstr(buf, "\"kv_layout\": \"linear\"") || !strstr(buf, "\"kv_layout\": \"vectorized\"")) why = "kv layouts missing";
+        else
+            for (i = 0; i < n && !why; i++)
+                if (!strstr(buf, fmha_set_kernel(&prefill_set, i)->name)) why = "a kernel name is missing";
+        if (why) tu_fail("registry_prefill_json", "%s", why);
+        else tu_pass("registry_prefill_json");
+        free(buf);
+    }
+    if (tu_selected("registry_page4_set")) {
+        int tn = fmha_set_size(&page4_set), n4 = 0, n128 = 0;
+        for (i = 0; i < tn; i++) {
+            const fmha_kernel_info *k = fmha_set_kernel(&page4_set, i);
+            if (k && k->page_size == 4 && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) n4++;
+            if (k && k->page_size == 128 && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) n128++;
+        }
+        if (tn == 3 && n4 == 2 && n128 == 1) tu_pass("registry_page4_set");
+        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128 (want 3, 2, 1)", tn, n4, n128);
+    }
+}
+
+/* ============================================================================
+ * main
+ * ========================================================================== */
+static void usage(void)
+{
+    printf("usage: test_prefill [--quick] [--filter SUBSTR] [--list] [--seed N]\n"
+           "  --quick   ~40 problems plus the API checks, no large pool (for compute-sanitizer)\n"
+           "  --filter  run only checks whose name contains SUBSTR (e.g. large_pool, page1024, vllm)\n"
+           "  --list    print the problem names and exit\n");
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, list = 0, i;
+    uint64_t seed = 20261122;
+    cudaStream_t stream;
+    cudaDeviceProp prop;
+    int dev = 0;
+    clock_t t0 = clock();
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--list")) list = 1;
+        else if (!strcmp(argv[i], "--filter") && i + 1 < argc) tu_filter = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
+        else { fprintf(stderr, "test_prefill: unknown argument %s\n", argv[i]); usage(); return 2; }
+    }
+
+    build_configs();
+    if (list) {
+        int nq = 0, nsel = 0;
+        double work = 0.0;
+        for (i = 0; i < g_ncfg; i++) {
+            if (quick && !g_cfgs[i].quick) continue;
+            if (!tu_selected(g_cfgs[i].name)) continue;
+            printf("%s%s\n", g_cfgs[i].name, g_cfgs[i].quick ? "  [quick]" : "");
+            work += cfg_work(&g_cfgs[i]);
+            nsel++;
+            nq += g_cfgs[i].quick;
+        }
+        printf("# %d of %d problems listed, %d of them in --quick; reference work %.2f G multiply-adds\n", nsel, g_ncfg,
+               nq, work * 2e-9);
+        return 0;
+    }
+
+    if (!tu_gpu_available()) {
+        printf("SKIP test_prefill: no GPU\n");
+        printf("0 passed, 0 failed\n");
+        return 0;
+    }
+    TU_CUDA(cudaGetDevice(&dev));
+    TU_CUDA(cudaGetDeviceProperties(&prop, dev));
+    printf("# device %d: %s (sm_%d%d), %d problems%s\n", dev, prop.name, prop.major, prop.minor, g_ncfg,
+           quick ? " (--quick subset)" : "");
+    fflush(stdout);
+    TU_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+    test_registry();
+    test_plans();
+    test_bad_inputs(stream);
+    for (i = 0; i < g_ncfg; i++) {
+        if (quick && !g_cfgs[i].quick) continue;
+        if (!tu_selected(g_cfgs[i].name)) continue;
+        run_config(&g_cfgs[i], stream, seed + (uint64_t)i * 7919u);
+    }
+    big_pool_free();
+
+    TU_CUDA(cudaStreamDestroy(stream));
+    printf("# %.1f s CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+    tu_finish();
+    return 0;
+}
