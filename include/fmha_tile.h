@@ -16,13 +16,14 @@
  * Macros (expand to code):
  *   DECL_FMHA_KERNEL_SET(name, LIST)   static const fmha_kernel_set name;
  *                                      plus the kernels of every row of LIST
- *   LIST(X) expands to rows X(family, dtype, hdim, mask, softcap, alibi,
+ *   LIST(X) expands to rows X(family, dtype, hdim, mask, softcap, alibi or page,
  *                              tile_m, tile_n, warps, stages)
  *   FMHA_DEFAULT_FWD_SET(X)            every forward row the library tunes
  *   FMHA_ANY                           wildcard for tile_m, tile_n, warps, stages
  *
  * Columns:
- *   family   FWD (batch prefill, split-KV, append-KV, backward join later)
+ *   family   FWD | PREFILL | PREFILL_VEC (batch prefill over LINEAR /
+ *            VECTORIZED KV pages); split-KV, append-KV, backward join later
  *   dtype    FP16 | BF16
  *   hdim     kernel head dim 64 | 128 | 192 | 256; a problem of head dim d
  *            (a multiple of 8) runs on the smallest kernel hdim >= d

@@ -146,7 +146,10 @@ typedef struct fmha_fwd_args {
  * Page size: a power of two, 1..2048. Page indices are clamped to each
  * sequence's last valid page in the kernel; fmha_batch_prefill_check_pages()
  * optionally validates the indices against num_total_pages (it reads the
- * tables, so it synchronises).
+ * tables, so it synchronises). num_total_pages is the pool's page count: it
+ * sizes the 32-bit vs 64-bit page-offset choice (0: always 64-bit), so every
+ * index must be below it. kv_last_page_lens of a sequence with no pages is
+ * ignored. VECTORIZED pools are unpadded: their V group stride is hdim * x.
  * FP8 (e4m3): kv_dtype FP8 with per-tensor descales (k_descale, v_descale:
  * device floats) or per-page descales (k_page_descale, v_page_descale:
  * [num_total_pages, nhead_k] floats with the given strides); q_dtype FP8

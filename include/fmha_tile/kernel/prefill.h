@@ -110,8 +110,10 @@ static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, i
     p->block_table_stride = a->block_table_stride;
     p->page_table = (int)a->page_table;
     p->page_log2 = fmhai_log2_exact(a->page_size);
-    /* the 32-bit page offset is safe while every page starts below 4 GB */
-    p->kv_off64 = fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_k,
+    /* the 32-bit page offset is safe while every page starts below 4 GB
+     * (num_total_pages unknown, 0: stay on the 64-bit path) */
+    p->kv_off64 = a->num_total_pages == 0 ||
+                  fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_k,
                                    a->token_stride_k, a->nhead_stride_k) >= four_gb ||
                   fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_v,
                                    a->token_stride_v, a->nhead_stride_v) >= four_gb;
@@ -150,6 +152,7 @@ FMHA_API fmha_status fmha_batch_prefill_check_pages(const fmha_batch_prefill_arg
 #else
     {
         const int B = a->batch, ps = a->page_size;
+        const int sglang = a->page_table == FMHA_PAGE_TABLE_SGLANG_1D;
         int32_t *meta = (int32_t *)malloc(sizeof(int32_t) * (size_t)(2 * B + 1));
         int32_t *idx = 0;
         size_t nidx = 0;
@@ -157,51 +160,47 @@ FMHA_API fmha_status fmha_batch_prefill_check_pages(const fmha_batch_prefill_arg
         long long bad_val = 0;
         const char *what = "";
         if (!meta) return fmhai_fail(FMHA_ERR_DEVICE, "%s: out of host memory", fam);
-        if (a->page_table == FMHA_PAGE_TABLE_SGLANG_1D) {
-            if (!fmhai_copy_i32(meta, a->kv_indptr, (size_t)B + 1, stream) ||
-                !fmhai_copy_i32(meta + B + 1, a->kv_last_page_lens, (size_t)B, stream) ||
-                hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
-                free(meta);
-                return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read the page table", fam);
-            }
-            nidx = meta[B] > 0 ? (size_t)meta[B] : 0;
-        } else {
-            if (!fmhai_copy_i32(meta, a->seqlen_k, (size_t)B, stream) ||
-                hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
-                free(meta);
-                return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read seqlen_k", fam);
-            }
-            nidx = (size_t)B * (size_t)(a->block_table_stride > 0 ? a->block_table_stride : 0);
-            for (b = 0; b < B && bad < 0; ++b)
-                if (meta[b] < 0) { bad = b; bad_val = meta[b]; what = "seqlen_k < 0"; }
-            /* only the first ceil(seqlen_k/page) entries of each row are read below */
+        /* 1. lengths: kv_indptr + last-page lengths, or seqlen_k */
+        if (!(sglang ? fmhai_copy_i32(meta, a->kv_indptr, (size_t)B + 1, stream) &&
+                           fmhai_copy_i32(meta + B + 1, a->kv_last_page_lens, (size_t)B, stream)
+                     : fmhai_copy_i32(meta, a->seqlen_k, (size_t)B, stream)) ||
+            hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
+            free(meta);
+            return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read the page table", fam);
         }
-        if (bad < 0 && nidx > 0) {
-            idx = (int32_t *)malloc(sizeof(int32_t) * nidx);
-            if (!idx || !fmhai_copy_i32(idx, a->page_table == FMHA_PAGE_TABLE_SGLANG_1D ? a->kv_page_indices
-                                                                                    : a->block_table,
-                                        nidx, stream) ||
-                hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
-                free(meta); free(idx);
-                return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read the page indices", fam);
-            }
-        }
+        /* 2. every sequence's range of table entries lies inside the table */
         for (b = 0; b < B && bad < 0; ++b) {
-            int first, count, j;
-            if (a->page_table == FMHA_PAGE_TABLE_SGLANG_1D) {
-                first = meta[b];
-                count = meta[b + 1] - meta[b];
-                if (count < 0) { bad = b; bad_val = count; what = "kv_indptr decreases"; break; }
-                if (count > 0 && (meta[B + 1 + b] < 1 || meta[B + 1 + b] > ps)) {
-                    bad = b; bad_val = meta[B + 1 + b]; what = "kv_last_page_lens outside 1..page_size"; break;
+            if (sglang) {
+                const int count = meta[b + 1] - meta[b];
+                if (meta[b] < 0) { bad = b; bad_val = meta[b]; what = "kv_indptr < 0"; }
+                else if (count < 0) { bad = b; bad_val = count; what = "kv_indptr decreases"; }
+                else if (count > 0 && (meta[B + 1 + b] < 1 || meta[B + 1 + b] > ps)) {
+                    bad = b; bad_val = meta[B + 1 + b]; what = "kv_last_page_lens outside 1..page_size";
                 }
             } else {
-                first = (int)((int64_t)b * a->block_table_stride);
-                count = (meta[b] + ps - 1) / ps;
-                if (count > a->block_table_stride && B > 1) {
-                    bad = b; bad_val = count; what = "more pages than the block_table row holds"; break;
+                const int count = meta[b] < 0 ? 0 : (int)(((int64_t)meta[b] + ps - 1) / ps);
+                if (meta[b] < 0) { bad = b; bad_val = meta[b]; what = "seqlen_k < 0"; }
+                else if (count > a->block_table_stride) {
+                    bad = b; bad_val = count; what = "more pages than a block_table row holds";
                 }
             }
+        }
+        if (bad < 0) {
+            nidx = sglang ? (size_t)meta[B] : (size_t)B * (size_t)a->block_table_stride;
+            if (nidx > 0) {
+                idx = (int32_t *)malloc(sizeof(int32_t) * nidx);
+                if (!idx || !fmhai_copy_i32(idx, sglang ? a->kv_page_indices : a->block_table, nidx, stream) ||
+                    hipStreamSynchronize((hipStream_t)stream) != hipSuccess) {
+                    free(meta); free(idx);
+                    return fmhai_fail(FMHA_ERR_DEVICE, "%s: cannot read the page indices", fam);
+                }
+            }
+        }
+        /* 3. every page a sequence uses exists */
+        for (b = 0; b < B && bad < 0; ++b) {
+            const int64_t first = sglang ? meta[b] : (int64_t)b * a->block_table_stride;
+            const int count = sglang ? meta[b + 1] - meta[b] : (int)(((int64_t)meta[b] + ps - 1) / ps);
+            int j;
             for (j = 0; j < count; ++j) {
                 const int32_t pg = idx[first + j];
                 if (pg < 0 || pg >= a->num_total_pages) {
