@@ -154,7 +154,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
         FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                     \
       FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
-      FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + (FMHAI_PAGING(pg, bn) == 1 ? 8 * (bn) : 0),         \
+      FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + (FMHAI_PAGING(pg, bn) == 1 ? 32 * (bn) : 0),         \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */

@@ -79,14 +79,27 @@ typedef struct fmhai_kv_src {
     int64_t chunk_bytes;     /* stride of 16-byte chunks along d (16, or
                                 page_size*16 for VECTORIZED K)                 */
     int last_page;           /* paged: index of the sequence's last page       */
-    const int *row_pages;    /* small pages: this tile's page index per row,
-                                staged in shared memory (NULL: read the table) */
+    const int64_t *row_offs; /* small pages: this tile's byte offset of each
+                                row from base, staged in shared memory (NULL:
+                                read the table) */
 } fmhai_kv_src;
 
 /* Page index of token tok, clamped to the sequence's last page. */
 FMHAI_DEVICE int fmhai_page_of(const fmhai_kv_src *s, int tok, int page_log2)
 {
     return s->pages[min(tok >> page_log2, s->last_page)];
+}
+
+/* Stages row r (token tok, in page `page`) of a tile: its K row offset and
+ * its V row (or, VECTORIZED, 8-token group) offset from the sources' bases. */
+FMHAI_DEVICE void fmhai_stage_row(int64_t *dst, int bn, int r, const fmhai_kv_src *k,
+                                  const fmhai_kv_src *v, int tok, int page, int page_log2,
+                                  int vec)
+{
+    const int in_page = tok & ((1 << page_log2) - 1);
+    dst[r] = (int64_t)page * k->page_bytes + (int64_t)in_page * k->row_bytes;
+    dst[bn + r] = (int64_t)page * v->page_bytes +
+                  (vec ? (int64_t)(in_page >> 3) * v->chunk_bytes : (int64_t)in_page * v->row_bytes);
 }
 
 /* Tile n (rows n*BN ..) of K or V into shared memory. paging 0: contiguous
@@ -114,6 +127,26 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
     }
     const int tok0 = n * bn;
     const int page_mask = (1 << page_log2) - 1;
+    if (vec) {
+        /* VECTORIZED K: a token's 16-byte chunks sit page_size*16 bytes apart
+         * and consecutive tokens 16 bytes apart, so consecutive threads take
+         * consecutive tokens of one chunk column (coalesced reads). */
+        const int one_page = paging == 2 || ((1 << page_log2) % bn) == 0;
+        const char *tile = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
+                                          (int64_t)(tok0 & page_mask) * 16
+                                    : s->base;
+#pragma unroll
+        for (int i = 0; i < bn * (hd / 8) / nthreads; ++i) {
+            const int idx = tid + i * nthreads, r = idx % bn, c = idx / bn, tok = tok0 + r;
+            const char *row = one_page ? tile + r * 16
+                            : s->row_offs ? s->base + s->row_offs[r]
+                                          : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                                                (int64_t)(tok & page_mask) * 16;
+            const int ok = c * 8 < d && tok < s_k;
+            fmhai_copy_async16(dst + fmhai_swz(r, c, hd), ok ? row + c * chunk_bytes : s->base, ok);
+        }
+        return;
+    }
     if (paging == 2 || ((1 << page_log2) % bn) == 0) {   /* the tile sits in one page */
         const char *pg = fmhai_page_base(s, s->pages[min(tok0 >> page_log2, s->last_page)], off64);
         fmhai_block_load_tile(dst, pg + (int64_t)(tok0 & page_mask) * s->row_bytes, s->row_bytes,
@@ -126,9 +159,10 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
 #pragma unroll
     for (int i = 0; i < bn / rstep; ++i) {
         const int r = r0 + i * rstep, tok = tok0 + r;
-        const int page = s->row_pages ? s->row_pages[r] : fmhai_page_of(s, tok, page_log2);
-        const char *pg = fmhai_page_base(s, page, off64);
-        const char *g = pg + (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
+        const char *g = s->row_offs ? s->base + s->row_offs[r]
+                                    : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                                          (int64_t)(tok & page_mask) * s->row_bytes;
+        g += c * chunk_bytes;
         fmhai_copy_async16(dst + fmhai_swz(r, c, hd), g, col_ok && tok < s_k);
     }
 }
@@ -145,11 +179,14 @@ FMHAI_DEVICE void fmhai_block_load_vt(fmhai_smem_t dst, const fmhai_kv_src *s, i
     const int groups = bn / 8, tok0 = n * bn, page_mask = (1 << page_log2) - 1;
 #pragma unroll
     for (int i = 0; i < hd * groups / nthreads; ++i) {
+        /* consecutive threads take consecutive d rows of one 8-token group:
+         * 16-byte chunks that are contiguous in the page */
         const int idx = tid + i * nthreads;
-        const int row = idx / groups, kc = idx % groups, tok = tok0 + kc * 8;
-        const int page = s->row_pages ? s->row_pages[kc * 8] : fmhai_page_of(s, tok, page_log2);
-        const char *pg = fmhai_page_base(s, page, off64);
-        const char *g = pg + (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes + row * 16;
+        const int row = idx % hd, kc = idx / hd, tok = tok0 + kc * 8;
+        const char *g = (s->row_offs ? s->base + s->row_offs[kc * 8]
+                                     : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                                           (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes) +
+                        row * 16;
         const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
         fmhai_copy_async16_part(dst + fmhai_swz(row, kc, bn), valid ? g : s->base, valid * 2);
     }
@@ -253,7 +290,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
     fmhai_kv_src ksrc, vsrc;
-    ksrc.row_pages = vsrc.row_pages = 0;
+    ksrc.row_offs = vsrc.row_offs = 0;
     ksrc.row_bytes = KV_VEC ? 16 : 2 * p->k_row;   /* VECTORIZED K: tokens 16 bytes apart */
     vsrc.row_bytes = 2 * p->v_row;
     ksrc.pages = vsrc.pages = pages;
@@ -286,10 +323,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * ahead. A register carries each thread's index across the previous
      * tile's GEMMs, so the table read never stalls a copy. */
     const int STAGE_PAGES = (PAGING == 1);
-    int *sPg = (int *)(smem + (BM + 2 * ST * BN) * HD * 2);
+    int64_t *sOff = (int64_t *)(smem + (BM + 2 * ST * BN) * HD * 2);   /* [2][K,V][BN] */
     if (STAGE_PAGES && tid < BN) {
         const int j = SPLIT ? 0 : ST - 1;   /* first tile loaded at a loop top */
-        if (j < n_iters) sPg[(j & 1) * BN + tid] = fmhai_page_of(&ksrc, (n_hi - 1 - j) * BN + tid, p->page_log2);
+        if (j < n_iters) {
+            const int tok = (n_hi - 1 - j) * BN + tid;
+            fmhai_stage_row(sOff + (j & 1) * 2 * BN, BN, tid, &ksrc, &vsrc, tok,
+                            fmhai_page_of(&ksrc, tok, p->page_log2), p->page_log2, KV_VEC);
+        }
     }
     fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid);
     fmhai_copy_commit();
@@ -359,7 +400,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             const int j = SPLIT ? it : it + ST - 1;
             if (j < n_iters) {
                 const int nn = n_hi - 1 - j;
-                if (STAGE_PAGES) ksrc.row_pages = vsrc.row_pages = sPg + (j & 1) * BN;
+                if (STAGE_PAGES) {
+                    ksrc.row_offs = sOff + (j & 1) * 2 * BN;
+                    vsrc.row_offs = ksrc.row_offs + BN;
+                }
                 if (!SPLIT)
                     fmhai_block_load_kv(sK + (j % ST) * kv_tile_bytes, &ksrc, nn, s_k, p->d, HD,
                                         BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC);
@@ -486,12 +530,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
         if (SPLIT) {   /* V[it] landed; K[it + 1] into the slot S freed (issued
                           * after the softmax, when only P is live) */
-            if (STAGE_PAGES && tid < BN) sPg[((it + 1) & 1) * BN + tid] = next_page;
+            if (STAGE_PAGES && tid < BN)
+                fmhai_stage_row(sOff + ((it + 1) & 1) * 2 * BN, BN, tid, &ksrc, &vsrc,
+                                (n - 1) * BN + tid, next_page, p->page_log2, KV_VEC);
             fmhai_copy_wait(0);
             __syncthreads();
             if (it + 1 < n_iters) {
                 const int nn = n - 1;
-                if (STAGE_PAGES) ksrc.row_pages = sPg + ((it + 1) & 1) * BN;
+                if (STAGE_PAGES) ksrc.row_offs = sOff + ((it + 1) & 1) * 2 * BN;
                 fmhai_block_load_kv(sK, &ksrc, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
                                     p->kv_off64, KV_VEC);
             }
@@ -520,7 +566,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             }
         }
         /* ring: the next loop-top barrier publishes tile it + ST's page indices */
-        if (!SPLIT && STAGE_PAGES && tid < BN) sPg[((it + ST) & 1) * BN + tid] = next_page;
+        if (!SPLIT && STAGE_PAGES && tid < BN)
+            fmhai_stage_row(sOff + ((it + ST) & 1) * 2 * BN, BN, tid, &ksrc, &vsrc,
+                            (n_hi - 1 - (it + ST)) * BN + tid, next_page, p->page_log2, KV_VEC);
     }
 
     /* ---- epilogue ----------------------------------------------------------- */
