@@ -215,6 +215,28 @@ FMHAI_DEVICE fmhai_smem_t fmhai_ldsm_at(fmhai_smem_t base, int kk)
     return fmhai_smem_xor(base, (kk % 4) << 5) + (kk / 4) * 128;
 }
 
+/* Split schedule, once per tile: publish tile it+1's staged page offsets,
+ * wait for V[it] (and for every warp to be done with K[it]), then start K[it+1]
+ * into the K slot. */
+FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, fmhai_kv_src *ksrc,
+                                     const fmhai_kv_src *vsrc, int n, int it, int n_iters, int s_k,
+                                     const fmhai_fwd_params *p, int hd, int bn, int nthreads,
+                                     int tid, int paging, int vec, int next_page)
+{
+    const int stage = (paging == 1);
+    if (stage && tid < bn)
+        fmhai_stage_row(sOff + ((it + 1) & 1) * 2 * bn, bn, tid, ksrc, vsrc, (n - 1) * bn + tid,
+                        next_page, p->page_log2, vec);
+    fmhai_copy_wait(0);
+    __syncthreads();
+    if (it + 1 < n_iters) {
+        if (stage) ksrc->row_offs = sOff + ((it + 1) & 1) * 2 * bn;
+        fmhai_block_load_kv(sK, ksrc, n - 1, s_k, p->d, hd, bn, nthreads, tid, paging,
+                            p->page_log2, p->kv_off64, vec);
+    }
+    fmhai_copy_commit();
+}
+
 FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                      const int is_bf16, const int HD, const int BM,
                                      const int BN, const int NW, const int ST,
@@ -318,6 +340,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      *   (K+V)[it+ST-1] at the top into the slot tile it-1 freed, one barrier
      *   per tile, loads issued while no score registers are live. */
     const int SPLIT = (ST == 1);
+    /* split schedule: K[it+1] is issued before the softmax (more overlap) when
+     * registers allow; with 32 rows per warp, after it (only P live then) */
+    const int K_EARLY = (MT == 1);
     /* Small pages (kernels that may look pages up per row): every tile's page
      * indices are staged in shared memory ([2][BN], by tile parity) one tile
      * ahead. A register carries each thread's index across the previous
@@ -486,6 +511,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 }
         }
 
+        if (SPLIT && K_EARLY)
+            fmhai_split_next_k(sK, sOff, &ksrc, &vsrc, n, it, n_iters, s_k, p, HD, BN, NT, tid,
+                               PAGING, KV_VEC, next_page);
+
         /* ---- online softmax (base 2) --------------------------------------- */
         uint32_t pa[2][FMHAI_FWD_MAX_BN / 16][4];
 #pragma unroll
@@ -528,21 +557,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             }
         }
 
-        if (SPLIT) {   /* V[it] landed; K[it + 1] into the slot S freed (issued
-                          * after the softmax, when only P is live) */
-            if (STAGE_PAGES && tid < BN)
-                fmhai_stage_row(sOff + ((it + 1) & 1) * 2 * BN, BN, tid, &ksrc, &vsrc,
-                                (n - 1) * BN + tid, next_page, p->page_log2, KV_VEC);
-            fmhai_copy_wait(0);
-            __syncthreads();
-            if (it + 1 < n_iters) {
-                const int nn = n - 1;
-                if (STAGE_PAGES) ksrc.row_offs = sOff + ((it + 1) & 1) * 2 * BN;
-                fmhai_block_load_kv(sK, &ksrc, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
-                                    p->kv_off64, KV_VEC);
-            }
-            fmhai_copy_commit();
-        }
+        if (SPLIT && !K_EARLY)
+            fmhai_split_next_k(sK, sOff, &ksrc, &vsrc, n, it, n_iters, s_k, p, HD, BN, NT, tid,
+                               PAGING, KV_VEC, next_page);
 
         /* ---- O += P V ------------------------------------------------------ */
         /* d outer, keys inner: one swizzled V address per d chunk pair. V is
