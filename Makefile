@@ -57,15 +57,15 @@ $(BUILD)/tests/test_prefill: tests/gpu/test_prefill.cu tests/gpu/test_util.h tes
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@
 
-$(BUILD)/examples/fmha_batch_prefill: examples/fmha_batch_prefill.cu tests/ref/fmha_ref.h $(HEADERS)
+$(BUILD)/examples/fmha_batch_prefill: examples/fmha_batch_prefill.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@
 
-$(BUILD)/bench/bench_prefill: bench/bench_prefill.cu $(HEADERS)
+$(BUILD)/bench/bench_prefill: bench/bench_prefill.cu examples/example_util.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $< -o $@
 
-$(BUILD)/examples/fmha_fwd: examples/fmha_fwd.cu tests/ref/fmha_ref.h $(HEADERS)
+$(BUILD)/examples/fmha_fwd: examples/fmha_fwd.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@
 

@@ -38,6 +38,9 @@
 #include <string.h>
 
 #include "fmha_tile.h"
+#define EX_PROG "bench_fwd"
+#define EX_BENCH
+#include "../examples/example_util.h"
 
 DECL_FMHA_KERNEL_SET(bench_set, FMHA_DEFAULT_FWD_SET)
 
@@ -54,55 +57,9 @@ DECL_FMHA_KERNEL_SET(bench_set, FMHA_DEFAULT_FWD_SET)
 #define BENCH_MIN_WARMUP 3
 #define BENCH_MAX_SETS 16
 
-#define CUDA_CHECK(call)                                                              \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "bench_fwd: %s:%d: %s failed: %s (%s)\n", __FILE__,       \
-                    __LINE__, #call, cudaGetErrorString(e_), cudaGetErrorName(e_));   \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
-
-#define FMHA_CHECK(call)                                                              \
-    do {                                                                              \
-        fmha_status s_ = (call);                                                      \
-        if (s_ != FMHA_OK) {                                                          \
-            fprintf(stderr, "bench_fwd: %s:%d: %s failed: %s: %s\n", __FILE__,        \
-                    __LINE__, #call, fmha_status_str(s_), fmha_last_error());         \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
-
 /* ------------------------------------------------------------------------------------
- * Device helpers: random fill, NaN poison, output check
+ * Device helpers: NaN poison, output check (random fill: example_util.h)
  * --------------------------------------------------------------------------------- */
-static __device__ __forceinline__ uint32_t bench_hash(uint32_t x) {
-    /* lowbias32 (Chris Wellons) */
-    x ^= x >> 16; x *= 0x7feb352dU;
-    x ^= x >> 15; x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
-/* float -> bf16 bits, round to nearest even (inputs are finite) */
-static __device__ __forceinline__ uint16_t bench_f32_to_bf16(float f) {
-    uint32_t u = __float_as_uint(f);
-    u += 0x7fffU + ((u >> 16) & 1U);
-    return (uint16_t)(u >> 16);
-}
-
-/* Uniform in (-1, 1), never exactly 0: (k + 0.5) / 2^23 - 1 with k in [0, 2^24). */
-static __global__ void bench_fill_kernel(uint16_t *p, size_t n, uint32_t seed) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t step = (size_t)gridDim.x * blockDim.x;
-    for (; i < n; i += step) {
-        uint32_t h = bench_hash((uint32_t)i ^ bench_hash(seed ^ (uint32_t)(i >> 32)));
-        float f = ((float)(h >> 8) + 0.5f) * (1.0f / 8388608.0f) - 1.0f;
-        p[i] = bench_f32_to_bf16(f);
-    }
-}
-
 static __global__ void bench_poison_kernel(uint16_t *p, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     size_t step = (size_t)gridDim.x * blockDim.x;
@@ -361,11 +318,6 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     }
 }
 
-static int bench_cmp_float(const void *x, const void *y) {
-    float a = *(const float *)x, b = *(const float *)y;
-    return (a > b) - (a < b);
-}
-
 /* Launch on set `si` (fills `args` for it). */
 static void bench_launch(const bench_point *p, const bench_bufs *bufs, int si,
                          cudaStream_t st) {
@@ -440,7 +392,7 @@ static int bench_time_point(bench_point *p, const bench_bufs *bufs, cudaStream_t
     CUDA_CHECK(cudaGetLastError());
     for (i = 0; i < runs; i++)
         CUDA_CHECK(cudaEventElapsedTime(&times[i], ev_start[i], ev_stop[i]));
-    qsort(times, (size_t)runs, sizeof(float), bench_cmp_float);
+    qsort(times, (size_t)runs, sizeof(float), ex_cmp_float);
     p->runs = runs;
     p->ms_min = times[0];
     p->ms_median = (runs & 1) ? times[runs / 2]

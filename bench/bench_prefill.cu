@@ -49,6 +49,9 @@
 #include <string.h>
 
 #include "fmha_tile.h"
+#define EX_PROG "bench_prefill"
+#define EX_BENCH
+#include "../examples/example_util.h"
 
 /* What the benchmark runs: bf16 d128 masked, forward and both prefill layouts. */
 #define BENCH_ROWS(X)                                                                            \
@@ -67,26 +70,6 @@ DECL_FMHA_KERNEL_SET(bench_set, BENCH_ROWS)
 #define BENCH_MIN_WARMUP 3
 #define BENCH_SETS 2
 
-#define CUDA_CHECK(call)                                                              \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "bench_prefill: %s:%d: %s failed: %s (%s)\n", __FILE__,   \
-                    __LINE__, #call, cudaGetErrorString(e_), cudaGetErrorName(e_));   \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
-
-#define FMHA_CHECK(call)                                                              \
-    do {                                                                              \
-        fmha_status s_ = (call);                                                      \
-        if (s_ != FMHA_OK) {                                                          \
-            fprintf(stderr, "bench_prefill: %s:%d: %s failed: %s: %s\n", __FILE__,    \
-                    __LINE__, #call, fmha_status_str(s_), fmha_last_error());         \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
-
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
@@ -95,29 +78,8 @@ static void *xmalloc(size_t n)
 }
 
 /* ------------------------------------------------------------------------------------
- * Device helpers: random fill, copy into pages
+ * Device helpers: copy into pages (random fill: example_util.h)
  * --------------------------------------------------------------------------------- */
-static __device__ __forceinline__ uint32_t bench_hash(uint32_t x)
-{
-    x ^= x >> 16; x *= 0x7feb352dU;
-    x ^= x >> 15; x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
-/* Uniform bf16 in (-1, 1), never 0. */
-static __global__ void bench_fill_kernel(uint16_t *p, size_t n, uint32_t seed)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
-    for (; i < n; i += step) {
-        uint32_t h = bench_hash((uint32_t)i ^ bench_hash(seed ^ (uint32_t)(i >> 32)));
-        float f = ((float)(h >> 8) + 0.5f) * (1.0f / 8388608.0f) - 1.0f;
-        uint32_t u = __float_as_uint(f);
-        u += 0x7fffU + ((u >> 16) & 1U);
-        p[i] = (uint16_t)(u >> 16);
-    }
-}
-
 /* Token t of the contiguous [tk, h_k, d] tensor to slot tok_slot[t] of page
  * tok_page[t]: LINEAR (ts, hs strides) or VECTORIZED (K: [h][d/8][P][8],
  * V: [h][P/8][d][8]). One thread per element. */
@@ -422,12 +384,6 @@ static void build_pool(bench_problem *pb, int P, int table, int layout, cudaStre
 /* ------------------------------------------------------------------------------------
  * Timing
  * --------------------------------------------------------------------------------- */
-static int bench_cmp_float(const void *x, const void *y)
-{
-    float a = *(const float *)x, b = *(const float *)y;
-    return (a > b) - (a < b);
-}
-
 static void launch(const bench_problem *pb, int paged, int si, cudaStream_t st)
 {
     if (paged) {
@@ -470,7 +426,7 @@ static double time_variant(const bench_problem *pb, int paged, cudaStream_t st, 
     CUDA_CHECK(cudaStreamSynchronize(st));
     CUDA_CHECK(cudaGetLastError());
     for (i = 0; i < runs; i++) CUDA_CHECK(cudaEventElapsedTime(&times[i], e0[i], e1[i]));
-    qsort(times, (size_t)runs, sizeof(float), bench_cmp_float);
+    qsort(times, (size_t)runs, sizeof(float), ex_cmp_float);
     *runs_out = runs;
     return (runs & 1) ? times[runs / 2] : 0.5 * ((double)times[runs / 2 - 1] + times[runs / 2]);
 }

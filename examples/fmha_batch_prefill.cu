@@ -58,6 +58,8 @@
 #include <string.h>
 
 #include "fmha_tile.h"
+#define EX_PROG "fmha_batch_prefill"
+#include "example_util.h"
 #include "../tests/ref/fmha_ref.h"
 
 DECL_FMHA_KERNEL_SET(fmha_prefill, FMHA_DEFAULT_PREFILL_SET)
@@ -66,16 +68,6 @@ DECL_FMHA_KERNEL_SET(fmha_prefill, FMHA_DEFAULT_PREFILL_SET)
 /* Rows x keys x d the reference may spend per validation before sampling rows. */
 #define REF_BUDGET 4e8
 #define NAN16 ((uint16_t)0xFFFFu)       /* NaN in fp16 and bf16 */
-
-#define CHECK_CUDA(call)                                                                   \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "fmha_batch_prefill: %s failed: %s (%s:%d)\n", #call,          \
-                    cudaGetErrorString(e_), __FILE__, __LINE__);                           \
-            exit(2);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 static void *xmalloc(size_t n)
 {
@@ -109,23 +101,6 @@ static void usage(void)
             "                          [-pool_gb=F] [-shuffle=0|1] [-v=0|1] [-warmup=5] [-repeat=20]\n"
             "                          [-seed=N] [-json=0|1] [--list-kernels]\n"
             "(the comment at the top of examples/fmha_batch_prefill.cu describes each option)\n");
-}
-
-static int parse_mask(const char *s, options *o)
-{
-    int l = -1, r = 0;
-    if (!strcmp(s, "0") || !strcmp(s, "n")) { o->mask = FMHA_MASK_NONE; o->wl = o->wr = -1; return 0; }
-    if (s[0] == 't' || s[0] == '1') o->mask = FMHA_MASK_TOP_LEFT;
-    else if (s[0] == 'b' || s[0] == '2') o->mask = FMHA_MASK_BOTTOM_RIGHT;
-    else return -1;
-    if (s[1] == ':') {
-        if (sscanf(s + 2, "%d,%d", &l, &r) != 2 || l < -1 || r < -1) return -1;
-    } else if (s[1] != 0) {
-        return -1;
-    }
-    o->wl = l;
-    o->wr = r;
-    return 0;
 }
 
 static int parse_args(int argc, char **argv, options *o)
@@ -174,7 +149,7 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(key, "pool_gb")) o->pool_gb = atof(eq);
         else if (!strcmp(key, "mask")) {
             o->mask_str = eq;
-            if (parse_mask(eq, o) != 0) { fprintf(stderr, "fmha_batch_prefill: bad -mask=%s\n", eq); return -1; }
+            if (ex_parse_mask(eq, &o->mask, &o->wl, &o->wr) != 0) { fprintf(stderr, "fmha_batch_prefill: bad -mask=%s\n", eq); return -1; }
         } else if (!strcmp(key, "prec")) {
             if (!strcmp(eq, "fp16")) o->dtype = FMHA_DTYPE_FP16;
             else if (!strcmp(eq, "bf16")) o->dtype = FMHA_DTYPE_BF16;
@@ -208,31 +183,6 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (o->pool_gb < 0 || o->pool_gb > 1024) { fprintf(stderr, "fmha_batch_prefill: bad -pool_gb\n"); return -1; }
     return 0;
-}
-
-/* "17,300,5" -> b lengths; one value means all equal. */
-static int parse_lengths(const char *s, int b, int *out)
-{
-    int n = 0, i;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > (1L << 30)) return -1;
-        if (n < b) out[n] = (int)v;
-        n++;
-        p = end;
-        if (*p == ',') p++;
-        else if (*p) return -1;
-    }
-    if (n == 1) { for (i = 1; i < b; i++) out[i] = out[0]; return 0; }
-    return n == b ? 0 : -1;
-}
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* ============================================================================
@@ -294,7 +244,7 @@ int main(int argc, char **argv)
         free(buf);
         return 0;
     }
-    if (parse_lengths(o.s_str, o.b, sq) != 0 || parse_lengths(o.s_k_str, o.b, sk) != 0) {
+    if (ex_parse_lengths(o.s_str, o.b, sq, 1) != 0 || ex_parse_lengths(o.s_k_str, o.b, sk, 1) != 0) {
         fprintf(stderr, "fmha_batch_prefill: bad -s/-s_k (%s, %s): one length or %d\n", o.s_str, o.s_k_str, o.b);
         return 2;
     }
@@ -475,7 +425,7 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaGetLastError());
     CHECK_CUDA(cudaStreamSynchronize(stream));
     for (i = 0; i < o.repeat; i++) CHECK_CUDA(cudaEventElapsedTime(&times[i], ev[2 * i], ev[2 * i + 1]));
-    qsort(times, (size_t)o.repeat, sizeof(float), cmp_float);
+    qsort(times, (size_t)o.repeat, sizeof(float), ex_cmp_float);
     ms = times[o.repeat / 2];
 
     /* ---- reference problem: K/V gathered from the pages into [tk, h_k, d] ------ */

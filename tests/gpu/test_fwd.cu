@@ -586,45 +586,28 @@ static double tol_max_abs(fmha_dtype dt, float amp) { return (dt == FMHA_DTYPE_B
 /* LSE is fp32 from fp32 scores; soft cap adds tanh approximation error. */
 static double tol_lse(const fwd_cfg *c) { return c->cap > 0 ? 5e-3 : 2e-3; }
 
-/* 1 when the device buffer still holds the n 16-bit values of h. */
-static int same_on_device(const void *dev, const uint16_t *h, size_t n)
+typedef struct fwd_launch {
+    const fmha_kernel_set *set;
+    const fmha_fwd_args *a;
+} fwd_launch;
+
+/* Enqueues fmha_fwd for tu_launch_graph: 0 on success, else fills why. */
+static int enqueue_test_fwd(const void *ctx, cudaStream_t st, char *why, size_t cap)
 {
-    uint16_t *tmp = (uint16_t *)tu_hmalloc(n * 2);
-    int same;
-    tu_download(tmp, dev, n * 2);
-    same = memcmp(tmp, h, n * 2) == 0;
-    free(tmp);
-    return same;
+    const fwd_launch *l = (const fwd_launch *)ctx;
+    fmha_status s = fmha_fwd(l->set, l->a, (void *)st);
+    if (s == FMHA_OK) return 0;
+    snprintf(why, cap, "fmha_fwd under capture: %s: %s", fmha_status_str(s), fmha_last_error());
+    return -1;
 }
 
 /* Launches through a captured graph. Returns 0 on success, else fills why. */
 static int launch_graph(const fmha_kernel_set *set, const fmha_fwd_args *a, cudaStream_t st, char *why, size_t cap)
 {
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    fmha_status s;
-    cudaError_t e, e2;
-    TU_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    s = fmha_fwd(set, a, (void *)st);
-    e = cudaStreamEndCapture(st, &graph);   /* always end capture, even on failure */
-    if (s != FMHA_OK) {
-        snprintf(why, cap, "fmha_fwd under capture: %s: %s", fmha_status_str(s), fmha_last_error());
-        if (graph) cudaGraphDestroy(graph);
-        (void)cudaGetLastError();
-        return -1;
-    }
-    if (e != cudaSuccess) {
-        snprintf(why, cap, "stream capture broken by the library: %s", cudaGetErrorString(e));
-        (void)cudaGetLastError();
-        return -1;
-    }
-    TU_CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
-    e2 = cudaGraphLaunch(exec, st);
-    TU_CUDA(e2);
-    TU_CUDA(cudaStreamSynchronize(st));
-    TU_CUDA(cudaGraphExecDestroy(exec));
-    TU_CUDA(cudaGraphDestroy(graph));
-    return 0;
+    fwd_launch l;
+    l.set = set;
+    l.a = a;
+    return tu_launch_graph(enqueue_test_fwd, &l, st, why, cap);
 }
 
 static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
@@ -821,8 +804,8 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
             snprintf(why, sizeof(why), "LSE element %lld (outside the logical rows) overwritten (%g)",
                      (long long)i - GUARD, fmha_ref_bits_f32(r.lseh_all[i]));
     /* inputs are read-only */
-    if (!why[0] && (!same_on_device(r.dq, r.qh, r.lq.n) || !same_on_device(r.dk, r.kh, r.lk.n) ||
-                    !same_on_device(r.dv, r.vh, r.lv.n)))
+    if (!why[0] && (!tu_same_on_device(r.dq, r.qh, r.lq.n) || !tu_same_on_device(r.dk, r.kh, r.lk.n) ||
+                    !tu_same_on_device(r.dv, r.vh, r.lv.n)))
         snprintf(why, sizeof(why), "an input tensor (Q, K or V) changed");
 
     rel = fmha_ref_err_rel_l2(&err);
@@ -1106,71 +1089,40 @@ static void test_registry(void)
  * main
  * ========================================================================== */
 
-static void usage(void)
-{
-    printf("usage: test_fwd [--quick] [--filter SUBSTR] [--list] [--seed N]\n"
-           "  --quick   ~30 problems plus the API checks (for compute-sanitizer)\n"
-           "  --filter  run only checks whose name contains SUBSTR\n"
-           "  --list    print the problem names and exit\n");
-}
+static const char usage_extra[] =
+    "  --quick   ~30 problems plus the API checks (for compute-sanitizer)\n"
+    "  --filter  run only checks whose name contains SUBSTR\n"
+    "  --list    print the problem names and exit\n";
+
+static const char *cfg_name_at(int i) { return g_cfgs[i].name; }
+static int cfg_quick_at(int i) { return g_cfgs[i].quick; }
+static double cfg_work_at(int i) { return cfg_work(&g_cfgs[i]); }
 
 int main(int argc, char **argv)
 {
-    int quick = 0, list = 0, i;
-    uint64_t seed = 20261122;
+    tu_args args;
+    tu_cfg_list cfgs;
     cudaStream_t stream;
-    cudaDeviceProp prop;
-    int dev = 0;
     clock_t t0 = clock();
+    int i, rc = tu_parse_args(argc, argv, "test_fwd", usage_extra, &args);
 
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--list")) list = 1;
-        else if (!strcmp(argv[i], "--filter") && i + 1 < argc) tu_filter = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
-        else { fprintf(stderr, "test_fwd: unknown argument %s\n", argv[i]); usage(); return 2; }
-    }
-
+    if (rc >= 0) return rc;
     build_configs();
-    if (list) {
-        int nq = 0, nsel = 0;
-        double work = 0.0;
-        for (i = 0; i < g_ncfg; i++) {
-            if (quick && !g_cfgs[i].quick) continue;
-            if (!tu_selected(g_cfgs[i].name)) continue;
-            printf("%s%s\n", g_cfgs[i].name, g_cfgs[i].quick ? "  [quick]" : "");
-            work += cfg_work(&g_cfgs[i]);
-            nsel++;
-            nq += g_cfgs[i].quick;
-        }
-        printf("# %d of %d problems listed, %d of them in --quick; reference work %.2f G multiply-adds\n",
-               nsel, g_ncfg, nq, work * 2e-9);
+    cfgs.n = g_ncfg;
+    cfgs.name = cfg_name_at;
+    cfgs.quick = cfg_quick_at;
+    cfgs.work = cfg_work_at;
+    if (args.list) {
+        tu_list_cfgs(&args, &cfgs);
         return 0;
     }
-
-    if (!tu_gpu_available()) {
-        printf("SKIP test_fwd: no GPU\n");
-        printf("0 passed, 0 failed\n");
-        return 0;
-    }
-    TU_CUDA(cudaGetDevice(&dev));
-    TU_CUDA(cudaGetDeviceProperties(&prop, dev));
-    printf("# device %d: %s (sm_%d%d), %d problems%s\n", dev, prop.name, prop.major, prop.minor, g_ncfg,
-           quick ? " (--quick subset)" : "");
-    fflush(stdout);
-    TU_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (!tu_start_device("test_fwd", &args, g_ncfg, &stream)) return 0;
 
     test_registry();
     test_bad_inputs(stream);
-    for (i = 0; i < g_ncfg; i++) {
-        if (quick && !g_cfgs[i].quick) continue;
-        if (!tu_selected(g_cfgs[i].name)) continue;
-        run_config(&g_cfgs[i], stream, seed + (uint64_t)i * 7919u);
-    }
+    for (i = 0; i < g_ncfg; i++)
+        if (tu_cfg_wanted(&args, &cfgs, i)) run_config(&g_cfgs[i], stream, args.seed + (uint64_t)i * 7919u);
 
-    TU_CUDA(cudaStreamDestroy(stream));
-    printf("# %.1f s CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
-    tu_finish();
+    tu_end(stream, t0);
     return 0;
 }

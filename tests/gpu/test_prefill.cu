@@ -872,44 +872,28 @@ static double tol_rel_l2(fmha_dtype dt) { return dt == FMHA_DTYPE_BF16 ? 1e-2 : 
 static double tol_max_abs(fmha_dtype dt, float amp) { return (dt == FMHA_DTYPE_BF16 ? 4e-2 : 1e-2) * amp; }
 static double tol_lse(const pf_cfg *c) { return c->cap > 0 ? 5e-3 : 2e-3; }
 
-static int same_on_device(const void *dev, const uint16_t *h, size_t n)
+typedef struct pf_launch {
+    const fmha_kernel_set *set;
+    const fmha_batch_prefill_args *a;
+} pf_launch;
+
+/* Enqueues fmha_batch_prefill for tu_launch_graph: 0 on success, else fills why. */
+static int enqueue_test_prefill(const void *ctx, cudaStream_t st, char *why, size_t cap)
 {
-    uint16_t *tmp = (uint16_t *)tu_hmalloc(n * 2 + 2);
-    int same;
-    tu_download(tmp, dev, n * 2);
-    same = memcmp(tmp, h, n * 2) == 0;
-    free(tmp);
-    return same;
+    const pf_launch *l = (const pf_launch *)ctx;
+    fmha_status s = fmha_batch_prefill(l->set, l->a, (void *)st);
+    if (s == FMHA_OK) return 0;
+    snprintf(why, cap, "fmha_batch_prefill under capture: %s: %s", fmha_status_str(s), fmha_last_error());
+    return -1;
 }
 
-/* Launch through a captured graph; 0 on success, else fills why. */
-static int launch_graph(const fmha_kernel_set *set, const fmha_batch_prefill_args *a, cudaStream_t st, char *why,
-                        size_t cap)
+/* Launches through a captured graph. Returns 0 on success, else fills why. */
+static int launch_graph(const fmha_kernel_set *set, const fmha_batch_prefill_args *a, cudaStream_t st, char *why, size_t cap)
 {
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    fmha_status s;
-    cudaError_t e;
-    TU_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    s = fmha_batch_prefill(set, a, (void *)st);
-    e = cudaStreamEndCapture(st, &graph);
-    if (s != FMHA_OK) {
-        snprintf(why, cap, "fmha_batch_prefill under capture: %s: %s", fmha_status_str(s), fmha_last_error());
-        if (graph) cudaGraphDestroy(graph);
-        (void)cudaGetLastError();
-        return -1;
-    }
-    if (e != cudaSuccess) {
-        snprintf(why, cap, "stream capture broken by the library: %s", cudaGetErrorString(e));
-        (void)cudaGetLastError();
-        return -1;
-    }
-    TU_CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
-    TU_CUDA(cudaGraphLaunch(exec, st));
-    TU_CUDA(cudaStreamSynchronize(st));
-    TU_CUDA(cudaGraphExecDestroy(exec));
-    TU_CUDA(cudaGraphDestroy(graph));
-    return 0;
+    pf_launch l;
+    l.set = set;
+    l.a = a;
+    return tu_launch_graph(enqueue_test_prefill, &l, st, why, cap);
 }
 
 /* ============================================================================
@@ -1169,11 +1153,11 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
             snprintf(why, sizeof(why), "LSE element %lld (outside the logical rows) overwritten (%g)",
                      (long long)i - GUARD, fmha_ref_bits_f32(r.lseh_all[i]));
     /* inputs are read-only (the whole small pool; the used pages of a large one) */
-    if (!why[0] && !same_on_device(r.dqp, r.qh, r.n_q)) snprintf(why, sizeof(why), "Q changed");
+    if (!why[0] && !tu_same_on_device(r.dqp, r.qh, r.n_q)) snprintf(why, sizeof(why), "Q changed");
     if (!why[0] && !c->large) {
         for (i = 0; i < (size_t)r.n_logical && !why[0]; i++)
-            if (!same_on_device((uint16_t *)r.dk + (size_t)r.phys[i] * r.ps_k, r.kimg + i * r.ps_k, (size_t)r.ps_k) ||
-                !same_on_device((uint16_t *)r.dv + (size_t)r.phys[i] * r.ps_v, r.vimg + i * r.ps_v, (size_t)r.ps_v))
+            if (!tu_same_on_device((uint16_t *)r.dk + (size_t)r.phys[i] * r.ps_k, r.kimg + i * r.ps_k, (size_t)r.ps_k) ||
+                !tu_same_on_device((uint16_t *)r.dv + (size_t)r.phys[i] * r.ps_v, r.vimg + i * r.ps_v, (size_t)r.ps_v))
                 snprintf(why, sizeof(why), "page %d of the K or V pool changed", r.phys[i]);
     }
 
@@ -1679,73 +1663,42 @@ static void test_registry(void)
 /* ============================================================================
  * main
  * ========================================================================== */
-static void usage(void)
-{
-    printf("usage: test_prefill [--quick] [--filter SUBSTR] [--list] [--seed N]\n"
-           "  --quick   ~40 problems plus the API checks, no large pool (for compute-sanitizer)\n"
-           "  --filter  run only checks whose name contains SUBSTR (e.g. large_pool, page1024, vllm)\n"
-           "  --list    print the problem names and exit\n");
-}
+static const char usage_extra[] =
+    "  --quick   ~40 problems plus the API checks, no large pool (for compute-sanitizer)\n"
+    "  --filter  run only checks whose name contains SUBSTR (e.g. large_pool, page1024, vllm)\n"
+    "  --list    print the problem names and exit\n";
+
+static const char *cfg_name_at(int i) { return g_cfgs[i].name; }
+static int cfg_quick_at(int i) { return g_cfgs[i].quick; }
+static double cfg_work_at(int i) { return cfg_work(&g_cfgs[i]); }
 
 int main(int argc, char **argv)
 {
-    int quick = 0, list = 0, i;
-    uint64_t seed = 20261122;
+    tu_args args;
+    tu_cfg_list cfgs;
     cudaStream_t stream;
-    cudaDeviceProp prop;
-    int dev = 0;
     clock_t t0 = clock();
+    int i, rc = tu_parse_args(argc, argv, "test_prefill", usage_extra, &args);
 
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--list")) list = 1;
-        else if (!strcmp(argv[i], "--filter") && i + 1 < argc) tu_filter = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
-        else { fprintf(stderr, "test_prefill: unknown argument %s\n", argv[i]); usage(); return 2; }
-    }
-
+    if (rc >= 0) return rc;
     build_configs();
-    if (list) {
-        int nq = 0, nsel = 0;
-        double work = 0.0;
-        for (i = 0; i < g_ncfg; i++) {
-            if (quick && !g_cfgs[i].quick) continue;
-            if (!tu_selected(g_cfgs[i].name)) continue;
-            printf("%s%s\n", g_cfgs[i].name, g_cfgs[i].quick ? "  [quick]" : "");
-            work += cfg_work(&g_cfgs[i]);
-            nsel++;
-            nq += g_cfgs[i].quick;
-        }
-        printf("# %d of %d problems listed, %d of them in --quick; reference work %.2f G multiply-adds\n", nsel, g_ncfg,
-               nq, work * 2e-9);
+    cfgs.n = g_ncfg;
+    cfgs.name = cfg_name_at;
+    cfgs.quick = cfg_quick_at;
+    cfgs.work = cfg_work_at;
+    if (args.list) {
+        tu_list_cfgs(&args, &cfgs);
         return 0;
     }
-
-    if (!tu_gpu_available()) {
-        printf("SKIP test_prefill: no GPU\n");
-        printf("0 passed, 0 failed\n");
-        return 0;
-    }
-    TU_CUDA(cudaGetDevice(&dev));
-    TU_CUDA(cudaGetDeviceProperties(&prop, dev));
-    printf("# device %d: %s (sm_%d%d), %d problems%s\n", dev, prop.name, prop.major, prop.minor, g_ncfg,
-           quick ? " (--quick subset)" : "");
-    fflush(stdout);
-    TU_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (!tu_start_device("test_prefill", &args, g_ncfg, &stream)) return 0;
 
     test_registry();
     test_plans();
     test_bad_inputs(stream);
-    for (i = 0; i < g_ncfg; i++) {
-        if (quick && !g_cfgs[i].quick) continue;
-        if (!tu_selected(g_cfgs[i].name)) continue;
-        run_config(&g_cfgs[i], stream, seed + (uint64_t)i * 7919u);
-    }
+    for (i = 0; i < g_ncfg; i++)
+        if (tu_cfg_wanted(&args, &cfgs, i)) run_config(&g_cfgs[i], stream, args.seed + (uint64_t)i * 7919u);
     big_pool_free();
 
-    TU_CUDA(cudaStreamDestroy(stream));
-    printf("# %.1f s CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
-    tu_finish();
+    tu_end(stream, t0);
     return 0;
 }

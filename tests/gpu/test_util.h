@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__HIPCC__)
 #  include <hip/hip_runtime.h>
@@ -212,6 +213,142 @@ static inline size_t tu_count_not16(const uint16_t *h, size_t n, uint16_t v)
     size_t i, c = 0;
     for (i = 0; i < n; i++) c += h[i] != v;
     return c;
+}
+
+/* 1 when the device buffer still holds the n 16-bit values of h. */
+static inline int tu_same_on_device(const void *dev, const uint16_t *h, size_t n)
+{
+    uint16_t *tmp = (uint16_t *)tu_hmalloc(n * 2 + 2);
+    int same;
+    tu_download(tmp, dev, n * 2);
+    same = memcmp(tmp, h, n * 2) == 0;
+    free(tmp);
+    return same;
+}
+
+/* ---------------------------------------------------------------------------
+ * Graph capture
+ * ------------------------------------------------------------------------- */
+
+/* Enqueues the work to capture on st: 0 on success, else fills why. */
+typedef int (*tu_enqueue_fn)(const void *ctx, cudaStream_t st, char *why, size_t cap);
+
+/* Captures enqueue(ctx) into a graph, launches it and waits. Capture is always
+ * ended, even when the enqueue fails. Returns 0 on success, else fills why. */
+static inline int tu_launch_graph(tu_enqueue_fn enqueue, const void *ctx, cudaStream_t st, char *why, size_t cap)
+{
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    int r;
+    cudaError_t e;
+    TU_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    r = enqueue(ctx, st, why, cap);
+    e = cudaStreamEndCapture(st, &graph);
+    if (r != 0) {
+        if (graph) cudaGraphDestroy(graph);
+        (void)cudaGetLastError();
+        return -1;
+    }
+    if (e != cudaSuccess) {
+        snprintf(why, cap, "stream capture broken by the library: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    TU_CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+    TU_CUDA(cudaGraphLaunch(exec, st));
+    TU_CUDA(cudaStreamSynchronize(st));
+    TU_CUDA(cudaGraphExecDestroy(exec));
+    TU_CUDA(cudaGraphDestroy(graph));
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Test program driver: options, --list, device set-up, the problem loop
+ * ------------------------------------------------------------------------- */
+typedef struct tu_args {
+    int quick;          /* --quick: only the problems marked quick       */
+    int list;           /* --list: print the problem names and exit      */
+    uint64_t seed;      /* --seed N                                      */
+} tu_args;
+
+/* The problem list of a test program, seen through accessors by index. */
+typedef struct tu_cfg_list {
+    int n;
+    const char *(*name)(int i);
+    int (*quick)(int i);
+    double (*work)(int i);       /* reference multiply-adds / 2 */
+} tu_cfg_list;
+
+/* Parses --quick --filter SUBSTR --list --seed N --help/-h (the filter goes to
+ * tu_filter). usage_extra is printed after the first usage line. Returns -1 to
+ * go on, else the exit status (0 after --help, 2 on an unknown argument). */
+static inline int tu_parse_args(int argc, char **argv, const char *prog, const char *usage_extra, tu_args *a)
+{
+    int i, help = 0, bad = 0;
+    a->quick = 0;
+    a->list = 0;
+    a->seed = 20261122;
+    for (i = 1; i < argc && !help && !bad; i++) {
+        if (!strcmp(argv[i], "--quick")) a->quick = 1;
+        else if (!strcmp(argv[i], "--list")) a->list = 1;
+        else if (!strcmp(argv[i], "--filter") && i + 1 < argc) tu_filter = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) a->seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) help = 1;
+        else { fprintf(stderr, "%s: unknown argument %s\n", prog, argv[i]); bad = 1; }
+    }
+    if (!help && !bad) return -1;
+    printf("usage: %s [--quick] [--filter SUBSTR] [--list] [--seed N]\n%s", prog, usage_extra);
+    return help ? 0 : 2;
+}
+
+/* 1 when problem i runs under these options (--quick, --filter). */
+static inline int tu_cfg_wanted(const tu_args *a, const tu_cfg_list *l, int i)
+{
+    return (!a->quick || l->quick(i)) && tu_selected(l->name(i));
+}
+
+/* --list: the selected problem names, then a summary line. */
+static inline void tu_list_cfgs(const tu_args *a, const tu_cfg_list *l)
+{
+    int i, nq = 0, nsel = 0;
+    double work = 0.0;
+    for (i = 0; i < l->n; i++) {
+        if (!tu_cfg_wanted(a, l, i)) continue;
+        printf("%s%s\n", l->name(i), l->quick(i) ? "  [quick]" : "");
+        work += l->work(i);
+        nsel++;
+        nq += l->quick(i) != 0;
+    }
+    printf("# %d of %d problems listed, %d of them in --quick; reference work %.2f G multiply-adds\n", nsel, l->n,
+           nq, work * 2e-9);
+}
+
+/* No GPU: prints the SKIP line and an empty summary, returns 0. Otherwise
+ * prints the device line, creates the test stream and returns 1. */
+static inline int tu_start_device(const char *prog, const tu_args *a, int ncfg, cudaStream_t *stream)
+{
+    cudaDeviceProp prop;
+    int dev = 0;
+    if (!tu_gpu_available()) {
+        printf("SKIP %s: no GPU\n", prog);
+        printf("0 passed, 0 failed\n");
+        return 0;
+    }
+    TU_CUDA(cudaGetDevice(&dev));
+    TU_CUDA(cudaGetDeviceProperties(&prop, dev));
+    printf("# device %d: %s (sm_%d%d), %d problems%s\n", dev, prop.name, prop.major, prop.minor, ncfg,
+           a->quick ? " (--quick subset)" : "");
+    fflush(stdout);
+    TU_CUDA(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+    return 1;
+}
+
+/* Destroys the test stream, prints the CPU time since t0 and the summary, exits. */
+static inline void tu_end(cudaStream_t stream, clock_t t0)
+{
+    TU_CUDA(cudaStreamDestroy(stream));
+    printf("# %.1f s CPU time\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+    tu_finish();
 }
 
 #endif /* FMHA_TEST_UTIL_H */
