@@ -26,5 +26,9 @@ expect_fail "explicit row over the shared memory limit" \
     "X(FWD, BF16, 256, MASK, NOSOFTCAP, NOALIBI, 256, 128, 8, 3)" "constraint"
 expect_fail "wildcard row whose given column matches no tuned row" \
     "X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 48, FMHA_ANY, FMHA_ANY, FMHA_ANY)" "no tuned row matches"
+expect_fail "prefill row with a page size that is not a power of two" \
+    "X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 24, 128, 64, 4, 1)" "constraint page_size_power_of_two"
+expect_fail "VECTORIZED prefill row with tile_n 32" \
+    "X(PREFILL_VEC, BF16, 128, MASK, NOSOFTCAP, 16, 128, 32, 4, 1)" "constraint vectorized_tile_n_64_128"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
