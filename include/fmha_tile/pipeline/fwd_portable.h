@@ -12,13 +12,22 @@
  *     wait tile n; barrier; issue the tile stages-1 ahead (ring)  | V[n] (split)
  *     S = Q K[n]^T                 (mma.sync, Q from registers or shared)
  *     soft cap / ALiBi / mask      (mask only on tiles that need it)
- *                                    split only: wait V[n]; barrier; issue K[n-1]
+ *                                    split, 16-row warps: wait V[n]; barrier; issue K[n-1]
  *     online softmax in base 2     (running max, rescale O and row sum)
+ *                                    split, 32-row warps: the same, here
  *     O += P V[n]                  (P stays in registers as the A operand)
+ *
+ * K/V sources (batch prefill reuses this pipeline): contiguous rows, or a
+ * paged cache read through a page table (fmhai_block_load_kv). Pages that
+ * hold whole tiles cost one page-index read per tile; smaller pages have
+ * each row's byte offset staged in shared memory one tile ahead. VECTORIZED
+ * pages load K with interleaved chunks and stage V transposed (V^T [hd][tile_n],
+ * read with non-transposed ldmatrix).
  * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
  * stores O through shared memory with 16-byte stores.
  *
  * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit,
+ * then (small pages only) the staged row offsets [2][K, V][tile_n] int64,
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
  * are free of bank conflicts. Out-of-range rows and head-dim columns past d
  * are zero-filled by the copy, so padding never meets garbage (no 0 * NaN).
