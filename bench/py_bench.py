@@ -50,13 +50,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from sdpa_bench import time_calls  # noqa: E402  (one timing loop for every backend)
 
 TOKENS = 16384
 HIDDEN = 2048
-MIN_RUNS = 20
-MAX_RUNS = 2000
-TARGET_S = 0.3
-WARMUP_S = 0.05
 CHECK_TOL = 2e-2
 SDPA_BACKENDS = (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"))
 ALL_BACKENDS = ("fmha_tile", "flash", "cudnn")
@@ -122,34 +120,6 @@ def fwd_flops(b, h, s, d, causal):
 
 def tflops(flops, ms):
     return round(flops / (ms * 1e-3) / 1e12, 2) if ms else None
-
-
-def time_calls(torch, fn, nsets):
-    """Median milliseconds of fn(set_index), each call under its own event pair."""
-    fn(0)
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for i in range(3):
-        fn(i % nsets)
-    stop.record()
-    stop.synchronize()
-    per_ms = max(start.elapsed_time(stop) / 3.0, 1e-3)
-    nwarm = min(500, max(3, int(WARMUP_S * 1e3 / per_ms)))
-    runs = min(MAX_RUNS, max(MIN_RUNS, int(TARGET_S * 1e3 / per_ms)))
-    k = 0
-    for _ in range(nwarm):
-        fn(k % nsets)
-        k += 1
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    stops = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    for i in range(runs):
-        starts[i].record()
-        fn(k % nsets)
-        stops[i].record()
-        k += 1
-    torch.cuda.synchronize()
-    return statistics.median(x.elapsed_time(y) for x, y in zip(starts, stops))
 
 
 def n_sets(b, h, s, d, l2_bytes):

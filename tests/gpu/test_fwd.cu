@@ -581,8 +581,6 @@ static const char *plan_str(const fmha_kernel_set *set, const fmha_fwd_args *a)
 
 /* Tolerances (design brief: rel-L2 fp16 2e-3, bf16 1e-2). The max-abs bound
  * only catches a few badly wrong elements that rel-L2 would average away. */
-static double tol_rel_l2(fmha_dtype dt) { return dt == FMHA_DTYPE_BF16 ? 1e-2 : 2e-3; }
-static double tol_max_abs(fmha_dtype dt, float amp) { return (dt == FMHA_DTYPE_BF16 ? 4e-2 : 1e-2) * amp; }
 /* LSE is fp32 from fp32 scores; soft cap adds tanh approximation error. */
 static double tol_lse(const fwd_cfg *c) { return c->cap > 0 ? 5e-3 : 2e-3; }
 
@@ -809,11 +807,11 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
         snprintf(why, sizeof(why), "an input tensor (Q, K or V) changed");
 
     rel = fmha_ref_err_rel_l2(&err);
-    if (!why[0] && !(rel <= tol_rel_l2(c->dtype)))
-        snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tol_rel_l2(c->dtype), err.max_abs);
-    if (!why[0] && !(err.max_abs <= tol_max_abs(c->dtype, c->amp)))
+    if (!why[0] && !(rel <= tu_tol_rel_l2(c->dtype == FMHA_DTYPE_BF16)))
+        snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tu_tol_rel_l2(c->dtype == FMHA_DTYPE_BF16), err.max_abs);
+    if (!why[0] && !(err.max_abs <= tu_tol_max_abs(c->dtype == FMHA_DTYPE_BF16, c->amp)))
         snprintf(why, sizeof(why), "max abs error %.3g > %.3g (rel-L2 %.3g)", err.max_abs,
-                 tol_max_abs(c->dtype, c->amp), rel);
+                 tu_tol_max_abs(c->dtype == FMHA_DTYPE_BF16, c->amp), rel);
     if (why[0]) {
         tu_fail(c->name, "%s; counts: unwritten %zu nan %zu masked %zu pad %zu lse %zu lsepad %zu%s", why,
                 n_unwritten, n_nan, n_masked_bad, n_pad, n_lse_bad, n_lse_pad, plan_str(set, &a));

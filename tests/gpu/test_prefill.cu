@@ -868,8 +868,6 @@ static const char *plan_str(const fmha_kernel_set *set, const fmha_batch_prefill
     return buf;
 }
 
-static double tol_rel_l2(fmha_dtype dt) { return dt == FMHA_DTYPE_BF16 ? 1e-2 : 2e-3; }
-static double tol_max_abs(fmha_dtype dt, float amp) { return (dt == FMHA_DTYPE_BF16 ? 4e-2 : 1e-2) * amp; }
 static double tol_lse(const pf_cfg *c) { return c->cap > 0 ? 5e-3 : 2e-3; }
 
 typedef struct pf_launch {
@@ -1162,10 +1160,10 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     }
 
     rel = fmha_ref_err_rel_l2(&err);
-    if (!why[0] && !(rel <= tol_rel_l2(c->dtype)))
-        snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tol_rel_l2(c->dtype), err.max_abs);
-    if (!why[0] && !(err.max_abs <= tol_max_abs(c->dtype, c->amp)))
-        snprintf(why, sizeof(why), "max abs error %.3g > %.3g (rel-L2 %.3g)", err.max_abs, tol_max_abs(c->dtype, c->amp),
+    if (!why[0] && !(rel <= tu_tol_rel_l2(c->dtype == FMHA_DTYPE_BF16)))
+        snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tu_tol_rel_l2(c->dtype == FMHA_DTYPE_BF16), err.max_abs);
+    if (!why[0] && !(err.max_abs <= tu_tol_max_abs(c->dtype == FMHA_DTYPE_BF16, c->amp)))
+        snprintf(why, sizeof(why), "max abs error %.3g > %.3g (rel-L2 %.3g)", err.max_abs, tu_tol_max_abs(c->dtype == FMHA_DTYPE_BF16, c->amp),
                  rel);
     if (why[0])
         tu_fail(c->name, "%s; counts: unwritten %zu nan %zu masked %zu pad %zu lse %zu lsepad %zu%s", why, n_unwritten,

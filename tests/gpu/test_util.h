@@ -29,6 +29,11 @@
 #include <string.h>
 #include <time.h>
 
+/* Tolerances of the project's tests (rel-L2 of O, and a loose max-abs bound
+ * scaled by the input amplitude), shared by every family's GPU tests. */
+static double tu_tol_rel_l2(int is_bf16) { return is_bf16 ? 1e-2 : 2e-3; }
+static double tu_tol_max_abs(int is_bf16, float amp) { return (is_bf16 ? 4e-2 : 1e-2) * amp; }
+
 #if defined(__HIPCC__)
 #  include <hip/hip_runtime.h>
 #  define cudaError_t hipError_t
