@@ -76,7 +76,7 @@ static void test_expansion(void)
     CHECK(n == 5, "wildcard rows expand to one tuned row per arch table (5 enabled kernels)");
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&set_a, i);
-        if (fmhai_fwd_row_violation(k->hdim, k->tile_m, k->tile_n, k->warps, k->stages, k->page_size, k->kv_layout)) all_valid = 0;
+        if (fmhai_fwd_row_violation(k->hdim, k->tile_m, k->tile_n, k->warps, k->stages, k->page_size, k->kv_layout, k->dtype == FMHA_DTYPE_FP8)) all_valid = 0;
         if (k->hdim == 64 && k->dtype == FMHA_DTYPE_BF16 && k->tile_m == 64 && k->tile_n == 32 &&
             k->warps == 4 && k->stages == 2)
             found_explicit = 1;
@@ -98,16 +98,16 @@ static void test_expansion(void)
 static void test_constraints(void)
 {
     const char *v;
-    CHECK(fmhai_fwd_row_violation(128, 128, 64, 4, 1, 0, 0) == NULL, "tuned hd128 row is valid");
-    v = fmhai_fwd_row_violation(96, 128, 64, 4, 1, 0, 0);
+    CHECK(fmhai_fwd_row_violation(128, 128, 64, 4, 1, 0, 0, 0) == NULL, "tuned hd128 row is valid");
+    v = fmhai_fwd_row_violation(96, 128, 64, 4, 1, 0, 0, 0);
     CHECK(v && strstr(v, "hdim_64_128_192_256"), "hdim 96 kernel rejected by name");
-    v = fmhai_fwd_row_violation(128, 100, 64, 4, 1, 0, 0);
+    v = fmhai_fwd_row_violation(128, 100, 64, 4, 1, 0, 0, 0);
     CHECK(v && strstr(v, "tile_m_16_or_32_rows_per_warp"), "tile_m 100 rejected by name");
-    v = fmhai_fwd_row_violation(128, 128, 40, 4, 1, 0, 0);
+    v = fmhai_fwd_row_violation(128, 128, 40, 4, 1, 0, 0, 0);
     CHECK(v && strstr(v, "tile_n_multiple_of_16"), "tile_n 40 rejected by name");
-    v = fmhai_fwd_row_violation(128, 128, 64, 4, 4, 0, 0);
+    v = fmhai_fwd_row_violation(128, 128, 64, 4, 4, 0, 0, 0);
     CHECK(v && strstr(v, "stages_1_to_3"), "stages 4 rejected by name");
-    v = fmhai_fwd_row_violation(256, 128, 128, 4, 3, 0, 0);
+    v = fmhai_fwd_row_violation(256, 128, 128, 4, 3, 0, 0, 0);
     CHECK(v && (strstr(v, "registers") || strstr(v, "shared_memory")), "oversized tile rejected");
 }
 

@@ -9,7 +9,8 @@
  *   X(family, dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
  *       family  FWD | PREFILL (batch prefill, LINEAR pages) | PREFILL_VEC
  *               (batch prefill, VECTORIZED pages)
- *       dtype   FP16 | BF16
+ *       dtype   FP16 | BF16 | FP8 (PREFILL rows: e4m3 KV, bf16 or e4m3
+ *               queries chosen at run time, bf16 output)
  *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim)
  *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
@@ -69,8 +70,14 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* ---- column tokens -> values and name fragments -------------------------- */
 #define FMHAI_DT_FP16 FMHA_DTYPE_FP16
 #define FMHAI_DT_BF16 FMHA_DTYPE_BF16
+#define FMHAI_DT_FP8 FMHA_DTYPE_FP8
 #define FMHAI_DTS_FP16 "fp16"
 #define FMHAI_DTS_BF16 "bf16"
+#define FMHAI_DTS_FP8 "fp8kv"
+/* which tuned table a dtype's wildcard rows expand into (policy/fwd_tiles.h) */
+#define FMHAI_TTAB_FP16 FWD
+#define FMHAI_TTAB_BF16 FWD
+#define FMHAI_TTAB_FP8 FP8
 #define FMHAI_ON_MASK 1
 #define FMHAI_ON_NOMASK 0
 #define FMHAI_ON_SOFTCAP 1
@@ -120,9 +127,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
     "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
 
-/* K/V source of the pipeline: 0 contiguous, 1 pages of any size, 2 pages
- * that are multiples of the tile. */
-#define FMHAI_PAGING(pg, bn) ((pg) == 0 ? 0 : ((pg) % (bn) == 0 ? 2 : 1))
+/* K/V source of the pipeline (FMHAI_PAGING, policy/fwd_tiles.h): 0
+ * contiguous, 1 pages of any size, 2 pages that are multiples of the tile. */
+#define FMHAI_KV8(dt) (FMHAI_DT_##dt == FMHA_DTYPE_FP8)
 #define FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)                     \
     (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
      FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st))
@@ -130,11 +137,11 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam)
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))
 #  define FMHAI_KFN(kid) 0
 #else
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam)                      \
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))       \
     static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_FWD_MIN_BLOCKS(hd, bm, w))         \
     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(      \
         const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                           \
@@ -143,7 +150,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
             fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn,  \
                                w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,            \
-                               FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam);                         \
+                               FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt));          \
     }
 #  define FMHAI_KFN(kid) ((const void *)kid)
 #endif
@@ -154,7 +161,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
         FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                     \
       FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
-      FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + (FMHAI_PAGING(pg, bn) == 1 ? 32 * (bn) : 0),         \
+      FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, FMHAI_KV8(dt)),                                 \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
@@ -165,7 +172,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_TILEROWS_0(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
     R(fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
 #define FMHAI_TILEROWS_1(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
-    FMHAI_TILES_FWD_##hd(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)
+    FMHAI_CAT(FMHAI_TILES_, FMHAI_CAT(FMHAI_TTAB_##dt, _##hd))(R, fam, dt, hd, mask, sc, al, upg, pg, \
+                                                             bm, bn, w, st)
 #define FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)                     \
     FMHAI_CAT(FMHAI_TILEROWS_, FMHAI_ANY4(bm, bn, w, st))(R, fam, dt, hd, mask, sc, al, upg, pg, \
                                                           bm, bn, w, st)
@@ -220,7 +228,16 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(PREFILL,     dt, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(PREFILL_VEC, dt, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(PREFILL_VEC, dt, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* e4m3 KV (bf16 or e4m3 queries): LINEAR pages, every mask/soft-cap variant. */
+#define FMHAI_DEFAULT_PREFILL_FP8_HD(X, hd)                                                      \
+    X(PREFILL, FP8, hd, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
+    X(PREFILL, FP8, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
+    X(PREFILL, FP8, hd, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
+    X(PREFILL, FP8, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define FMHA_DEFAULT_PREFILL_SET(X)            \
+    FMHAI_DEFAULT_PREFILL_FP8_HD(X, 64)        \
+    FMHAI_DEFAULT_PREFILL_FP8_HD(X, 128)       \
+    FMHAI_DEFAULT_PREFILL_FP8_HD(X, 256)       \
     FMHAI_DEFAULT_PREFILL_HD(X, FP16, 64)      \
     FMHAI_DEFAULT_PREFILL_HD(X, FP16, 128)     \
     FMHAI_DEFAULT_PREFILL_HD(X, FP16, 256)     \

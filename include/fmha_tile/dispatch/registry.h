@@ -247,7 +247,8 @@ static inline fmha_status fmhai_select(const fmha_kernel_set *set, const fmhai_p
                           "%s: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d%s on %s; "
                           "closest: %s (differs in %s)",
                           fmhai_family_name(pb->family), set->name,
-                          pb->dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16", pb->hdim, fmhai_mask_str(pb),
+                          pb->dtype == FMHA_DTYPE_BF16 ? "bf16" : pb->dtype == FMHA_DTYPE_FP8 ? "fp8 KV" : "fp16",
+                          pb->hdim, fmhai_mask_str(pb),
                           pb->softcap, pb->alibi, page, dev_name, set->entries[closest].info.name,
                           closest_field);
     }
@@ -293,7 +294,8 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
     if (st != FMHA_OK) return st;
     memset(&pb, 0, sizeof(pb));
     pb.family = FMHA_FAMILY_BATCH_PREFILL;
-    pb.dtype = a->q_dtype;
+    /* fp8 KV kernels serve bf16 and fp8 queries alike (a runtime choice) */
+    pb.dtype = a->kv_dtype == FMHA_DTYPE_FP8 ? FMHA_DTYPE_FP8 : a->q_dtype;
     pb.hdim = a->hdim_q;
     pb.masked = a->mask_type != FMHA_MASK_NONE &&
                 (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);

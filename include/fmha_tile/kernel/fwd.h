@@ -53,15 +53,16 @@ static inline fmha_status fmhai_validate_common(const char *fam, int batch, int 
     return FMHA_OK;
 }
 
-/* Strides (elements) must keep every 16-byte copy aligned. */
-static inline fmha_status fmhai_validate_strides(const char *fam, const int64_t *s, int n)
+/* Strides (elements) must keep every 16-byte copy aligned: multiples of
+ * `per16` elements (8 for 16-bit types, 16 for fp8). */
+static inline fmha_status fmhai_validate_strides(const char *fam, const int64_t *s, int n, int per16)
 {
     int i;
     for (i = 0; i < n; ++i)
-        if (s[i] % 8 != 0)
+        if (s[i] % per16 != 0)
             return fmhai_fail(FMHA_ERR_UNSUPPORTED,
-                              "%s: strides must be multiples of 8 elements (16 bytes); stride #%d is %lld",
-                              fam, i, (long long)s[i]);
+                              "%s: strides must be multiples of %d elements (16 bytes); stride #%d is %lld",
+                              fam, per16, i, (long long)s[i]);
     return FMHA_OK;
 }
 
@@ -92,7 +93,7 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
                                 a->stride_k, a->nhead_stride_k, a->batch_stride_k,
                                 a->stride_v, a->nhead_stride_v, a->batch_stride_v,
                                 a->stride_o, a->nhead_stride_o, a->batch_stride_o };
-        st = fmhai_validate_strides("fwd", s, 12);
+        st = fmhai_validate_strides("fwd", s, 12, 8);
         if (st != FMHA_OK) return st;
     }
     if (a->alibi_slopes && ((uintptr_t)a->alibi_slopes & 3u))

@@ -37,6 +37,14 @@ typedef struct fmhai_fwd_params {
     int page_table;              /* fmha_page_table */
     int kv_off64;                /* pool over 4 GB: 64-bit page offsets */
     int page_log2;               /* log2(page size) */
+    /* FP8 (e4m3) batch prefill: strides above are then in bytes for the fp8
+     * tensors. Per-tensor descales (NULL: 1) are folded into the logit scale
+     * (q, k) and the output normalisation (v) in the kernel; per-page ones
+     * scale the score columns and P's columns of each key tile. */
+    int q_fp8;                   /* queries stored as e4m3 */
+    const float *q_descale, *k_descale, *v_descale;
+    const float *k_page_descale, *v_page_descale;   /* NULL: no per-page scale */
+    int64_t ds_page, ds_head;    /* per-page descale strides (elements) */
     float scale_log2;            /* scale * log2(e) */
     float softcap_pre;           /* scale / cap        (soft cap on) */
     float softcap_post_log2;     /* cap * log2(e)      (soft cap on) */

@@ -22,14 +22,61 @@ static inline int fmhai_log2_exact(int v)
     return l;
 }
 
-/* Largest element offset + 1 the kernels can form in a pool (bytes). */
+/* Largest byte offset + 1 the kernels can form in a pool. */
 static inline uint64_t fmhai_pool_bytes(int pages, int page_size, int nhead_k, int d,
-                                        int64_t page_stride, int64_t token_stride, int64_t head_stride)
+                                        int64_t page_stride, int64_t token_stride, int64_t head_stride,
+                                        int esize)
 {
     uint64_t last = (uint64_t)(pages > 0 ? pages - 1 : 0) * (uint64_t)page_stride +
                     (uint64_t)(page_size - 1) * (uint64_t)token_stride +
                     (uint64_t)(nhead_k - 1) * (uint64_t)head_stride + (uint64_t)d;
-    return last * 2u;
+    return last * (uint64_t)esize;
+}
+
+/* The dtype combinations batch prefill serves: fp16/bf16 with Q and KV alike,
+ * or e4m3 KV with bf16 or e4m3 queries (bf16 output), and their descales. */
+static inline fmha_status fmhai_prefill_validate_dtypes(const fmha_batch_prefill_args *a)
+{
+    const char *fam = "batch_prefill";
+    const int kv8 = a->kv_dtype == FMHA_DTYPE_FP8, q8 = a->q_dtype == FMHA_DTYPE_FP8;
+    if (a->q_dtype != FMHA_DTYPE_FP16 && a->q_dtype != FMHA_DTYPE_BF16 && !q8)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q dtype %d not supported", fam, (int)a->q_dtype);
+    if (a->kv_dtype != FMHA_DTYPE_FP16 && a->kv_dtype != FMHA_DTYPE_BF16 && !kv8)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: KV dtype %d not supported", fam, (int)a->kv_dtype);
+    if (!kv8 && a->kv_dtype != a->q_dtype)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED,
+                          "%s: fp16/bf16 KV needs queries of the same dtype (fp8 queries need fp8 KV)", fam);
+    if (kv8 && a->q_dtype == FMHA_DTYPE_FP16)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: fp8 KV takes bf16 or fp8 queries (got fp16)", fam);
+    if (!q8 && a->q_descale)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: q_descale needs fp8 queries", fam);
+    if (!kv8)
+        return a->kv_scale != FMHA_KV_SCALE_NONE || a->k_descale || a->v_descale || a->k_page_descale ||
+                       a->v_page_descale
+                   ? fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: KV descales need fp8 KV", fam)
+                   : FMHA_OK;
+    if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: fp8 KV is served for the LINEAR layout only", fam);
+    if (a->hdim_q % 16 != 0)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: fp8 KV needs a head dim divisible by 16 (got %d)", fam,
+                          a->hdim_q);
+    if (a->kv_scale == FMHA_KV_SCALE_PER_TENSOR) {
+        if (!a->k_descale || !a->v_descale)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: per-tensor scaling needs k_descale and v_descale", fam);
+    } else if (a->kv_scale == FMHA_KV_SCALE_PER_PAGE) {
+        if (!a->k_page_descale || !a->v_page_descale)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                              "%s: per-page scaling needs k_page_descale and v_page_descale", fam);
+        if (a->descale_page_stride < 0 || a->descale_nhead_stride < 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: descale strides must be >= 0", fam);
+    } else if (a->kv_scale != FMHA_KV_SCALE_NONE) {
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown kv_scale %d", fam, (int)a->kv_scale);
+    }
+    if ((a->kv_scale != FMHA_KV_SCALE_PER_TENSOR && (a->k_descale || a->v_descale)) ||
+        (a->kv_scale != FMHA_KV_SCALE_PER_PAGE && (a->k_page_descale || a->v_page_descale)))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: descale pointers given that kv_scale %d does not use",
+                          fam, (int)a->kv_scale);
+    return FMHA_OK;
 }
 
 static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *a)
@@ -37,19 +84,13 @@ static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *
     const char *fam = "batch_prefill";
     fmha_status st;
     if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: args is NULL", fam);
-    if (a->q_dtype == FMHA_DTYPE_FP8 || a->kv_dtype == FMHA_DTYPE_FP8)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: fp8 queries or KV are not supported yet", fam);
-    if (a->q_dtype != FMHA_DTYPE_FP16 && a->q_dtype != FMHA_DTYPE_BF16)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q dtype %d not supported", fam, (int)a->q_dtype);
-    if (a->kv_dtype != a->q_dtype)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: KV dtype must equal the query dtype for fp16/bf16", fam);
-    if (a->kv_scale != FMHA_KV_SCALE_NONE)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: KV descales need fp8 KV", fam);
     st = fmhai_validate_common(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
                                a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
     if (st != FMHA_OK) return st;
     if (a->max_seqlen_q < 0)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: max_seqlen_q must be >= 0 (got %d)", fam, a->max_seqlen_q);
+    st = fmhai_prefill_validate_dtypes(a);
+    if (st != FMHA_OK) return st;
     if (fmhai_log2_exact(a->page_size) < 0 || a->page_size > 2048)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: page size %d is not a power of two in 1..2048",
                           fam, a->page_size);
@@ -82,7 +123,11 @@ static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *
         const int64_t s[10] = { a->stride_q, a->nhead_stride_q, a->stride_o, a->nhead_stride_o,
                                 a->page_stride_k, a->token_stride_k, a->nhead_stride_k,
                                 a->page_stride_v, a->token_stride_v, a->nhead_stride_v };
-        st = fmhai_validate_strides(fam, s, 10);
+        /* 16-byte rows: 8 elements of 16 bits, 16 of fp8 */
+        const int q8 = a->q_dtype == FMHA_DTYPE_FP8, kv8 = a->kv_dtype == FMHA_DTYPE_FP8;
+        st = fmhai_validate_strides(fam, s, 2, q8 ? 16 : 8);
+        if (st == FMHA_OK) st = fmhai_validate_strides(fam, s + 2, 2, 8);
+        if (st == FMHA_OK) st = fmhai_validate_strides(fam, s + 4, 6, kv8 ? 16 : 8);
         if (st != FMHA_OK) return st;
     }
     if (a->page_stride_k < 0 || a->token_stride_k < 0 || a->nhead_stride_k < 0 ||
@@ -96,6 +141,7 @@ static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, i
 {
     const float log2e = 1.4426950408889634f;
     const uint64_t four_gb = (uint64_t)1 << 32;
+    const int esize = a->kv_dtype == FMHA_DTYPE_FP8 ? 1 : 2;
     memset(p, 0, sizeof(*p));
     p->q = a->q; p->k = a->k_pool; p->v = a->v_pool; p->o = a->o; p->lse = a->lse;
     p->seqstart_q = a->seqstart_q;
@@ -114,9 +160,17 @@ static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, i
      * (num_total_pages unknown, 0: stay on the 64-bit path) */
     p->kv_off64 = a->num_total_pages == 0 ||
                   fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_k,
-                                   a->token_stride_k, a->nhead_stride_k) >= four_gb ||
+                                   a->token_stride_k, a->nhead_stride_k, esize) >= four_gb ||
                   fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_v,
-                                   a->token_stride_v, a->nhead_stride_v) >= four_gb;
+                                   a->token_stride_v, a->nhead_stride_v, esize) >= four_gb;
+    p->q_fp8 = a->q_dtype == FMHA_DTYPE_FP8;
+    p->q_descale = a->q_descale;
+    p->k_descale = a->k_descale;
+    p->v_descale = a->v_descale;
+    p->k_page_descale = a->k_page_descale;
+    p->v_page_descale = a->v_page_descale;
+    p->ds_page = a->descale_page_stride;
+    p->ds_head = a->descale_nhead_stride;
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
     p->d = a->hdim_q;
     p->m_blocks = (a->max_seqlen_q + tile_m - 1) / tile_m;

@@ -55,13 +55,19 @@ FMHAI_DEVICE int fmhai_swz(int r, int c, int hd)
 /* Cooperative async copy of a rows x hd tile into a swizzled shared tile: row
  * stride and 16-byte chunk stride in bytes (16 for rows stored contiguously;
  * VECTORIZED K pages interleave chunks). Rows >= rows_valid and columns >= d
- * are zero-filled.
+ * are zero-filled. lin: unswizzled rows (the e4m3 landing tiles, whose rows
+ * can be narrower than the 8-chunk swizzle; hd and d then count byte pairs).
  * Each thread walks one column chunk down the rows with a running pointer
  * (kept opaque so the compiler does not precompute one 64-bit address per
  * row and hold them all in registers). */
+FMHAI_DEVICE int fmhai_tile_off(int r, int c, int hd, int lin)
+{
+    return lin ? r * hd * 2 + c * 16 : fmhai_swz(r, c, hd);
+}
+
 FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64_t row_bytes,
                                         int64_t chunk_bytes, int rows, int rows_valid, int d,
-                                        int hd, int nthreads, int tid)
+                                        int hd, int nthreads, int tid, int lin)
 {
     const int chunks = hd / 8, rstep = nthreads / chunks;   /* rows per pass */
     const int r0 = tid / chunks, c = tid % chunks;
@@ -73,7 +79,7 @@ FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64
     for (int i = 0; i < rows / rstep; ++i) {
         const int r = r0 + i * rstep;
         const int ok = col_ok && (i * rstep < rv);
-        fmhai_copy_async16(dst + fmhai_swz(r, c, hd), ok ? g : src, ok);
+        fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), ok ? g : src, ok);
         g = (const char *)fmhai_opaque_ptr(g + gstep);
     }
 }
@@ -126,12 +132,12 @@ FMHAI_DEVICE const char *fmhai_page_base(const fmhai_kv_src *s, int page, int of
 
 FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
                                       int d, int hd, int bn, int nthreads, int tid,
-                                      int paging, int page_log2, int off64, int vec)
+                                      int paging, int page_log2, int off64, int vec, int lin)
 {
     const int64_t chunk_bytes = vec ? s->chunk_bytes : 16;
     if (paging == 0) {
         fmhai_block_load_tile(dst, s->base + (int64_t)n * bn * s->row_bytes, s->row_bytes, 16, bn,
-                              s_k - n * bn, d, hd, nthreads, tid);
+                              s_k - n * bn, d, hd, nthreads, tid, lin);
         return;
     }
     const int tok0 = n * bn;
@@ -159,7 +165,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
     if (paging == 2 || ((1 << page_log2) % bn) == 0) {   /* the tile sits in one page */
         const char *pg = fmhai_page_base(s, s->pages[min(tok0 >> page_log2, s->last_page)], off64);
         fmhai_block_load_tile(dst, pg + (int64_t)(tok0 & page_mask) * s->row_bytes, s->row_bytes,
-                              chunk_bytes, bn, s_k - tok0, d, hd, nthreads, tid);
+                              chunk_bytes, bn, s_k - tok0, d, hd, nthreads, tid, lin);
         return;
     }
     const int chunks = hd / 8, rstep = nthreads / chunks;
@@ -172,7 +178,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
                                     : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
                                           (int64_t)(tok & page_mask) * s->row_bytes;
         g += c * chunk_bytes;
-        fmhai_copy_async16(dst + fmhai_swz(r, c, hd), g, col_ok && tok < s_k);
+        fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), g, col_ok && tok < s_k);
     }
 }
 
@@ -208,7 +214,105 @@ FMHAI_DEVICE void fmhai_block_load_v(fmhai_smem_t dst, const fmhai_kv_src *s, in
     if (vec)
         fmhai_block_load_vt(dst, s, n, s_k, d, hd, bn, nthreads, tid, page_log2, off64);
     else
-        fmhai_block_load_kv(dst, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, 0);
+        fmhai_block_load_kv(dst, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, 0, 0);
+}
+
+/* ---- FP8 (e4m3) KV ---------------------------------------------------------
+ * FP8 kernels compute in fp16: every e4m3 value is an fp16 normal and the
+ * conversion is one instruction per pair on sm_89+ (P in [0, 1] keeps more
+ * bits in fp16 than in bf16; O leaves as bf16). e4m3 tiles land unswizzled
+ * ([bn][hd] bytes) by cp.async; after its wait, each thread decodes the
+ * chunks it copied itself into the 16-bit tile the GEMMs read, then a barrier
+ * publishes them. NaN codes decode to NaN on sm_89+ (a cache stores none;
+ * rows past s_k are zero-filled, never read). */
+FMHAI_DEVICE void fmhai_convert_tile8(fmhai_smem_t dst, fmhai_smem_t src, int rows, int hd,
+                                      int nthreads, int tid)
+{
+    const int chunks = hd / 16, rstep = nthreads / chunks;
+    const int r0 = tid / chunks, c = tid % chunks;
+    /* Bank-conflict free: the 16-byte reads are consecutive per lane; the
+     * 8 lanes of a quarter warp write 8 distinct 16-byte bank groups when
+     * lanes c >= 4 of a row write their odd half first (rows of 8+ chunks;
+     * the two rows of a quarter warp at hd 64 already differ in parity). */
+    const int first = chunks >= 8 ? (c >> 2) & 1 : 0;
+#pragma unroll
+    for (int i = 0; i < rows / rstep; ++i) {
+        const int r = r0 + i * rstep;
+        uint32_t x[4];
+        fmhai_lds_load16(x, src + r * hd + c * 16);
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int hf = k ^ first;       /* selects, not a dynamic index */
+            uint32_t y[4];
+            fmhai_e4m3x4_to_f16(hf ? x[2] : x[0], y);
+            fmhai_e4m3x4_to_f16(hf ? x[3] : x[1], y + 2);
+            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c + hf, hd), y);
+        }
+    }
+}
+
+/* Queries of an FP8 kernel, read once per block with plain loads into the
+ * swizzled fp16 Q tile (the first loop barrier publishes it). e4m3 queries
+ * convert exactly. bf16 queries can exceed fp16's range, so each row is
+ * scaled by a power of two 2^-e that brings its largest |q| below 2^15
+ * (exact but for values under 2^-24 of the row's largest); 2^e goes to
+ * sRowScale[row] and multiplies the row's scores. */
+FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const char *src,
+                                   int64_t row_bytes, int rows, int rows_valid, int d, int hd,
+                                   int nthreads, int tid, int q8)
+{
+    const int chunk_elems = q8 ? 16 : 8;    /* elements per 16-byte global chunk */
+    const int chunks = hd / chunk_elems, rstep = nthreads / chunks;
+    const int r0 = tid / chunks, c = tid % chunks;
+#pragma unroll
+    for (int i = 0; i < rows / rstep; ++i) {
+        const int r = r0 + i * rstep;
+        uint32_t x[4] = { 0u, 0u, 0u, 0u };
+        if (r < rows_valid && c * chunk_elems < d) {
+            const uint4 v = *(const uint4 *)(src + r * row_bytes + c * 16);
+            x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+        }
+        if (q8) {
+            uint32_t y[8];
+            fmhai_e4m3x4_to_f16(x[0], y); fmhai_e4m3x4_to_f16(x[1], y + 2);
+            fmhai_e4m3x4_to_f16(x[2], y + 4); fmhai_e4m3x4_to_f16(x[3], y + 6);
+            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c, hd), y);
+            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c + 1, hd), y + 4);
+        } else {
+            /* row max |q| over the row's chunk threads (consecutive lanes) */
+            uint32_t mx = 0u;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) mx = max(mx, max(x[e] & 0x7fff7fffu & 0xffffu, (x[e] >> 16) & 0x7fffu));
+            for (int o = 1; o < chunks; o <<= 1) mx = max(mx, __float_as_uint(fmhai_shfl_xor(__uint_as_float(mx), o)));
+            /* bf16 exponent field of the max: 2^(ex-127) <= max < 2^(ex-126) */
+            const int ex = (int)(mx >> 7) & 0xff;
+            const int sh = max(ex - 127 - 14, 0);    /* max * 2^-sh < 2^15 */
+            const float down = __uint_as_float((uint32_t)(127 - sh) << 23);
+            uint32_t y[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                y[e] = fmhai_pack2(__uint_as_float(x[e] << 16) * down,
+                                   __uint_as_float(x[e] & 0xffff0000u) * down, 0);
+            fmhai_lds_store16(dst + fmhai_swz(r, c, hd), y);
+            if (c == 0) sRowScale[r] = __uint_as_float((uint32_t)(127 + sh) << 23);
+        }
+    }
+}
+
+/* K or V tile n into its slot: 16-bit KV straight into the GEMM tile, e4m3
+ * KV into the landing tile (d and hd in byte pairs there). */
+FMHAI_DEVICE void fmhai_issue_kv(fmhai_smem_t dst16, fmhai_smem_t dst8, const fmhai_kv_src *s,
+                                 int is_v, int n, int s_k, int d, int hd, int bn, int nthreads,
+                                 int tid, int paging, int page_log2, int off64, int vec, int kv8)
+{
+    if (kv8)
+        fmhai_block_load_kv(dst8, s, n, s_k, d / 2, hd / 2, bn, nthreads, tid, paging, page_log2,
+                            off64, 0, 1);
+    else if (is_v)
+        fmhai_block_load_v(dst16, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, vec);
+    else
+        fmhai_block_load_kv(dst16, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64,
+                            vec, 0);
 }
 
 /* Shared address for ldmatrix of 16-byte chunk (2*kk + m) of a row whose
@@ -241,7 +345,7 @@ FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, fmhai_kv_sr
     if (it + 1 < n_iters) {
         if (stage) ksrc->row_offs = sOff + ((it + 1) & 1) * 2 * bn;
         fmhai_block_load_kv(sK, ksrc, n - 1, s_k, p->d, hd, bn, nthreads, tid, paging,
-                            p->page_log2, p->kv_off64, vec);
+                            p->page_log2, p->kv_off64, vec, 0);
     }
     fmhai_copy_commit();
 }
@@ -250,7 +354,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                      const int is_bf16, const int HD, const int BM,
                                      const int BN, const int NW, const int ST,
                                      const int HAS_MASK, const int SOFTCAP, const int ALIBI,
-                                     const int PAGING, const int KV_VEC)
+                                     const int PAGING, const int KV_VEC, const int KV8)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -318,29 +422,52 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int c_hi = right >= 0 ? off + right + 1 : (1 << 30);
     const int c_lo = left >= 0 ? off - left : -(1 << 30);
 
-    const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
+    /* element sizes: e4m3 KV (and queries) take one byte */
+    const int Q8 = KV8 && p->q_fp8;
+    const int qb = Q8 ? 1 : 2, kvb = KV8 ? 1 : 2;
+    const char *q_ptr = (const char *)p->q + qb * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
     fmhai_kv_src ksrc, vsrc;
     ksrc.row_offs = vsrc.row_offs = 0;
-    ksrc.row_bytes = KV_VEC ? 16 : 2 * p->k_row;   /* VECTORIZED K: tokens 16 bytes apart */
-    vsrc.row_bytes = 2 * p->v_row;
+    ksrc.row_bytes = KV_VEC ? 16 : kvb * p->k_row;   /* VECTORIZED K: tokens 16 bytes apart */
+    vsrc.row_bytes = kvb * p->v_row;
     ksrc.pages = vsrc.pages = pages;
     ksrc.last_page = vsrc.last_page = n_pages - 1;
-    ksrc.page_bytes = 2 * p->k_page;
-    vsrc.page_bytes = 2 * p->v_page;
+    ksrc.page_bytes = kvb * p->k_page;
+    vsrc.page_bytes = kvb * p->v_page;
     /* VECTORIZED: K chunks of one token sit page_size*16 bytes apart, V
      * groups of 8 tokens d*16 bytes apart */
     ksrc.chunk_bytes = KV_VEC ? (int64_t)16 << p->page_log2 : 16;
     vsrc.chunk_bytes = KV_VEC ? (int64_t)16 * p->d : 16;
-    ksrc.base = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch +
+    ksrc.base = (const char *)p->k + kvb * ((int64_t)b_eff * p->k_batch +
                 (int64_t)k_start * p->k_row + (int64_t)hk * p->k_head);
-    vsrc.base = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch +
+    vsrc.base = (const char *)p->v + kvb * ((int64_t)b_eff * p->v_batch +
                 (int64_t)k_start * p->v_row + (int64_t)hk * p->v_head);
 
     fmhai_smem_t sQ = fmhai_smem_addr(smem);
     fmhai_smem_t sK = sQ + BM * HD * 2;
     fmhai_smem_t sV = sK + ST * BN * HD * 2;
     const int kv_tile_bytes = BN * HD * 2;
+    /* fp8: landing tiles after the (small-page) staged offsets, then the
+     * per-page descales of four tiles [4][K,V][BN] */
+    const int extra0 = (BM + 2 * ST * BN) * HD * 2 + (PAGING == 1 ? 32 * BN : 0);
+    fmhai_smem_t sK8 = sQ + extra0;
+    fmhai_smem_t sV8 = sK8 + ST * BN * HD;
+    const int kv8_tile_bytes = BN * HD;
+    float *sScale = (float *)(smem + extra0 + 2 * ST * BN * HD);
+    float *sRowScale = sScale + 8 * BN;     /* [BM]: bf16 queries' row scales */
+    const int OUT_BF16 = is_bf16 || KV8;   /* FP8 kernels compute in fp16, emit bf16 */
+
+    /* FP8 descales. Per tensor: q and k fold into the logit scale, v into the
+     * output normalisation. Per page: score column j is scaled by its key's
+     * page descale and P column j by its value's, from sScale. */
+    float qk_ds = 1.f, v_ds = 1.f;
+    const int PAGE_DS = KV8 && p->k_page_descale != 0;
+    if (KV8) {
+        if (Q8 && p->q_descale) qk_ds = *p->q_descale;
+        if (p->k_descale) qk_ds *= *p->k_descale;
+        if (p->v_descale) v_ds = *p->v_descale;
+    }
 
     /* ---- prologue ---------------------------------------------------------
      * stages == 1 (split): groups Q, K[0]; each tile then loads V[it] at the
@@ -348,7 +475,15 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * stages >= 2 (ring): groups Q, (K+V)[0] .. (K+V)[ST-2]; each tile loads
      *   (K+V)[it+ST-1] at the top into the slot tile it-1 freed, one barrier
      *   per tile, loads issued while no score registers are live. */
-    const int SPLIT = (ST == 1);
+    /* fp8 KV with one stage: the landing tiles let K+V[it+1] stream in
+     * during all of tile it's work, so it runs the ring's bookkeeping with
+     * depth 2 (F8S) on single slots: at the top, wait; barrier (every warp is
+     * done with tile it-1's slots); decode; barrier; issue tile it+1 into the
+     * landing chunks this thread just decoded. Nothing is copied or decoded
+     * mid-tile, where the score registers are live. */
+    const int F8S = KV8 && ST == 1;
+    const int SPLIT = (ST == 1) && !KV8;
+    const int STE = F8S ? 2 : ST;             /* ring depth for tile indices */
     /* split schedule: K[it+1] is issued before the softmax (more overlap) when
      * registers allow; with 32 rows per warp, after it (only P live then) */
     const int K_EARLY = (MT == 1);
@@ -359,26 +494,36 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int STAGE_PAGES = (PAGING == 1);
     int64_t *sOff = (int64_t *)(smem + (BM + 2 * ST * BN) * HD * 2);   /* [2][K,V][BN] */
     if (STAGE_PAGES && tid < BN) {
-        const int j = SPLIT ? 0 : ST - 1;   /* first tile loaded at a loop top */
+        const int j = SPLIT ? 0 : STE - 1;   /* first tile loaded at a loop top */
         if (j < n_iters) {
             const int tok = (n_hi - 1 - j) * BN + tid;
             fmhai_stage_row(sOff + (j & 1) * 2 * BN, BN, tid, &ksrc, &vsrc, tok,
                             fmhai_page_of(&ksrc, tok, p->page_log2), p->page_log2, KV_VEC);
         }
     }
-    fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid);
+    if (!KV8) fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid, 0);
     fmhai_copy_commit();
-    for (int s = 0; s < (SPLIT ? 1 : ST - 1); ++s) {
+    for (int s = 0; s < (SPLIT ? 1 : STE - 1); ++s) {
         if (s < n_iters) {
             const int n = n_hi - 1 - s;
-            fmhai_block_load_kv(sK + s * kv_tile_bytes, &ksrc, n, s_k, p->d, HD, BN, NT, tid,
-                                PAGING, p->page_log2, p->kv_off64, KV_VEC);
+            fmhai_issue_kv(sK + s * kv_tile_bytes, sK8 + s * kv8_tile_bytes, &ksrc, 0, n, s_k, p->d,
+                           HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
             if (!SPLIT)
-                fmhai_block_load_v(sV + s * kv_tile_bytes, &vsrc, n, s_k, p->d, HD, BN, NT, tid,
-                                   PAGING, p->page_log2, p->kv_off64, KV_VEC);
+                fmhai_issue_kv(sV + s * kv_tile_bytes, sV8 + s * kv8_tile_bytes, &vsrc, 1, n, s_k,
+                               p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
         }
         fmhai_copy_commit();
     }
+    /* the descales of the tiles loaded before the loop (later tiles' are
+     * read one iteration ahead, see below) */
+    if (PAGE_DS && tid < BN) {
+        for (int j = 0; j < (SPLIT ? 1 : STE) && j < n_iters; ++j) {
+            const int pg = fmhai_page_of(&ksrc, (n_hi - 1 - j) * BN + tid, p->page_log2);
+            sScale[(j & 3) * 2 * BN + tid] = p->k_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
+            sScale[(j & 3) * 2 * BN + BN + tid] = p->v_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
+        }
+    }
+    if (KV8) fmhai_load_q_f16(sQ, sRowScale, q_ptr, qb * p->q_row, BM, s_q - m0, p->d, HD, NT, tid, Q8);
 
     /* ---- per-thread state ---------------------------------------------- */
     float acc_o[2][FMHAI_FWD_MAX_HD / 8][4];
@@ -395,7 +540,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     }
     /* scores are turned into base-2 logits: either by the exp2 argument
      * (plain path: one FFMA) or up front (soft cap / ALiBi path). */
-    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : p->scale_log2;
+    const float scale_log2 = p->scale_log2 * qk_ds, softcap_pre = p->softcap_pre * qk_ds;
+    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
 
@@ -413,8 +559,13 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
-        const int buf = it % ST;
-        fmhai_copy_wait(SPLIT ? 0 : ST - 2);
+        const int buf = F8S ? 0 : it % ST;
+        fmhai_copy_wait(SPLIT ? 0 : STE - 2);
+        if (F8S) __syncthreads();
+        if (KV8) {   /* decode this thread's chunks of tile it */
+            fmhai_convert_tile8(sK + buf * kv_tile_bytes, sK8 + buf * kv8_tile_bytes, BN, HD, NT, tid);
+            fmhai_convert_tile8(sV + buf * kv_tile_bytes, sV8 + buf * kv8_tile_bytes, BN, HD, NT, tid);
+        }
         __syncthreads();
         if (it == 0 && Q_IN_REGS) {
 #pragma unroll
@@ -425,13 +576,20 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
         /* page index of this thread's row of the tile staged next */
         int next_page = 0;
-        {
-            const int jn = SPLIT ? it + 1 : it + ST;
-            if (STAGE_PAGES && tid < BN && jn < n_iters)
-                next_page = fmhai_page_of(&ksrc, (n_hi - 1 - jn) * BN + tid, p->page_log2);
+        const int jn = SPLIT ? it + 1 : it + STE;
+        if (STAGE_PAGES && tid < BN && jn < n_iters)
+            next_page = fmhai_page_of(&ksrc, (n_hi - 1 - jn) * BN + tid, p->page_log2);
+        /* fp8 per-page descales of tile jn, read now, stored after the GEMMs */
+        float ks_next = 0.f, vs_next = 0.f;
+        if (PAGE_DS && tid < BN && jn < n_iters) {
+            const int pg = STAGE_PAGES ? next_page
+                                       : fmhai_page_of(&ksrc, (n_hi - 1 - jn) * BN + tid, p->page_log2);
+            ks_next = p->k_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
+            vs_next = p->v_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
         }
         {   /* split: V[it]; ring: K and V of tile it + ST - 1 */
-            const int j = SPLIT ? it : it + ST - 1;
+            const int j = SPLIT ? it : it + STE - 1;
+            const int slot = F8S ? 0 : j % ST;
             if (j < n_iters) {
                 const int nn = n_hi - 1 - j;
                 if (STAGE_PAGES) {
@@ -439,10 +597,12 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     vsrc.row_offs = ksrc.row_offs + BN;
                 }
                 if (!SPLIT)
-                    fmhai_block_load_kv(sK + (j % ST) * kv_tile_bytes, &ksrc, nn, s_k, p->d, HD,
-                                        BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC);
-                fmhai_block_load_v(sV + (j % ST) * kv_tile_bytes, &vsrc, nn, s_k, p->d, HD, BN,
-                                   NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC);
+                    fmhai_issue_kv(sK + slot * kv_tile_bytes, sK8 + slot * kv8_tile_bytes,
+                                   &ksrc, 0, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
+                                   p->kv_off64, KV_VEC, KV8);
+                fmhai_issue_kv(sV + slot * kv_tile_bytes, sV8 + slot * kv8_tile_bytes, &vsrc,
+                               1, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64,
+                               KV_VEC, KV8);
             }
             fmhai_copy_commit();
         }
@@ -480,7 +640,32 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             }
         }
 
-        /* ---- logits: soft cap, ALiBi, mask ---------------------------------- */
+        /* ---- logits: FP8 scales, soft cap, ALiBi, mask ------------------------ */
+        if (KV8 && !Q8) {   /* bf16 queries' per-row power-of-two scales */
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const float f = sRowScale[warp_row0 + mt * 16 + g + 8 * hf];
+#pragma unroll
+                    for (int nt = 0; nt < BN / 8; ++nt) {
+                        acc_s[mt][nt][2 * hf] *= f;
+                        acc_s[mt][nt][2 * hf + 1] *= f;
+                    }
+                }
+        }
+        if (PAGE_DS) {   /* column j times key j's page descale */
+            const float *ks = sScale + (it & 3) * 2 * BN + 2 * t;
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt) {
+                const float2 k2 = *(const float2 *)(ks + nt * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    acc_s[mt][nt][0] *= k2.x; acc_s[mt][nt][1] *= k2.y;
+                    acc_s[mt][nt][2] *= k2.x; acc_s[mt][nt][3] *= k2.y;
+                }
+            }
+        }
         if (SOFTCAP || ALIBI) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -489,8 +674,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         float x = acc_s[mt][nt][e];
-                        if (SOFTCAP) x = tanhf(x * p->softcap_pre) * p->softcap_post_log2;
-                        else x *= p->scale_log2;
+                        if (SOFTCAP) x = tanhf(x * softcap_pre) * p->softcap_post_log2;
+                        else x *= scale_log2;
                         if (ALIBI) {   /* bottom-right aligned distance |i + s_k - s_q - j| */
                             int i = m0 + warp_row0 + mt * 16 + g + 8 * (e / 2);
                             int j = n * BN + nt * 8 + 2 * t + (e % 2);
@@ -557,6 +742,15 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     acc_o[mt][dt][2 * hf + 1] *= alpha;
                 }
             }
+            if (PAGE_DS) {   /* P column j times value j's descale (the row sum is unscaled) */
+                const float *vs = sScale + (it & 3) * 2 * BN + BN + 2 * t;
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt) {
+                    const float2 v2 = *(const float2 *)(vs + nt * 8);
+                    acc_s[mt][nt][0] *= v2.x; acc_s[mt][nt][1] *= v2.y;
+                    acc_s[mt][nt][2] *= v2.x; acc_s[mt][nt][3] *= v2.y;
+                }
+            }
 #pragma unroll
             for (int kp = 0; kp < BN / 16; ++kp) {
                 pa[mt][kp][0] = fmhai_pack2(acc_s[mt][2 * kp][0], acc_s[mt][2 * kp][1], is_bf16);
@@ -593,8 +787,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
         /* ring: the next loop-top barrier publishes tile it + ST's page indices */
         if (!SPLIT && STAGE_PAGES && tid < BN)
-            fmhai_stage_row(sOff + ((it + ST) & 1) * 2 * BN, BN, tid, &ksrc, &vsrc,
-                            (n_hi - 1 - (it + ST)) * BN + tid, next_page, p->page_log2, KV_VEC);
+            fmhai_stage_row(sOff + ((it + STE) & 1) * 2 * BN, BN, tid, &ksrc, &vsrc,
+                            (n_hi - 1 - (it + STE)) * BN + tid, next_page, p->page_log2, KV_VEC);
+        /* tile jn's descales: slot jn % 4 is not read before the barrier of
+         * tile jn, and at most tiles it .. it + ST are live (ST <= 3) */
+        if (PAGE_DS && tid < BN && jn < n_iters) {
+            sScale[(jn & 3) * 2 * BN + tid] = ks_next;
+            sScale[(jn & 3) * 2 * BN + BN + tid] = vs_next;
+        }
     }
 
     /* ---- epilogue ----------------------------------------------------------- */
@@ -611,7 +811,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             float sum = row_sum[mt][hf];
             sum += fmhai_shfl_xor(sum, 1);
             sum += fmhai_shfl_xor(sum, 2);
-            const float inv = sum > 0.f ? 1.f / sum : 0.f;
+            const float inv = sum > 0.f ? v_ds / sum : 0.f;
 #pragma unroll
             for (int dt = 0; dt < HD / 8; ++dt) {
                 acc_o[mt][dt][2 * hf] *= inv;
@@ -636,7 +836,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 int r = warp_row0 + mt * 16 + g + 8 * hf;
-                uint32_t v2 = fmhai_pack2(acc_o[mt][dt][2 * hf], acc_o[mt][dt][2 * hf + 1], is_bf16);
+                uint32_t v2 = fmhai_pack2(acc_o[mt][dt][2 * hf], acc_o[mt][dt][2 * hf + 1], OUT_BF16);
 #if defined(FMHA_PLATFORM_NVIDIA)
                 asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(sQ + fmhai_swz(r, dt, HD) + 4 * t), "r"(v2));
 #else

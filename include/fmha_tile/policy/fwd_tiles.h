@@ -29,20 +29,38 @@
 #define FMHAI_TILES_SM80_FWD_128(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    4,     1)
 #define FMHAI_TILES_SM80_FWD_256(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    8,     1)
 
+/* FP8 (e4m3) KV batch prefill rows: the landing tiles and the decode add
+ * registers and shared memory, so these have their own rows. Chosen on an
+ * H100 with bench/bench_prefill.cu --fp8_vs_bf16 (a tuning build may
+ * predefine them). */
+#ifndef FMHAI_TILES_SM80_FP8_64
+/*                                                 arch  tile_m tile_n warps stages */
+#define FMHAI_TILES_SM80_FP8_64(Y, ...)  Y(__VA_ARGS__, SM80,   128,    64,    4,     2)
+#define FMHAI_TILES_SM80_FP8_128(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    4,     1)
+#define FMHAI_TILES_SM80_FP8_256(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    8,     1)
+#endif
+
 /* ---- AMD CDNA, portable pipeline (compile-checked; MFMA pipeline to come) */
 /*                                                 arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_GFX9_FWD_64(Y, ...)  Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
 #define FMHAI_TILES_GFX9_FWD_128(Y, ...) Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
 #define FMHAI_TILES_GFX9_FWD_256(Y, ...) Y(__VA_ARGS__, GFX9,   64,     32,    4,     1)
 
-/* The rows a wildcard expands into on this platform, and the arch an explicit
- * row is built for. */
+/* The rows a wildcard expands into on this platform (FWD: fp16/bf16 rows of
+ * every family; FP8: e4m3-KV prefill rows), and the arch an explicit row is
+ * built for. */
 #if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH GFX9
 #else
+#  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8_128(Y, ...) FMHAI_TILES_SM80_FP8_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8_256(Y, ...) FMHAI_TILES_SM80_FP8_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_64(Y, ...)  FMHAI_TILES_SM80_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_128(Y, ...) FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_256(Y, ...) FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
@@ -55,8 +73,15 @@
 #define FMHAI_FWD_MIN_BLOCKS(hd, bm, w) \
     (((bm) / (16 * (w))) * (hd) >= 256 ? 1 : ((bm) >= 256 ? 1 : 256 / (bm)))
 
-/* Shared memory of the portable forward pipeline: Q tile + stages of K and V. */
+/* Shared memory of the portable forward pipeline: Q tile + stages of K and V
+ * (16-bit). Paged kernels add: small pages, the staged row offsets [2][K,V][bn]
+ * int64; fp8 KV, the e4m3 landing tiles [K,V][st][bn][hd], the per-page
+ * descales [4][K,V][bn] fp32 and the query rows' scales [bm] fp32. */
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
+#define FMHAI_PAGING(pg, bn) ((pg) == 0 ? 0 : ((pg) % (bn) == 0 ? 2 : 1))
+#define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, kv8)                            \
+    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + (FMHAI_PAGING(pg, bn) == 1 ? 32 * (bn) : 0) + \
+     ((kv8) ? 2 * (st) * (bn) * (hd) + 32 * (bn) + 4 * (bm) : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands
  * into these page-size classes. A kernel built for page size P serves every
@@ -65,9 +90,9 @@
 #define FMHAI_TUNED_PAGES(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 64)
 
 /* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page,
- * vectorized); page is 0 for families without a paged KV cache, vectorized 1
- * for VECTORIZED KV pages. */
-#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec)                               \
+ * vectorized, fp8 KV); page is 0 for families without a paged KV cache,
+ * vectorized 1 for VECTORIZED KV pages, kv8 1 for e4m3 KV. */
+#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                          \
     C(hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                    \
       "kernel head dim must be 64, 128, 192 or 256")                                       \
     C(warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                            \
@@ -81,12 +106,17 @@
       "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count")                 \
     C(registers_rows_x_hdim, (w) >= 1 && ((bm) / (16 * (w))) * (hd) <= 256,                \
       "rows per warp x head dim must be <= 16 x 256 (accumulator registers)")              \
-    C(shared_memory_227k, FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,             \
+    C(shared_memory_227k, FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, kv8) <= 227 * 1024,  \
       "shared memory of the tile must fit in 227 KB")                                      \
     C(page_size_power_of_two, (pg) == 0 || ((pg) >= 1 && (pg) <= 2048 && ((pg) & ((pg) - 1)) == 0), \
       "page size must be a power of two in 1..2048")                                      \
     C(vectorized_tile_n_64_128, !(vec) || ((bn) == 64 || (bn) == 128),                     \
-      "VECTORIZED KV needs tile_n 64 or 128 (V^T rows of 8+ chunks)")
+      "VECTORIZED KV needs tile_n 64 or 128 (V^T rows of 8+ chunks)")                   \
+    C(fp8_kv_linear_pages, !(kv8) || ((pg) > 0 && !(vec)),                                 \
+      "FP8 KV rows are batch prefill rows with LINEAR pages")                              \
+    C(fp8_tiles_split_over_threads,                                                        \
+      !(kv8) || ((w) >= 1 && ((bn) * (hd) / 16) % ((w) * 32) == 0 && ((w) * 32) % ((hd) / 16) == 0), \
+      "FP8 KV: tile_n*hd/16 must be a multiple of the thread count")
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \
     FMHA_STATIC_ASSERT(cond, "fmha_tile constraint " #name " violated: " msg);
@@ -94,9 +124,9 @@
 
 /* NULL when the row is valid, else "constraint_name: message". */
 static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w, int st, int pg,
-                                                  int vec)
+                                                  int vec, int kv8)
 {
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec)
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec, kv8)
     return 0;
 }
 

@@ -11,6 +11,8 @@
  *   fmhai_warp_ldsm_x4_t(r, addr)              the same, transposed
  *   fmhai_warp_mma_16816(c, a, b, is_bf16)     c[16x8] += a[16x16] * b[16x8]
  *   fmhai_pack2(x, y, is_bf16)                 two floats -> packed fp16/bf16
+ *   fmhai_lds_load8/16, fmhai_lds_store16      8/16 bytes shared <-> registers
+ *   fmhai_e4m3x4_to_f16(x, y)                  four e4m3 codes -> two f16x2, exact
  * Fragment layouts are those of mma.sync.m16n8k16 on NVIDIA: lane l holds rows
  * l/4 and l/4+8, columns 2*(l%4) and 2*(l%4)+1 of each 16x8 accumulator.
  *
@@ -130,6 +132,44 @@ FMHAI_DEVICE uint32_t fmhai_pack2(float x, float y, int is_bf16)
         asm("cvt.rn.f16x2.f32 %0, %2, %1;\n" : "=r"(r) : "f"(x), "f"(y));
 #endif
     return r;
+}
+
+FMHAI_DEVICE void fmhai_lds_load16(uint32_t *v, fmhai_smem_t a)
+{
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(a));
+}
+FMHAI_DEVICE void fmhai_lds_load8(uint32_t *v, fmhai_smem_t a)
+{
+    asm volatile("ld.shared.v2.b32 {%0,%1}, [%2];\n" : "=r"(v[0]), "=r"(v[1]) : "r"(a));
+}
+FMHAI_DEVICE void fmhai_lds_store16(fmhai_smem_t a, const uint32_t *v)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
+                 :: "r"(a), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
+}
+
+/* Four e4m3 codes (byte i = element i) -> f16 pairs y[0] = (0, 1), y[1] =
+ * (2, 3), exact (every e4m3 value is an f16 normal). sm_89+: the hardware
+ * conversion; sm_80: the code shifted into f16 position (sign to bit 15,
+ * exponent and mantissa to bits 7..13) is the value times 2^-8, for
+ * subnormal codes too, and one f16x2 multiply by 256 restores it. */
+FMHAI_DEVICE void fmhai_e4m3x4_to_f16(uint32_t x, uint32_t *y)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm("{ .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n"
+        "cvt.rn.f16x2.e4m3x2 %0, lo;\n cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
+        : "=r"(y[0]), "=r"(y[1]) : "r"(x));
+#elif defined(FMHAI_DEVICE_HAS_MMA_SM80)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const uint32_t a = __byte_perm(x, 0u, i ? 0x4342u : 0x4140u);   /* [0 b(2i+1) 0 b(2i)] */
+        const uint32_t f = ((a & 0x00800080u) << 8) | ((a & 0x007f007fu) << 7);
+        asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(y[i]) : "r"(f), "r"(0x5c005c00u));
+    }
+#else
+    y[0] = y[1] = x & 0u;
+#endif
 }
 
 FMHAI_DEVICE void fmhai_sync_warp(void) { __syncwarp(); }
@@ -272,6 +312,37 @@ FMHAI_DEVICE uint32_t fmhai_pack2(float x, float y, int is_bf16)
         hi = __half_as_ushort(__float2half_rn(y));
     }
     return (lo & 0xffffu) | (hi << 16);
+}
+
+FMHAI_DEVICE void fmhai_lds_load16(uint32_t *v, fmhai_smem_t a)
+{
+    const fmhai_u32x4 x = *(const FMHAI_LDS fmhai_u32x4 *)a;
+    v[0] = x[0]; v[1] = x[1]; v[2] = x[2]; v[3] = x[3];
+}
+FMHAI_DEVICE void fmhai_lds_load8(uint32_t *v, fmhai_smem_t a)
+{
+    v[0] = *(const FMHAI_LDS uint32_t *)a;
+    v[1] = *(const FMHAI_LDS uint32_t *)(a + 4);
+}
+FMHAI_DEVICE void fmhai_lds_store16(fmhai_smem_t a, const uint32_t *v)
+{
+    const fmhai_u32x4 x = { v[0], v[1], v[2], v[3] };
+    *(FMHAI_LDS fmhai_u32x4 *)a = x;
+}
+/* Four e4m3 codes -> two f16 pairs, exact (see the NVIDIA version). */
+FMHAI_DEVICE void fmhai_e4m3x4_to_f16(uint32_t x, uint32_t *y)
+{
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        float v[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const uint32_t b = (x >> (16 * i + 8 * j)) & 0xffu;
+            /* into fp32 position: value times 2^-120, exact */
+            v[j] = __uint_as_float(((b & 0x80u) << 24) | ((b & 0x7fu) << 20)) * 1.329227995784916e36f;
+        }
+        y[i] = fmhai_pack2(v[0], v[1], 0);
+    }
 }
 
 /* A 32-lane group never spans two waves, and a wave's LDS accesses complete
