@@ -6,6 +6,8 @@
 #   make check   compile only (everything make test builds)
 #   make run     build the example forward pass and run it with validation
 #   make bench   forward TFLOPS on the DESIGN grid + PyTorch SDPA, same run
+#   make bench-bwd  build build/bench/bench_bwd (backward TFLOPS; bench/run_bwd.sh
+#                runs it next to PyTorch SDPA's flash and cuDNN backward)
 #   make tune    tile tuning driver (bench/tune_fwd.cu)
 #   make lib     build/libfmha_tile.so: the default kernel set behind the C API
 #                (C linkage, only the fmha_* entry points exported)
@@ -27,7 +29,7 @@ CFLAGS_C11 := -std=c11 -Wall -Wextra -pedantic -Werror -Iinclude -Itests
 
 HEADERS := $(shell find include -name '*.h')
 
-.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest
+.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest bench-bwd
 
 all: toolchain nvcc-build host-tests
 
@@ -46,6 +48,17 @@ $(BUILD)/host/test_ref: tests/host/test_ref.c tests/ref/fmha_ref.h
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
 host-tests: $(BUILD)/host/test_dispatch $(BUILD)/host/test_ref
+
+# backward: the CPU reference's self-test and the plan/workspace unit tests
+$(BUILD)/host/test_ref_bwd: tests/host/test_ref_bwd.c tests/ref/fmha_ref_bwd.h tests/ref/fmha_ref.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+$(BUILD)/host/test_bwd_workspace: tests/host/test_bwd_workspace.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_ref_bwd $(BUILD)/host/test_bwd_workspace
 
 # ---- NVIDIA (nvcc) --------------------------------------------------------
 ifneq ($(NVCC),)
@@ -117,6 +130,7 @@ pytest: $(LIB_SO)
 
 nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd $(LIB_SO) $(BUILD)/examples/c_api \
             $(BUILD)/tests/test_prefill $(BUILD)/examples/fmha_batch_prefill
+
 else
 nvcc-build:
 	@echo "SKIP nvcc builds: nvcc not found"
