@@ -131,6 +131,17 @@ pytest: $(LIB_SO)
 nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd $(LIB_SO) $(BUILD)/examples/c_api \
             $(BUILD)/tests/test_prefill $(BUILD)/examples/fmha_batch_prefill
 
+# backward: GPU test (ptxas report kept for the register summary) and benchmark
+$(BUILD)/tests/test_bwd: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
+
+$(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 $< -o $@
+
+nvcc-build: $(BUILD)/tests/test_bwd
+bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:
 	@echo "SKIP nvcc builds: nvcc not found"

@@ -69,6 +69,7 @@ if [ "$mode" = "--all" ]; then
     if [ -x "$build/tests/test_fwd" ]; then
         run_suite gpu_fwd "$build/tests/test_fwd"
         run_suite gpu_prefill "$build/tests/test_prefill"
+        run_suite gpu_bwd "$build/tests/test_bwd"
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi

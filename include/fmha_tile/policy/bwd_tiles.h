@@ -34,7 +34,7 @@
  * warps and two sweeps; its single-buffered row fits an sm_80 (163 KB of
  * shared memory), the double-buffered one only sm_90 (201 KB). */
 /*                                                     arch  tile_m tile_n warps stages */
-#define FMHAI_TILES_SM80_BWD_64(Y, ...)   Y(__VA_ARGS__, SM80,   128,   128,    8,     2)
+#define FMHAI_TILES_SM80_BWD_64(Y, ...)   Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
 #define FMHAI_TILES_SM80_BWD_128(Y, ...)  Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
 #define FMHAI_TILES_SM80_BWD_256(Y, ...)  Y(__VA_ARGS__, SM80,    64,    64,    4,     2) \
                                           Y(__VA_ARGS__, SM80,    64,    64,    4,     1)
