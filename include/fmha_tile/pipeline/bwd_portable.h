@@ -10,7 +10,9 @@
  * 16w .. 16w+15. It loads its K and V tile once and sweeps the query tiles
  * (BM rows) that can see it, for every query head of the KV head's group, so
  * dK and dV of a GQA group are summed in registers. Per query tile
- * (key-major: a warp's 16 keys are the M dimension):
+ * (key-major: a warp's 16 keys are the M dimension; the first six lines run
+ * per 32-column slice of the query tile, so that one slice's fp32 S^T and
+ * dP^T are live at a time next to the dK and dV accumulators):
  *     S^T = K Q^T                     A = K from shared, B = Q (ldmatrix)
  *     P^T = exp2(S^T * scale*log2e - LSE*log2e)   (soft cap: tanh first);
  *                                     masked entries are 0 (never exp of -inf)
@@ -339,6 +341,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
     const int TWO_SWEEPS = HD > 128;           /* dV sweep, then dK + dQ sweep */
+    const int QW = 32;                         /* query columns of a slice     */
     const int WM = FMHAI_BWD_DQ_WM(BM, HD, NW); /* dQ warp split: WM x WN     */
     const int RW = FMHAI_BWD_DQ_RW(BM, HD, NW); /* dQ rows of a warp          */
     const int CT = FMHAI_BWD_DQ_CT(BM, HD, NW); /* dQ columns of a warp       */
@@ -476,132 +479,145 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
              * XOR of fmhai_ldsm_at still applies to the shifted base) */
             const fmhai_smem_t qBi = qB + buf * q_bytes, qTi = qT + buf * q_bytes;
 
-            /* ---- S^T = K Q^T ------------------------------------------------ */
-            float acc_s[128 / 8][4];
-#pragma unroll
-            for (int nt = 0; nt < BM / 8; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc_s[nt][e] = 0.f;
-            {
-            /* k-steps stay a loop (unroll 1) in the products whose
-             * accumulators are indexed by the inner loop only: unrolled,
-             * every B fragment of the phase is loaded up front and the
-             * accumulators of dK and dV spill */
-            const fmhai_smem_t a_base = fmhai_opaque_smem(kA), b_base = fmhai_opaque_smem(qBi);
-#pragma unroll 1
-            for (int kk = 0; kk < HD / 16; ++kk) {
-                uint32_t ka[4];
-                fmhai_warp_ldsm_x4(ka, fmhai_ldsm_at(a_base, kk));
-#pragma unroll
-                for (int np = 0; np < BM / 16; ++np) {
-                    uint32_t qb[4];
-                    fmhai_warp_ldsm_x4(qb, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
-                    fmhai_warp_mma_16816(acc_s[2 * np], ka, qb, is_bf16);
-                    fmhai_warp_mma_16816(acc_s[2 * np + 1], ka, qb + 2, is_bf16);
-                }
-            }
-            }
-
-            /* ---- P^T (and, soft cap, P^T * (1 - tanh^2) for dS) ---------------- */
             const int need_mask = (j0 + BN > s.s_k) ||
                                   (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
-            uint32_t pa[128 / 16][4];
+            /* The query tile in QW-column slices: S^T, P^T, dP^T and dS^T of
+             * one slice are live at a time (32 keys x 16 rows of fp32 each),
+             * which keeps dK and dV in registers. k-steps stay loops (unroll
+             * 1) where only inner loops index registers: unrolled, every
+             * fragment of the phase is loaded up front. */
+#pragma unroll 1
+            for (int q0 = 0; q0 < BM; q0 += QW) {
+                /* ---- S^T = K Q^T ---------------------------------------------- */
+                float acc_s[QW / 8][4];
 #pragma unroll
-            for (int nt = 0; nt < BM / 8; ++nt) {
-                const float2 lse = fmhai_ld_shared_f2(sLse_a + 4 * (slot + nt * 8 + 2 * t));
-                const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
+                for (int nt = 0; nt < QW / 8; ++nt)
 #pragma unroll
-                for (int hf = 0; hf < 2; ++hf) {
-                    float pv[2];
+                    for (int e = 0; e < 4; ++e) acc_s[nt][e] = 0.f;
+                {
+                    const fmhai_smem_t a_base = fmhai_opaque_smem(kA);
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + q0 * HD * 2);
+#pragma unroll 1
+                    for (int kk = 0; kk < HD / 16; ++kk) {
+                        uint32_t ka[4];
+                        fmhai_warp_ldsm_x4(ka, fmhai_ldsm_at(a_base, kk));
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const float x = acc_s[nt][2 * hf + e];
-                        float dfac = 1.f;
-                        if (SOFTCAP) {
-                            const float th = tanhf(x * p->softcap_pre);
-                            pv[e] = fmhai_exp2(th * p->softcap_post_log2 - l2[e]);
-                            dfac = 1.f - th * th;
-                        } else {
-                            pv[e] = fmhai_exp2(x * p->scale_log2 - l2[e]);
+                        for (int np = 0; np < QW / 16; ++np) {
+                            uint32_t qb[4];
+                            fmhai_warp_ldsm_x4(qb, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
+                            fmhai_warp_mma_16816(acc_s[2 * np], ka, qb, is_bf16);
+                            fmhai_warp_mma_16816(acc_s[2 * np + 1], ka, qb + 2, is_bf16);
                         }
-                        if (need_mask) {
-                            const int j = j0 + key0 + g + 8 * hf, i = m0 + nt * 8 + 2 * t + e;
-                            if (j >= s.s_k || j - i < c_lo || j - i > c_hi) pv[e] = 0.f;
-                        }
-                        acc_s[nt][2 * hf + e] = pv[e] * dfac;
                     }
-                    if (dv_step) pa[nt / 2][(nt % 2) * 2 + hf] = fmhai_pack2(pv[0], pv[1], is_bf16);
                 }
-            }
 
-            /* ---- dV += P^T dO ------------------------------------------------ */
-            if (dv_step) {
-                const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + OQ);
+                /* ---- P^T (and, soft cap, P^T * (1 - tanh^2) for dS) -------------- */
+                uint32_t pa[QW / 16][4];
 #pragma unroll
-                for (int dn = 0; dn < HD / 16; ++dn)
+                for (int nt = 0; nt < QW / 8; ++nt) {
+                    const int col = q0 + nt * 8 + 2 * t;    /* first of this lane's two columns */
+                    const float2 lse = fmhai_ld_shared_f2(sLse_a + 4 * (slot + col));
+                    const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
 #pragma unroll
-                    for (int kp = 0; kp < BM / 16; ++kp) {
-                        uint32_t vb[4];
-                        fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(b_base, dn) + kp * 16 * HD * 2);
-                        fmhai_warp_mma_16816(acc_a[2 * dn], pa[kp], vb, is_bf16);
-                        fmhai_warp_mma_16816(acc_a[2 * dn + 1], pa[kp], vb + 2, is_bf16);
+                    for (int hf = 0; hf < 2; ++hf) {
+                        float pv[2];
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const float x = acc_s[nt][2 * hf + e];
+                            float dfac = 1.f;
+                            if (SOFTCAP) {
+                                const float th = tanhf(x * p->softcap_pre);
+                                pv[e] = fmhai_exp2(th * p->softcap_post_log2 - l2[e]);
+                                dfac = 1.f - th * th;
+                            } else {
+                                pv[e] = fmhai_exp2(x * p->scale_log2 - l2[e]);
+                            }
+                            if (need_mask) {
+                                const int j = j0 + key0 + g + 8 * hf, i = m0 + col + e;
+                                if (j >= s.s_k || j - i < c_lo || j - i > c_hi) pv[e] = 0.f;
+                            }
+                            acc_s[nt][2 * hf + e] = pv[e] * dfac;
+                        }
+                        if (dv_step) pa[nt / 2][(nt % 2) * 2 + hf] = fmhai_pack2(pv[0], pv[1], is_bf16);
                     }
-            }
+                }
 
-            if (dk_step) {
-                /* ---- dP^T = V dO^T ------------------------------------------- */
-                float acc_p[128 / 8][4];
+                /* ---- dV += P^T dO ---------------------------------------------- */
+                if (dv_step) {
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + OQ + q0 * HD * 2);
 #pragma unroll
-                for (int nt = 0; nt < BM / 8; ++nt)
+                    for (int dn = 0; dn < HD / 16; ++dn)
+#pragma unroll
+                        for (int kp = 0; kp < QW / 16; ++kp) {
+                            uint32_t vb[4];
+                            fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(b_base, dn) + kp * 16 * HD * 2);
+                            fmhai_warp_mma_16816(acc_a[2 * dn], pa[kp], vb, is_bf16);
+                            fmhai_warp_mma_16816(acc_a[2 * dn + 1], pa[kp], vb + 2, is_bf16);
+                        }
+                }
+                if (!dk_step) continue;
+
+                /* ---- dP^T = V dO^T --------------------------------------------- */
+                float acc_p[QW / 8][4];
+#pragma unroll
+                for (int nt = 0; nt < QW / 8; ++nt)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) acc_p[nt][e] = 0.f;
-                const fmhai_smem_t a_base = fmhai_opaque_smem(kA + VK), b_base = fmhai_opaque_smem(qBi + OQ);
+                {
+                    const fmhai_smem_t a_base = fmhai_opaque_smem(kA + VK);
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + OQ + q0 * HD * 2);
 #pragma unroll 1
-                for (int kk = 0; kk < HD / 16; ++kk) {
-                    uint32_t va[4];
-                    fmhai_warp_ldsm_x4(va, fmhai_ldsm_at(a_base, kk));
+                    for (int kk = 0; kk < HD / 16; ++kk) {
+                        uint32_t va[4];
+                        fmhai_warp_ldsm_x4(va, fmhai_ldsm_at(a_base, kk));
 #pragma unroll
-                    for (int np = 0; np < BM / 16; ++np) {
-                        uint32_t ob[4];
-                        fmhai_warp_ldsm_x4(ob, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
-                        fmhai_warp_mma_16816(acc_p[2 * np], va, ob, is_bf16);
-                        fmhai_warp_mma_16816(acc_p[2 * np + 1], va, ob + 2, is_bf16);
+                        for (int np = 0; np < QW / 16; ++np) {
+                            uint32_t ob[4];
+                            fmhai_warp_ldsm_x4(ob, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
+                            fmhai_warp_mma_16816(acc_p[2 * np], va, ob, is_bf16);
+                            fmhai_warp_mma_16816(acc_p[2 * np + 1], va, ob + 2, is_bf16);
+                        }
                     }
                 }
-                /* ---- dS^T = P^T (dP^T - D) ------------------------------------ */
-                uint32_t dsa[128 / 16][4];
+                /* ---- dS^T = P^T (dP^T - D) -------------------------------------- */
+                uint32_t dsa[QW / 16][4];
 #pragma unroll
-                for (int nt = 0; nt < BM / 8; ++nt) {
-                    const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + nt * 8 + 2 * t));
+                for (int nt = 0; nt < QW / 8; ++nt) {
+                    const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + q0 + nt * 8 + 2 * t));
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf)
                         dsa[nt / 2][(nt % 2) * 2 + hf] =
                             fmhai_pack2(acc_s[nt][2 * hf] * (acc_p[nt][2 * hf] - dd.x),
                                         acc_s[nt][2 * hf + 1] * (acc_p[nt][2 * hf + 1] - dd.y), is_bf16);
                 }
-                /* ---- dK += dS^T Q --------------------------------------------- */
-                const fmhai_smem_t q_base = fmhai_opaque_smem(qTi);
+                /* ---- dK += dS^T Q ----------------------------------------------- */
+                {
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + q0 * HD * 2);
 #pragma unroll
-                for (int dn = 0; dn < HD / 16; ++dn)
+                    for (int dn = 0; dn < HD / 16; ++dn)
 #pragma unroll
-                    for (int kp = 0; kp < BM / 16; ++kp) {
-                        uint32_t qb[4];
-                        fmhai_warp_ldsm_x4_t(qb, fmhai_ldsm_at(q_base, dn) + kp * 16 * HD * 2);
-                        if (TWO_SWEEPS) {
-                            fmhai_warp_mma_16816(acc_a[2 * dn], dsa[kp], qb, is_bf16);
-                            fmhai_warp_mma_16816(acc_a[2 * dn + 1], dsa[kp], qb + 2, is_bf16);
-                        } else {
-                            fmhai_warp_mma_16816(acc_b[2 * dn], dsa[kp], qb, is_bf16);
-                            fmhai_warp_mma_16816(acc_b[2 * dn + 1], dsa[kp], qb + 2, is_bf16);
+                        for (int kp = 0; kp < QW / 16; ++kp) {
+                            uint32_t qb[4];
+                            fmhai_warp_ldsm_x4_t(qb, fmhai_ldsm_at(b_base, dn) + kp * 16 * HD * 2);
+                            if (TWO_SWEEPS) {
+                                fmhai_warp_mma_16816(acc_a[2 * dn], dsa[kp], qb, is_bf16);
+                                fmhai_warp_mma_16816(acc_a[2 * dn + 1], dsa[kp], qb + 2, is_bf16);
+                            } else {
+                                fmhai_warp_mma_16816(acc_b[2 * dn], dsa[kp], qb, is_bf16);
+                                fmhai_warp_mma_16816(acc_b[2 * dn + 1], dsa[kp], qb + 2, is_bf16);
+                            }
                         }
-                    }
-                /* ---- dS^T -> shared ([BN][BM], this warp's 16 key rows) ------------ */
+                }
+                /* ---- dS^T -> shared ([BN][BM], this warp's 16 key rows) ---------- */
 #pragma unroll
-                for (int nt = 0; nt < BM / 8; ++nt)
+                for (int nt = 0; nt < QW / 8; ++nt)
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf)
-                        fmhai_st_shared_u32(sdS + fmhai_swz(key0 + g + 8 * hf, nt, BM) + 4 * t,
+                        fmhai_st_shared_u32(sdS + fmhai_swz(key0 + g + 8 * hf, q0 / 8 + nt, BM) + 4 * t,
                                             dsa[nt / 2][(nt % 2) * 2 + hf]);
+            }
+
+            if (dk_step) {
                 __syncthreads();
                 /* Q and dO of this step are no longer read: stages 1 loads the next */
                 if (ST == 1) {

@@ -30,9 +30,9 @@
 
 /* ---- NVIDIA, portable mma.sync pipeline (sm_80 and newer) ------------------
  * Like FlashAttention-2's backward: 8 warps own 128 keys and sweep 64 query
- * rows at a time (hdim 64: 128 rows), one block per SM. hdim 256 uses 4
- * warps and two sweeps; its single-buffered row fits an sm_80 (163 KB of
- * shared memory), the double-buffered one only sm_90 (201 KB). */
+ * rows at a time, one block per SM. hdim 256 uses 4 warps and two sweeps;
+ * its single-buffered row fits an sm_80 (163 KB of shared memory), the
+ * double-buffered one only sm_90 (201 KB). */
 /*                                                     arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_SM80_BWD_64(Y, ...)   Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
 #define FMHAI_TILES_SM80_BWD_128(Y, ...)  Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
