@@ -6,6 +6,8 @@
 #   make check   compile only (everything make test builds)
 #   make run     build the example forward pass and run it with validation
 #   make bench   forward TFLOPS on the DESIGN grid + PyTorch SDPA, same run
+#   make bench-bwd  build build/bench/bench_bwd (backward TFLOPS; bench/run_bwd.sh
+#                runs it next to PyTorch SDPA's flash and cuDNN backward)
 #   make tune    tile tuning driver (bench/tune_fwd.cu)
 #   make lib     build/libfmha_tile.so: the default kernel set behind the C API
 #                (C linkage, only the fmha_* entry points exported)
@@ -27,7 +29,7 @@ CFLAGS_C11 := -std=c11 -Wall -Wextra -pedantic -Werror -Iinclude -Itests
 
 HEADERS := $(shell find include -name '*.h')
 
-.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest
+.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest bench-bwd
 
 all: toolchain nvcc-build host-tests
 
@@ -46,6 +48,17 @@ $(BUILD)/host/test_ref: tests/host/test_ref.c tests/ref/fmha_ref.h
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
 host-tests: $(BUILD)/host/test_dispatch $(BUILD)/host/test_ref
+
+# backward: the CPU reference's self-test and the plan/workspace unit tests
+$(BUILD)/host/test_ref_bwd: tests/host/test_ref_bwd.c tests/ref/fmha_ref_bwd.h tests/ref/fmha_ref.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+$(BUILD)/host/test_bwd_workspace: tests/host/test_bwd_workspace.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_ref_bwd $(BUILD)/host/test_bwd_workspace
 
 # ---- NVIDIA (nvcc) --------------------------------------------------------
 ifneq ($(NVCC),)
@@ -117,6 +130,18 @@ pytest: $(LIB_SO)
 
 nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd $(LIB_SO) $(BUILD)/examples/c_api \
             $(BUILD)/tests/test_prefill $(BUILD)/examples/fmha_batch_prefill
+
+# backward: GPU test (ptxas report kept for the register summary) and benchmark
+$(BUILD)/tests/test_bwd: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
+
+$(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 $< -o $@
+
+nvcc-build: $(BUILD)/tests/test_bwd
+bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:
 	@echo "SKIP nvcc builds: nvcc not found"

@@ -74,4 +74,13 @@
 #include "fmha_tile/dispatch/registry.h"
 #include "fmha_tile/dispatch/kernel_set.h"
 
+/* backward: dot_do_o, dq_dk_dv, convert_dq (fmha_bwd_plan_make, fmha_bwd) */
+#if !defined(FMHA_PLATFORM_HOST_ONLY)
+#  include "fmha_tile/pipeline/bwd_portable.h"
+#endif
+#include "fmha_tile/policy/bwd_tiles.h"
+#include "fmha_tile/kernel/bwd.h"
+#include "fmha_tile/dispatch/bwd_dispatch.h"
+#include "fmha_tile/dispatch/bwd_set.h"
+
 #endif /* FMHA_TILE_H */

@@ -3,7 +3,8 @@
  * build/libfmha_tile.so (`make lib`).
  *
  * It declares the library's default kernel set (FMHA_DEFAULT_FWD_SET and, where
- * the headers have it, FMHA_DEFAULT_PREFILL_SET: every family the library has,
+ * the headers have them, FMHA_DEFAULT_PREFILL_SET and FMHA_DEFAULT_BWD_SET: every
+ * family the library has,
  * with the tuned tiles of include/fmha_tile/policy/fwd_tiles.h) and exports the
  * C API of include/fmha_tile/api.h with C linkage. FMHA_TILE_BUILD_SHARED turns
  * FMHA_API into `extern "C" __attribute__((visibility("default")))`; the build
@@ -40,9 +41,14 @@
  * batch-prefill (paged KV) rows where the headers define them. A family that
  * lands later adds its FMHA_DEFAULT_<FAMILY>_SET here. */
 #if defined(FMHA_DEFAULT_PREFILL_SET)
-#  define FMHA_LIB_DEFAULT_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_PREFILL_SET(X)
+#  define FMHA_LIB_FWD_SETS(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_PREFILL_SET(X)
 #else
-#  define FMHA_LIB_DEFAULT_SET(X) FMHA_DEFAULT_FWD_SET(X)
+#  define FMHA_LIB_FWD_SETS(X) FMHA_DEFAULT_FWD_SET(X)
+#endif
+#if defined(FMHA_DEFAULT_BWD_SET)
+#  define FMHA_LIB_DEFAULT_SET(X) FMHA_LIB_FWD_SETS(X) FMHA_DEFAULT_BWD_SET(X)
+#else
+#  define FMHA_LIB_DEFAULT_SET(X) FMHA_LIB_FWD_SETS(X)
 #endif
 DECL_FMHA_KERNEL_SET(fmha_lib_default, FMHA_LIB_DEFAULT_SET)
 

@@ -48,6 +48,13 @@ if [ -f "$log" ]; then
          /bytes stack frame/ { if ($1 > 0) { bad[arch]++; list[arch] = list[arch] " " k "(" $1 "B)" } }
          END { for (a in n) printf "INFO ptxas %s: %d kernels, %d with a stack frame%s\n", a, n[a], bad[a] + 0, list[a] }' "$log"
 fi
+log="$build/tests/test_bwd.ptxas.log"
+if [ -f "$log" ]; then
+    awk '/Compiling entry function/ { k = $0; sub(/.*fmhai_k_BWD_?/, "", k); sub(/_L[0-9]+16fmhai.*/, "", k);
+                                      arch = ($0 ~ /sm_90a/) ? "sm_90a" : "sm_80"; n[arch]++ }
+         /bytes stack frame/ { if ($1 > 0) { bad[arch]++; list[arch] = list[arch] " " k "(" $1 "B)" } }
+         END { for (a in n) printf "INFO ptxas bwd %s: %d kernels, %d with a stack frame%s\n", a, n[a], bad[a] + 0, list[a] }' "$log"
+fi
 if [ -n "$clang19" ] && [ -f tests/amd/check.sh ]; then
     run_suite amd_compile sh tests/amd/check.sh
 else
@@ -57,9 +64,12 @@ fi
 if [ "$mode" = "--all" ]; then
     run_suite host_dispatch "$build/host/test_dispatch"
     run_suite host_ref "$build/host/test_ref"
+    run_suite host_ref_bwd "$build/host/test_ref_bwd"
+    run_suite host_bwd_workspace "$build/host/test_bwd_workspace"
     if [ -x "$build/tests/test_fwd" ]; then
         run_suite gpu_fwd "$build/tests/test_fwd"
         run_suite gpu_prefill "$build/tests/test_prefill"
+        run_suite gpu_bwd "$build/tests/test_bwd"
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi

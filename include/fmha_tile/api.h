@@ -69,8 +69,12 @@ typedef enum fmha_mask_type {
 
 typedef enum fmha_family {
     FMHA_FAMILY_FWD = 0,
-    FMHA_FAMILY_BATCH_PREFILL = 1
-    /* batch_prefill, splitkv, appendkv, bwd: later families join here */
+    FMHA_FAMILY_BATCH_PREFILL = 1,
+    /* backward: three stages, each its own kernel-set rows (see fmha_bwd) */
+    FMHA_FAMILY_BWD = 2,             /* dq_dk_dv: the main backward kernel    */
+    FMHA_FAMILY_BWD_DOT_DO_O = 3,    /* D = rowsum(dO * O), zeroes dq_acc     */
+    FMHA_FAMILY_BWD_CONVERT_DQ = 4   /* dq_acc (fp32, summed over splits) -> dQ */
+    /* splitkv, appendkv: later families join here */
 } fmha_family;
 
 /* Architecture a kernel was written for. A kernel runs on a device only when
@@ -240,6 +244,108 @@ typedef struct fmha_fwd_plan {
 typedef struct fmha_kernel_set fmha_kernel_set;
 
 /* ----------------------------------------------------------------------------
+ * Backward (dQ, dK, dV), three stages run as one plan:
+ *   dot_do_o    D = rowsum(dO * O) in fp32 into the workspace; zeroes dq_acc
+ *   dq_dk_dv    one block per (key tile, KV head, batch entry): recomputes
+ *               P from Q, K and the forward's LSE, accumulates dK and dV of
+ *               the key tile over every query row of every query head of
+ *               the KV head's group (GQA sums in registers), and adds dQ
+ *               into dq_acc (fp32)
+ *   convert_dq  sums dq_acc's splits in a fixed order, scales, converts to
+ *               the dtype and writes dQ
+ * Workspace: one caller-owned device buffer whose layout the caller never
+ * sees. fmha_bwd_plan_make() reports its size from the problem's traits, before
+ * anything is allocated; fmha_bwd_prepare_workspace[_async]() fills its
+ * tables (group mode: per-batch splits and dq_acc offsets, packed on the
+ * host from seqstart_q/seqstart_k); fmha_bwd() runs the three stages. When
+ * every key sequence fits one key tile the plan has dq_direct = 1: dq_dk_dv
+ * writes dQ itself and the workspace size is 0.
+ * Determinism: is_deterministic = 0 adds into dq_acc with fp32 atomics (run
+ * to run, dQ may differ in the last bits); 1 gives every split of a batch
+ * entry its own dq_acc slice, written by one block with plain loads and
+ * stores, and convert_dq sums the slices in order: no float atomics, and two
+ * runs give bitwise-identical dQ, dK and dV.
+ * ------------------------------------------------------------------------- */
+
+/* What the plan (kernels, splits, workspace size) depends on. */
+typedef struct fmha_bwd_traits {
+    fmha_dtype dtype;        /* FP16 or BF16                                  */
+    int is_group_mode;
+    int batch, nhead_q, nhead_k;
+    int seqlen_q;            /* batch mode: query length of every entry;
+                                group mode: total query rows (seqstart_q[batch]),
+                                or an upper bound of it: sizes the workspace  */
+    int seqlen_k;            /* batch mode: key length; group mode: total keys
+                                (or an upper bound)                           */
+    int max_seqlen_q;        /* group mode: longest query sequence (bound)    */
+    int max_seqlen_k;        /* group mode: longest key sequence (bound)      */
+    int hdim_q, hdim_v;      /* equal, multiple of 8, <= 256                  */
+    fmha_mask_type mask_type;
+    int window_left, window_right;
+    int has_logits_soft_cap; /* 1: logits_soft_cap > 0 in the args            */
+    int has_alibi;           /* must be 0: the backward has no ALiBi          */
+    int is_deterministic;    /* 1: no float atomics, bitwise reproducible     */
+} fmha_bwd_traits;
+
+/* Made by fmha_bwd_plan_make; pass it to every other backward call. */
+typedef struct fmha_bwd_plan {
+    fmha_bwd_traits traits;              /* the problem the plan is for       */
+    const fmha_kernel_info *dot_do_o;    /* the kernels of the three stages   */
+    const fmha_kernel_info *dq_dk_dv;
+    const fmha_kernel_info *convert_dq;
+    size_t workspace_size;   /* bytes of device workspace (0: none needed)    */
+    size_t staging_size;     /* bytes of pinned host memory that
+                                fmha_bwd_prepare_workspace_async needs        */
+    int nsplits;             /* dq_acc slices per batch entry: deterministic
+                                mode's splits (group mode: the most any entry
+                                gets), 1 otherwise                            */
+    int dq_direct;           /* 1: dq_dk_dv writes dQ, dot_do_o and
+                                convert_dq do not run, workspace 0           */
+    /* private: read by the other backward calls */
+    const fmha_kernel_set *set_;
+    int entry_[3];           /* entries of dot_do_o, dq_dk_dv, convert_dq     */
+} fmha_bwd_plan;
+
+/* Backward arguments. Strides are in elements (CK naming); in group mode the
+ * batch strides are ignored. dO ("dout") and O share O's shape, dQ Q's, dK
+ * and dV K's and V's (nhead_k heads: dK/dV are summed over a group's query
+ * heads). lse is the forward's (natural log, fp32, -inf for rows that see no
+ * key), with the forward's layout. */
+typedef struct fmha_bwd_args {
+    fmha_dtype dtype;
+    int is_group_mode;
+    int batch, nhead_q, nhead_k;
+    int seqlen_q, seqlen_k;          /* as in fmha_bwd_traits                 */
+    int max_seqlen_q, max_seqlen_k;  /* group mode (bounds)                   */
+    int hdim_q, hdim_v;
+
+    const void *q, *k, *v, *o, *dout;
+    const float *lse;
+    void *dq, *dk, *dv;
+    const int32_t *seqstart_q, *seqstart_k;   /* group mode: device, batch+1  */
+
+    int64_t stride_q, nhead_stride_q, batch_stride_q;
+    int64_t stride_k, nhead_stride_k, batch_stride_k;
+    int64_t stride_v, nhead_stride_v, batch_stride_v;
+    int64_t stride_o, nhead_stride_o, batch_stride_o;
+    int64_t stride_do, nhead_stride_do, batch_stride_do;
+    int64_t stride_dq, nhead_stride_dq, batch_stride_dq;
+    int64_t stride_dk, nhead_stride_dk, batch_stride_dk;
+    int64_t stride_dv, nhead_stride_dv, batch_stride_dv;
+    int64_t nhead_stride_lse, batch_stride_lse;   /* LSE row stride is 1       */
+
+    float scale;
+    float logits_soft_cap;           /* 0: off                                */
+    const float *alibi_slopes;       /* must be NULL (FMHA_ERR_UNSUPPORTED)   */
+    fmha_mask_type mask_type;
+    int window_left, window_right;
+    int is_deterministic;
+
+    void *workspace;                 /* device, 256-byte aligned              */
+    size_t workspace_size;           /* bytes; >= plan.workspace_size         */
+} fmha_bwd_args;
+
+/* ----------------------------------------------------------------------------
  * Entry points. `stream` is a hipStream_t (cudaStream_t on NVIDIA); NULL is the
  * default stream. None of them allocates or synchronises with the host.
  * ------------------------------------------------------------------------- */
@@ -265,6 +371,36 @@ FMHA_API fmha_status fmha_batch_prefill(const fmha_kernel_set *set,
  * `stream` and synchronises it: a debugging aid, not for the hot path. */
 FMHA_API fmha_status fmha_batch_prefill_check_pages(const fmha_batch_prefill_args *args,
                                                     void *stream);
+
+/* Backward. plan_make validates the traits and picks the kernels of the three
+ * stages (a missing stage is FMHA_ERR_NO_KERNEL here, never a crash later);
+ * no device memory is touched. */
+FMHA_API fmha_status fmha_bwd_plan_make(const fmha_kernel_set *set, const fmha_bwd_traits *traits,
+                                        fmha_bwd_plan *plan);
+/* Fills the workspace's tables; call it once after allocating the workspace
+ * and again whenever the seqstarts change (group mode). The synchronous form
+ * copies the seqstarts to the host, checks them against the plan's bounds
+ * (FMHA_ERR_INVALID_ARG when they break one) and synchronises `stream`. */
+FMHA_API fmha_status fmha_bwd_prepare_workspace(const fmha_bwd_plan *plan, void *workspace,
+                                                size_t workspace_size, const int32_t *seqstart_q,
+                                                const int32_t *seqstart_k, void *stream);
+/* Stream-ordered form: memset, seqstarts copied to the caller's pinned
+ * `staging` (plan.staging_size bytes, from hipHostMalloc/cudaHostAlloc), the
+ * tables packed on the host in a stream callback, copied back. No host-side
+ * blocking; safe under graph capture (replays read the seqstarts of the
+ * replay). The staging memory must outlive the stream work (and the graph),
+ * and one staging buffer serves one prepare in flight at a time. Seqstarts
+ * that break the plan's bounds cannot be reported from the stream: those
+ * batch entries get no splits and the backward leaves their gradients
+ * unwritten. */
+FMHA_API fmha_status fmha_bwd_prepare_workspace_async(const fmha_bwd_plan *plan, void *workspace,
+                                                      size_t workspace_size,
+                                                      const int32_t *seqstart_q,
+                                                      const int32_t *seqstart_k, void *staging,
+                                                      void *stream);
+/* Validates the args against the plan and runs dot_do_o, dq_dk_dv and
+ * convert_dq on `stream` (no allocation, no host synchronisation). */
+FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *args, void *stream);
 
 /* Registry: kernels of a set, and a JSON description of them. */
 FMHA_API int fmha_set_size(const fmha_kernel_set *set);

@@ -4,10 +4,19 @@
  *
  * Default: a representative subset, fp16 and bf16 at head dims 64, 128 and
  * 256, each with every feature on (MASK + SOFTCAP + ALIBI) and every feature
- * off, on the GFX9 tuned tiles (12 kernels). With FMHA_AMD_CHECK_FULL: the
- * library's whole default forward set (48 kernels, about 4x the time).
+ * off, on the GFX9 tuned tiles (12 kernels), and the backward's three stages
+ * (4 kernels). With FMHA_AMD_CHECK_FULL: the library's whole default forward
+ * and backward sets (about 5x the time).
  */
 #include "fmha_tile.h"
+
+/* Backward: the three stages, all features on at hdim 128 (fp16), all off at
+ * hdim 64 (bf16), on the GFX9 tuned tiles. */
+#define AMD_CHECK_BWD(X)                                                                          \
+    X(BWD,            FP16, 128, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            BF16, 64,  NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
 #if !defined(FMHA_AMD_CHECK_FULL)
 #  define AMD_CHECK_HD(X, dt, hd)                                                        \
@@ -15,10 +24,12 @@
     X(FWD, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #  define AMD_CHECK_SET(X)                                                               \
     AMD_CHECK_HD(X, FP16, 64) AMD_CHECK_HD(X, FP16, 128) AMD_CHECK_HD(X, FP16, 256)      \
-    AMD_CHECK_HD(X, BF16, 64) AMD_CHECK_HD(X, BF16, 128) AMD_CHECK_HD(X, BF16, 256)
+    AMD_CHECK_HD(X, BF16, 64) AMD_CHECK_HD(X, BF16, 128) AMD_CHECK_HD(X, BF16, 256)      \
+    AMD_CHECK_BWD(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
-DECL_FMHA_KERNEL_SET(amd_set, FMHA_DEFAULT_FWD_SET)
+#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_BWD_SET(X)
+DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_FULL_SET)
 #endif
 
 /* Host code (compiled by the check's host pass): the entry points on this set,
@@ -30,4 +41,14 @@ fmha_status fmha_amd_check_fwd(const fmha_fwd_args *args, void *stream)
 fmha_status fmha_amd_check_plan(const fmha_fwd_args *args, fmha_fwd_plan *plan)
 {
     return fmha_fwd_check(&amd_set, args, plan);
+}
+fmha_status fmha_amd_check_bwd(const fmha_bwd_traits *traits, const fmha_bwd_args *args, void *ws,
+                               size_t ws_size, const int32_t *sq, const int32_t *sk, void *staging, void *stream)
+{
+    fmha_bwd_plan plan;
+    fmha_status st = fmha_bwd_plan_make(&amd_set, traits, &plan);
+    if (st == FMHA_OK) st = fmha_bwd_prepare_workspace_async(&plan, ws, ws_size, sq, sk, staging, stream);
+    if (st == FMHA_OK) st = fmha_bwd_prepare_workspace(&plan, ws, ws_size, sq, sk, stream);
+    if (st == FMHA_OK) st = fmha_bwd(&plan, args, stream);
+    return st;
 }

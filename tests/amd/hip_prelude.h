@@ -86,6 +86,15 @@ struct __fmhap_block_dim {
     static __device__ __forceinline__ unsigned __gy() { return __builtin_amdgcn_workgroup_size_y(); }
     static __device__ __forceinline__ unsigned __gz() { return __builtin_amdgcn_workgroup_size_z(); }
 };
+struct __fmhap_grid_dim {
+    __declspec(property(get = __gx)) unsigned x;
+    __declspec(property(get = __gy)) unsigned y;
+    __declspec(property(get = __gz)) unsigned z;
+    static __device__ __forceinline__ unsigned __gx() { return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(); }
+    static __device__ __forceinline__ unsigned __gy() { return __builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y(); }
+    static __device__ __forceinline__ unsigned __gz() { return __builtin_amdgcn_grid_size_z() / __builtin_amdgcn_workgroup_size_z(); }
+};
+extern const __device__ __attribute__((weak)) __fmhap_grid_dim gridDim;
 extern const __device__ __attribute__((weak)) __fmhap_thread_idx threadIdx;
 extern const __device__ __attribute__((weak)) __fmhap_block_idx blockIdx;
 extern const __device__ __attribute__((weak)) __fmhap_block_dim blockDim;
@@ -116,6 +125,12 @@ static __device__ __forceinline__ void __threadfence_block(void)
 static __device__ __forceinline__ unsigned __lane_id(void)
 {
     return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+}
+
+/* ---- atomics (HIP's amd_hip_atomic.h: relaxed, device scope) ------------------------- */
+static __device__ __forceinline__ float atomicAdd(float *p, float v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 
 /* ---- bit casts --------------------------------------------------------------------- */
@@ -228,6 +243,9 @@ typedef enum hipMemcpyKind { hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 
 __host__ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t bytes, hipMemcpyKind kind,
                                    hipStream_t stream);
 __host__ hipError_t hipStreamSynchronize(hipStream_t stream);
+typedef void (*hipHostFn_t)(void *user_data);
+__host__ hipError_t hipMemsetAsync(void *dst, int value, size_t bytes, hipStream_t stream);
+__host__ hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void *user_data);
 __host__ hipError_t hipPeekAtLastError(void);
 __host__ const char *hipGetErrorString(hipError_t err);
 __host__ hipError_t hipDeviceSynchronize(void);

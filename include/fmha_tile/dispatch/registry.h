@@ -15,7 +15,9 @@
  *              3. pipeline rank: arch-specific before portable
  *              4. tile fit: tile_m more than twice the longest query -> 1
  *              5. larger tile_m * tile_n first     (more reuse)
- *              6. kernel name                       (total order, ties impossible)
+ *              6. more stages first (deeper staging; a row that needs
+ *                 too much shared memory was filtered out above)
+ *              7. kernel name                       (total order, ties impossible)
  *
  * fmha_fwd_check() answers "supported?" and "workspace?" with the same choice
  * that fmha_fwd() launches. With no match the status is FMHA_ERR_NO_KERNEL and
@@ -160,7 +162,14 @@ typedef struct fmhai_problem {
 
 static inline const char *fmhai_family_name(fmha_family f)
 {
-    return f == FMHA_FAMILY_BATCH_PREFILL ? "batch_prefill" : "fwd";
+    switch (f) {
+    case FMHA_FAMILY_FWD:            return "fwd";
+    case FMHA_FAMILY_BATCH_PREFILL:  return "batch_prefill";
+    case FMHA_FAMILY_BWD:            return "bwd_dq_dk_dv";
+    case FMHA_FAMILY_BWD_DOT_DO_O:   return "bwd_dot_do_o";
+    case FMHA_FAMILY_BWD_CONVERT_DQ: return "bwd_convert_dq";
+    }
+    return "?";
 }
 
 /* Fields a kernel can differ in; the first mismatching one names the miss. */
@@ -189,7 +198,7 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
 static inline int fmhai_cmp(const fmhai_entry *a, const fmhai_entry *b, const fmhai_problem *pb)
 {
     const int sq = pb->max_seqlen_q;
-    int ka[6], kb[6], i;
+    int ka[7], kb[7], i;
     ka[0] = a->info.hdim - pb->hdim;              kb[0] = b->info.hdim - pb->hdim;
     ka[1] = a->info.has_mask && !pb->masked;      kb[1] = b->info.has_mask && !pb->masked;
     ka[2] = -a->info.page_size;                   kb[2] = -b->info.page_size;
@@ -197,7 +206,8 @@ static inline int fmhai_cmp(const fmhai_entry *a, const fmhai_entry *b, const fm
     kb[3] = b->info.arch == FMHA_ARCH_SM80 || b->info.arch == FMHA_ARCH_GFX9;
     ka[4] = a->info.tile_m > 2 * sq;              kb[4] = b->info.tile_m > 2 * sq;
     ka[5] = -a->info.tile_m * a->info.tile_n;     kb[5] = -b->info.tile_m * b->info.tile_n;
-    for (i = 0; i < 6; ++i)
+    ka[6] = -a->info.stages;                      kb[6] = -b->info.stages;
+    for (i = 0; i < 7; ++i)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return strcmp(a->info.name, b->info.name);
 }
@@ -424,7 +434,8 @@ static inline void fmhai_json_put(char *buf, size_t cap, size_t *len, const char
 
 FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
 {
-    static const char *fams[] = { "fwd", "batch_prefill" };
+    static const char *fams[] = { "fwd", "batch_prefill", "bwd_dq_dk_dv", "bwd_dot_do_o",
+                                  "bwd_convert_dq" };
     static const char *dts[] = { "fp16", "bf16", "fp8" };
     size_t len = 0;
     int i, first = 1;

@@ -82,6 +82,11 @@ typedef cudaFuncAttributes hipFuncAttributes;
 #  define hipMemcpyAsync cudaMemcpyAsync
 #  define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #  define hipStreamSynchronize cudaStreamSynchronize
+/* backward workspace preparation (stream-ordered copies, host callbacks) */
+typedef cudaHostFn_t hipHostFn_t;
+#  define hipMemsetAsync cudaMemsetAsync
+#  define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#  define hipLaunchHostFunc cudaLaunchHostFunc
 #endif
 
 /* Lanes in the groups the kernels reason about (an NVIDIA warp; half a wave64). */

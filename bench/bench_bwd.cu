@@ -1,0 +1,513 @@
+/*
+ * bench_bwd: backward attention throughput of fmha_tile on the FlashAttention-3 grid.
+ *
+ * Grid (design brief section 7): total tokens 16384 (batch = 16384 / seqlen), hidden
+ * 2048 (hdim 64 / 128 with 32 / 16 heads), seqlen 1k .. 16k, causal (bottom-right) and
+ * not, bf16 (fp16 with --dtype), non-deterministic and deterministic mode. Q, K, V, O,
+ * dO and the gradients are contiguous [b, s, h, d]; nhead_k = nhead_q. FLOPs are 2.5x
+ * the forward's 4 * b * h * s * s * d (halved for causal): the backward's five GEMMs
+ * against the forward's two.
+ *
+ * Per point: a plan (fmha_bwd_plan_make), a workspace of plan.workspace_size bytes,
+ * fmha_bwd_prepare_workspace once; O and LSE come from the library's forward on the
+ * same inputs, so P is a real softmax. Each timed call is one fmha_bwd (dot_do_o,
+ * dq_dk_dv, convert_dq) bracketed by its own event pair, after warm-up; the reported
+ * time is the median of at least 20 calls (about 0.3 s of them). Calls rotate among
+ * input sets whose total exceeds twice the L2. The first call of each point is checked:
+ * every element of dQ, dK and dV written (they are poisoned with NaN first) and finite.
+ *
+ *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
+ *             [--dtype bf16|fp16] [--json out.json] [--quick]
+ *
+ * --quick: hdim 128, seqlen 2k and 8k. Output: one line per point (TFLOPS, and for
+ * deterministic points the ratio to the non-deterministic one) and, with --json, a list
+ * of {"d","s","causal","det","dtype","b","h","kernel","nsplits","workspace_mb","ms",
+ * "tflops","ms_min","runs"}. Exit status 0 when every point ran or was reported
+ * unsupported, 1 on an error, 2 on bad options; "SKIP bench_bwd: no GPU" without one.
+ * bench/run_bwd.sh runs it next to PyTorch SDPA's flash and cuDNN backward.
+ *
+ * Build: make bench-bwd   (nvcc -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,
+ *        code=sm_90a -gencode=arch=compute_80,code=sm_80 bench/bench_bwd.cu)
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmha_tile.h"
+#define EX_PROG "bench_bwd"
+#define EX_BENCH
+#include "../examples/example_util.h"
+
+/* the forward (for O and LSE) and the backward of the benchmarked head dims */
+#define BENCH_BWD_HD(X, dt, hd)                                                                  \
+    X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define BENCH_BWD_SET(X)                                                   \
+    BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
+    BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)
+DECL_FMHA_KERNEL_SET(bench_set, BENCH_BWD_SET)
+
+#define BENCH_TOKENS 16384
+#define BENCH_HIDDEN 2048
+#define BENCH_MAX_LIST 32
+#define BENCH_MIN_RUNS 20
+#define BENCH_MAX_RUNS 1000
+#define BENCH_TARGET_S 0.3
+#define BENCH_WARMUP_S 0.05
+#define BENCH_MAX_SETS 8
+
+static __global__ void bench_poison_kernel(uint16_t *p, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
+    for (; i < n; i += step) p[i] = 0x7fffu;   /* NaN in fp16 and bf16 */
+}
+
+/* counts[0]: NaN/Inf (or never written); counts[1]: exact zeros */
+static __global__ void bench_check_kernel(const uint16_t *p, size_t n, int is_bf16, unsigned long long *counts)
+{
+    unsigned long long bad = 0, zero = 0;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
+    const uint16_t expo = is_bf16 ? 0x7f80u : 0x7c00u;
+    for (; i < n; i += step) {
+        uint16_t b = p[i];
+        if ((b & expo) == expo) bad++;
+        if ((b & 0x7fffu) == 0) zero++;
+    }
+    if (bad) atomicAdd(&counts[0], bad);
+    if (zero) atomicAdd(&counts[1], zero);
+}
+
+typedef struct bench_opts {
+    int hdim[BENCH_MAX_LIST], n_hdim;
+    int seqlen[BENCH_MAX_LIST], n_seqlen;
+    int causal[BENCH_MAX_LIST], n_causal;
+    int det[BENCH_MAX_LIST], n_det;
+    fmha_dtype dtype;
+    const char *json_path;
+} bench_opts;
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
+               "                 [--dtype bf16|fp16] [--json out.json] [--quick]\n"
+               "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim), bshd.\n",
+            BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
+}
+
+static int bench_parse_list(const char *s, int *out, int cap)
+{
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end = NULL;
+        long v = strtol(p, &end, 10);
+        if (end == p) return -1;
+        if (*end == 'k' || *end == 'K') { v *= 1024; end++; }
+        if (v < 0 || v > (1L << 30) || n >= cap) return -1;
+        out[n++] = (int)v;
+        if (*end == ',') end++;
+        else if (*end != '\0') return -1;
+        p = end;
+    }
+    return n > 0 ? n : -1;
+}
+
+static int bench_parse_opts(int argc, char **argv, bench_opts *o)
+{
+    int quick = 0, i;
+    memset(o, 0, sizeof(*o));
+    o->dtype = FMHA_DTYPE_BF16;
+    o->n_hdim = o->n_seqlen = o->n_causal = o->n_det = 0;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int *list = NULL, *n = NULL;
+        if (!strcmp(a, "--quick")) { quick = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); exit(0); }
+        if (!val) { fprintf(stderr, "bench_bwd: %s needs a value\n", a); return -1; }
+        if (!strcmp(a, "--hdim")) { list = o->hdim; n = &o->n_hdim; }
+        else if (!strcmp(a, "--seqlen")) { list = o->seqlen; n = &o->n_seqlen; }
+        else if (!strcmp(a, "--causal")) { list = o->causal; n = &o->n_causal; }
+        else if (!strcmp(a, "--det")) { list = o->det; n = &o->n_det; }
+        else if (!strcmp(a, "--json")) o->json_path = val;
+        else if (!strcmp(a, "--dtype")) {
+            if (!strcmp(val, "bf16")) o->dtype = FMHA_DTYPE_BF16;
+            else if (!strcmp(val, "fp16")) o->dtype = FMHA_DTYPE_FP16;
+            else { fprintf(stderr, "bench_bwd: --dtype bf16 or fp16\n"); return -1; }
+        } else { fprintf(stderr, "bench_bwd: unknown option %s\n", a); return -1; }
+        if (list && (*n = bench_parse_list(val, list, BENCH_MAX_LIST)) < 0) {
+            fprintf(stderr, "bench_bwd: bad list for %s: %s\n", a, val);
+            return -1;
+        }
+        i++;
+    }
+    if (!o->n_hdim) {
+        if (quick) { o->hdim[0] = 128; o->n_hdim = 1; }
+        else { o->hdim[0] = 64; o->hdim[1] = 128; o->n_hdim = 2; }
+    }
+    if (!o->n_seqlen) {
+        static const int def[5] = { 1024, 2048, 4096, 8192, 16384 };
+        if (quick) { o->seqlen[0] = 2048; o->seqlen[1] = 8192; o->n_seqlen = 2; }
+        else { memcpy(o->seqlen, def, sizeof(def)); o->n_seqlen = 5; }
+    }
+    if (!o->n_causal) { o->causal[0] = 0; o->causal[1] = 1; o->n_causal = 2; }
+    if (!o->n_det) { o->det[0] = 0; o->det[1] = 1; o->n_det = 2; }
+    for (i = 0; i < o->n_hdim; i++)
+        if (o->hdim[i] <= 0 || BENCH_HIDDEN % o->hdim[i] || o->hdim[i] > 128) {
+            fprintf(stderr, "bench_bwd: hdim %d: must divide %d and be <= 128 (the set built here)\n", o->hdim[i],
+                    BENCH_HIDDEN);
+            return -1;
+        }
+    for (i = 0; i < o->n_seqlen; i++)
+        if (o->seqlen[i] <= 0 || o->seqlen[i] > BENCH_TOKENS) {
+            fprintf(stderr, "bench_bwd: seqlen %d out of range 1..%d\n", o->seqlen[i], BENCH_TOKENS);
+            return -1;
+        }
+    for (i = 0; i < o->n_causal; i++)
+        if (o->causal[i] != 0 && o->causal[i] != 1) { fprintf(stderr, "bench_bwd: --causal takes 0/1\n"); return -1; }
+    for (i = 0; i < o->n_det; i++)
+        if (o->det[i] != 0 && o->det[i] != 1) { fprintf(stderr, "bench_bwd: --det takes 0/1\n"); return -1; }
+    return 0;
+}
+
+/* ---- buffers: nsets of inputs (Q, K, V, O, dO, LSE), one set of gradients -------- */
+typedef struct bench_set_bufs {
+    uint16_t *q, *k, *v, *o, *dout;
+    float *lse;
+} bench_set_bufs;
+
+typedef struct bench_bufs {
+    bench_set_bufs set[BENCH_MAX_SETS];
+    int nsets;
+    size_t elems;
+    uint16_t *dq, *dk, *dv;
+    unsigned long long *counts;
+} bench_bufs;
+
+static void bench_dims(size_t n, int *grid)
+{
+    size_t g = (n + 255) / 256;
+    *grid = (int)(g < 4096 ? (g > 0 ? g : 1) : 4096);
+}
+
+static void bench_alloc(bench_bufs *b, size_t elems, size_t rows_heads, size_t l2, cudaStream_t st)
+{
+    const size_t set_bytes = 5 * elems * 2 + rows_heads * 4;
+    size_t free_b = 0, total_b = 0;
+    int n, i, grid;
+    n = (int)((2 * l2 + set_bytes - 1) / set_bytes) + 1;
+    if (n < 2) n = 2;
+    if (n > BENCH_MAX_SETS) n = BENCH_MAX_SETS;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    /* keep room for the gradients and a deterministic workspace */
+    while (n > 1 && (size_t)n * set_bytes + 3 * elems * 2 + 16 * elems * 4 > free_b) n--;
+    memset(b, 0, sizeof(*b));
+    b->nsets = n;
+    b->elems = elems;
+    bench_dims(elems, &grid);
+    for (i = 0; i < n; i++) {
+        bench_set_bufs *s = &b->set[i];
+        CUDA_CHECK(cudaMalloc((void **)&s->q, elems * 2));
+        CUDA_CHECK(cudaMalloc((void **)&s->k, elems * 2));
+        CUDA_CHECK(cudaMalloc((void **)&s->v, elems * 2));
+        CUDA_CHECK(cudaMalloc((void **)&s->o, elems * 2));
+        CUDA_CHECK(cudaMalloc((void **)&s->dout, elems * 2));
+        CUDA_CHECK(cudaMalloc((void **)&s->lse, rows_heads * 4));
+        bench_fill_kernel<<<grid, 256, 0, st>>>(s->q, elems, 0x2000u + 16u * (uint32_t)i);
+        bench_fill_kernel<<<grid, 256, 0, st>>>(s->k, elems, 0x2001u + 16u * (uint32_t)i);
+        bench_fill_kernel<<<grid, 256, 0, st>>>(s->v, elems, 0x2002u + 16u * (uint32_t)i);
+        bench_fill_kernel<<<grid, 256, 0, st>>>(s->dout, elems, 0x2003u + 16u * (uint32_t)i);
+        CUDA_CHECK(cudaGetLastError());
+    }
+    CUDA_CHECK(cudaMalloc((void **)&b->dq, elems * 2));
+    CUDA_CHECK(cudaMalloc((void **)&b->dk, elems * 2));
+    CUDA_CHECK(cudaMalloc((void **)&b->dv, elems * 2));
+    CUDA_CHECK(cudaMalloc((void **)&b->counts, 2 * sizeof(unsigned long long)));
+    CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
+static void bench_free(bench_bufs *b)
+{
+    int i;
+    for (i = 0; i < b->nsets; i++) {
+        CUDA_CHECK(cudaFree(b->set[i].q)); CUDA_CHECK(cudaFree(b->set[i].k)); CUDA_CHECK(cudaFree(b->set[i].v));
+        CUDA_CHECK(cudaFree(b->set[i].o)); CUDA_CHECK(cudaFree(b->set[i].dout)); CUDA_CHECK(cudaFree(b->set[i].lse));
+    }
+    CUDA_CHECK(cudaFree(b->dq)); CUDA_CHECK(cudaFree(b->dk)); CUDA_CHECK(cudaFree(b->dv));
+    CUDA_CHECK(cudaFree(b->counts));
+}
+
+/* ---- one point ------------------------------------------------------------------------ */
+typedef struct bench_point {
+    int d, s, causal, det, b, h;
+    fmha_dtype dtype;
+    double flops;
+    int supported;
+    fmha_status status;
+    char kernel[256];
+    int nsplits;
+    double ws_mb, ms_median, ms_min, tflops;
+    int runs;
+} bench_point;
+
+static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->dtype = p->dtype;
+    t->batch = p->b; t->nhead_q = t->nhead_k = p->h;
+    t->seqlen_q = t->seqlen_k = p->s;
+    t->hdim_q = t->hdim_v = p->d;
+    t->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
+    t->window_left = -1; t->window_right = p->causal ? 0 : -1;
+    t->is_deterministic = p->det;
+}
+
+static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_fwd_args *a)
+{
+    const int64_t row = (int64_t)p->h * p->d, batch = (int64_t)p->s * row;
+    memset(a, 0, sizeof(*a));
+    a->dtype = p->dtype;
+    a->batch = p->b; a->nhead_q = a->nhead_k = p->h;
+    a->seqlen_q = a->seqlen_k = a->max_seqlen_q = p->s;
+    a->hdim_q = a->hdim_v = p->d;
+    a->q = s->q; a->k = s->k; a->v = s->v; a->o = s->o; a->lse = s->lse;
+    a->stride_q = a->stride_k = a->stride_v = a->stride_o = row;
+    a->nhead_stride_q = a->nhead_stride_k = a->nhead_stride_v = a->nhead_stride_o = p->d;
+    a->batch_stride_q = a->batch_stride_k = a->batch_stride_v = a->batch_stride_o = batch;
+    a->nhead_stride_lse = p->s; a->batch_stride_lse = (int64_t)p->h * p->s;
+    a->scale = 1.0f / sqrtf((float)p->d);
+    a->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
+    a->window_left = -1; a->window_right = p->causal ? 0 : -1;
+}
+
+static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, const bench_set_bufs *s,
+                           const bench_bufs *b, void *ws, fmha_bwd_args *a)
+{
+    const int64_t row = (int64_t)p->h * p->d, batch = (int64_t)p->s * row;
+    memset(a, 0, sizeof(*a));
+    a->dtype = p->dtype;
+    a->batch = p->b; a->nhead_q = a->nhead_k = p->h;
+    a->seqlen_q = a->seqlen_k = p->s;
+    a->hdim_q = a->hdim_v = p->d;
+    a->q = s->q; a->k = s->k; a->v = s->v; a->o = s->o; a->dout = s->dout; a->lse = s->lse;
+    a->dq = b->dq; a->dk = b->dk; a->dv = b->dv;
+    a->stride_q = a->stride_k = a->stride_v = a->stride_o = a->stride_do = row;
+    a->stride_dq = a->stride_dk = a->stride_dv = row;
+    a->nhead_stride_q = a->nhead_stride_k = a->nhead_stride_v = a->nhead_stride_o = a->nhead_stride_do = p->d;
+    a->nhead_stride_dq = a->nhead_stride_dk = a->nhead_stride_dv = p->d;
+    a->batch_stride_q = a->batch_stride_k = a->batch_stride_v = a->batch_stride_o = a->batch_stride_do = batch;
+    a->batch_stride_dq = a->batch_stride_dk = a->batch_stride_dv = batch;
+    a->nhead_stride_lse = p->s; a->batch_stride_lse = (int64_t)p->h * p->s;
+    a->scale = 1.0f / sqrtf((float)p->d);
+    a->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
+    a->window_left = -1; a->window_right = p->causal ? 0 : -1;
+    a->is_deterministic = p->det;
+    a->workspace = ws;
+    a->workspace_size = plan->workspace_size;
+}
+
+static int bench_check(const bench_point *p, const bench_bufs *b, cudaStream_t st)
+{
+    const uint16_t *g[3] = { b->dq, b->dk, b->dv };
+    const size_t n = (size_t)p->b * p->s * p->h * p->d;
+    int w, grid;
+    bench_dims(n, &grid);
+    for (w = 0; w < 3; w++) {
+        unsigned long long c[2] = { 0, 0 };
+        CUDA_CHECK(cudaMemsetAsync(b->counts, 0, sizeof(c), st));
+        bench_check_kernel<<<grid, 256, 0, st>>>(g[w], n, p->dtype == FMHA_DTYPE_BF16, b->counts);
+        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(cudaMemcpyAsync(c, b->counts, sizeof(c), cudaMemcpyDeviceToHost, st));
+        CUDA_CHECK(cudaStreamSynchronize(st));
+        if (c[0] || c[1] == n) {
+            fprintf(stderr, "bench_bwd: d=%d s=%d causal=%d det=%d: d%c has %llu NaN/unwritten elements%s\n", p->d,
+                    p->s, p->causal, p->det, "QKV"[w], c[0], c[1] == n ? " and is all zeros" : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaEvent_t *e0, cudaEvent_t *e1,
+                           float *times)
+{
+    fmha_bwd_traits t;
+    fmha_bwd_plan plan;
+    fmha_bwd_args a;
+    void *ws = NULL;
+    float est = 0.f;
+    double per_ms;
+    int i, set = 0, nwarm, runs, grid;
+    const size_t n = (size_t)p->b * p->s * p->h * p->d;
+    bench_traits(p, &t);
+    p->status = fmha_bwd_plan_make(&bench_set, &t, &plan);
+    if (p->status != FMHA_OK) {
+        p->supported = 0;
+        printf("%-5d %-6d %-6d %-4d %-4d %-4d %10s %9s  (%s: %s)\n", p->d, p->s, p->causal, p->det, p->b, p->h, "-",
+               "-", fmha_status_str(p->status), fmha_last_error());
+        return p->status == FMHA_ERR_NO_KERNEL || p->status == FMHA_ERR_UNSUPPORTED ? 0 : -1;
+    }
+    p->supported = 1;
+    snprintf(p->kernel, sizeof(p->kernel), "%s", plan.dq_dk_dv->name);
+    p->nsplits = plan.nsplits;
+    p->ws_mb = plan.workspace_size / 1048576.0;
+    if (plan.workspace_size) CUDA_CHECK(cudaMalloc(&ws, plan.workspace_size));
+    FMHA_CHECK(fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size, NULL, NULL, (void *)st));
+    /* O and LSE of every input set from the forward */
+    for (i = 0; i < b->nsets; i++) {
+        fmha_fwd_args fa;
+        bench_fwd_args(p, &b->set[i], &fa);
+        FMHA_CHECK(fmha_fwd(&bench_set, &fa, (void *)st));
+    }
+    /* first call: every gradient element written and finite */
+    bench_dims(n, &grid);
+    bench_poison_kernel<<<grid, 256, 0, st>>>(b->dq, n);
+    bench_poison_kernel<<<grid, 256, 0, st>>>(b->dk, n);
+    bench_poison_kernel<<<grid, 256, 0, st>>>(b->dv, n);
+    bench_bwd_args(p, &plan, &b->set[0], b, ws, &a);
+    FMHA_CHECK(fmha_bwd(&plan, &a, (void *)st));
+    CUDA_CHECK(cudaGetLastError());
+    if (bench_check(p, b, st) != 0) { if (ws) cudaFree(ws); return -1; }
+
+    CUDA_CHECK(cudaEventRecord(e0[0], st));
+    for (i = 0; i < 3; i++) {
+        bench_bwd_args(p, &plan, &b->set[set], b, ws, &a);
+        FMHA_CHECK(fmha_bwd(&plan, &a, (void *)st));
+        set = (set + 1) % b->nsets;
+    }
+    CUDA_CHECK(cudaEventRecord(e1[0], st));
+    CUDA_CHECK(cudaEventSynchronize(e1[0]));
+    CUDA_CHECK(cudaEventElapsedTime(&est, e0[0], e1[0]));
+    per_ms = est / 3.0 > 1e-3 ? est / 3.0 : 1e-3;
+    nwarm = (int)(BENCH_WARMUP_S * 1e3 / per_ms);
+    nwarm = nwarm < 3 ? 3 : (nwarm > 200 ? 200 : nwarm);
+    runs = (int)(BENCH_TARGET_S * 1e3 / per_ms);
+    runs = runs < BENCH_MIN_RUNS ? BENCH_MIN_RUNS : (runs > BENCH_MAX_RUNS ? BENCH_MAX_RUNS : runs);
+    for (i = 0; i < nwarm; i++) {
+        bench_bwd_args(p, &plan, &b->set[set], b, ws, &a);
+        FMHA_CHECK(fmha_bwd(&plan, &a, (void *)st));
+        set = (set + 1) % b->nsets;
+    }
+    for (i = 0; i < runs; i++) {
+        bench_bwd_args(p, &plan, &b->set[set], b, ws, &a);
+        CUDA_CHECK(cudaEventRecord(e0[i], st));
+        FMHA_CHECK(fmha_bwd(&plan, &a, (void *)st));
+        CUDA_CHECK(cudaEventRecord(e1[i], st));
+        set = (set + 1) % b->nsets;
+    }
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    CUDA_CHECK(cudaGetLastError());
+    for (i = 0; i < runs; i++) CUDA_CHECK(cudaEventElapsedTime(&times[i], e0[i], e1[i]));
+    qsort(times, (size_t)runs, sizeof(float), ex_cmp_float);
+    p->runs = runs;
+    p->ms_min = times[0];
+    p->ms_median = (runs & 1) ? times[runs / 2] : 0.5 * ((double)times[runs / 2 - 1] + times[runs / 2]);
+    p->tflops = p->flops / (p->ms_median * 1e-3) / 1e12;
+    if (ws) CUDA_CHECK(cudaFree(ws));
+    return 0;
+}
+
+static int bench_write_json(const char *path, const bench_point *pts, int n)
+{
+    FILE *f = fopen(path, "w");
+    int i;
+    if (!f) { perror(path); return -1; }
+    fprintf(f, "[\n");
+    for (i = 0; i < n; i++) {
+        const bench_point *p = &pts[i];
+        fprintf(f, " {\"d\": %d, \"s\": %d, \"causal\": %s, \"det\": %s, \"dtype\": \"%s\", \"b\": %d, \"h\": %d, ",
+                p->d, p->s, p->causal ? "true" : "false", p->det ? "true" : "false",
+                p->dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16", p->b, p->h);
+        if (p->supported)
+            fprintf(f, "\"kernel\": \"%s\", \"nsplits\": %d, \"workspace_mb\": %.1f, \"ms\": %.6f, \"tflops\": %.2f, "
+                       "\"ms_min\": %.6f, \"runs\": %d}",
+                    p->kernel, p->nsplits, p->ws_mb, p->ms_median, p->tflops, p->ms_min, p->runs);
+        else
+            fprintf(f, "\"kernel\": null, \"ms\": null, \"tflops\": null, \"status\": \"%s\"}",
+                    fmha_status_str(p->status));
+        fprintf(f, "%s\n", i + 1 < n ? "," : "");
+    }
+    fprintf(f, "]\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts o;
+    bench_point *pts;
+    bench_bufs bufs;
+    cudaStream_t st;
+    cudaEvent_t *e0, *e1;
+    float *times;
+    struct cudaDeviceProp prop;
+    int ndev = 0, dev = 0, l2 = 0, npts = 0, i, j, k, m, nerr = 0;
+    size_t max_elems = 0, max_rh = 0;
+
+    if (bench_parse_opts(argc, argv, &o) != 0) { bench_usage(stderr); return 2; }
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("SKIP bench_bwd: no GPU\n");
+        return 0;
+    }
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    printf("bench_bwd: %s (sm_%d%d, %d SMs, L2 %d MB), %s, FLOPs = 2.5 x forward\n", prop.name, prop.major, prop.minor,
+           prop.multiProcessorCount, l2 >> 20, o.dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16");
+
+    pts = (bench_point *)calloc((size_t)o.n_hdim * o.n_seqlen * o.n_causal * o.n_det, sizeof(bench_point));
+    times = (float *)malloc(BENCH_MAX_RUNS * sizeof(float));
+    e0 = (cudaEvent_t *)malloc(BENCH_MAX_RUNS * sizeof(cudaEvent_t));
+    e1 = (cudaEvent_t *)malloc(BENCH_MAX_RUNS * sizeof(cudaEvent_t));
+    if (!pts || !times || !e0 || !e1) { fprintf(stderr, "bench_bwd: out of host memory\n"); return 1; }
+    for (i = 0; i < o.n_hdim; i++)
+        for (j = 0; j < o.n_seqlen; j++)
+            for (k = 0; k < o.n_causal; k++)
+                for (m = 0; m < o.n_det; m++) {
+                    bench_point *p = &pts[npts++];
+                    p->d = o.hdim[i]; p->s = o.seqlen[j]; p->causal = o.causal[k]; p->det = o.det[m];
+                    p->dtype = o.dtype;
+                    p->b = BENCH_TOKENS / p->s;
+                    p->h = BENCH_HIDDEN / p->d;
+                    p->flops = 2.5 * 4.0 * p->b * p->h * (double)p->s * p->s * p->d * (p->causal ? 0.5 : 1.0);
+                    if ((size_t)p->b * p->s * p->h * p->d > max_elems) max_elems = (size_t)p->b * p->s * p->h * p->d;
+                    if ((size_t)p->b * p->s * p->h > max_rh) max_rh = (size_t)p->b * p->s * p->h;
+                }
+    CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    for (i = 0; i < BENCH_MAX_RUNS; i++) { CUDA_CHECK(cudaEventCreate(&e0[i])); CUDA_CHECK(cudaEventCreate(&e1[i])); }
+    bench_alloc(&bufs, max_elems, max_rh, (size_t)l2, st);
+    printf("bench_bwd: %d input sets of %zu MB, rotated per call\n", bufs.nsets, (5 * max_elems * 2) >> 20);
+    printf("%-5s %-6s %-6s %-4s %-4s %-4s %10s %9s %8s %7s  %s\n", "hdim", "seqlen", "causal", "det", "b", "h",
+           "ms(med)", "TFLOPS", "det/nd", "splits", "kernel");
+    fflush(stdout);
+    for (i = 0; i < npts; i++) {
+        bench_point *p = &pts[i];
+        if (bench_run_point(p, &bufs, st, e0, e1, times) != 0) { nerr++; p->supported = 0; continue; }
+        if (!p->supported) continue;
+        {
+            char ratio[16] = "-";
+            if (p->det && i > 0 && !pts[i - 1].det && pts[i - 1].supported && pts[i - 1].s == p->s &&
+                pts[i - 1].d == p->d && pts[i - 1].causal == p->causal)
+                snprintf(ratio, sizeof(ratio), "%.2f", p->tflops / pts[i - 1].tflops);
+            printf("%-5d %-6d %-6d %-4d %-4d %-4d %10.4f %9.1f %8s %7d  %s\n", p->d, p->s, p->causal, p->det, p->b,
+                   p->h, p->ms_median, p->tflops, ratio, p->nsplits, p->kernel);
+        }
+        fflush(stdout);
+        if (o.json_path) bench_write_json(o.json_path, pts, i + 1);
+    }
+    if (o.json_path) {
+        if (bench_write_json(o.json_path, pts, npts) != 0) nerr++;
+        else printf("bench_bwd: wrote %s\n", o.json_path);
+    }
+    bench_free(&bufs);
+    for (i = 0; i < BENCH_MAX_RUNS; i++) { CUDA_CHECK(cudaEventDestroy(e0[i])); CUDA_CHECK(cudaEventDestroy(e1[i])); }
+    CUDA_CHECK(cudaStreamDestroy(st));
+    free(pts); free(times); free(e0); free(e1);
+    if (nerr) { fprintf(stderr, "bench_bwd: %d error(s)\n", nerr); return 1; }
+    return 0;
+}

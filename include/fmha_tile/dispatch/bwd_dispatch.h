@@ -1,0 +1,286 @@
+/*
+ * Backward entry points: the plan (three stages selected from a kernel set,
+ * the splits and the workspace size), the workspace preparation (synchronous
+ * and stream-ordered), and the run.
+ *
+ * fmha_bwd_plan_make() selects each stage with the registry's one decision
+ * function (fmhai_select: the same filtering and order-free score as the
+ * forward), so a set that lacks a stage fails here, at plan time, with the
+ * stage named. fmha_bwd() validates the args against the plan, then
+ * launches dot_do_o, dq_dk_dv and convert_dq on the caller's stream (only
+ * dq_dk_dv when the plan writes dQ directly).
+ *
+ * prepare_workspace_async enqueues: a memset of the workspace's tables, the
+ * seqstarts copied into the caller's pinned staging memory, a host callback
+ * that packs the tables there (its closure, fmhai_bwd_pack_job, lives in
+ * that same caller-owned memory: nothing is allocated or freed by the
+ * callback, so a captured graph can replay it any number of times), and the
+ * copy of the packed tables back into the workspace.
+ */
+#ifndef FMHA_TILE_DISPATCH_BWD_DISPATCH_H
+#define FMHA_TILE_DISPATCH_BWD_DISPATCH_H
+
+#include <stdlib.h>
+#include "../kernel/bwd.h"
+#include "registry.h"
+
+/* ---- plan --------------------------------------------------------------------- */
+static inline fmha_status fmhai_bwd_select_stage(const fmha_kernel_set *set, const fmha_bwd_traits *t,
+                                                 fmha_family fam, int *chosen)
+{
+    fmhai_problem pb;
+    fmha_status st;
+    memset(&pb, 0, sizeof(pb));
+    pb.family = fam;
+    pb.dtype = t->dtype;
+    pb.hdim = t->hdim_q;
+    if (fam == FMHA_FAMILY_BWD) {
+        pb.masked = fmhai_bwd_masked(t->mask_type, t->window_left, t->window_right);
+        pb.mask_type = t->mask_type;
+        pb.softcap = t->has_logits_soft_cap != 0;
+    }
+    pb.max_seqlen_q = fmhai_bwd_max_sq(t);
+    st = fmhai_select(set, &pb, chosen);
+    if (st != FMHA_OK) {
+        char why[sizeof(fmhai_errbuf)];
+        snprintf(why, sizeof(why), "%s", fmhai_errbuf);
+        return fmhai_fail(st, "bwd: a plan needs all three stages (dot_do_o, dq_dk_dv, convert_dq); %s", why);
+    }
+    return FMHA_OK;
+}
+
+static inline int fmhai_bwd_plan_tile_n(const fmha_bwd_plan *plan)
+{
+    return plan->set_->entries[plan->entry_[1]].info.tile_n;
+}
+
+static inline void fmhai_bwd_plan_layout(const fmha_bwd_plan *plan, fmhai_bwd_layout *L)
+{
+    fmhai_bwd_layout_make(&plan->traits, plan->nsplits, plan->dq_direct, L);
+}
+
+FMHA_API fmha_status fmha_bwd_plan_make(const fmha_kernel_set *set, const fmha_bwd_traits *traits,
+                                        fmha_bwd_plan *plan)
+{
+    int e[3] = { -1, -1, -1 };
+    fmhai_bwd_layout L;
+    fmha_status st;
+    if (!plan) return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: plan is NULL");
+    memset(plan, 0, sizeof(*plan));
+    if (!set) return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: kernel set is NULL");
+    st = fmhai_bwd_validate_traits(traits);
+    if (st != FMHA_OK) return st;
+    st = fmhai_bwd_select_stage(set, traits, FMHA_FAMILY_BWD_DOT_DO_O, &e[0]);
+    if (st == FMHA_OK) st = fmhai_bwd_select_stage(set, traits, FMHA_FAMILY_BWD, &e[1]);
+    if (st == FMHA_OK) st = fmhai_bwd_select_stage(set, traits, FMHA_FAMILY_BWD_CONVERT_DQ, &e[2]);
+    if (st != FMHA_OK) return st;
+    plan->traits = *traits;
+    plan->set_ = set;
+    plan->entry_[0] = e[0]; plan->entry_[1] = e[1]; plan->entry_[2] = e[2];
+    plan->dot_do_o = &set->entries[e[0]].info;
+    plan->dq_dk_dv = &set->entries[e[1]].info;
+    plan->convert_dq = &set->entries[e[2]].info;
+    plan->nsplits = fmhai_bwd_nsplits(traits, plan->dq_dk_dv->tile_n);
+    plan->dq_direct = fmhai_bwd_dq_direct(traits, plan->dq_dk_dv->tile_n);
+    fmhai_bwd_plan_layout(plan, &L);
+    plan->workspace_size = L.total;
+    plan->staging_size = fmhai_bwd_staging_size(traits, &L);
+    return FMHA_OK;
+}
+
+/* ---- workspace preparation ---------------------------------------------------- */
+static inline fmha_status fmhai_bwd_check_prepare(const fmha_bwd_plan *plan, const void *ws, size_t ws_size,
+                                                  const int32_t *sq, const int32_t *sk)
+{
+    if (!plan || !plan->set_ || !plan->dq_dk_dv)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: plan is NULL or was not made by fmha_bwd_plan_make");
+    if (plan->workspace_size == 0) return FMHA_OK;
+    if (!ws) return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: workspace is NULL (the plan needs %zu bytes)",
+                               plan->workspace_size);
+    if ((uintptr_t)ws % FMHAI_BWD_WS_ALIGN)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: workspace must be %d-byte aligned", FMHAI_BWD_WS_ALIGN);
+    if (ws_size < plan->workspace_size)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: workspace of %zu bytes is smaller than the plan's %zu",
+                          ws_size, plan->workspace_size);
+    if (plan->traits.is_group_mode && plan->traits.batch > 0 && (!sq || !sk))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: group mode needs seqstart_q and seqstart_k to prepare "
+                                                "the workspace");
+    return FMHA_OK;
+}
+
+#if !defined(FMHA_PLATFORM_HOST_ONLY)
+/* The stream callback: its closure is the job at the start of the staging. */
+static void fmhai_bwd_pack_cb(void *staging) { fmhai_bwd_job_run((fmhai_bwd_pack_job *)staging); }
+
+/* Enqueues the seqstart copies into the staging (group mode). */
+static inline fmha_status fmhai_bwd_copy_seqstarts(const fmha_bwd_plan *plan, char *staging,
+                                                   const int32_t *sq, const int32_t *sk, hipStream_t stream)
+{
+    const fmhai_bwd_pack_job *j = (const fmhai_bwd_pack_job *)staging;
+    const size_t bytes = 4u * ((size_t)plan->traits.batch + 1u);
+    hipError_t err;
+    if (!plan->traits.is_group_mode) return FMHA_OK;
+    err = hipMemcpyAsync(staging + j->sq_off, sq, bytes, hipMemcpyDeviceToHost, stream);
+    if (err == hipSuccess) err = hipMemcpyAsync(staging + j->sk_off, sk, bytes, hipMemcpyDeviceToHost, stream);
+    if (err != hipSuccess)
+        return fmhai_fail(FMHA_ERR_DEVICE, "bwd: copying the seqstarts failed: %s", hipGetErrorString(err));
+    return FMHA_OK;
+}
+#endif
+
+FMHA_API fmha_status fmha_bwd_prepare_workspace(const fmha_bwd_plan *plan, void *workspace,
+                                                size_t workspace_size, const int32_t *seqstart_q,
+                                                const int32_t *seqstart_k, void *stream)
+{
+    fmha_status st = fmhai_bwd_check_prepare(plan, workspace, workspace_size, seqstart_q, seqstart_k);
+    if (st != FMHA_OK || plan->workspace_size == 0) return st;
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "bwd: built without a device compiler");
+#else
+    {
+        fmhai_bwd_layout L;
+        char *buf;
+        fmhai_bwd_pack_job *j;
+        hipError_t err;
+        fmhai_bwd_plan_layout(plan, &L);
+        buf = (char *)malloc(plan->staging_size);
+        if (!buf) return fmhai_fail(FMHA_ERR_DEVICE, "bwd: out of host memory (%zu bytes)", plan->staging_size);
+        fmhai_bwd_job_make(&plan->traits, &L, fmhai_bwd_plan_tile_n(plan), plan->nsplits, buf);
+        j = (fmhai_bwd_pack_job *)buf;
+        st = fmhai_bwd_copy_seqstarts(plan, buf, seqstart_q, seqstart_k, (hipStream_t)stream);
+        if (st == FMHA_OK && hipStreamSynchronize((hipStream_t)stream) != hipSuccess)
+            st = fmhai_fail(FMHA_ERR_DEVICE, "bwd: stream synchronisation failed: %s",
+                            hipGetErrorString(hipGetLastError()));
+        if (st == FMHA_OK) {
+            fmhai_bwd_job_run(j);
+            if (j->rejected)
+                st = fmhai_fail(FMHA_ERR_INVALID_ARG,
+                                "bwd: seqstarts break the plan's bounds in %d batch entries (a negative length, "
+                                "or query rows past seqlen_q = %d)", j->rejected, plan->traits.seqlen_q);
+        }
+        if (st == FMHA_OK) {
+            err = hipMemcpyAsync(workspace, buf + j->image_off, L.tables_bytes, hipMemcpyHostToDevice,
+                                 (hipStream_t)stream);
+            if (err == hipSuccess) err = hipStreamSynchronize((hipStream_t)stream);
+            if (err != hipSuccess)
+                st = fmhai_fail(FMHA_ERR_DEVICE, "bwd: writing the workspace tables failed: %s",
+                                hipGetErrorString(err));
+        }
+        free(buf);
+        return st;
+    }
+#endif
+}
+
+FMHA_API fmha_status fmha_bwd_prepare_workspace_async(const fmha_bwd_plan *plan, void *workspace,
+                                                      size_t workspace_size, const int32_t *seqstart_q,
+                                                      const int32_t *seqstart_k, void *staging,
+                                                      void *stream)
+{
+    fmha_status st = fmhai_bwd_check_prepare(plan, workspace, workspace_size, seqstart_q, seqstart_k);
+    if (st != FMHA_OK || plan->workspace_size == 0) return st;
+    if (!staging)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: prepare_workspace_async needs %zu bytes of pinned "
+                                                "staging memory (staging is NULL)", plan->staging_size);
+    if ((uintptr_t)staging & 15u)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: staging must be 16-byte aligned");
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "bwd: built without a device compiler");
+#else
+    {
+        fmhai_bwd_layout L;
+        const fmhai_bwd_pack_job *j = (const fmhai_bwd_pack_job *)staging;
+        hipStream_t s = (hipStream_t)stream;
+        hipError_t err;
+        fmhai_bwd_plan_layout(plan, &L);
+        fmhai_bwd_job_make(&plan->traits, &L, fmhai_bwd_plan_tile_n(plan), plan->nsplits, staging);
+        err = hipMemsetAsync(workspace, 0, L.tables_bytes, s);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_DEVICE, "bwd: workspace memset failed: %s", hipGetErrorString(err));
+        st = fmhai_bwd_copy_seqstarts(plan, (char *)staging, seqstart_q, seqstart_k, s);
+        if (st != FMHA_OK) return st;
+        err = hipLaunchHostFunc(s, fmhai_bwd_pack_cb, staging);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_DEVICE, "bwd: enqueueing the packing callback failed: %s",
+                              hipGetErrorString(err));
+        err = hipMemcpyAsync(workspace, (const char *)staging + j->image_off, L.tables_bytes,
+                             hipMemcpyHostToDevice, s);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_DEVICE, "bwd: copying the workspace tables failed: %s",
+                              hipGetErrorString(err));
+        return FMHA_OK;
+    }
+#endif
+}
+
+/* ---- run ---------------------------------------------------------------------------- */
+/* Launches entry i of the plan's set with grid (gx, gy, gz). */
+static inline fmha_status fmhai_bwd_launch(const fmha_bwd_plan *plan, int stage, fmhai_bwd_params *p, int gx,
+                                           int gy, int gz, void *stream)
+{
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+    (void)plan; (void)stage; (void)p; (void)gx; (void)gy; (void)gz; (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
+#else
+    const fmha_kernel_set *set = plan->set_;
+    const int i = plan->entry_[stage];
+    const fmhai_entry *e = &set->entries[i];
+    fmhai_device dev;
+    int ordinal = 0;
+    void *kargs[1];
+    hipError_t err;
+    fmha_status st;
+    kargs[0] = p;
+    if (gx <= 0 || gy <= 0 || gz <= 0) return FMHA_OK;
+    /* the plan may come from another device or thread: make sure the kernel
+     * has code here and, once per device, raise its shared-memory limit */
+    st = fmhai_current_device(&dev, &ordinal);
+    if (st != FMHA_OK) return st;
+    if (!fmhai_entry_has_code(set, i, ordinal, &dev))
+        return fmhai_fail(FMHA_ERR_NO_KERNEL, "%s: the binary has no code of this kernel for the device",
+                          e->info.name);
+    if (e->smem_bytes > 48 * 1024 && !FMHAI_PROBE_SMEM_SET(set->probe[i])) {
+        err = hipFuncSetAttribute(e->fn, hipFuncAttributeMaxDynamicSharedMemorySize, e->smem_bytes);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_LAUNCH, "%s: cannot set shared memory to %d bytes: %s", e->info.name,
+                              e->smem_bytes, hipGetErrorString(err));
+        set->probe[i] |= 1 << 11;
+    }
+    err = hipLaunchKernel(e->fn, dim3((unsigned)gx, (unsigned)gy, (unsigned)gz), dim3((unsigned)(e->info.warps * 32)),
+                          kargs, (size_t)e->smem_bytes, (hipStream_t)stream);
+    if (err != hipSuccess)
+        return fmhai_fail(FMHA_ERR_LAUNCH, "%s: launch failed: %s", e->info.name, hipGetErrorString(err));
+    return FMHA_OK;
+#endif
+}
+
+FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *args, void *stream)
+{
+    fmhai_bwd_layout L;
+    fmhai_bwd_params p;
+    int max_sq, max_sk, tm0, tn, tm2, gx;
+    fmha_status st = fmhai_bwd_validate_args(plan, args);
+    if (st != FMHA_OK) return st;
+    if (args->batch == 0) return FMHA_OK;
+    fmhai_bwd_plan_layout(plan, &L);
+    fmhai_bwd_make_params(plan, args, &L, &p);
+    /* grid x only sets the parallelism: every kernel walks its rows or key
+     * tiles with a grid stride, so group-mode bounds never drop work */
+    max_sq = args->is_group_mode ? (args->max_seqlen_q > 0 ? args->max_seqlen_q : 1) : args->seqlen_q;
+    max_sk = args->is_group_mode ? (args->max_seqlen_k > 0 ? args->max_seqlen_k : 1) : args->seqlen_k;
+    tm0 = plan->dot_do_o->tile_m;
+    tn = plan->dq_dk_dv->tile_n;
+    tm2 = plan->convert_dq->tile_m;
+    if (!plan->dq_direct) {
+        st = fmhai_bwd_launch(plan, 0, &p, (max_sq + tm0 - 1) / tm0, args->nhead_q, args->batch, stream);
+        if (st != FMHA_OK) return st;
+    }
+    gx = plan->dq_direct ? 1 : (p.deterministic ? plan->nsplits : (max_sk + tn - 1) / tn);
+    st = fmhai_bwd_launch(plan, 1, &p, gx, args->nhead_k, args->batch, stream);
+    if (st != FMHA_OK || plan->dq_direct) return st;
+    return fmhai_bwd_launch(plan, 2, &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch, stream);
+}
+
+#endif /* FMHA_TILE_DISPATCH_BWD_DISPATCH_H */

@@ -1,0 +1,129 @@
+/*
+ * Backward rows of DECL_FMHA_KERNEL_SET: the families BWD (dq_dk_dv),
+ * BWD_DOT_DO_O and BWD_CONVERT_DQ, and FMHA_DEFAULT_BWD_SET.
+ *
+ * Rows have the forward's ten columns:
+ *   X(BWD,            dtype, hdim, mask, softcap, NOALIBI, tile_m, tile_n, warps, stages)
+ *   X(BWD_DOT_DO_O,   dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
+ *   X(BWD_CONVERT_DQ, dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
+ * A backward plan needs one kernel of each of the three families for the
+ * problem's dtype and head dim (fmha_bwd_plan_make says which one is
+ * missing). FMHA_ANY in the tile/warp columns expands into the tuned rows of
+ * policy/bwd_tiles.h; explicit rows are checked against FMHAI_BWD_CONSTRAINTS
+ * (or FMHAI_BWD_AUX_CONSTRAINTS) at compile time. The backward has no ALiBi:
+ * column 6 must be NOALIBI, and the two streaming stages take no mask or
+ * soft cap (NOMASK, NOSOFTCAP).
+ *
+ * kernel_set.h's row expansion calls FMHAI_ROWS_<family>(R, ...) with R one
+ * of its row macros (kernels, table entries, counting); the backward
+ * families forward to R##_BWD, defined here, so the forward's macros are
+ * untouched.
+ */
+#ifndef FMHA_TILE_DISPATCH_BWD_SET_H
+#define FMHA_TILE_DISPATCH_BWD_SET_H
+
+#include "../policy/bwd_tiles.h"
+#include "kernel_set.h"
+
+/* ---- column tokens ---------------------------------------------------------- */
+#define FMHAI_FAM_BWD FMHA_FAMILY_BWD
+#define FMHAI_FAM_BWD_DOT_DO_O FMHA_FAMILY_BWD_DOT_DO_O
+#define FMHAI_FAM_BWD_CONVERT_DQ FMHA_FAMILY_BWD_CONVERT_DQ
+#define FMHAI_AUX_BWD 0
+#define FMHAI_AUX_BWD_DOT_DO_O 1
+#define FMHAI_AUX_BWD_CONVERT_DQ 1
+
+#define FMHAI_KNAME_BWD(dt, hd, mask, sc, bm, bn, w, st, arch)                            \
+    "fmha_bwd_dq_dk_dv_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc          \
+    "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_BWD_DOT_DO_O(dt, hd, mask, sc, bm, bn, w, st, arch) \
+    "fmha_bwd_dot_do_o_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_BWD_CONVERT_DQ(dt, hd, mask, sc, bm, bn, w, st, arch) \
+    "fmha_bwd_convert_dq_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
+
+/* Dynamic shared memory of a row. */
+#define FMHAI_SMEM_BWD(hd, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st) 0
+#define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st) 0
+
+/* The body each family's kernel calls. */
+#define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, bm, bn, w, st)                             \
+    fmhai_bwd_dq_dk_dv(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,         \
+                       FMHAI_ON_##mask, FMHAI_ON_##sc)
+#define FMHAI_BODY_BWD_DOT_DO_O(p, smem, dt, hd, mask, sc, bm, bn, w, st) \
+    fmhai_bwd_dot_do_o(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
+#define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, bm, bn, w, st) \
+    fmhai_bwd_convert_dq(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
+
+/* Compile-time checks of a row: its family's constraints, no ALiBi, and no
+ * mask or soft cap on the streaming stages. */
+#define FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st)                                 \
+    FMHA_STATIC_ASSERT(!FMHAI_ON_##al, "fmha_tile constraint bwd_no_alibi violated: the backward "   \
+                                       "has no ALiBi (column 6 must be NOALIBI)");                  \
+    FMHA_STATIC_ASSERT(!FMHAI_AUX_##fam || (!FMHAI_ON_##mask && !FMHAI_ON_##sc),                     \
+                       "fmha_tile constraint bwd_aux_no_features violated: dot_do_o and convert_dq " \
+                       "rows take NOMASK and NOSOFTCAP");                                           \
+    FMHAI_CAT(FMHAI_BWD_CHECKS_, FMHAI_AUX_##fam)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)
+#define FMHAI_BWD_CHECKS_0 FMHAI_BWD_CONSTRAINTS
+#define FMHAI_BWD_CHECKS_1 FMHAI_BWD_AUX_CONSTRAINTS
+
+/* ---- pass 1: kernels ------------------------------------------------------------ */
+#if defined(FMHA_PLATFORM_HOST_ONLY)
+#  define FMHAI_KERNEL_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st)
+#else
+#  define FMHAI_KERNEL_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st)                                    \
+    static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_BWD_MIN_BLOCKS(w))                  \
+    FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(        \
+        const FMHAI_GRID_CONSTANT fmhai_bwd_params p)                                             \
+    {                                                                                             \
+        extern __shared__ __align__(128) char fmhai_smem[];                                       \
+        if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                         \
+            FMHAI_BODY_##fam(&p, fmhai_smem, dt, hd, mask, sc, bm, bn, w, st);                    \
+    }
+#endif
+
+/* ---- pass 2: table entries -------------------------------------------------------- */
+#define FMHAI_ENTRY_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
+    { { FMHAI_KNAME_##fam(dt, hd, mask, sc, bm, bn, w, st, arch), FMHAI_FAM_##fam,                 \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, 0, bm, bn, w, st, "portable_mma",       \
+        FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR },                                   \
+      FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
+      FMHAI_SMEM_##fam(hd, bm, bn, st),                                                            \
+      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
+
+#define FMHAI_COUNT_ROW_BWD FMHAI_COUNT_ROW
+
+/* ---- row expansion: explicit row, or the tuned rows --------------------------------- */
+#define FMHAI_BWD_TILES_BWD(hd) FMHAI_TILES_BWD_##hd
+#define FMHAI_BWD_TILES_BWD_DOT_DO_O(hd) FMHAI_TILES_BWD_AUX
+#define FMHAI_BWD_TILES_BWD_CONVERT_DQ(hd) FMHAI_TILES_BWD_AUX
+#define FMHAI_BWD_TILEROWS_0(R, fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    R(fam, dt, hd, mask, sc, al, 0, 0, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
+#define FMHAI_BWD_TILEROWS_1(R, fam, dt, hd, mask, sc, al, bm, bn, w, st) \
+    FMHAI_BWD_TILES_##fam(hd)(R, fam, dt, hd, mask, sc, al, 0, 0, bm, bn, w, st)
+#define FMHAI_BWD_ROWS(R, fam, dt, hd, mask, sc, al, bm, bn, w, st)                            \
+    FMHAI_CAT(FMHAI_BWD_TILEROWS_, FMHAI_ANY4(bm, bn, w, st))(FMHAI_CAT(R, _BWD), fam, dt, hd, \
+                                                              mask, sc, al, bm, bn, w, st)
+#define FMHAI_ROWS_BWD FMHAI_BWD_ROWS
+#define FMHAI_ROWS_BWD_DOT_DO_O FMHAI_BWD_ROWS
+#define FMHAI_ROWS_BWD_CONVERT_DQ FMHAI_BWD_ROWS
+
+/* ---- the library's default backward set ------------------------------------------------ */
+#define FMHAI_DEFAULT_BWD_HD(X, dt, hd)                                                          \
+    X(BWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, NOMASK, SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define FMHA_DEFAULT_BWD_SET(X)            \
+    FMHAI_DEFAULT_BWD_HD(X, FP16, 64)      \
+    FMHAI_DEFAULT_BWD_HD(X, FP16, 128)     \
+    FMHAI_DEFAULT_BWD_HD(X, FP16, 256)     \
+    FMHAI_DEFAULT_BWD_HD(X, BF16, 64)      \
+    FMHAI_DEFAULT_BWD_HD(X, BF16, 128)     \
+    FMHAI_DEFAULT_BWD_HD(X, BF16, 256)
+
+#endif /* FMHA_TILE_DISPATCH_BWD_SET_H */

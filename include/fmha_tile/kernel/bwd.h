@@ -1,0 +1,346 @@
+/*
+ * Backward family, host side: validation, splits, the workspace layout, the
+ * packing of the group-mode tables, and the kernel parameters.
+ *
+ * The workspace is one caller-owned device buffer. Its layout is private (the
+ * caller only ever sees plan.workspace_size) and every region starts at a
+ * multiple of FMHAI_BWD_WS_ALIGN (256) bytes:
+ *
+ *   nsplits  int32 [batch] (group mode) or [1] (batch mode)
+ *   offsets  int64 [batch + 1]   group mode only: first dq_acc element of each
+ *                                entry, a prefix sum (offsets[batch] = total)
+ *   dq_acc   fp32  batch mode [batch][nhead_q][nsplits][s_q][d];
+ *                  group mode entry b at offsets[b]: [nhead_q][nsplits_b][s_q_b][d]
+ *                  (compact: sized by the total query rows, never by
+ *                  batch * max_seqlen_q)
+ *   dsum     fp32  D = rowsum(dO * O): [batch][nhead_q][s_q] in batch mode,
+ *                  [nhead_q][total_q] in group mode
+ *
+ * A plan with dq_direct (every key sequence fits one key tile) has no
+ * workspace at all. In group mode the per-entry splits depend on the key
+ * lengths, known only on the device: fmha_bwd_prepare_workspace[_async]
+ * copies the seqstarts to the host, fmhai_bwd_pack_tables() fills nsplits and
+ * offsets, and the tables go back to the workspace. The plan sizes dq_acc for
+ * the worst case the traits allow (every entry with the plan's nsplits, total
+ * rows = traits.seqlen_q), so packing can never overflow it; seqstarts that
+ * break the bounds are refused (synchronous) or their entries get no splits
+ * (stream-ordered) and the kernels skip them.
+ *
+ * Pure C: compiles without a device compiler, so the host tests check the
+ * layout, the splits and the packing directly.
+ */
+#ifndef FMHA_TILE_KERNEL_BWD_H
+#define FMHA_TILE_KERNEL_BWD_H
+
+#include <math.h>
+#include <string.h>
+#include "../api.h"
+#include "../policy/bwd_tiles.h"
+#include "bwd_params.h"
+#include "fwd.h"
+
+/* ---- traits ---------------------------------------------------------------- */
+static inline int fmhai_bwd_masked(fmha_mask_type m, int wl, int wr)
+{
+    return m != FMHA_MASK_NONE && (fmhai_norm_window(wl) >= 0 || fmhai_norm_window(wr) >= 0);
+}
+
+static inline int fmhai_bwd_max_sq(const fmha_bwd_traits *t)
+{
+    return t->is_group_mode ? t->max_seqlen_q : t->seqlen_q;
+}
+static inline int fmhai_bwd_max_sk(const fmha_bwd_traits *t)
+{
+    return t->is_group_mode ? t->max_seqlen_k : t->seqlen_k;
+}
+
+static inline fmha_status fmhai_bwd_validate_traits(const fmha_bwd_traits *t)
+{
+    const char *fam = "bwd";
+    fmha_status st;
+    if (!t) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: traits is NULL", fam);
+    if (t->dtype != FMHA_DTYPE_FP16 && t->dtype != FMHA_DTYPE_BF16)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: dtype %d not supported (fp16 or bf16)", fam, (int)t->dtype);
+    /* scale and soft cap are checked with the args; here only their presence */
+    st = fmhai_validate_common(fam, t->batch, t->nhead_q, t->nhead_k, t->hdim_q, t->hdim_v, 1.0f, 0.0f,
+                               t->mask_type, t->window_left, t->window_right);
+    if (st != FMHA_OK) return st;
+    if (t->has_alibi)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: ALiBi is not supported by the backward pass", fam);
+    if (t->is_group_mode != 0 && t->is_group_mode != 1)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: is_group_mode must be 0 or 1", fam);
+    if (t->seqlen_q < 0 || t->seqlen_k < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: seqlen_q and seqlen_k must be >= 0 (got %d, %d)", fam,
+                          t->seqlen_q, t->seqlen_k);
+    if (t->is_group_mode && (t->max_seqlen_q < 0 || t->max_seqlen_k < 0))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: max_seqlen_q and max_seqlen_k must be >= 0 (got %d, %d)",
+                          fam, t->max_seqlen_q, t->max_seqlen_k);
+    return FMHA_OK;
+}
+
+/* ---- splits and the workspace layout ----------------------------------------- */
+/* dq_acc slices per batch entry (the most any entry gets in group mode). */
+static inline int fmhai_bwd_nsplits(const fmha_bwd_traits *t, int tile_n)
+{
+    int64_t units = (int64_t)t->batch * t->nhead_k;
+    int tiles = (fmhai_bwd_max_sk(t) + tile_n - 1) / tile_n, ns;
+    if (!t->is_deterministic) return 1;
+    if (units < 1) units = 1;
+    ns = (int)((FMHAI_BWD_DET_BLOCKS + units - 1) / units);
+    if (ns > FMHAI_BWD_MAX_SPLITS) ns = FMHAI_BWD_MAX_SPLITS;
+    if (ns > tiles) ns = tiles;
+    return ns < 1 ? 1 : ns;
+}
+
+/* One key tile per sequence: dq_dk_dv writes dQ itself, no workspace. */
+static inline int fmhai_bwd_dq_direct(const fmha_bwd_traits *t, int tile_n)
+{
+    return fmhai_bwd_max_sk(t) <= tile_n;
+}
+
+/* Byte offsets and sizes of the workspace regions (all 0 for dq_direct). */
+typedef struct fmhai_bwd_layout {
+    size_t nsplits_off, nsplits_bytes;
+    size_t offsets_off, offsets_bytes;   /* group mode only                       */
+    size_t tables_bytes;                 /* prefix that prepare_workspace writes  */
+    size_t dq_acc_off, dq_acc_bytes;
+    size_t dsum_off, dsum_bytes;
+    size_t total;
+} fmhai_bwd_layout;
+
+static inline size_t fmhai_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static inline void fmhai_bwd_layout_make(const fmha_bwd_traits *t, int nsplits, int direct,
+                                         fmhai_bwd_layout *L)
+{
+    const size_t A = FMHAI_BWD_WS_ALIGN;
+    /* query rows over all entries: batch * s_q, or the group-mode total */
+    const size_t rows = t->is_group_mode ? (size_t)t->seqlen_q : (size_t)t->batch * (size_t)t->seqlen_q;
+    memset(L, 0, sizeof(*L));
+    if (direct) return;
+    L->nsplits_off = 0;
+    L->nsplits_bytes = 4u * (size_t)(t->is_group_mode ? t->batch : 1);
+    L->offsets_off = fmhai_align_up(L->nsplits_off + L->nsplits_bytes, A);
+    L->offsets_bytes = t->is_group_mode ? 8u * ((size_t)t->batch + 1u) : 0u;
+    L->tables_bytes = t->is_group_mode ? L->offsets_off + L->offsets_bytes : L->nsplits_bytes;
+    L->dq_acc_off = fmhai_align_up(L->tables_bytes, A);
+    L->dq_acc_bytes = 4u * rows * (size_t)t->nhead_q * (size_t)nsplits * (size_t)t->hdim_q;
+    L->dsum_off = fmhai_align_up(L->dq_acc_off + L->dq_acc_bytes, A);
+    L->dsum_bytes = 4u * rows * (size_t)t->nhead_q;
+    L->total = fmhai_align_up(L->dsum_off + L->dsum_bytes, A);
+}
+
+/* ---- group-mode tables --------------------------------------------------------- */
+/* From host copies of the seqstarts (batch + 1 entries each): nsplits[b] and
+ * offsets[0..batch]. An entry whose lengths are negative or whose query rows
+ * end past total_q gets nsplits 0 (the kernels skip it) and no dq_acc rows.
+ * Returns the number of such entries. */
+static inline int fmhai_bwd_pack_tables(int batch, int nhead_q, int d, int tile_n, int ns_plan,
+                                        int deterministic, int64_t total_q, const int32_t *sq,
+                                        const int32_t *sk, int32_t *nsplits, int64_t *offsets)
+{
+    int64_t off = 0;
+    int b, rejected = 0;
+    for (b = 0; b < batch; ++b) {
+        const int64_t lq = (int64_t)sq[b + 1] - sq[b], lk = (int64_t)sk[b + 1] - sk[b];
+        const int ok = sq[b] >= 0 && sk[b] >= 0 && lq >= 0 && lk >= 0 && (int64_t)sq[b + 1] <= total_q;
+        int ns = 0;
+        if (ok) {
+            const int64_t tiles = (lk + tile_n - 1) / tile_n;
+            ns = deterministic ? (int)(tiles < ns_plan ? tiles : ns_plan) : 1;
+            if (ns < 1) ns = 1;
+        } else {
+            ++rejected;
+        }
+        nsplits[b] = ns;
+        offsets[b] = off;
+        off += (int64_t)nhead_q * ns * (ok ? lq : 0) * d;
+    }
+    offsets[batch] = off;
+    return rejected;
+}
+
+/* The pinned staging memory of prepare_workspace_async: the pack job (the
+ * closure of the stream callback, kept in the caller's memory so a graph
+ * can replay it), the seqstarts copied from the device, and the image of
+ * the workspace's table prefix. */
+typedef struct fmhai_bwd_pack_job {
+    uint32_t magic;
+    int batch, nhead_q, d, tile_n, ns_plan, deterministic, is_group_mode;
+    int64_t total_q;
+    size_t sq_off, sk_off;            /* seqstart copies, from the job's address  */
+    size_t image_off;                 /* table image (layout's tables_bytes)      */
+    size_t offsets_off;               /* offsets inside the image                 */
+    int rejected;                     /* written by the callback                  */
+} fmhai_bwd_pack_job;
+
+#define FMHAI_BWD_JOB_MAGIC 0xb3d7a11du
+
+static inline size_t fmhai_bwd_staging_size(const fmha_bwd_traits *t, const fmhai_bwd_layout *L)
+{
+    const size_t seq = t->is_group_mode ? fmhai_align_up(4u * ((size_t)t->batch + 1u), 16) : 0;
+    if (L->total == 0) return 0;
+    return fmhai_align_up(fmhai_align_up(sizeof(fmhai_bwd_pack_job), 64) + 2 * seq + L->tables_bytes, 64);
+}
+
+/* Writes the job at the start of `staging` (at least staging_size bytes). */
+static inline void fmhai_bwd_job_make(const fmha_bwd_traits *t, const fmhai_bwd_layout *L, int tile_n,
+                                      int ns_plan, void *staging)
+{
+    fmhai_bwd_pack_job *j = (fmhai_bwd_pack_job *)staging;
+    const size_t seq = t->is_group_mode ? fmhai_align_up(4u * ((size_t)t->batch + 1u), 16) : 0;
+    memset(j, 0, sizeof(*j));
+    j->magic = FMHAI_BWD_JOB_MAGIC;
+    j->batch = t->batch; j->nhead_q = t->nhead_q; j->d = t->hdim_q; j->tile_n = tile_n;
+    j->ns_plan = ns_plan; j->deterministic = t->is_deterministic; j->is_group_mode = t->is_group_mode;
+    j->total_q = t->seqlen_q;
+    j->sq_off = fmhai_align_up(sizeof(fmhai_bwd_pack_job), 64);
+    j->sk_off = j->sq_off + seq;
+    j->image_off = j->sk_off + seq;
+    j->offsets_off = L->offsets_off;
+}
+
+/* The callback's work (also run directly by the synchronous prepare): fills
+ * the table image from the seqstart copies. */
+static inline void fmhai_bwd_job_run(fmhai_bwd_pack_job *j)
+{
+    char *base = (char *)j;
+    int32_t *nsplits = (int32_t *)(base + j->image_off);
+    if (j->magic != FMHAI_BWD_JOB_MAGIC) return;
+    if (!j->is_group_mode) {
+        nsplits[0] = j->ns_plan;
+        j->rejected = 0;
+        return;
+    }
+    j->rejected = fmhai_bwd_pack_tables(j->batch, j->nhead_q, j->d, j->tile_n, j->ns_plan, j->deterministic,
+                                        j->total_q, (const int32_t *)(base + j->sq_off),
+                                        (const int32_t *)(base + j->sk_off), nsplits,
+                                        (int64_t *)(base + j->image_off + j->offsets_off));
+}
+
+/* ---- arguments ------------------------------------------------------------------ */
+#define FMHAI_BWD_SAME(field)                                                                 \
+    if (a->field != t->field)                                                                 \
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: args." #field " (%d) differs from the plan's (%d)", \
+                          (int)a->field, (int)t->field);
+
+static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, const fmha_bwd_args *a)
+{
+    const char *fam = "bwd";
+    const fmha_bwd_traits *t;
+    fmha_status st;
+    if (!plan || !plan->set_ || !plan->dq_dk_dv)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: plan is NULL or was not made by fmha_bwd_plan_make", fam);
+    if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: args is NULL", fam);
+    t = &plan->traits;
+    if (a->alibi_slopes)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: ALiBi is not supported by the backward pass", fam);
+    st = fmhai_validate_common(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
+                               a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
+    if (st != FMHA_OK) return st;
+    FMHAI_BWD_SAME(dtype)
+    FMHAI_BWD_SAME(is_group_mode)
+    FMHAI_BWD_SAME(batch)
+    FMHAI_BWD_SAME(nhead_q)
+    FMHAI_BWD_SAME(nhead_k)
+    FMHAI_BWD_SAME(seqlen_q)
+    FMHAI_BWD_SAME(seqlen_k)
+    FMHAI_BWD_SAME(hdim_q)
+    FMHAI_BWD_SAME(hdim_v)
+    FMHAI_BWD_SAME(mask_type)
+    FMHAI_BWD_SAME(is_deterministic)
+    if (a->is_group_mode) {
+        FMHAI_BWD_SAME(max_seqlen_q)
+        FMHAI_BWD_SAME(max_seqlen_k)
+    }
+    if (fmhai_bwd_masked(a->mask_type, a->window_left, a->window_right) &&
+        (fmhai_norm_window(a->window_left) != fmhai_norm_window(t->window_left) ||
+         fmhai_norm_window(a->window_right) != fmhai_norm_window(t->window_right)))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: window (%d, %d) differs from the plan's (%d, %d)", fam,
+                          a->window_left, a->window_right, t->window_left, t->window_right);
+    if ((a->logits_soft_cap > 0.f) != (t->has_logits_soft_cap != 0))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: logits_soft_cap %g but the plan was made %s a soft cap", fam,
+                          (double)a->logits_soft_cap, t->has_logits_soft_cap ? "with" : "without");
+    if (!a->q || !a->k || !a->v || !a->o || !a->dout || !a->lse || !a->dq || !a->dk || !a->dv)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: q, k, v, o, dout, lse, dq, dk and dv must not be NULL", fam);
+    if (a->is_group_mode && a->batch > 0 && (!a->seqstart_q || !a->seqstart_k))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: group mode needs seqstart_q and seqstart_k", fam);
+    if (fmhai_misaligned(a->q) || fmhai_misaligned(a->k) || fmhai_misaligned(a->v) || fmhai_misaligned(a->o) ||
+        fmhai_misaligned(a->dout) || fmhai_misaligned(a->dq) || fmhai_misaligned(a->dk) ||
+        fmhai_misaligned(a->dv))
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q, k, v, o, dout, dq, dk, dv must be 16-byte aligned", fam);
+    if ((uintptr_t)a->lse & 3u) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: lse must be 4-byte aligned", fam);
+    {
+        const int64_t s[24] = { a->stride_q,  a->nhead_stride_q,  a->batch_stride_q,
+                                a->stride_k,  a->nhead_stride_k,  a->batch_stride_k,
+                                a->stride_v,  a->nhead_stride_v,  a->batch_stride_v,
+                                a->stride_o,  a->nhead_stride_o,  a->batch_stride_o,
+                                a->stride_do, a->nhead_stride_do, a->batch_stride_do,
+                                a->stride_dq, a->nhead_stride_dq, a->batch_stride_dq,
+                                a->stride_dk, a->nhead_stride_dk, a->batch_stride_dk,
+                                a->stride_dv, a->nhead_stride_dv, a->batch_stride_dv };
+        st = fmhai_validate_strides(fam, s, 24);
+        if (st != FMHA_OK) return st;
+    }
+    if (plan->workspace_size > 0) {
+        if (!a->workspace)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: the plan needs a workspace of %zu bytes (workspace is NULL)",
+                              fam, plan->workspace_size);
+        if ((uintptr_t)a->workspace % FMHAI_BWD_WS_ALIGN)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: workspace must be %d-byte aligned", fam,
+                              FMHAI_BWD_WS_ALIGN);
+        if (a->workspace_size < plan->workspace_size)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: workspace of %zu bytes is smaller than the plan's %zu",
+                              fam, a->workspace_size, plan->workspace_size);
+    }
+    return FMHA_OK;
+}
+#undef FMHAI_BWD_SAME
+
+static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_bwd_args *a,
+                                         const fmhai_bwd_layout *L, fmhai_bwd_params *p)
+{
+    const float log2e = 1.4426950408889634f;
+    char *ws = (char *)a->workspace;
+    memset(p, 0, sizeof(*p));
+    p->q = a->q; p->k = a->k; p->v = a->v; p->o = a->o; p->dout = a->dout; p->lse = a->lse;
+    p->dq = a->dq; p->dk = a->dk; p->dv = a->dv;
+    p->seqstart_q = a->is_group_mode ? a->seqstart_q : 0;
+    p->seqstart_k = a->is_group_mode ? a->seqstart_k : 0;
+    if (!plan->dq_direct) {
+        if (a->is_group_mode) {
+            p->ws_nsplits = (const int32_t *)(ws + L->nsplits_off);
+            p->ws_offsets = (const int64_t *)(ws + L->offsets_off);
+        }
+        p->dq_acc = (float *)(ws + L->dq_acc_off);
+        p->dsum = (float *)(ws + L->dsum_off);
+    }
+    p->q_row = a->stride_q;   p->q_head = a->nhead_stride_q;   p->q_batch = a->batch_stride_q;
+    p->k_row = a->stride_k;   p->k_head = a->nhead_stride_k;   p->k_batch = a->batch_stride_k;
+    p->v_row = a->stride_v;   p->v_head = a->nhead_stride_v;   p->v_batch = a->batch_stride_v;
+    p->o_row = a->stride_o;   p->o_head = a->nhead_stride_o;   p->o_batch = a->batch_stride_o;
+    p->do_row = a->stride_do; p->do_head = a->nhead_stride_do; p->do_batch = a->batch_stride_do;
+    p->dq_row = a->stride_dq; p->dq_head = a->nhead_stride_dq; p->dq_batch = a->batch_stride_dq;
+    p->dk_row = a->stride_dk; p->dk_head = a->nhead_stride_dk; p->dk_batch = a->batch_stride_dk;
+    p->dv_row = a->stride_dv; p->dv_head = a->nhead_stride_dv; p->dv_batch = a->batch_stride_dv;
+    p->lse_head = a->nhead_stride_lse; p->lse_batch = a->batch_stride_lse;
+    p->dsum_rows = a->is_group_mode ? a->seqlen_q : 0;
+    p->seqlen_q = a->seqlen_q; p->seqlen_k = a->seqlen_k;
+    p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
+    p->d = a->hdim_q;
+    p->nsplits = plan->nsplits;
+    p->deterministic = a->is_deterministic != 0;
+    p->dq_direct = plan->dq_direct;
+    p->mask_kind = (int)a->mask_type;
+    p->window_left = fmhai_norm_window(a->window_left);
+    p->window_right = fmhai_norm_window(a->window_right);
+    if (!fmhai_bwd_masked(a->mask_type, a->window_left, a->window_right)) p->mask_kind = FMHA_MASK_NONE;
+    p->scale = a->scale;
+    p->scale_log2 = a->scale * log2e;
+    if (a->logits_soft_cap > 0.f) {
+        p->softcap_pre = a->scale / a->logits_soft_cap;
+        p->softcap_post_log2 = a->logits_soft_cap * log2e;
+    }
+}
+
+#endif /* FMHA_TILE_KERNEL_BWD_H */

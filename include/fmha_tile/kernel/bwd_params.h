@@ -1,0 +1,51 @@
+/*
+ * Backward kernel parameters: what the host hands each of the three backward
+ * kernels (dot_do_o, dq_dk_dv, convert_dq).
+ *
+ * Built once per call by fmhai_bwd_make_params() from the validated
+ * fmha_bwd_args and the plan. Strides stay 64-bit and every global offset is
+ * formed in 64 bits. The workspace appears here already carved into its
+ * regions (see kernel/bwd.h for the layout); the kernels never compute it.
+ */
+#ifndef FMHA_TILE_BWD_PARAMS_H
+#define FMHA_TILE_BWD_PARAMS_H
+
+#include "../api.h"
+
+typedef struct fmhai_bwd_params {
+    const void *q, *k, *v, *o, *dout;
+    const float *lse;
+    void *dq, *dk, *dv;
+    const int32_t *seqstart_q, *seqstart_k;  /* NULL in batch mode                  */
+    const int32_t *ws_nsplits;   /* group mode: dq_acc slices per entry (workspace) */
+    const int64_t *ws_offsets;   /* group mode: first dq_acc element of each entry  */
+    float *dq_acc;               /* fp32 [entry][nhead_q][nsplits][s_q][d]; NULL
+                                    when dQ is written directly                     */
+    float *dsum;                 /* D = rowsum(dO * O): [batch][nhead_q][s_q] in
+                                    batch mode, [nhead_q][dsum_rows] in group mode  */
+    int64_t q_row, q_head, q_batch;
+    int64_t k_row, k_head, k_batch;
+    int64_t v_row, v_head, v_batch;
+    int64_t o_row, o_head, o_batch;
+    int64_t do_row, do_head, do_batch;
+    int64_t dq_row, dq_head, dq_batch;
+    int64_t dk_row, dk_head, dk_batch;
+    int64_t dv_row, dv_head, dv_batch;
+    int64_t lse_head, lse_batch;
+    int64_t dsum_rows;           /* group mode: D rows per head (the plan's total_q) */
+    int seqlen_q, seqlen_k;      /* batch mode lengths                              */
+    int nhead_q, head_ratio;     /* head_ratio = nhead_q / nhead_k                  */
+    int d;                       /* problem head dim (<= kernel head dim)           */
+    int nsplits;                 /* batch mode: dq_acc slices per entry; group
+                                    mode: the most any entry has                    */
+    int deterministic;           /* split s of an entry writes only slice s          */
+    int dq_direct;               /* dq_dk_dv writes dQ (one key tile per sequence)  */
+    int mask_kind;               /* fmha_mask_type (NONE when the window is (-1,-1)) */
+    int window_left, window_right;
+    float scale;                 /* dQ and dK scale                                 */
+    float scale_log2;            /* scale * log2(e)                                 */
+    float softcap_pre;           /* scale / cap        (soft cap on)                */
+    float softcap_post_log2;     /* cap * log2(e)      (soft cap on)                */
+} fmhai_bwd_params;
+
+#endif /* FMHA_TILE_BWD_PARAMS_H */

@@ -1,0 +1,727 @@
+/*
+ * Portable backward pipeline (FlashAttention-2 style): the three kernels of
+ * the backward pass, written with the warp tile primitives of the forward.
+ *
+ * dot_do_o. D_i = sum_c dO[i][c] * O[i][c] in fp32 for every query row, into
+ * the workspace, and the row's dq_acc slices zeroed (every slice of the row:
+ * a split whose key tiles never reach a row still sums as 0).
+ *
+ * dq_dk_dv. A block owns BN = 16 * warps keys of one KV head; warp w owns keys
+ * 16w .. 16w+15. It loads its K and V tile once and sweeps the query tiles
+ * (BM rows) that can see it, for every query head of the KV head's group, so
+ * dK and dV of a GQA group are summed in registers. Per query tile
+ * (key-major: a warp's 16 keys are the M dimension; the first six lines run
+ * per 32-column slice of the query tile, so that one slice's fp32 S^T and
+ * dP^T are live at a time next to the dK and dV accumulators):
+ *     S^T = K Q^T                     A = K from shared, B = Q (ldmatrix)
+ *     P^T = exp2(S^T * scale*log2e - LSE*log2e)   (soft cap: tanh first);
+ *                                     masked entries are 0 (never exp of -inf)
+ *     dV += P^T dO                    P^T from registers, B = dO (ldmatrix.trans)
+ *     dP^T = V dO^T                   A = V from shared, B = dO
+ *     dS^T = P^T (dP^T - D)           (soft cap: times 1 - tanh^2)
+ *     dK += dS^T Q                    dS^T from registers, B = Q (ldmatrix.trans)
+ *     dS^T -> shared; barrier
+ *     dQ_tile = dS K                  warps split (rows x columns) anew;
+ *                                     A = dS^T (ldmatrix.trans), B = K (.trans)
+ *     dQ_tile -> dq_acc               fp32 atomics (non-deterministic), or a
+ *                                     plain read-add-write of this split's own
+ *                                     slice (deterministic), or, with one key
+ *                                     tile per sequence, scaled and written
+ *                                     straight to dQ (no workspace)
+ * The next Q/dO tile is loaded during the whole step (stages 2) or during
+ * the dQ product (stages 1). Head dims above 128 sweep twice (dV, then dK
+ * and dQ) so that one 16 x hd accumulator is live at a time. dK (times
+ * scale) and dV go out from registers at the end of the key tile.
+ * Deterministic mode: block x is split x of its batch entry and walks the
+ * key tiles x, x + nsplits, ... (snake order over rounds, so causal splits
+ * get equal work); non-deterministic: block x walks x, x + gridDim.x, ...
+ * Either way every key tile of the entry is covered whatever the grid.
+ *
+ * convert_dq. dQ = scale * sum over the slices (in slice order) of dq_acc,
+ * converted to the dtype.
+ *
+ * Out-of-range rows and columns are zero-filled by the copies: Q and dO rows
+ * past s_q give P = 1 with dO = 0 and D = 0, so they add nothing; keys past
+ * s_k are always masked (a zero key would still give exp(-LSE)).
+ *
+ * Shared memory of dq_dk_dv (16-bit tiles swizzled like the forward's):
+ * K [BN][hd], V [BN][hd], Q [stages][BM][hd], dO [stages][BM][hd],
+ * dS^T [BN][BM], then LSE and D [2][BM] fp32.
+ */
+#ifndef FMHA_TILE_PIPELINE_BWD_PORTABLE_H
+#define FMHA_TILE_PIPELINE_BWD_PORTABLE_H
+
+#include "../tile/warp_mma.h"
+#include "../policy/bwd_tiles.h"
+#include "../kernel/bwd_params.h"
+#include "fwd_portable.h"
+
+/* ---- small primitives ------------------------------------------------------ */
+/* 4-byte global->shared copy, zero-filled when !valid (LSE and D rows). */
+FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src, int valid)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+#  if defined(FMHAI_DEVICE_HAS_MMA_SM80)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 4 : 0));
+#  endif
+#else
+    *(FMHAI_LDS uint32_t *)dst = valid ? *(const uint32_t *)src : 0u;
+#endif
+}
+
+FMHAI_DEVICE void fmhai_st_shared_u32(fmhai_smem_t dst, uint32_t v)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+    asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(dst), "r"(v));
+#else
+    *(FMHAI_LDS uint32_t *)dst = v;
+#endif
+}
+
+/* Hides a shared address from the optimiser: a GEMM phase re-derives its
+ * swizzled addresses from it, instead of every phase's addresses being
+ * hoisted out of the loop and held in registers for its whole length. */
+FMHAI_DEVICE fmhai_smem_t fmhai_opaque_smem(fmhai_smem_t a)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+    asm volatile("" : "+r"(a));
+#endif
+    return a;
+}
+
+FMHAI_DEVICE float2 fmhai_ld_shared_f2(fmhai_smem_t src)
+{
+    float2 v;
+#if defined(FMHA_PLATFORM_NVIDIA)
+    asm volatile("ld.shared.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(src));
+#else
+    v.x = ((const FMHAI_LDS float *)src)[0];
+    v.y = ((const FMHAI_LDS float *)src)[1];
+#endif
+    return v;
+}
+
+/* fp32 accumulation of two adjacent dq_acc elements. */
+FMHAI_DEVICE void fmhai_atomic_add2(float *dst, float x, float y)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const float2 v = { x, y };
+    atomicAdd((float2 *)dst, v);
+#else
+    atomicAdd(dst, x);
+    atomicAdd(dst + 1, y);
+#endif
+}
+
+/* Two packed 16-bit values -> floats. */
+FMHAI_DEVICE float fmhai_lo16_f32(uint32_t x, int is_bf16)
+{
+    return is_bf16 ? __uint_as_float(x << 16) : __half2float(__ushort_as_half((unsigned short)(x & 0xffffu)));
+}
+FMHAI_DEVICE float fmhai_hi16_f32(uint32_t x, int is_bf16)
+{
+    return is_bf16 ? __uint_as_float(x & 0xffff0000u) : __half2float(__ushort_as_half((unsigned short)(x >> 16)));
+}
+
+/* sum of the products of 8 packed 16-bit pairs (one 16-byte chunk each) */
+FMHAI_DEVICE float fmhai_dot8(uint4 a, uint4 b, int is_bf16)
+{
+    float s = 0.f;
+    s += fmhai_lo16_f32(a.x, is_bf16) * fmhai_lo16_f32(b.x, is_bf16);
+    s += fmhai_hi16_f32(a.x, is_bf16) * fmhai_hi16_f32(b.x, is_bf16);
+    s += fmhai_lo16_f32(a.y, is_bf16) * fmhai_lo16_f32(b.y, is_bf16);
+    s += fmhai_hi16_f32(a.y, is_bf16) * fmhai_hi16_f32(b.y, is_bf16);
+    s += fmhai_lo16_f32(a.z, is_bf16) * fmhai_lo16_f32(b.z, is_bf16);
+    s += fmhai_hi16_f32(a.z, is_bf16) * fmhai_hi16_f32(b.z, is_bf16);
+    s += fmhai_lo16_f32(a.w, is_bf16) * fmhai_lo16_f32(b.w, is_bf16);
+    s += fmhai_hi16_f32(a.w, is_bf16) * fmhai_hi16_f32(b.w, is_bf16);
+    return s;
+}
+
+/* ---- one batch entry ------------------------------------------------------- */
+typedef struct fmhai_bwd_seq {
+    int s_q, s_k, q_start, k_start, b_eff;
+    int nsplits;           /* dq_acc slices of the entry (0: skip the entry) */
+    int64_t acc_off;       /* first dq_acc element of the entry              */
+    int64_t dsum_off;      /* D of (entry, head 0, row 0)                    */
+    int64_t dsum_head;     /* D's head stride                                */
+} fmhai_bwd_seq;
+
+FMHAI_DEVICE void fmhai_bwd_seq_of(const fmhai_bwd_params *p, int b, fmhai_bwd_seq *s)
+{
+    if (p->seqstart_q) {
+        s->q_start = p->seqstart_q[b];
+        s->s_q = p->seqstart_q[b + 1] - s->q_start;
+        s->k_start = p->seqstart_k[b];
+        s->s_k = p->seqstart_k[b + 1] - s->k_start;
+        s->b_eff = 0;
+        s->nsplits = p->ws_nsplits ? p->ws_nsplits[b] : 1;
+        s->acc_off = p->ws_offsets ? p->ws_offsets[b] : 0;
+        s->dsum_head = p->dsum_rows;
+        s->dsum_off = s->q_start;
+    } else {
+        s->q_start = 0;
+        s->k_start = 0;
+        s->s_q = p->seqlen_q;
+        s->s_k = p->seqlen_k;
+        s->b_eff = b;
+        s->nsplits = p->nsplits;
+        s->acc_off = (int64_t)b * p->nhead_q * p->nsplits * p->seqlen_q * p->d;
+        s->dsum_head = p->seqlen_q;
+        s->dsum_off = (int64_t)b * p->nhead_q * p->seqlen_q;
+    }
+    if (s->s_q < 0 || s->s_k < 0) s->nsplits = 0;
+}
+
+/* Row i of query head h: element offsets in Q-like and O-like tensors. */
+FMHAI_DEVICE int64_t fmhai_bwd_row_off(const fmhai_bwd_seq *s, int64_t row, int64_t head, int64_t batch,
+                                       int h, int i)
+{
+    return (int64_t)s->b_eff * batch + (int64_t)(s->q_start + i) * row + (int64_t)h * head;
+}
+
+/* D of BM rows (m0 ..) of head h into dst[BM] (rows past s_q: 0), from dO
+ * and O in global memory. Groups of LPR lanes share a row; all threads of
+ * the block run the same number of steps (the shuffles need whole warps). */
+FMHAI_DEVICE void fmhai_bwd_rowdot(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int h, int m0,
+                                   float *dst_smem, float *dst_global, int is_bf16, int HD, int BM,
+                                   int NT, int tid)
+{
+    const int LPR = HD / 8 <= 8 ? 8 : (HD / 8 <= 16 ? 16 : 32);   /* lanes per row */
+    const int RPP = NT / LPR;                                        /* rows per pass */
+    const int lr = tid % LPR;
+    const char *o = (const char *)p->o;
+    const char *dout = (const char *)p->dout;
+#pragma unroll 1
+    for (int r0 = 0; r0 < BM; r0 += RPP) {
+        const int r = r0 + tid / LPR, i = m0 + r;
+        const int valid = r < BM && i < s->s_q;
+        float acc = 0.f;
+        if (valid) {
+            const int64_t oo = fmhai_bwd_row_off(s, p->o_row, p->o_head, p->o_batch, h, i);
+            const int64_t od = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, i);
+#pragma unroll
+            for (int c = lr; c < HD / 8; c += LPR)
+                if (c * 8 < p->d)
+                    acc += fmhai_dot8(*(const uint4 *)(dout + 2 * (od + c * 8)),
+                                      *(const uint4 *)(o + 2 * (oo + c * 8)), is_bf16);
+        }
+#pragma unroll
+        for (int x = LPR / 2; x >= 1; x /= 2) acc += fmhai_shfl_xor(acc, x);
+        if (r < BM && lr == 0) {
+            if (dst_smem) dst_smem[r] = acc;
+            if (dst_global && valid) dst_global[i] = acc;
+        }
+    }
+}
+
+/* ============================================================================
+ * dot_do_o: grid (row blocks, nhead_q, batch); BM rows per block step
+ * ========================================================================== */
+FMHAI_DEVICE void fmhai_bwd_dot_do_o(const fmhai_bwd_params *p, const int is_bf16, const int HD,
+                                     const int BM, const int NW)
+{
+    const int NT = NW * 32, tid = (int)threadIdx.x;
+    const int h = (int)blockIdx.y, b = (int)blockIdx.z;
+    fmhai_bwd_seq s;
+    fmhai_bwd_seq_of(p, b, &s);
+    if (s.nsplits <= 0) return;
+    float *dsum = p->dsum + s.dsum_off + (int64_t)h * s.dsum_head;
+    const int d4 = p->d / 4;   /* 16-byte chunks of a dq_acc row */
+    const float4 zero4 = { 0.f, 0.f, 0.f, 0.f };
+    for (int m0 = (int)blockIdx.x * BM; m0 < s.s_q; m0 += (int)gridDim.x * BM) {
+        fmhai_bwd_rowdot(p, &s, h, m0, 0, dsum, is_bf16, HD, BM, NT, tid);
+        /* zero the rows' slices: [nsplits][rows m0 ..][d] of head h */
+        const int rows = min(BM, s.s_q - m0);
+        for (int sp = 0; sp < s.nsplits; ++sp) {
+            float *acc = p->dq_acc + s.acc_off + (((int64_t)h * s.nsplits + sp) * s.s_q + m0) * p->d;
+            for (int idx = tid; idx < rows * d4; idx += NT)
+                *(float4 *)(acc + (int64_t)idx * 4) = zero4;
+        }
+    }
+}
+
+/* ============================================================================
+ * convert_dq: grid (row blocks, nhead_q, batch)
+ * ========================================================================== */
+FMHAI_DEVICE void fmhai_bwd_convert_dq(const fmhai_bwd_params *p, const int is_bf16, const int HD,
+                                       const int BM, const int NW)
+{
+    const int NT = NW * 32, tid = (int)threadIdx.x;
+    const int h = (int)blockIdx.y, b = (int)blockIdx.z;
+    const int chunks = HD / 8;
+    fmhai_bwd_seq s;
+    fmhai_bwd_seq_of(p, b, &s);
+    if (s.nsplits <= 0) return;
+    const int64_t slice = (int64_t)s.s_q * p->d;
+    const float *acc0 = p->dq_acc + s.acc_off + (int64_t)h * s.nsplits * slice;
+    char *dq = (char *)p->dq;
+    for (int m0 = (int)blockIdx.x * BM; m0 < s.s_q; m0 += (int)gridDim.x * BM) {
+        for (int idx = tid; idx < BM * chunks; idx += NT) {
+            const int r = idx / chunks, c = idx % chunks, i = m0 + r;
+            if (i >= s.s_q || c * 8 >= p->d) continue;
+            const float *a = acc0 + (int64_t)i * p->d + c * 8;
+            float x[8];
+            float4 u = *(const float4 *)a, v = *(const float4 *)(a + 4);
+            x[0] = u.x; x[1] = u.y; x[2] = u.z; x[3] = u.w;
+            x[4] = v.x; x[5] = v.y; x[6] = v.z; x[7] = v.w;
+            for (int sp = 1; sp < s.nsplits; ++sp) {   /* fixed order: reproducible */
+                u = *(const float4 *)(a + sp * slice);
+                v = *(const float4 *)(a + sp * slice + 4);
+                x[0] += u.x; x[1] += u.y; x[2] += u.z; x[3] += u.w;
+                x[4] += v.x; x[5] += v.y; x[6] += v.z; x[7] += v.w;
+            }
+            uint4 o;
+            o.x = fmhai_pack2(x[0] * p->scale, x[1] * p->scale, is_bf16);
+            o.y = fmhai_pack2(x[2] * p->scale, x[3] * p->scale, is_bf16);
+            o.z = fmhai_pack2(x[4] * p->scale, x[5] * p->scale, is_bf16);
+            o.w = fmhai_pack2(x[6] * p->scale, x[7] * p->scale, is_bf16);
+            *(uint4 *)(dq + 2 * (fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, i) + c * 8)) = o;
+        }
+    }
+}
+
+/* ============================================================================
+ * dq_dk_dv: grid (key tiles or splits, nhead_k, batch)
+ * ========================================================================== */
+
+/* Issues the copies of sweep step jt: the Q and dO tiles into stage buffer
+ * `qbuf`, LSE and D into slot jt & 1 (D computed here when dQ is direct). */
+FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int n_it,
+                                      int n_m, int m_lo, int hk, fmhai_smem_t sQ, fmhai_smem_t sdO,
+                                      float *sLse, float *sD, int is_bf16, int HD, int BM, int NT, int tid)
+{
+    const int it = jt % n_it;                  /* the second sweep repeats the steps */
+    const int h = hk * p->head_ratio + it / n_m;
+    const int m0 = (m_lo + it % n_m) * BM;
+    const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
+    const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
+    fmhai_block_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, 16, BM, s->s_q - m0, p->d, HD, NT,
+                          tid);
+    fmhai_block_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, 16, BM, s->s_q - m0, p->d, HD,
+                          NT, tid);
+    const int slot = (jt & 1) * BM;
+    if (tid < BM) {
+        const int i = m0 + tid, ok = i < s->s_q;
+        const float *lse = p->lse + (int64_t)s->b_eff * p->lse_batch + (int64_t)h * p->lse_head + s->q_start +
+                           (ok ? i : 0);
+        fmhai_copy_async4(fmhai_smem_addr(sLse + slot + tid), lse, ok);
+        if (!p->dq_direct)
+            fmhai_copy_async4(fmhai_smem_addr(sD + slot + tid),
+                              p->dsum + s->dsum_off + (int64_t)h * s->dsum_head + (ok ? i : 0), ok);
+    }
+    if (p->dq_direct) fmhai_bwd_rowdot(p, s, h, m0, sD + slot, 0, is_bf16, HD, BM, NT, tid);
+}
+
+/* 16 keys x hd accumulator of this warp -> dK or dV rows (16-bit, 4-byte
+ * stores straight from the fragments). */
+FMHAI_DEVICE void fmhai_bwd_store_kv(char *dst, int64_t row_stride, const float (*acc)[4], float mul, int key0,
+                                     int s_k, int d, int is_bf16, int HD, int lane)
+{
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int key = key0 + g + 8 * hf;
+        if (key >= s_k) continue;
+        char *row = dst + 2 * (int64_t)key * row_stride;
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt) {
+            const int col = dt * 8 + 2 * t;
+            if (col < d)
+                *(uint32_t *)(row + 2 * col) =
+                    fmhai_pack2(acc[dt][2 * hf] * mul, acc[dt][2 * hf + 1] * mul, is_bf16);
+        }
+    }
+}
+
+FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
+                                     const int BM, const int BN, const int NW, const int ST,
+                                     const int HAS_MASK, const int SOFTCAP)
+{
+#if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
+    const int NT = NW * 32;
+    const int TWO_SWEEPS = HD > 128;           /* dV sweep, then dK + dQ sweep */
+    const int QW = 32;                         /* query columns of a slice     */
+    const int WM = FMHAI_BWD_DQ_WM(BM, HD, NW); /* dQ warp split: WM x WN     */
+    const int RW = FMHAI_BWD_DQ_RW(BM, HD, NW); /* dQ rows of a warp          */
+    const int CT = FMHAI_BWD_DQ_CT(BM, HD, NW); /* dQ columns of a warp       */
+    const int CW = FMHAI_BWD_DQ_CW(BM, HD, NW); /* ... in chunks of CW        */
+    const float LOG2E = 1.4426950408889634f;
+    const int BIG = 1 << 30;
+
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int hk = (int)blockIdx.y, b = (int)blockIdx.z;
+
+    fmhai_bwd_seq s;
+    fmhai_bwd_seq_of(p, b, &s);
+    if (s.nsplits <= 0) return;
+    const int det = p->deterministic && !p->dq_direct;
+    const int split = det ? (int)blockIdx.x : 0;
+    if (det && split >= s.nsplits) return;
+    /* dQ direct: one key tile; with no keys at all, one empty tile still
+     * writes the zero dQ rows */
+    const int n_tiles = p->dq_direct ? 1 : (s.s_k + BN - 1) / BN;
+    const int m_tiles = (s.s_q + BM - 1) / BM;
+
+    /* ---- mask: key j is visible to query i when c_lo <= j - i <= c_hi ---- */
+    int c_lo = -BIG, c_hi = BIG;
+    if (HAS_MASK && p->mask_kind != FMHA_MASK_NONE) {
+        const int off = p->mask_kind == FMHA_MASK_BOTTOM_RIGHT ? s.s_k - s.s_q : 0;
+        if (p->window_left >= 0) c_lo = off - p->window_left;
+        if (p->window_right >= 0) c_hi = off + p->window_right;
+    }
+
+    /* ---- shared memory ---------------------------------------------------- */
+    const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
+    const fmhai_smem_t sK = fmhai_smem_addr(smem);
+    const fmhai_smem_t sV = sK + kv_bytes;
+    const fmhai_smem_t sQ = sV + kv_bytes;
+    const fmhai_smem_t sdO = sQ + ST * q_bytes;
+    const fmhai_smem_t sdS = sdO + ST * q_bytes;
+    float *sLse = (float *)(smem + 2 * kv_bytes + 2 * ST * q_bytes + BN * BM * 2);   /* [2][BM] */
+    float *sD = sLse + 2 * BM;                                                         /* [2][BM] */
+    const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD);
+
+    /* ldmatrix bases (as the forward's): kA, this warp's 16 key rows as the
+     * A operand (V at + VK); qB, rows as the non-transposed B operand (dO at
+     * + OQ); qT, rows as the transposed B operand (dO at + OQ, K at - QK).
+     * Tiles of one row width share a base, so one set of swizzled
+     * addresses (fmhai_ldsm_at) serves them all. */
+    const int key0 = warp * 16;
+    const int b_row = ((lane / 8) / 2) * 8 + lane % 8, b_chunk = (lane / 8) % 2;
+    const int t_row = ((lane / 8) % 2) * 8 + lane % 8, t_chunk = (lane / 8) / 2;
+    const fmhai_smem_t kA = fmhai_ldsm_base(sK, (key0 + lane % 16) * HD * 2, lane / 16, lane % 8);
+    const fmhai_smem_t qB = fmhai_ldsm_base(sQ, b_row * HD * 2, b_chunk, lane % 8);
+    const fmhai_smem_t qT = fmhai_ldsm_base(sQ, t_row * HD * 2, t_chunk, lane % 8);
+    const int VK = kv_bytes, OQ = ST * q_bytes, QK = 2 * kv_bytes;
+    /* dQ product: dS (A, from dS^T [BN][BM] transposed: key rows, query
+     * chunks) and K (B, transposed, from qT) */
+    const int wm = warp % WM, wn = warp / WM;
+    const fmhai_smem_t dsA = fmhai_ldsm_base(sdS, b_row * BM * 2, b_chunk, lane % 8);
+
+    const char *k_seq = (const char *)p->k + 2 * ((int64_t)s.b_eff * p->k_batch + (int64_t)s.k_start * p->k_row +
+                                                  (int64_t)hk * p->k_head);
+    const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
+                                                  (int64_t)hk * p->v_head);
+
+    for (int rnd = 0;; ++rnd) {
+        /* ---- which key tile ---------------------------------------------- */
+        int n;
+        if (det) {
+            if (rnd * s.nsplits >= n_tiles) break;
+            n = rnd * s.nsplits + ((rnd & 1) ? s.nsplits - 1 - split : split);
+            if (n >= n_tiles) continue;
+        } else {
+            n = (int)blockIdx.x + rnd * (int)gridDim.x;
+            if (n >= n_tiles) break;
+        }
+        const int j0 = n * BN;                  /* first key of the tile */
+        /* query tiles that can see a key of this tile */
+        int m_lo = 0, m_hi = m_tiles;
+        if (HAS_MASK && !p->dq_direct) {
+            const int j_hi = min(s.s_k, j0 + BN) - 1;
+            const int i_min = max(0, c_hi == BIG ? 0 : j0 - c_hi);
+            const int i_max = min(s.s_q - 1, c_lo == -BIG ? s.s_q - 1 : j_hi - c_lo);
+            if (i_max < i_min) { m_lo = 0; m_hi = 0; }
+            else { m_lo = i_min / BM; m_hi = i_max / BM + 1; }
+        }
+        const int n_m = m_hi - m_lo;
+        const int n_it = n_m * p->head_ratio;
+        const int n_steps = (TWO_SWEEPS ? 2 : 1) * n_it;
+
+        /* every copy has landed and every warp is done with the previous
+         * tile's shared memory */
+        fmhai_copy_wait(0);
+        __syncthreads();
+        fmhai_block_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, 16, BN, s.s_k - j0, p->d, HD,
+                              NT, tid);
+        fmhai_block_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, 16, BN, s.s_k - j0, p->d, HD,
+                              NT, tid);
+        if (n_steps > 0)
+            fmhai_bwd_load_step(p, &s, 0, n_it, n_m, m_lo, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT, tid);
+        fmhai_copy_commit();
+
+        /* acc_a: dV (dV sweep of two); acc_b: dK (single sweep) */
+        float acc_a[FMHAI_FWD_MAX_HD / 8][4], acc_b[FMHAI_FWD_MAX_HD / 8][4];
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) { acc_a[dt][e] = 0.f; acc_b[dt][e] = 0.f; }
+
+#pragma unroll 1
+        for (int jt = 0; jt < n_steps; ++jt) {
+            const int dv_step = !TWO_SWEEPS || jt < n_it;
+            const int dk_step = !TWO_SWEEPS || jt >= n_it;
+            const int buf = ST == 2 ? (jt & 1) : 0;
+            const int slot = (jt & 1) * BM;
+            const int it = TWO_SWEEPS ? jt % n_it : jt;
+            const int m0 = (m_lo + it % n_m) * BM;
+
+            if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
+                fmhai_bwd_store_kv((char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch +
+                                                        (int64_t)(s.k_start + j0) * p->dv_row +
+                                                        (int64_t)hk * p->dv_head),
+                                   p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+#pragma unroll
+                for (int dt = 0; dt < HD / 8; ++dt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc_a[dt][e] = 0.f;
+            }
+
+            fmhai_copy_wait(0);
+            __syncthreads();
+            if (ST == 2 && jt + 1 < n_steps)
+                fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_lo, hk, sQ + ((jt + 1) & 1) * q_bytes,
+                                    sdO + ((jt + 1) & 1) * q_bytes, sLse, sD, is_bf16, HD, BM, NT, tid);
+            if (ST == 2) fmhai_copy_commit();
+            /* this step's stage buffer (a multiple of 128 bytes: the swizzle
+             * XOR of fmhai_ldsm_at still applies to the shifted base) */
+            const fmhai_smem_t qBi = qB + buf * q_bytes, qTi = qT + buf * q_bytes;
+
+            const int need_mask = (j0 + BN > s.s_k) ||
+                                  (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
+            /* The query tile in QW-column slices: S^T, P^T, dP^T and dS^T of
+             * one slice are live at a time (32 keys x 16 rows of fp32 each),
+             * which keeps dK and dV in registers. k-steps stay loops (unroll
+             * 1) where only inner loops index registers: unrolled, every
+             * fragment of the phase is loaded up front. */
+#pragma unroll 1
+            for (int q0 = 0; q0 < BM; q0 += QW) {
+                /* ---- S^T = K Q^T ---------------------------------------------- */
+                float acc_s[QW / 8][4];
+#pragma unroll
+                for (int nt = 0; nt < QW / 8; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc_s[nt][e] = 0.f;
+                {
+                    const fmhai_smem_t a_base = fmhai_opaque_smem(kA);
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + q0 * HD * 2);
+#pragma unroll 1
+                    for (int kk = 0; kk < HD / 16; ++kk) {
+                        uint32_t ka[4];
+                        fmhai_warp_ldsm_x4(ka, fmhai_ldsm_at(a_base, kk));
+#pragma unroll
+                        for (int np = 0; np < QW / 16; ++np) {
+                            uint32_t qb[4];
+                            fmhai_warp_ldsm_x4(qb, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
+                            fmhai_warp_mma_16816(acc_s[2 * np], ka, qb, is_bf16);
+                            fmhai_warp_mma_16816(acc_s[2 * np + 1], ka, qb + 2, is_bf16);
+                        }
+                    }
+                }
+
+                /* ---- P^T (and, soft cap, P^T * (1 - tanh^2) for dS) -------------- */
+                uint32_t pa[QW / 16][4];
+#pragma unroll
+                for (int nt = 0; nt < QW / 8; ++nt) {
+                    const int col = q0 + nt * 8 + 2 * t;    /* first of this lane's two columns */
+                    const float2 lse = fmhai_ld_shared_f2(sLse_a + 4 * (slot + col));
+                    const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        float pv[2];
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const float x = acc_s[nt][2 * hf + e];
+                            float dfac = 1.f;
+                            if (SOFTCAP) {
+                                const float th = tanhf(x * p->softcap_pre);
+                                pv[e] = fmhai_exp2(th * p->softcap_post_log2 - l2[e]);
+                                dfac = 1.f - th * th;
+                            } else {
+                                pv[e] = fmhai_exp2(x * p->scale_log2 - l2[e]);
+                            }
+                            if (need_mask) {
+                                const int j = j0 + key0 + g + 8 * hf, i = m0 + col + e;
+                                if (j >= s.s_k || j - i < c_lo || j - i > c_hi) pv[e] = 0.f;
+                            }
+                            acc_s[nt][2 * hf + e] = pv[e] * dfac;
+                        }
+                        if (dv_step) pa[nt / 2][(nt % 2) * 2 + hf] = fmhai_pack2(pv[0], pv[1], is_bf16);
+                    }
+                }
+
+                /* ---- dV += P^T dO ---------------------------------------------- */
+                if (dv_step) {
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + OQ + q0 * HD * 2);
+#pragma unroll
+                    for (int dn = 0; dn < HD / 16; ++dn)
+#pragma unroll
+                        for (int kp = 0; kp < QW / 16; ++kp) {
+                            uint32_t vb[4];
+                            fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(b_base, dn) + kp * 16 * HD * 2);
+                            fmhai_warp_mma_16816(acc_a[2 * dn], pa[kp], vb, is_bf16);
+                            fmhai_warp_mma_16816(acc_a[2 * dn + 1], pa[kp], vb + 2, is_bf16);
+                        }
+                }
+                if (!dk_step) continue;
+
+                /* ---- dP^T = V dO^T --------------------------------------------- */
+                float acc_p[QW / 8][4];
+#pragma unroll
+                for (int nt = 0; nt < QW / 8; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc_p[nt][e] = 0.f;
+                {
+                    const fmhai_smem_t a_base = fmhai_opaque_smem(kA + VK);
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + OQ + q0 * HD * 2);
+#pragma unroll 1
+                    for (int kk = 0; kk < HD / 16; ++kk) {
+                        uint32_t va[4];
+                        fmhai_warp_ldsm_x4(va, fmhai_ldsm_at(a_base, kk));
+#pragma unroll
+                        for (int np = 0; np < QW / 16; ++np) {
+                            uint32_t ob[4];
+                            fmhai_warp_ldsm_x4(ob, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
+                            fmhai_warp_mma_16816(acc_p[2 * np], va, ob, is_bf16);
+                            fmhai_warp_mma_16816(acc_p[2 * np + 1], va, ob + 2, is_bf16);
+                        }
+                    }
+                }
+                /* ---- dS^T = P^T (dP^T - D) -------------------------------------- */
+                uint32_t dsa[QW / 16][4];
+#pragma unroll
+                for (int nt = 0; nt < QW / 8; ++nt) {
+                    const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + q0 + nt * 8 + 2 * t));
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf)
+                        dsa[nt / 2][(nt % 2) * 2 + hf] =
+                            fmhai_pack2(acc_s[nt][2 * hf] * (acc_p[nt][2 * hf] - dd.x),
+                                        acc_s[nt][2 * hf + 1] * (acc_p[nt][2 * hf + 1] - dd.y), is_bf16);
+                }
+                /* ---- dK += dS^T Q ----------------------------------------------- */
+                {
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + q0 * HD * 2);
+#pragma unroll
+                    for (int dn = 0; dn < HD / 16; ++dn)
+#pragma unroll
+                        for (int kp = 0; kp < QW / 16; ++kp) {
+                            uint32_t qb[4];
+                            fmhai_warp_ldsm_x4_t(qb, fmhai_ldsm_at(b_base, dn) + kp * 16 * HD * 2);
+                            if (TWO_SWEEPS) {
+                                fmhai_warp_mma_16816(acc_a[2 * dn], dsa[kp], qb, is_bf16);
+                                fmhai_warp_mma_16816(acc_a[2 * dn + 1], dsa[kp], qb + 2, is_bf16);
+                            } else {
+                                fmhai_warp_mma_16816(acc_b[2 * dn], dsa[kp], qb, is_bf16);
+                                fmhai_warp_mma_16816(acc_b[2 * dn + 1], dsa[kp], qb + 2, is_bf16);
+                            }
+                        }
+                }
+                /* ---- dS^T -> shared ([BN][BM], this warp's 16 key rows) ---------- */
+#pragma unroll
+                for (int nt = 0; nt < QW / 8; ++nt)
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf)
+                        fmhai_st_shared_u32(sdS + fmhai_swz(key0 + g + 8 * hf, q0 / 8 + nt, BM) + 4 * t,
+                                            dsa[nt / 2][(nt % 2) * 2 + hf]);
+            }
+
+            if (dk_step) {
+                __syncthreads();
+                /* Q and dO of this step are no longer read: stages 1 loads the next */
+                if (ST == 1) {
+                    if (jt + 1 < n_steps)
+                        fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_lo, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM,
+                                            NT, tid);
+                    fmhai_copy_commit();
+                }
+
+                /* ---- dQ = dS K for rows wm*RW.., columns wn*CT.. ------------------ */
+                const int h = hk * p->head_ratio + it / n_m;
+#pragma unroll
+                for (int cc = 0; cc < CT / CW; ++cc) {
+                    const int c0 = wn * CT + cc * CW;      /* first column of the chunk */
+                    float acc_q[8][8][4];                   /* [RW/16][CW/8][4] */
+                    float *acc_row = det ? p->dq_acc + s.acc_off +
+                                               (((int64_t)h * s.nsplits + split) * s.s_q + m0) * p->d : 0;
+#pragma unroll
+                    for (int mt = 0; mt < RW / 16; ++mt)
+#pragma unroll
+                        for (int nt = 0; nt < CW / 8; ++nt)
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) acc_q[mt][nt][e] = 0.f;
+                    /* A: dS^T rows kk*16.. at query chunk pairs of this warp's
+                     * rows; B: K rows kk*16.. at this chunk's column pairs */
+                    fmhai_smem_t a_addr[8], b_addr[8];
+#pragma unroll
+                    for (int mt = 0; mt < RW / 16; ++mt)
+                        a_addr[mt] = fmhai_ldsm_at(fmhai_opaque_smem(dsA), (wm * RW + mt * 16) / 16);
+#pragma unroll
+                    for (int np = 0; np < CW / 16; ++np)
+                        b_addr[np] = fmhai_ldsm_at(fmhai_opaque_smem(qT - QK), (c0 + np * 16) / 16);
+#pragma unroll 1
+                    for (int kk = 0; kk < BN / 16; ++kk) {
+                        uint32_t da[8][4];
+#pragma unroll
+                        for (int mt = 0; mt < RW / 16; ++mt)
+                            fmhai_warp_ldsm_x4_t(da[mt], a_addr[mt] + kk * 16 * BM * 2);
+#pragma unroll
+                        for (int np = 0; np < CW / 16; ++np) {
+                            uint32_t kb[4];
+                            fmhai_warp_ldsm_x4_t(kb, b_addr[np] + kk * 16 * HD * 2);
+#pragma unroll
+                            for (int mt = 0; mt < RW / 16; ++mt) {
+                                fmhai_warp_mma_16816(acc_q[mt][2 * np], da[mt], kb, is_bf16);
+                                fmhai_warp_mma_16816(acc_q[mt][2 * np + 1], da[mt], kb + 2, is_bf16);
+                            }
+                        }
+                    }
+                    /* out: atomics, this split's slice, or dQ itself */
+#pragma unroll
+                    for (int mt = 0; mt < RW / 16; ++mt)
+#pragma unroll
+                        for (int hf = 0; hf < 2; ++hf) {
+                            const int r = wm * RW + mt * 16 + g + 8 * hf;
+                            if (m0 + r >= s.s_q) continue;
+#pragma unroll
+                            for (int nt = 0; nt < CW / 8; ++nt) {
+                                const int col = c0 + nt * 8 + 2 * t;
+                                if (col >= p->d) continue;
+                                const float x = acc_q[mt][nt][2 * hf], y = acc_q[mt][nt][2 * hf + 1];
+                                if (p->dq_direct) {
+                                    char *dq = (char *)p->dq +
+                                               2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0 + r);
+                                    *(uint32_t *)(dq + 2 * col) = fmhai_pack2(x * p->scale, y * p->scale, is_bf16);
+                                } else if (det) {   /* this split's own slice */
+                                    float2 *a2 = (float2 *)(acc_row + (int64_t)r * p->d + col);
+                                    float2 v2 = *a2;
+                                    v2.x += x;
+                                    v2.y += y;
+                                    *a2 = v2;
+                                } else {
+                                    float *acc = p->dq_acc + s.acc_off + ((int64_t)h * s.s_q + m0 + r) * p->d + col;
+                                    fmhai_atomic_add2(acc, x, y);
+                                }
+                            }
+                        }
+                }
+            } else if (ST == 1) {
+                /* dV sweep of two: nothing reads Q and dO after a barrier */
+                __syncthreads();
+                if (jt + 1 < n_steps)
+                    fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_lo, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT,
+                                        tid);
+                fmhai_copy_commit();
+            }
+        }
+
+        /* ---- dK (times scale) and dV of the tile ----------------------------- */
+        char *dk = (char *)p->dk + 2 * ((int64_t)s.b_eff * p->dk_batch + (int64_t)(s.k_start + j0) * p->dk_row +
+                                        (int64_t)hk * p->dk_head);
+        char *dv = (char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch + (int64_t)(s.k_start + j0) * p->dv_row +
+                                        (int64_t)hk * p->dv_head);
+        if (TWO_SWEEPS) {
+            if (n_it == 0)   /* no sweep ran: dV is 0 too */
+                fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+            fmhai_bwd_store_kv(dk, p->dk_row, acc_a, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+        } else {
+            fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+            fmhai_bwd_store_kv(dk, p->dk_row, acc_b, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+        }
+    }
+    fmhai_copy_wait(0);
+#endif
+}
+
+#endif /* FMHA_TILE_PIPELINE_BWD_PORTABLE_H */

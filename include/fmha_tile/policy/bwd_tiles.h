@@ -1,0 +1,155 @@
+/*
+ * Backward tile policy: the tuned tiles of the three backward stages per arch,
+ * the workspace constants, and the constraints every backward row must meet.
+ *
+ * dq_dk_dv (family BWD). A block owns tile_n keys of one KV head; each of its
+ * warps owns 16 of them (tile_n = 16 * warps) and computes S^T, dP^T and dS^T
+ * for its keys against tile_m query rows at a time, so P^T and dS^T stay in
+ * registers as the A operands of dV += P^T dO and dK += dS^T Q. dQ = dS K is
+ * computed by a different warp split (FMHAI_BWD_DQ_WM below) from dS^T staged
+ * in shared memory. stages: 2 double-buffers the Q and dO tiles (the next
+ * tile loads during the whole step), 1 single-buffers them (the next tile
+ * loads during the dQ product only). Head dims above 128 run two sweeps over
+ * the query tiles (dV, then dK and dQ) so that one accumulator fits.
+ *
+ * dot_do_o and convert_dq (families BWD_DOT_DO_O, BWD_CONVERT_DQ) are
+ * row-streaming kernels: tile_m rows per block, `warps` warps; their tile_n
+ * and stages columns are unused and must be 0 and 1.
+ *
+ * Tuned tables, one macro per (stage, kernel head dim), rows as
+ *     Y(..., arch, tile_m, tile_n, warps, stages)
+ * A kernel-set row with FMHA_ANY expands into these (filtered by the columns
+ * it gives). FMHAI_BWD_CONSTRAINTS / FMHAI_BWD_AUX_CONSTRAINTS are the single
+ * source of the rules: static asserts for explicit rows, and
+ * fmhai_bwd_row_violation() at run time.
+ */
+#ifndef FMHA_TILE_POLICY_BWD_TILES_H
+#define FMHA_TILE_POLICY_BWD_TILES_H
+
+#include "fwd_tiles.h"
+
+/* ---- NVIDIA, portable mma.sync pipeline (sm_80 and newer) ------------------
+ * Like FlashAttention-2's backward: 8 warps own 128 keys and sweep 64 query
+ * rows at a time, one block per SM. hdim 256 uses 4 warps and two sweeps;
+ * its single-buffered row fits an sm_80 (163 KB of shared memory), the
+ * double-buffered one only sm_90 (201 KB). */
+/*                                                     arch  tile_m tile_n warps stages */
+#define FMHAI_TILES_SM80_BWD_64(Y, ...)   Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
+#define FMHAI_TILES_SM80_BWD_128(Y, ...)  Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
+#define FMHAI_TILES_SM80_BWD_256(Y, ...)  Y(__VA_ARGS__, SM80,    64,    64,    4,     2) \
+                                          Y(__VA_ARGS__, SM80,    64,    64,    4,     1)
+/* the streaming stages: tile_m rows per block (tile_n, stages unused) */
+#define FMHAI_TILES_SM80_BWD_AUX(Y, ...)  Y(__VA_ARGS__, SM80,    64,     0,    4,     1)
+
+/* ---- AMD CDNA, portable pipeline (compile-checked; 64 KB of LDS on gfx90a /
+ * gfx942 leaves hdim 256 to gfx950) ---------------------------------------- */
+/*                                                     arch  tile_m tile_n warps stages */
+#define FMHAI_TILES_GFX9_BWD_64(Y, ...)   Y(__VA_ARGS__, GFX9,    64,    64,    4,     1)
+#define FMHAI_TILES_GFX9_BWD_128(Y, ...)  Y(__VA_ARGS__, GFX9,    64,    32,    2,     1)
+#define FMHAI_TILES_GFX9_BWD_256(Y, ...)  Y(__VA_ARGS__, GFX9,    64,    32,    2,     1)
+#define FMHAI_TILES_GFX9_BWD_AUX(Y, ...)  Y(__VA_ARGS__, GFX9,    64,     0,    4,     1)
+
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_GFX9_BWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_GFX9_BWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_GFX9_BWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_GFX9_BWD_AUX(Y, __VA_ARGS__)
+#else
+#  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_SM80_BWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_SM80_BWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_SM80_BWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_SM80_BWD_AUX(Y, __VA_ARGS__)
+#endif
+
+/* ---- workspace and splits ----------------------------------------------------
+ * Deterministic mode gives each batch entry nsplits dq_acc slices; the block
+ * of split s walks the key tiles s, s + nsplits, ... in turn (snake order, so
+ * causal splits get equal work), so each slice has one writer. nsplits is
+ * the smallest count that gives FMHAI_BWD_DET_BLOCKS blocks over all KV heads
+ * and batch entries (about one wave on a 132-SM GPU), at most the key tiles
+ * and at most FMHAI_BWD_MAX_SPLITS: the workspace grows with it. It depends on
+ * the problem only (not on the device), so a workspace size is known on any
+ * host and results are reproducible across devices. */
+#define FMHAI_BWD_DET_BLOCKS 128
+#define FMHAI_BWD_MAX_SPLITS 16
+#define FMHAI_BWD_WS_ALIGN 256    /* every workspace region starts 256-aligned */
+
+/* ---- shapes derived from a row ----------------------------------------------------
+ * dQ = dS K is split over warps as WM (query rows) x WN (head-dim columns);
+ * WM is the choice among 1, 2, 4, 8 that divides the row tiles and leaves
+ * WN dividing the 16-column chunks, with the fewest shared-memory bytes per
+ * step (rows/WM + hd/WN), ties to the smaller WM. */
+#define FMHAI_BWD_WM_OK(bm, hd, w, wm)                                                \
+    ((w) % (wm) == 0 && ((bm) / 16) % (wm) == 0 &&                                    \
+     ((hd) / 16) % ((w) / (wm) > 0 ? (w) / (wm) : 1) == 0 && (w) / (wm) > 0)
+#define FMHAI_BWD_WM_COST(bm, hd, w, wm) \
+    (FMHAI_BWD_WM_OK(bm, hd, w, wm) ? (bm) / (wm) + (hd) / ((w) / (wm)) : (1 << 20))
+#define FMHAI_BWD_DQ_WM(bm, hd, w)                                                     \
+    (FMHAI_BWD_WM_COST(bm, hd, w, 1) <= FMHAI_BWD_WM_COST(bm, hd, w, 2) &&             \
+     FMHAI_BWD_WM_COST(bm, hd, w, 1) <= FMHAI_BWD_WM_COST(bm, hd, w, 4) &&             \
+     FMHAI_BWD_WM_COST(bm, hd, w, 1) <= FMHAI_BWD_WM_COST(bm, hd, w, 8) ? 1 :          \
+     FMHAI_BWD_WM_COST(bm, hd, w, 2) <= FMHAI_BWD_WM_COST(bm, hd, w, 4) &&             \
+     FMHAI_BWD_WM_COST(bm, hd, w, 2) <= FMHAI_BWD_WM_COST(bm, hd, w, 8) ? 2 :          \
+     FMHAI_BWD_WM_COST(bm, hd, w, 4) <= FMHAI_BWD_WM_COST(bm, hd, w, 8) ? 4 : 8)
+/* A warp's dQ block, rows x columns, is computed in column chunks of at most
+ * 1024 accumulators (32 registers a lane). */
+#define FMHAI_BWD_DQ_RW(bm, hd, w) ((bm) / FMHAI_BWD_DQ_WM(bm, hd, w))
+#define FMHAI_BWD_DQ_CT(bm, hd, w) ((hd) / ((w) / FMHAI_BWD_DQ_WM(bm, hd, w)))
+#define FMHAI_BWD_DQ_CW(bm, hd, w)                                                      \
+    (FMHAI_BWD_DQ_CT(bm, hd, w) * FMHAI_BWD_DQ_RW(bm, hd, w) <= 1024                    \
+         ? FMHAI_BWD_DQ_CT(bm, hd, w) : 1024 / FMHAI_BWD_DQ_RW(bm, hd, w))
+
+/* Shared memory of dq_dk_dv: K, V [tn][hd]; Q, dO [stages][tm][hd]; dS^T
+ * [tn][tm] (16-bit); LSE and D [2][tm] (fp32). */
+#define FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st) \
+    ((2 * (bn) * (hd) + 2 * (st) * (bm) * (hd) + (bn) * (bm)) * 2 + 4 * (bm) * 4)
+
+/* Blocks per SM the registers must allow: one 8-warp block, two 4-warp ones. */
+#define FMHAI_BWD_MIN_BLOCKS(w) ((w) >= 8 ? 1 : 8 / (w) > 2 ? 2 : 8 / (w))
+
+/* Accumulator registers per lane: dV and dK (16 keys x hd each; one of them
+ * at a time in the two-sweep mode above 128), and S^T and dP^T (16 x tm). */
+#define FMHAI_BWD_ACC_REGS(hd, bm) (((hd) > 128 ? (hd) / 2 : (hd)) + (bm))
+
+/* C(name, condition, message) over a dq_dk_dv row (hd, bm, bn, warps, stages). */
+#define FMHAI_BWD_CONSTRAINTS(C, hd, bm, bn, w, st)                                        \
+    C(bwd_hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                \
+      "kernel head dim must be 64, 128, 192 or 256")                                       \
+    C(bwd_warps_2_to_8, (w) >= 2 && (w) <= 8, "warps must be 2..8")                        \
+    C(bwd_tile_n_16_keys_per_warp, (bn) == 16 * (w),                                       \
+      "tile_n must be 16 * warps (each warp owns 16 keys)")                                \
+    C(bwd_tile_m_64_or_128, (bm) == 64 || (bm) == 128, "tile_m must be 64 or 128")         \
+    C(bwd_stages_1_or_2, (st) == 1 || (st) == 2, "stages must be 1 or 2")                  \
+    C(bwd_tiles_split_over_threads,                                                        \
+      (w) >= 1 && ((bn) * (hd) / 8) % ((w) * 32) == 0 && ((bm) * (hd) / 8) % ((w) * 32) == 0, \
+      "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count")                 \
+    C(bwd_dq_warp_split, (w) >= 1 && FMHAI_BWD_WM_COST(bm, hd, w, FMHAI_BWD_DQ_WM(bm, hd, w)) < (1 << 20) && \
+      FMHAI_BWD_DQ_CW(bm, hd, w) % 16 == 0 && FMHAI_BWD_DQ_CT(bm, hd, w) % FMHAI_BWD_DQ_CW(bm, hd, w) == 0, \
+      "no split of dQ over the warps into 16-row, 16-column blocks")                      \
+    C(bwd_registers, FMHAI_BWD_ACC_REGS(hd, bm) <= 192,                                    \
+      "accumulators (hd, or hd/2 above 128, plus tile_m) must stay <= 192 registers")      \
+    C(bwd_shared_memory_227k, FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,         \
+      "shared memory of the tile must fit in 227 KB")
+
+/* C(...) over a dot_do_o / convert_dq row. */
+#define FMHAI_BWD_AUX_CONSTRAINTS(C, hd, bm, bn, w, st)                                    \
+    C(bwd_aux_hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,            \
+      "kernel head dim must be 64, 128, 192 or 256")                                       \
+    C(bwd_aux_warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                    \
+    C(bwd_aux_tile_m, (bm) >= 8 && (bm) <= 256 && (bm) % 8 == 0,                           \
+      "tile_m (rows per block) must be a multiple of 8 in 8..256")                         \
+    C(bwd_aux_unused_columns, (bn) == 0 && (st) == 1, "tile_n must be 0 and stages 1")
+
+/* NULL when the row is valid, else "constraint_name: message". aux: a
+ * dot_do_o or convert_dq row. */
+static inline const char *fmhai_bwd_row_violation(int aux, int hd, int bm, int bn, int w, int st)
+{
+    if (aux) {
+        FMHAI_BWD_AUX_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
+    } else {
+        FMHAI_BWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
+    }
+    return 0;
+}
+
+#endif /* FMHA_TILE_POLICY_BWD_TILES_H */

@@ -1,0 +1,873 @@
+/*
+ * test_bwd.cu - GPU tests of the backward pass (dQ, dK, dV) against the CPU
+ * double-precision reference (tests/ref/fmha_ref_bwd.h).
+ *
+ * Declares the library's default backward set (fp16/bf16, kernel head dims
+ * 64/128/256, every mask and soft-cap variant, the three stages), plus a set
+ * without dot_do_o for the "missing stage" check, then runs a table of
+ * problems built in build_configs(): odd lengths, lengths 0 and 1, s_q > s_k
+ * under causal masks, GQA ratios 1/4/8 (and MQA), every mask (causal in both
+ * alignments, sliding windows, windows that mask whole rows), soft cap,
+ * padded head dims, bshd/bhsd layouts with padded strides, batch and group
+ * mode, both determinism modes, and problems whose keys fit one key tile (dQ
+ * written directly, no workspace). Per problem: random inputs (never zero;
+ * input padding NaN), O and LSE from the forward reference (O rounded to the
+ * dtype, as a forward kernel would store it), dO random; a plan, a workspace
+ * of exactly plan.workspace_size bytes, prepared synchronously or stream-
+ * ordered from pinned staging; dQ/dK/dV poisoned (with guard zones) and one
+ * fmha_bwd on a non-default stream. Checked: every logical element written
+ * and finite, padding and guards untouched, exact zeros where the reference
+ * has exact zeros (rows that see no key, keys no row sees), rel-L2 of each
+ * gradient within fp16 5e-3 / bf16 2e-2; deterministic problems are run three
+ * times and must agree bit for bit. Then: prepare_workspace_async and
+ * fmha_bwd captured in a CUDA graph and replayed with new seqstarts (and new
+ * inputs), each replay checked against the reference; the API contract (a
+ * missing stage fails at plan time, a too-small workspace or ALiBi is refused
+ * and nothing is written, seqstarts beyond the plan's bounds are refused).
+ *
+ * Build:  make build/tests/test_bwd   (nvcc, sm_80 + sm_90a)
+ * Run:    build/tests/test_bwd [--quick] [--filter SUBSTR] [--list] [--seed N]
+ * Output: one `PASS name` / `FAIL name: why` line per check, last line
+ *         `N passed, M failed`; without a GPU `SKIP test_bwd: no GPU`.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fmha_tile.h"
+#include "test_util.h"
+#include "../ref/fmha_ref_bwd.h"
+
+DECL_FMHA_KERNEL_SET(bwd_default, FMHA_DEFAULT_BWD_SET)
+
+#define NO_DOT_SET(X)                                                                          \
+    X(BWD,            BF16, 128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, BF16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(no_dot_set, NO_DOT_SET)
+
+/* Gradient tolerances of the backward (rel-L2 per tensor). */
+static double tol_grad(int is_bf16) { return is_bf16 ? 2e-2 : 5e-3; }
+
+/* ============================================================================
+ * Problems
+ * ========================================================================== */
+#define MAXB 8
+#define GUARD 256
+
+typedef struct bwd_cfg {
+    char name[200];
+    fmha_dtype dtype;
+    int group, batch, hq, hk, d;
+    int sq, sk;                   /* batch mode */
+    int lq[MAXB], lk[MAXB];       /* group mode */
+    fmha_mask_type mask;
+    int wl, wr;
+    float cap, scale, amp;
+    int det;                      /* deterministic mode (checked over 3 runs) */
+    int perm, pad;                /* 0: bshd, 1: bhsd; extra elements per row */
+    int async;                    /* prepare_workspace_async from pinned staging */
+    int quick;
+} bwd_cfg;
+
+#define MAXCFG 256
+static bwd_cfg g_cfgs[MAXCFG];
+static int g_ncfg;
+
+static bwd_cfg cfg_batch(fmha_dtype dt, int b, int hq, int hk, int sq, int sk, int d)
+{
+    bwd_cfg c;
+    memset(&c, 0, sizeof(c));
+    c.dtype = dt; c.batch = b; c.hq = hq; c.hk = hk; c.sq = sq; c.sk = sk; c.d = d;
+    c.mask = FMHA_MASK_NONE; c.wl = c.wr = -1; c.amp = 1.0f;
+    return c;
+}
+
+static bwd_cfg cfg_group(fmha_dtype dt, int b, const int *lq, const int *lk, int hq, int hk, int d)
+{
+    bwd_cfg c = cfg_batch(dt, b, hq, hk, 0, 0, d);
+    int i;
+    c.group = 1;
+    for (i = 0; i < b; i++) { c.lq[i] = lq[i]; c.lk[i] = lk[i]; }
+    return c;
+}
+
+static void cfg_mask(bwd_cfg *c, fmha_mask_type m, int wl, int wr) { c->mask = m; c->wl = wl; c->wr = wr; }
+
+static void cfg_name(bwd_cfg *c)
+{
+    char *s = c->name;
+    size_t cap = sizeof(c->name), n;
+    int i;
+    n = (size_t)snprintf(s, cap, "bwd_%s_%s_b%d_h%d:%d_", c->dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16",
+                         c->group ? "group" : "batch", c->batch, c->hq, c->hk);
+    if (!c->group) {
+        n += (size_t)snprintf(s + n, cap - n, "s%d:%d", c->sq, c->sk);
+    } else {
+        n += (size_t)snprintf(s + n, cap - n, "q");
+        for (i = 0; i < c->batch; i++) n += (size_t)snprintf(s + n, cap - n, "%s%d", i ? "," : "", c->lq[i]);
+        n += (size_t)snprintf(s + n, cap - n, "_k");
+        for (i = 0; i < c->batch; i++) n += (size_t)snprintf(s + n, cap - n, "%s%d", i ? "," : "", c->lk[i]);
+    }
+    n += (size_t)snprintf(s + n, cap - n, "_d%d", c->d);
+    if (c->mask == FMHA_MASK_NONE) n += (size_t)snprintf(s + n, cap - n, "_nomask");
+    else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
+    if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
+    if (c->scale > 0) n += (size_t)snprintf(s + n, cap - n, "_scale%g", c->scale);
+    if (c->amp != 1.0f) n += (size_t)snprintf(s + n, cap - n, "_amp%g", c->amp);
+    if (c->perm || c->pad) n += (size_t)snprintf(s + n, cap - n, "_perm%d_pad%d", c->perm, c->pad);
+    if (c->async) n += (size_t)snprintf(s + n, cap - n, "_async");
+    n += (size_t)snprintf(s + n, cap - n, c->det ? "_det" : "_nondet");
+}
+
+static double cfg_work(const bwd_cfg *c)
+{
+    double w = 0.0;
+    int b;
+    for (b = 0; b < c->batch; b++)
+        w += (double)(c->group ? c->lq[b] : c->sq) * (c->group ? c->lk[b] : c->sk);
+    return w * c->hq * c->d * 3.0;   /* forward + backward reference */
+}
+
+static void add(bwd_cfg c, int quick)
+{
+    if (g_ncfg >= MAXCFG) { fprintf(stderr, "test_bwd: MAXCFG too small\n"); exit(2); }
+    c.quick = quick;
+    cfg_name(&c);
+    g_cfgs[g_ncfg++] = c;
+}
+
+/* The table; `quick` marks the ~30 problems of --quick (compute-sanitizer). */
+static void build_configs(void)
+{
+    const fmha_dtype F = FMHA_DTYPE_FP16, B = FMHA_DTYPE_BF16;
+    const fmha_mask_type NO = FMHA_MASK_NONE, TL = FMHA_MASK_TOP_LEFT, BR = FMHA_MASK_BOTTOM_RIGHT;
+    int i, j, k;
+
+    /* 1. dtype x kernel head dim x {none, causal top-left, causal bottom-right}
+     *    x determinism, odd lengths over several key tiles. */
+    {
+        static const int hd[3] = { 64, 128, 256 };
+        static const int shp[3][4] = { { 2, 255, 255, 4 }, { 1, 100, 400, 2 }, { 2, 301, 190, 2 } };
+        for (i = 0; i < 2; i++)
+            for (j = 0; j < 3; j++)
+                for (k = 0; k < 3; k++) {
+                    const int *s = shp[(j + k) % 3];
+                    bwd_cfg c = cfg_batch(i ? B : F, s[0], s[3] * 2, s[3], s[1], s[2], hd[j]);
+                    if (k) cfg_mask(&c, k == 1 ? TL : BR, -1, 0);
+                    c.det = (i + j + k) % 2;
+                    add(c, (i + j + k) % 4 == 0);
+                    if ((i + k) % 3 == 0) { c.det = !c.det; add(c, 0); }
+                }
+    }
+
+    /* 2. lengths 0 and 1, s_q > s_k, one key tile (dQ direct), tile edges. */
+    {
+        static const int len[13][2] = { { 1, 1 }, { 1, 300 }, { 300, 1 }, { 17, 0 }, { 0, 17 }, { 0, 300 },
+                                        { 65, 129 }, { 128, 128 }, { 129, 257 }, { 300, 100 }, { 64, 64 },
+                                        { 1, 129 }, { 333, 333 } };
+        for (j = 0; j < 13; j++)
+            for (k = 0; k < 2; k++) {
+                bwd_cfg c = cfg_batch((j + k) % 2 ? B : F, 2, 4, 2, len[j][0], len[j][1], (j + k) % 3 == 2 ? 128 : 64);
+                if (k) cfg_mask(&c, j % 2 ? TL : BR, -1, 0);
+                c.det = (j % 3) == 1;
+                add(c, (j == 3 && k == 0) || (j == 5 && k == 1) || (j == 9 && k == 1) || (j == 0 && k == 1) ||
+                           (j == 11 && k == 0));
+            }
+    }
+
+    /* 3. GQA / MQA: ratios 1, 4, 8 (dK/dV summed over the group's heads). */
+    {
+        static const int ratio[4] = { 1, 4, 8, 16 };
+        for (j = 0; j < 4; j++)
+            for (i = 0; i < 2; i++)
+                for (k = 0; k < 2; k++) {
+                    int hk = (j == 3) ? 1 : 2;
+                    bwd_cfg c = cfg_batch(i ? B : F, 2, hk * ratio[j], hk, 97, 300, (j + i) % 2 ? 128 : 64);
+                    if (k) cfg_mask(&c, BR, -1, 0);
+                    c.det = k;
+                    add(c, (j == 2 && i == 1 && k == 1) || (j == 3 && i == 0 && k == 0));
+                }
+    }
+
+    /* 4. windows in both alignments, including windows that mask whole rows. */
+    {
+        static const struct { fmha_mask_type m; int wl, wr, sq, sk; } w[] = {
+            { TL, 0, 0, 255, 255 },   { BR, 16, 0, 255, 255 },  { TL, 5, 5, 100, 300 },  { BR, 5, 5, 100, 300 },
+            { TL, 0, 16, 300, 200 },  { BR, 128, -1, 300, 200 }, { TL, -1, 32, 200, 200 }, { BR, 2, 2, 1, 400 },
+            { TL, 5, 0, 300, 150 },   /* rows >= 155 see nothing  */
+            { BR, 0, 0, 300, 150 },   /* rows < 150 see nothing   */
+            { BR, -1, 0, 400, 140 },  /* causal, s_q > s_k        */
+            { TL, 3, 7, 200, 400 },   { TL, -1, -1, 77, 333 },
+        };
+        for (j = 0; j < (int)(sizeof(w) / sizeof(w[0])); j++) {
+            bwd_cfg c = cfg_batch(j % 2 ? B : F, 2, 4, 2, w[j].sq, w[j].sk, j % 3 == 1 ? 128 : 64);
+            cfg_mask(&c, w[j].m, w[j].wl, w[j].wr);
+            c.det = j % 2;
+            add(c, j == 8 || j == 9 || j == 10 || j == 3);
+            if (j >= 8 && j <= 10) {     /* the row-masking ones at hdim 256, other dtype and mode */
+                c.dtype = j % 2 ? F : B;
+                c.d = 256; c.hq = 2; c.hk = 1;
+                c.det = !c.det;
+                add(c, 0);
+            }
+        }
+    }
+
+    /* 5. logits soft cap (the tanh derivative), with and without masks. */
+    {
+        static const float caps[3] = { 0.5f, 2.0f, 10.0f };
+        for (j = 0; j < 3; j++)
+            for (i = 0; i < 2; i++) {
+                bwd_cfg c = cfg_batch(i ? B : F, 2, 4, 2, 129, 257, j == 2 ? 256 : (j == 1 ? 128 : 64));
+                c.cap = caps[j];
+                if (i) cfg_mask(&c, j % 2 ? TL : BR, -1, 0);
+                c.det = (i + j) % 2;
+                add(c, (j == 1 && i == 0) || (j == 0 && i == 1));
+            }
+        {
+            bwd_cfg c = cfg_batch(F, 1, 2, 2, 200, 200, 64);
+            c.cap = 5.0f; c.scale = 1.0f;    /* saturating cap */
+            add(c, 0);
+        }
+    }
+
+    /* 6. padded head dims, layouts and strides. */
+    {
+        static const int pd[4] = { 8, 40, 72, 200 };
+        for (j = 0; j < 4; j++)
+            for (k = 0; k < 2; k++) {
+                bwd_cfg c = cfg_batch((j + k) % 2 ? B : F, 2, 4, 2, 77, 150, pd[j]);
+                c.perm = k; c.pad = (j % 2) ? 8 : 24;
+                if (k) cfg_mask(&c, BR, -1, 0);
+                c.det = j % 2;
+                add(c, j == 2 && k == 1);
+            }
+    }
+
+    /* 7. group (varlen) mode: zero lengths, per-entry splits, both determinism
+     *    modes, synchronous and stream-ordered preparation. */
+    {
+        static const struct { int b; int q[MAXB]; int k[MAXB]; } g[] = {
+            { 3, { 17, 255, 1 }, { 17, 255, 600 } },
+            { 4, { 0, 17, 0, 5 }, { 0, 300, 7, 5 } },
+            { 3, { 5, 0, 33 }, { 0, 0, 100 } },                  /* s_k = 0 with s_q > 0 */
+            { 5, { 300, 0, 1, 17, 250 }, { 300, 5, 0, 700, 17 } },
+            { 2, { 0, 0 }, { 0, 0 } },                           /* nothing at all */
+            { 3, { 130, 65, 63 }, { 64, 300, 63 } },
+        };
+        for (j = 0; j < 6; j++)
+            for (k = 0; k < 3; k++) {
+                bwd_cfg c = cfg_group((j + k) % 2 ? B : F, g[j].b, g[j].q, g[j].k, 4, j % 2 ? 1 : 2,
+                                      (j + k) % 3 == 0 ? 128 : 64);
+                if (k == 1) cfg_mask(&c, BR, -1, 0);
+                if (k == 2) cfg_mask(&c, TL, 32, 8);
+                c.perm = (j + k) % 2;
+                c.det = (j + k) % 2 == 0;
+                c.async = k != 1;
+                add(c, (j == 1 && k == 1) || (j == 3 && k == 0) || (j == 5 && k == 2) || (j == 2 && k == 0));
+            }
+        {
+            static const int gq[4] = { 200, 31, 0, 129 }, gk[4] = { 500, 40, 300, 129 };
+            bwd_cfg c = cfg_group(B, 4, gq, gk, 8, 1, 256);
+            cfg_mask(&c, BR, -1, 0);
+            c.cap = 3.0f; c.det = 1; c.async = 1;
+            add(c, 0);
+        }
+    }
+
+    /* 8. scale and amplitude; a larger square. */
+    {
+        bwd_cfg c = cfg_batch(F, 1, 2, 2, 200, 200, 128);
+        c.scale = 1.0f;
+        add(c, 0);
+        c = cfg_batch(B, 2, 2, 1, 130, 260, 64);
+        c.amp = 3.0f; c.det = 1;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 8, 2, 700, 700, 128);
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c.det = 1;
+        add(c, 0);
+    }
+    (void)NO;
+}
+
+/* ============================================================================
+ * Layouts and one problem
+ * ========================================================================== */
+typedef struct tlayout {
+    int64_t row, head, batch;
+    size_t n;
+} tlayout;
+
+/* perm 0 = [b][s][h][d], 1 = [b][h][s][d]; a padded layout adds 16 elements
+ * between heads (bhsd) or batch entries so no stride follows from another. */
+static tlayout layout_make(int group, int batch, int rows, int h, int d, int perm, int pad)
+{
+    tlayout L;
+    int64_t dp = d + pad, gap = pad ? 16 : 0, r = rows > 0 ? rows : 1;
+    if (!perm) {
+        L.row = h * dp; L.head = dp; L.batch = r * h * dp + gap;
+    } else {
+        L.row = dp; L.head = r * dp + gap; L.batch = h * L.head + gap;
+    }
+    if (group) {
+        L.n = (size_t)(perm ? h * L.head : r * h * dp);
+        L.batch = 0;
+    } else {
+        L.n = (size_t)(batch > 0 ? batch * L.batch : 1);
+    }
+    return L;
+}
+
+typedef struct bwd_run {
+    int sq[MAXB], sk[MAXB];
+    int32_t ssq[MAXB + 1], ssk[MAXB + 1];
+    int tq, tk, maxq, maxk;
+    tlayout lq, lk, lv, lo;
+    int64_t lse_head, lse_batch;
+    size_t n_lse;
+    float *qf, *kf, *vf, *dof, *ref_o, *ref_lse, *ref_dq, *ref_dk, *ref_dv;
+    uint16_t *qh, *kh, *vh, *oh, *doh;
+    unsigned char *mq, *mk, *mv;          /* logical elements of Q-, K-, V-shaped buffers */
+    void *dq_in, *dk_in, *dv_in, *d_o, *d_do;
+    float *d_lse;
+    int32_t *d_ssq, *d_ssk;
+    uint16_t *g_dq, *g_dk, *g_dv;         /* gradient buffers, GUARD elements inside */
+    void *ws;
+    void *staging;                        /* pinned */
+} bwd_run;
+
+static void run_free(bwd_run *r)
+{
+    free(r->qf); free(r->kf); free(r->vf); free(r->dof); free(r->ref_o); free(r->ref_lse);
+    free(r->ref_dq); free(r->ref_dk); free(r->ref_dv);
+    free(r->qh); free(r->kh); free(r->vh); free(r->oh); free(r->doh);
+    free(r->mq); free(r->mk); free(r->mv);
+    tu_dfree(r->dq_in); tu_dfree(r->dk_in); tu_dfree(r->dv_in); tu_dfree(r->d_o); tu_dfree(r->d_do);
+    tu_dfree(r->d_lse); tu_dfree(r->d_ssq); tu_dfree(r->d_ssk);
+    tu_dfree(r->g_dq); tu_dfree(r->g_dk); tu_dfree(r->g_dv); tu_dfree(r->ws);
+    if (r->staging) TU_CUDA(cudaFreeHost(r->staging));
+    memset(r, 0, sizeof(*r));
+}
+
+static void make_ref(const bwd_cfg *c, bwd_run *r, fmha_ref_fwd *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->is_group_mode = c->group;
+    p->batch = c->batch; p->nhead_q = c->hq; p->nhead_k = c->hk;
+    p->seqlen_q = c->sq; p->seqlen_k = c->sk;
+    p->seqstart_q = r->ssq; p->seqstart_k = r->ssk;
+    p->hdim_q = p->hdim_v = c->d;
+    p->q = r->qf; p->k = r->kf; p->v = r->vf; p->o = r->ref_o; p->lse = r->ref_lse;
+    p->stride_q = r->lq.row; p->nhead_stride_q = r->lq.head; p->batch_stride_q = r->lq.batch;
+    p->stride_k = r->lk.row; p->nhead_stride_k = r->lk.head; p->batch_stride_k = r->lk.batch;
+    p->stride_v = r->lv.row; p->nhead_stride_v = r->lv.head; p->batch_stride_v = r->lv.batch;
+    p->stride_o = r->lo.row; p->nhead_stride_o = r->lo.head; p->batch_stride_o = r->lo.batch;
+    p->nhead_stride_lse = r->lse_head; p->batch_stride_lse = r->lse_batch;
+    p->scale = c->scale > 0 ? c->scale : 1.0f / sqrtf((float)c->d);
+    p->logits_soft_cap = c->cap;
+    p->mask_type = (int)c->mask;
+    p->window_left = c->wl; p->window_right = c->wr;
+}
+
+/* which: 0 Q-shaped, 1 K, 2 V, 3 O. Fills random values (rng != NULL) and/or
+ * marks the logical elements in `mask`. */
+static void fill_tensor(fmha_ref_rng *rng, const fmha_ref_fwd *p, int which, float amp, int is_bf16, float *f,
+                        uint16_t *h, unsigned char *mask, size_t n, int nheads, const int *lens)
+{
+    size_t i;
+    int b, hh, row, x;
+    if (h) for (i = 0; i < n; i++) { h[i] = TU_POISON_IN16; f[i] = NAN; }
+    if (mask) memset(mask, 0, n);
+    for (b = 0; b < p->batch; b++)
+        for (hh = 0; hh < nheads; hh++)
+            for (row = 0; row < lens[b]; row++) {
+                int64_t off = which == 0 ? fmha_ref_off_q(p, b, hh, row)
+                            : which == 1 ? fmha_ref_off_k(p, b, hh, row)
+                            : which == 2 ? fmha_ref_off_v(p, b, hh, row) : fmha_ref_off_o(p, b, hh, row);
+                for (x = 0; x < p->hdim_q; x++) {
+                    if (mask) mask[off + x] = 1;
+                    if (rng) {
+                        uint16_t u = fmha_ref_f32_to_bits16(fmha_ref_rng_input(rng, amp), is_bf16);
+                        h[off + x] = u;
+                        f[off + x] = fmha_ref_bits16_to_f32(u, is_bf16);
+                    }
+                }
+            }
+}
+
+/* Sets lengths, layouts and the host/device inputs for the cfg's lengths,
+ * and computes the reference (forward for O/LSE, then backward). */
+static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
+{
+    const int is_bf16 = c->dtype == FMHA_DTYPE_BF16;
+    fmha_ref_rng rng = fmha_ref_rng_make(seed);
+    fmha_ref_fwd p;
+    fmha_ref_bwd g;
+    size_t i;
+    int b;
+    r->tq = r->tk = r->maxq = r->maxk = 0;
+    r->ssq[0] = r->ssk[0] = 0;
+    for (b = 0; b < c->batch; b++) {
+        r->sq[b] = c->group ? c->lq[b] : c->sq;
+        r->sk[b] = c->group ? c->lk[b] : c->sk;
+        r->ssq[b + 1] = r->ssq[b] + r->sq[b];
+        r->ssk[b + 1] = r->ssk[b] + r->sk[b];
+        if (r->sq[b] > r->maxq) r->maxq = r->sq[b];
+        if (r->sk[b] > r->maxk) r->maxk = r->sk[b];
+    }
+    r->tq = r->ssq[c->batch];
+    r->tk = r->ssk[c->batch];
+    if (alloc) {
+        const int rq = c->group ? r->tq : c->sq, rk = c->group ? r->tk : c->sk;
+        r->lq = layout_make(c->group, c->batch, rq, c->hq, c->d, c->perm, c->pad);
+        r->lo = layout_make(c->group, c->batch, rq, c->hq, c->d, !c->perm, c->pad + 8);
+        r->lk = layout_make(c->group, c->batch, rk, c->hk, c->d, c->perm, c->pad);
+        r->lv = layout_make(c->group, c->batch, rk, c->hk, c->d, c->perm, c->pad ? c->pad + 8 : 0);
+        if (c->group) { r->lse_head = r->tq + 3; r->lse_batch = 0; r->n_lse = (size_t)c->hq * (r->tq + 3) + 1; }
+        else { r->lse_head = c->sq + 5; r->lse_batch = (int64_t)c->hq * (c->sq + 5) + 2;
+               r->n_lse = (size_t)c->batch * r->lse_batch + 1; }
+        r->qf = (float *)tu_hmalloc(r->lq.n * 4); r->qh = (uint16_t *)tu_hmalloc(r->lq.n * 2);
+        r->kf = (float *)tu_hmalloc(r->lk.n * 4); r->kh = (uint16_t *)tu_hmalloc(r->lk.n * 2);
+        r->vf = (float *)tu_hmalloc(r->lv.n * 4); r->vh = (uint16_t *)tu_hmalloc(r->lv.n * 2);
+        r->dof = (float *)tu_hmalloc(r->lo.n * 4); r->doh = (uint16_t *)tu_hmalloc(r->lo.n * 2);
+        r->oh = (uint16_t *)tu_hmalloc(r->lo.n * 2);
+        r->ref_o = (float *)tu_hmalloc(r->lo.n * 4);
+        r->ref_lse = (float *)tu_hmalloc(r->n_lse * 4);
+        r->ref_dq = (float *)tu_hmalloc(r->lq.n * 4);
+        r->ref_dk = (float *)tu_hmalloc(r->lk.n * 4);
+        r->ref_dv = (float *)tu_hmalloc(r->lv.n * 4);
+        r->mq = (unsigned char *)tu_hmalloc(r->lq.n);
+        r->mk = (unsigned char *)tu_hmalloc(r->lk.n);
+        r->mv = (unsigned char *)tu_hmalloc(r->lv.n);
+        r->dq_in = tu_dmalloc(r->lq.n * 2); r->dk_in = tu_dmalloc(r->lk.n * 2); r->dv_in = tu_dmalloc(r->lv.n * 2);
+        r->d_o = tu_dmalloc(r->lo.n * 2); r->d_do = tu_dmalloc(r->lo.n * 2);
+        r->d_lse = (float *)tu_dmalloc(r->n_lse * 4);
+        r->d_ssq = (int32_t *)tu_dmalloc(sizeof(r->ssq)); r->d_ssk = (int32_t *)tu_dmalloc(sizeof(r->ssk));
+        r->g_dq = (uint16_t *)tu_dmalloc((r->lq.n + 2 * GUARD) * 2);
+        r->g_dk = (uint16_t *)tu_dmalloc((r->lk.n + 2 * GUARD) * 2);
+        r->g_dv = (uint16_t *)tu_dmalloc((r->lv.n + 2 * GUARD) * 2);
+    }
+    make_ref(c, r, &p);
+    fill_tensor(&rng, &p, 0, c->amp, is_bf16, r->qf, r->qh, r->mq, r->lq.n, c->hq, r->sq);
+    fill_tensor(&rng, &p, 1, c->amp, is_bf16, r->kf, r->kh, r->mk, r->lk.n, c->hk, r->sk);
+    fill_tensor(&rng, &p, 2, c->amp, is_bf16, r->vf, r->vh, r->mv, r->lv.n, c->hk, r->sk);
+    fill_tensor(&rng, &p, 3, 1.0f, is_bf16, r->dof, r->doh, NULL, r->lo.n, c->hq, r->sq);
+    for (i = 0; i < r->lo.n; i++) r->ref_o[i] = NAN;
+    for (i = 0; i < r->n_lse; i++) r->ref_lse[i] = NAN;
+    if (fmha_ref_fwd_run(&p) != 0) return -1;
+    /* O as the forward kernel would store it; padding poisoned */
+    for (i = 0; i < r->lo.n; i++)
+        r->oh[i] = r->ref_o[i] == r->ref_o[i] ? fmha_ref_f32_to_bits16(r->ref_o[i], is_bf16) : TU_POISON_IN16;
+    memset(&g, 0, sizeof(g));
+    g.fwd = p;
+    g.dout = r->dof;
+    g.dq = r->ref_dq; g.dk = r->ref_dk; g.dv = r->ref_dv;
+    for (i = 0; i < r->lq.n; i++) r->ref_dq[i] = NAN;
+    for (i = 0; i < r->lk.n; i++) r->ref_dk[i] = NAN;
+    for (i = 0; i < r->lv.n; i++) r->ref_dv[i] = NAN;
+    if (fmha_ref_bwd_run(&g) != 0) return -1;
+    tu_upload(r->dq_in, r->qh, r->lq.n * 2);
+    tu_upload(r->dk_in, r->kh, r->lk.n * 2);
+    tu_upload(r->dv_in, r->vh, r->lv.n * 2);
+    tu_upload(r->d_o, r->oh, r->lo.n * 2);
+    tu_upload(r->d_do, r->doh, r->lo.n * 2);
+    tu_upload(r->d_lse, r->ref_lse, r->n_lse * 4);
+    tu_upload(r->d_ssq, r->ssq, sizeof(r->ssq));
+    tu_upload(r->d_ssk, r->ssk, sizeof(r->ssk));
+    return 0;
+}
+
+static void make_traits(const bwd_cfg *c, const bwd_run *r, fmha_bwd_traits *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->dtype = c->dtype;
+    t->is_group_mode = c->group;
+    t->batch = c->batch; t->nhead_q = c->hq; t->nhead_k = c->hk;
+    t->seqlen_q = c->group ? r->tq : c->sq;
+    t->seqlen_k = c->group ? r->tk : c->sk;
+    t->max_seqlen_q = c->group ? r->maxq : 0;
+    t->max_seqlen_k = c->group ? r->maxk : 0;
+    t->hdim_q = t->hdim_v = c->d;
+    t->mask_type = c->mask; t->window_left = c->wl; t->window_right = c->wr;
+    t->has_logits_soft_cap = c->cap > 0;
+    t->is_deterministic = c->det;
+}
+
+static void make_args(const bwd_cfg *c, const bwd_run *r, const fmha_bwd_plan *plan, fmha_bwd_args *a)
+{
+    const fmha_bwd_traits *t = &plan->traits;
+    memset(a, 0, sizeof(*a));
+    a->dtype = t->dtype; a->is_group_mode = t->is_group_mode;
+    a->batch = t->batch; a->nhead_q = t->nhead_q; a->nhead_k = t->nhead_k;
+    a->seqlen_q = t->seqlen_q; a->seqlen_k = t->seqlen_k;
+    a->max_seqlen_q = t->max_seqlen_q; a->max_seqlen_k = t->max_seqlen_k;
+    a->hdim_q = a->hdim_v = c->d;
+    a->q = r->dq_in; a->k = r->dk_in; a->v = r->dv_in; a->o = r->d_o; a->dout = r->d_do; a->lse = r->d_lse;
+    a->dq = r->g_dq + GUARD; a->dk = r->g_dk + GUARD; a->dv = r->g_dv + GUARD;
+    a->seqstart_q = c->group ? r->d_ssq : NULL;
+    a->seqstart_k = c->group ? r->d_ssk : NULL;
+    a->stride_q = r->lq.row; a->nhead_stride_q = r->lq.head; a->batch_stride_q = r->lq.batch;
+    a->stride_k = r->lk.row; a->nhead_stride_k = r->lk.head; a->batch_stride_k = r->lk.batch;
+    a->stride_v = r->lv.row; a->nhead_stride_v = r->lv.head; a->batch_stride_v = r->lv.batch;
+    a->stride_o = r->lo.row; a->nhead_stride_o = r->lo.head; a->batch_stride_o = r->lo.batch;
+    a->stride_do = r->lo.row; a->nhead_stride_do = r->lo.head; a->batch_stride_do = r->lo.batch;
+    a->stride_dq = r->lq.row; a->nhead_stride_dq = r->lq.head; a->batch_stride_dq = r->lq.batch;
+    a->stride_dk = r->lk.row; a->nhead_stride_dk = r->lk.head; a->batch_stride_dk = r->lk.batch;
+    a->stride_dv = r->lv.row; a->nhead_stride_dv = r->lv.head; a->batch_stride_dv = r->lv.batch;
+    a->nhead_stride_lse = r->lse_head; a->batch_stride_lse = r->lse_batch;
+    a->scale = c->scale > 0 ? c->scale : 1.0f / sqrtf((float)c->d);
+    a->logits_soft_cap = c->cap;
+    a->mask_type = c->mask; a->window_left = c->wl; a->window_right = c->wr;
+    a->is_deterministic = c->det;
+    a->workspace = r->ws;
+    a->workspace_size = plan->workspace_size;
+}
+
+static void poison_grads(bwd_run *r)
+{
+    tu_poison16(r->g_dq, r->lq.n + 2 * GUARD, TU_POISON_OUT16);
+    tu_poison16(r->g_dk, r->lk.n + 2 * GUARD, TU_POISON_OUT16);
+    tu_poison16(r->g_dv, r->lv.n + 2 * GUARD, TU_POISON_OUT16);
+}
+
+/* One gradient tensor: written where logical, untouched elsewhere, finite,
+ * exact zeros kept, rel-L2 within tol. Returns 0 or fills why. */
+static int check_grad(const char *what, const uint16_t *dev, const float *ref, const unsigned char *mask, size_t n,
+                      int is_bf16, uint16_t **keep, char *why, size_t cap)
+{
+    uint16_t *h = (uint16_t *)tu_hmalloc((n + 2 * GUARD) * 2);
+    fmha_ref_err e;
+    size_t i, unwritten = 0, pad = 0, nan = 0, zero_bad = 0;
+    double rel;
+    tu_download(h, dev, (n + 2 * GUARD) * 2);
+    fmha_ref_err_init(&e);
+    for (i = 0; i < 2 * GUARD; i++) pad += h[i < GUARD ? i : n + i] != TU_POISON_OUT16;
+    for (i = 0; i < n; i++) {
+        const uint16_t u = h[GUARD + i];
+        if (!mask[i]) { pad += u != TU_POISON_OUT16; continue; }
+        if (u == TU_POISON_OUT16) { unwritten++; continue; }
+        {
+            const float x = fmha_ref_bits16_to_f32(u, is_bf16);
+            if (!(x == x) || isinf(x)) { nan++; continue; }
+            if (ref[i] == 0.0f && x != 0.0f) zero_bad++;
+            fmha_ref_err_add(&e, x, ref[i]);
+        }
+    }
+    rel = fmha_ref_err_rel_l2(&e);
+    if (keep) *keep = h; else free(h);
+    if (unwritten || pad || nan || zero_bad || !(rel <= tol_grad(is_bf16))) {
+        snprintf(why, cap, "%s: %zu unwritten, %zu padding/guard written, %zu NaN/inf, %zu nonzero where the "
+                           "reference is 0, rel-L2 %.3g (tol %.1g, max abs err %.3g)",
+                 what, unwritten, pad, nan, zero_bad, rel, tol_grad(is_bf16), e.max_abs);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_all(const bwd_cfg *c, bwd_run *r, uint16_t **keep, char *why, size_t cap)
+{
+    const int bf = c->dtype == FMHA_DTYPE_BF16;
+    if (check_grad("dQ", r->g_dq, r->ref_dq, r->mq, r->lq.n, bf, keep ? &keep[0] : NULL, why, cap)) return -1;
+    if (check_grad("dK", r->g_dk, r->ref_dk, r->mk, r->lk.n, bf, keep ? &keep[1] : NULL, why, cap)) return -1;
+    if (check_grad("dV", r->g_dv, r->ref_dv, r->mv, r->lv.n, bf, keep ? &keep[2] : NULL, why, cap)) return -1;
+    return 0;
+}
+
+static const char *plan_str(const fmha_bwd_plan *plan)
+{
+    static char buf[512];
+    snprintf(buf, sizeof(buf), " [%s, nsplits %d, %s, workspace %zu]", plan->dq_dk_dv ? plan->dq_dk_dv->name : "?",
+             plan->nsplits, plan->dq_direct ? "dQ direct" : "dq_acc", plan->workspace_size);
+    return buf;
+}
+
+static int prepare(const bwd_cfg *c, bwd_run *r, const fmha_bwd_plan *plan, cudaStream_t stream, char *why,
+                   size_t cap)
+{
+    fmha_status st;
+    if (c->async) {
+        if (!r->staging && plan->staging_size) TU_CUDA(cudaHostAlloc(&r->staging, plan->staging_size, 0));
+        st = fmha_bwd_prepare_workspace_async(plan, r->ws, plan->workspace_size, c->group ? r->d_ssq : NULL,
+                                              c->group ? r->d_ssk : NULL, r->staging, (void *)stream);
+    } else {
+        st = fmha_bwd_prepare_workspace(plan, r->ws, plan->workspace_size, c->group ? r->d_ssq : NULL,
+                                        c->group ? r->d_ssk : NULL, (void *)stream);
+    }
+    if (st != FMHA_OK) {
+        snprintf(why, cap, "prepare_workspace%s: %s: %s", c->async ? "_async" : "", fmha_status_str(st),
+                 fmha_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
+{
+    bwd_run r;
+    fmha_bwd_traits t;
+    fmha_bwd_plan plan;
+    fmha_bwd_args a;
+    fmha_status st;
+    char why[1024] = "";
+    uint16_t *first[3] = { NULL, NULL, NULL };
+    int ok = 1, run, nrun = c->det ? 3 : 1;
+
+    tu_current = c->name;
+    memset(&r, 0, sizeof(r));
+    if (setup_problem(c, &r, seed, 1) != 0) {
+        tu_fail(c->name, "reference out of memory");
+        run_free(&r);
+        return;
+    }
+    make_traits(c, &r, &t);
+    st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
+    if (st != FMHA_OK) {
+        tu_fail(c->name, "plan: %s: %s", fmha_status_str(st), fmha_last_error());
+        run_free(&r);
+        return;
+    }
+    if (plan.workspace_size) r.ws = tu_dmalloc(plan.workspace_size);
+    if (prepare(c, &r, &plan, stream, why, sizeof(why)) != 0) ok = 0;
+    make_args(c, &r, &plan, &a);
+    for (run = 0; ok && run < nrun; ++run) {
+        poison_grads(&r);
+        st = fmha_bwd(&plan, &a, (void *)stream);
+        if (st != FMHA_OK) {
+            snprintf(why, sizeof(why), "fmha_bwd: %s: %s", fmha_status_str(st), fmha_last_error());
+            ok = 0;
+            break;
+        }
+        TU_CUDA(cudaGetLastError());
+        TU_CUDA(cudaStreamSynchronize(stream));
+        if (run == 0) {
+            if (check_all(c, &r, first, why, sizeof(why)) != 0) ok = 0;
+        } else {
+            const uint16_t *devs[3] = { r.g_dq, r.g_dk, r.g_dv };
+            const size_t ns[3] = { r.lq.n, r.lk.n, r.lv.n };
+            int w;
+            for (w = 0; w < 3 && ok; ++w)
+                if (!tu_same_on_device(devs[w], first[w], ns[w] + 2 * GUARD)) {
+                    snprintf(why, sizeof(why), "deterministic mode: run %d differs from run 1 in d%c", run + 1,
+                             "QKV"[w]);
+                    ok = 0;
+                }
+        }
+    }
+    if (ok) tu_pass(c->name);
+    else tu_fail(c->name, "%s%s", why, plan_str(&plan));
+    free(first[0]); free(first[1]); free(first[2]);
+    run_free(&r);
+    tu_current = "";
+}
+
+/* ============================================================================
+ * Graph capture of prepare_workspace_async + fmha_bwd, replayed with new
+ * seqstarts (the captured callback packs each replay's own tables)
+ * ========================================================================== */
+typedef struct graph_ctx {
+    const fmha_bwd_plan *plan;
+    const fmha_bwd_args *a;
+    bwd_run *r;
+} graph_ctx;
+
+static void test_graph(cudaStream_t stream, uint64_t seed)
+{
+    static const char *name = "bwd_graph_prepare_async_replay_new_seqstarts";
+    static const int q0[4] = { 300, 0, 17, 129 }, k0[4] = { 200, 40, 0, 700 };
+    static const int q1[4] = { 1, 250, 100, 95 }, k1[4] = { 500, 3, 300, 129 };   /* rows fit the buffers */
+    bwd_cfg c0 = cfg_group(FMHA_DTYPE_BF16, 4, q0, k0, 4, 2, 128), c1;
+    bwd_run r;
+    fmha_bwd_traits t;
+    fmha_bwd_plan plan;
+    fmha_bwd_args a;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    char why[1024] = "";
+    int ok = 1, rep;
+    fmha_status st;
+    if (!tu_selected(name)) return;
+    tu_current = name;
+    cfg_mask(&c0, FMHA_MASK_BOTTOM_RIGHT, -1, 0);
+    c0.det = 1; c0.async = 1;
+    c1 = c0;
+    memcpy(c1.lq, q1, sizeof(q1));
+    memcpy(c1.lk, k1, sizeof(k1));
+    memset(&r, 0, sizeof(r));
+    if (setup_problem(&c0, &r, seed, 1) != 0) { tu_fail(name, "reference out of memory"); run_free(&r); return; }
+    /* bounds that hold for both replays: total rows, longest sequences */
+    make_traits(&c0, &r, &t);
+    t.seqlen_q = 446 + 3;   /* both totals are 446 rows; a slack of 3 */
+    t.seqlen_k = 1000;
+    t.max_seqlen_q = 300; t.max_seqlen_k = 700;
+    st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
+    if (st != FMHA_OK) { tu_fail(name, "plan: %s", fmha_last_error()); run_free(&r); return; }
+    r.ws = tu_dmalloc(plan.workspace_size);
+    TU_CUDA(cudaHostAlloc(&r.staging, plan.staging_size, 0));
+    make_args(&c0, &r, &plan, &a);
+    TU_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    st = fmha_bwd_prepare_workspace_async(&plan, r.ws, plan.workspace_size, r.d_ssq, r.d_ssk, r.staging,
+                                          (void *)stream);
+    if (st == FMHA_OK) st = fmha_bwd(&plan, &a, (void *)stream);
+    {
+        cudaError_t e = cudaStreamEndCapture(stream, &graph);
+        if (st != FMHA_OK || e != cudaSuccess) {
+            tu_fail(name, "capture: %s / %s", st != FMHA_OK ? fmha_last_error() : "ok", cudaGetErrorString(e));
+            if (graph) cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            run_free(&r);
+            return;
+        }
+    }
+    TU_CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+    for (rep = 0; rep < 3 && ok; ++rep) {
+        const bwd_cfg *c = rep == 1 ? &c1 : &c0;
+        /* the inputs of this replay: same buffers, new lengths and values */
+        if (rep > 0 && setup_problem(c, &r, seed + 17u * (uint64_t)rep, 0) != 0) { ok = 0; snprintf(why, sizeof(why), "reference"); break; }
+        poison_grads(&r);
+        TU_CUDA(cudaGraphLaunch(exec, stream));
+        TU_CUDA(cudaStreamSynchronize(stream));
+        if (check_all(c, &r, NULL, why, sizeof(why)) != 0) {
+            char tmp[1024];
+            snprintf(tmp, sizeof(tmp), "replay %d: %s", rep + 1, why);
+            snprintf(why, sizeof(why), "%s", tmp);
+            ok = 0;
+        }
+    }
+    TU_CUDA(cudaGraphExecDestroy(exec));
+    TU_CUDA(cudaGraphDestroy(graph));
+    if (ok) tu_pass(name);
+    else tu_fail(name, "%s%s", why, plan_str(&plan));
+    run_free(&r);
+    tu_current = "";
+}
+
+/* ============================================================================
+ * API contract
+ * ========================================================================== */
+static void test_api(cudaStream_t stream, uint64_t seed)
+{
+    bwd_cfg c = cfg_batch(FMHA_DTYPE_BF16, 2, 4, 2, 100, 300, 128);
+    bwd_run r;
+    fmha_bwd_traits t;
+    fmha_bwd_plan plan;
+    fmha_bwd_args a;
+    fmha_status st;
+    tu_current = "bwd_api";
+    memset(&r, 0, sizeof(r));
+    if (setup_problem(&c, &r, seed, 1) != 0) { tu_fail("bwd_api", "reference"); run_free(&r); return; }
+    make_traits(&c, &r, &t);
+
+    if (tu_selected("bwd_api_missing_stage_fails_at_plan_time")) {
+        st = fmha_bwd_plan_make(&no_dot_set, &t, &plan);
+        if (st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "dot_do_o")) tu_pass("bwd_api_missing_stage_fails_at_plan_time");
+        else tu_fail("bwd_api_missing_stage_fails_at_plan_time", "got %s: %s", fmha_status_str(st), fmha_last_error());
+    }
+    st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
+    if (st != FMHA_OK) { tu_fail("bwd_api", "plan: %s", fmha_last_error()); run_free(&r); return; }
+    r.ws = tu_dmalloc(plan.workspace_size);
+    TU_CUDA(cudaDeviceSynchronize());
+    make_args(&c, &r, &plan, &a);
+    {
+        static const char *names[3] = { "bwd_api_workspace_too_small_refused", "bwd_api_alibi_refused",
+                                        "bwd_api_null_dq_refused" };
+        int w;
+        for (w = 0; w < 3; ++w) {
+            fmha_bwd_args b = a;
+            fmha_status want = w == 1 ? FMHA_ERR_UNSUPPORTED : FMHA_ERR_INVALID_ARG;
+            if (!tu_selected(names[w])) continue;
+            if (w == 0) b.workspace_size = plan.workspace_size - 1;
+            if (w == 1) b.alibi_slopes = r.d_lse;
+            if (w == 2) b.dq = NULL;
+            poison_grads(&r);
+            TU_CUDA(cudaDeviceSynchronize());
+            st = fmha_bwd(&plan, &b, (void *)stream);
+            TU_CUDA(cudaStreamSynchronize(stream));
+            {
+                uint16_t *h = (uint16_t *)tu_hmalloc((r.lk.n + 2 * GUARD) * 2);
+                size_t written;
+                tu_download(h, r.g_dk, (r.lk.n + 2 * GUARD) * 2);
+                written = tu_count_not16(h, r.lk.n + 2 * GUARD, TU_POISON_OUT16);
+                free(h);
+                if (st == want && fmha_last_error()[0] && written == 0) tu_pass(names[w]);
+                else tu_fail(names[w], "got %s (%s), %zu dK elements written", fmha_status_str(st), fmha_last_error(), written);
+            }
+        }
+    }
+    if (tu_selected("bwd_api_prepare_refuses_seqstarts_past_the_bounds")) {
+        static const int gq[2] = { 50, 60 }, gk[2] = { 200, 300 };
+        bwd_cfg g = cfg_group(FMHA_DTYPE_FP16, 2, gq, gk, 2, 2, 64);
+        bwd_run rg;
+        fmha_bwd_plan pg;
+        memset(&rg, 0, sizeof(rg));
+        if (setup_problem(&g, &rg, seed + 1, 1) != 0) tu_fail("bwd_api_prepare_refuses_seqstarts_past_the_bounds", "reference");
+        else {
+            make_traits(&g, &rg, &t);
+            t.seqlen_q = 100;   /* the seqstarts hold 110 rows */
+            st = fmha_bwd_plan_make(&bwd_default, &t, &pg);
+            if (st == FMHA_OK) {
+                rg.ws = tu_dmalloc(pg.workspace_size);
+                st = fmha_bwd_prepare_workspace(&pg, rg.ws, pg.workspace_size, rg.d_ssq, rg.d_ssk, (void *)stream);
+            }
+            if (st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "bounds"))
+                tu_pass("bwd_api_prepare_refuses_seqstarts_past_the_bounds");
+            else
+                tu_fail("bwd_api_prepare_refuses_seqstarts_past_the_bounds", "got %s: %s", fmha_status_str(st),
+                        fmha_last_error());
+        }
+        run_free(&rg);
+    }
+    if (tu_selected("bwd_api_registry")) {
+        int i, n = fmha_set_size(&bwd_default), fam[5] = { 0, 0, 0, 0, 0 };
+        for (i = 0; i < n; i++) fam[fmha_set_kernel(&bwd_default, i)->family]++;
+        if (fam[FMHA_FAMILY_BWD] >= 24 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 && fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6)
+            tu_pass("bwd_api_registry");
+        else
+            tu_fail("bwd_api_registry", "%d kernels: %d dq_dk_dv, %d dot_do_o, %d convert_dq", n, fam[2], fam[3], fam[4]);
+    }
+    run_free(&r);
+    tu_current = "";
+}
+
+/* ============================================================================
+ * main
+ * ========================================================================== */
+static const char usage_extra[] =
+    "  --quick   ~30 problems plus the API and graph checks (for compute-sanitizer)\n"
+    "  --filter  run only checks whose name contains SUBSTR\n"
+    "  --list    print the problem names and exit\n";
+
+static const char *cfg_name_at(int i) { return g_cfgs[i].name; }
+static int cfg_quick_at(int i) { return g_cfgs[i].quick; }
+static double cfg_work_at(int i) { return cfg_work(&g_cfgs[i]); }
+
+int main(int argc, char **argv)
+{
+    tu_args args;
+    tu_cfg_list cfgs;
+    cudaStream_t stream;
+    clock_t t0 = clock();
+    int i, rc = tu_parse_args(argc, argv, "test_bwd", usage_extra, &args);
+    if (rc >= 0) return rc;
+    build_configs();
+    cfgs.n = g_ncfg;
+    cfgs.name = cfg_name_at;
+    cfgs.quick = cfg_quick_at;
+    cfgs.work = cfg_work_at;
+    if (args.list) {
+        tu_list_cfgs(&args, &cfgs);
+        return 0;
+    }
+    if (!tu_start_device("test_bwd", &args, g_ncfg, &stream)) return 0;
+    test_api(stream, args.seed);
+    test_graph(stream, args.seed + 5);
+    for (i = 0; i < g_ncfg; i++)
+        if (tu_cfg_wanted(&args, &cfgs, i)) run_config(&g_cfgs[i], stream, args.seed + (uint64_t)i * 7919u);
+    tu_end(stream, t0);
+    return 0;
+}

@@ -1,0 +1,422 @@
+/*
+ * Host unit tests of the backward plan and workspace, in plain C (no device
+ * compiler, so kernel sets hold their table rows but no kernels and
+ * selection runs against fmhai_test_device).
+ *
+ * Covers: the default backward set and its three stages; the plan (splits,
+ * dQ written directly, workspace and staging sizes) for batch and group
+ * mode; the workspace layout (offsets, sizes, 256-byte alignment, no
+ * overlap, group mode sized by the total rows and not by batch x max
+ * length); the packing of the group-mode tables (prefix offsets, entries of
+ * length 0, per-entry splits, refusal of seqstarts that break the bounds,
+ * never past dq_acc); the stream callback's job on a fake staging buffer;
+ * selection by shared memory (a 163 KB device gets the single-buffered hdim
+ * 256 row); a missing stage failing at plan time; and the validation of the
+ * traits and the arguments (workspace too small, NULL or misaligned, args
+ * that differ from the plan, ALiBi). Last line: "N passed, M failed".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmha_tile.h"
+
+static int g_pass, g_fail;
+#define CHECK(cond, name)                                                     \
+    do {                                                                      \
+        if (cond) { ++g_pass; printf("PASS %s\n", name); }                    \
+        else { ++g_fail; printf("FAIL %s (%s:%d) last error: %s\n", name,     \
+                                __FILE__, __LINE__, fmha_last_error()); }     \
+    } while (0)
+
+DECL_FMHA_KERNEL_SET(bwd_set, FMHA_DEFAULT_BWD_SET)
+
+/* No dot_do_o: a plan must fail, naming the stage. */
+#define NO_DOT_SET(X)                                                                          \
+    X(BWD,            BF16, 128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, BF16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(no_dot_set, NO_DOT_SET)
+
+/* An explicit row next to the tuned ones. */
+#define EXPLICIT_SET(X)                                                                        \
+    X(BWD,            FP16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 64, 4, 1)                      \
+    X(BWD_DOT_DO_O,   FP16, 64, NOMASK, NOSOFTCAP, NOALIBI, 32, 0, 2, 1)                       \
+    X(BWD_CONVERT_DQ, FP16, 64, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(explicit_set, EXPLICIT_SET)
+
+static fmha_bwd_traits batch_traits(fmha_dtype dt, int b, int hq, int hk, int sq, int sk, int d, int det)
+{
+    fmha_bwd_traits t;
+    memset(&t, 0, sizeof(t));
+    t.dtype = dt;
+    t.batch = b; t.nhead_q = hq; t.nhead_k = hk;
+    t.seqlen_q = sq; t.seqlen_k = sk;
+    t.hdim_q = t.hdim_v = d;
+    t.mask_type = FMHA_MASK_NONE; t.window_left = t.window_right = -1;
+    t.is_deterministic = det;
+    return t;
+}
+
+static fmha_bwd_traits group_traits(int b, int hq, int hk, int total_q, int total_k, int max_q, int max_k, int d,
+                                    int det)
+{
+    fmha_bwd_traits t = batch_traits(FMHA_DTYPE_BF16, b, hq, hk, total_q, total_k, d, det);
+    t.is_group_mode = 1;
+    t.max_seqlen_q = max_q; t.max_seqlen_k = max_k;
+    return t;
+}
+
+static size_t al(size_t x) { return (x + 255) / 256 * 256; }
+
+/* Regions aligned, in order, not overlapping, inside the total. */
+static int layout_sane(const fmhai_bwd_layout *L)
+{
+    if (L->total == 0) return 1;
+    if (L->nsplits_off % 256 || L->offsets_off % 256 || L->dq_acc_off % 256 || L->dsum_off % 256 || L->total % 256)
+        return 0;
+    if (L->nsplits_off + L->nsplits_bytes > L->offsets_off && L->offsets_bytes) return 0;
+    if (L->offsets_off + L->offsets_bytes > L->dq_acc_off) return 0;
+    if (L->tables_bytes != (L->offsets_bytes ? L->offsets_off + L->offsets_bytes : L->nsplits_bytes)) return 0;
+    if (L->dq_acc_off + L->dq_acc_bytes > L->dsum_off) return 0;
+    return L->dsum_off + L->dsum_bytes <= L->total;
+}
+
+static void test_default_set(void)
+{
+    int i, n = fmha_set_size(&bwd_set), fam[5] = { 0, 0, 0, 0, 0 }, bad = 0;
+    for (i = 0; i < n; ++i) {
+        const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, i);
+        int aux = k->family != FMHA_FAMILY_BWD;
+        fam[k->family]++;
+        if (fmhai_bwd_row_violation(aux, k->hdim, k->tile_m, k->tile_n, k->warps, k->stages)) bad++;
+        if (k->has_alibi) bad++;
+    }
+    CHECK(fam[FMHA_FAMILY_BWD] >= 24 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 && fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6,
+          "default backward set: dq_dk_dv for 2 dtypes x 3 hdims x 4 variants, one dot_do_o and convert_dq each");
+    CHECK(bad == 0, "every backward row meets its constraints and has no ALiBi");
+    {
+        const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, 0);
+        CHECK(k && strstr(k->name, "fmha_bwd_dq_dk_dv_d64_fp16_nmask_nsoftcap_b") == k->name,
+              "backward kernel names are self-describing");
+    }
+    {
+        size_t len = fmha_set_json(&bwd_set, NULL, 0);
+        char *buf = (char *)malloc(len + 1);
+        fmha_set_json(&bwd_set, buf, len + 1);
+        CHECK(strstr(buf, "\"family\": \"bwd_dq_dk_dv\"") && strstr(buf, "\"family\": \"bwd_dot_do_o\"") &&
+                  strstr(buf, "\"family\": \"bwd_convert_dq\""),
+              "JSON names the three backward families");
+        free(buf);
+    }
+    CHECK(fmhai_bwd_row_violation(0, 128, 64, 96, 8, 2) && strstr(fmhai_bwd_row_violation(0, 128, 64, 96, 8, 2),
+                                                                  "bwd_tile_n_16_keys_per_warp"),
+          "tile_n != 16 * warps rejected by name");
+    CHECK(fmhai_bwd_row_violation(0, 128, 96, 128, 8, 2) != NULL, "tile_m 96 rejected");
+    CHECK(fmhai_bwd_row_violation(0, 128, 128, 128, 8, 2) != NULL, "hd 128 with tile_m 128 rejected (registers)");
+    CHECK(fmhai_bwd_row_violation(1, 128, 64, 16, 4, 1) != NULL, "aux row with tile_n rejected");
+    CHECK(fmhai_bwd_row_violation(0, 128, 64, 128, 8, 2) == NULL && fmhai_bwd_row_violation(1, 128, 64, 0, 4, 1) == NULL,
+          "tuned rows valid");
+}
+
+static void test_plan_batch(void)
+{
+    fmha_bwd_plan plan;
+    fmhai_bwd_layout L;
+    fmha_bwd_traits t = batch_traits(FMHA_DTYPE_BF16, 2, 8, 2, 1000, 1200, 128, 0);
+    fmha_status st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dot_do_o && plan.dq_dk_dv && plan.convert_dq, "plan: three stages selected");
+    CHECK(st == FMHA_OK && plan.dot_do_o->family == FMHA_FAMILY_BWD_DOT_DO_O &&
+              plan.dq_dk_dv->family == FMHA_FAMILY_BWD && plan.convert_dq->family == FMHA_FAMILY_BWD_CONVERT_DQ &&
+              plan.dq_dk_dv->hdim == 128 && plan.dq_dk_dv->dtype == FMHA_DTYPE_BF16 && !plan.dq_dk_dv->has_mask,
+          "plan: stages of the right family, dtype, hdim; NOMASK kernel for an unmasked problem");
+    CHECK(plan.nsplits == 1 && !plan.dq_direct, "non-deterministic: one dq_acc slice");
+    fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
+    CHECK(layout_sane(&L), "batch layout: regions 256-aligned, ordered, disjoint");
+    CHECK(L.nsplits_off == 0 && L.nsplits_bytes == 4 && L.offsets_bytes == 0 && L.dq_acc_off == 256 &&
+              L.dq_acc_bytes == (size_t)4 * 2 * 8 * 1000 * 128 && L.dsum_off == al(256 + L.dq_acc_bytes) &&
+              L.dsum_bytes == (size_t)4 * 2 * 8 * 1000 && L.total == al(L.dsum_off + L.dsum_bytes),
+          "batch layout: nsplits[1] | dq_acc [b][h][1][s_q][d] fp32 | D [b][h][s_q] fp32");
+    CHECK(plan.workspace_size == L.total, "plan.workspace_size is the layout's total");
+    CHECK(plan.staging_size >= sizeof(fmhai_bwd_pack_job) + L.tables_bytes, "staging holds the job and the tables");
+
+    t.is_deterministic = 1;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    /* 128 blocks over 2 x 2 (batch x kv heads) = 32, capped by 16 and by 10 key tiles */
+    CHECK(st == FMHA_OK && plan.nsplits == 10, "deterministic: splits capped by the key tiles (10)");
+    fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
+    CHECK(layout_sane(&L) && L.dq_acc_bytes == (size_t)4 * 2 * 8 * 10 * 1000 * 128,
+          "deterministic layout: dq_acc has nsplits slices per entry");
+    t = batch_traits(FMHA_DTYPE_FP16, 16, 16, 16, 1024, 1024, 128, 1);
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.nsplits == 1, "deterministic with 256 (entry, kv head) pairs: one split");
+    t = batch_traits(FMHA_DTYPE_FP16, 1, 16, 16, 16384, 16384, 128, 1);
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.nsplits == 8, "deterministic, 1 x 16 heads at 16k: 8 splits");
+    t = batch_traits(FMHA_DTYPE_FP16, 1, 1, 1, 16384, 16384, 64, 1);
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.nsplits == FMHAI_BWD_MAX_SPLITS, "deterministic splits capped at FMHAI_BWD_MAX_SPLITS");
+
+    /* one key tile per sequence: dQ direct, no workspace */
+    t = batch_traits(FMHA_DTYPE_BF16, 3, 4, 1, 500, 100, 64, 1);
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_direct && plan.workspace_size == 0 && plan.staging_size == 0,
+          "s_k <= tile_n: dQ written directly, zero-size workspace");
+    t.seqlen_k = 0;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_direct && plan.workspace_size == 0, "s_k = 0: direct, no workspace");
+    t.seqlen_k = 129;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && !plan.dq_direct && plan.workspace_size > 0, "s_k = 129 (two key tiles): a workspace");
+    t = batch_traits(FMHA_DTYPE_BF16, 2, 4, 4, 0, 300, 64, 0);
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
+    CHECK(st == FMHA_OK && layout_sane(&L) && L.dq_acc_bytes == 0 && L.dsum_bytes == 0,
+          "s_q = 0: empty dq_acc and D regions, tables still aligned");
+}
+
+static void test_plan_group(void)
+{
+    fmha_bwd_plan plan;
+    fmhai_bwd_layout L;
+    /* 4 entries, q lengths {0, 300, 17, 1000} = 1317 rows, longest 1000 */
+    fmha_bwd_traits t = group_traits(4, 8, 2, 1317, 2000, 1000, 1000, 64, 1);
+    fmha_status st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.nsplits == 8, "group, deterministic: 128 / (4 x 2) = 16 splits, capped at 8 tiles");
+    fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
+    CHECK(layout_sane(&L), "group layout: regions 256-aligned, ordered, disjoint");
+    CHECK(L.nsplits_bytes == 4 * 4 && L.offsets_off == 256 && L.offsets_bytes == 8 * 5 && L.dq_acc_off == 512,
+          "group layout: nsplits[batch] | offsets[batch+1] int64 | dq_acc");
+    CHECK(L.dq_acc_bytes == (size_t)4 * 1317 * 8 * 8 * 64 && L.dsum_bytes == (size_t)4 * 1317 * 8,
+          "group layout: dq_acc and D sized by the total rows (1317), not batch x max (4000)");
+    CHECK(plan.workspace_size == L.total && plan.workspace_size < (size_t)4 * 4 * 1000 * 8 * 8 * 64,
+          "group workspace is compact");
+    CHECK(plan.staging_size >= sizeof(fmhai_bwd_pack_job) + 2 * 4 * 5 + L.tables_bytes,
+          "group staging holds job, both seqstarts and the tables");
+}
+
+static void test_pack(void)
+{
+    int32_t sq[6] = { 0, 0, 300, 317, 1317, 1317 }, sk[6] = { 0, 5, 1005, 1005, 2005, 2300 };
+    int32_t ns[5];
+    int64_t off[6];
+    int r = fmhai_bwd_pack_tables(5, 8, 64, 128, 8, 1, 1317, sq, sk, ns, off);
+    CHECK(r == 0, "pack: valid seqstarts accepted");
+    CHECK(ns[0] == 1 && ns[1] == 8 && ns[2] == 1 && ns[3] == 8 && ns[4] == 3,
+          "pack: per-entry splits = min(plan, key tiles), at least 1 (s_k 0 and 5 -> 1, 1000 -> 8, 295 -> 3)");
+    CHECK(off[0] == 0 && off[1] == 0 && off[2] == (int64_t)8 * 8 * 300 * 64 && off[3] == off[2] + (int64_t)8 * 17 * 64 &&
+              off[4] == off[3] + (int64_t)8 * 8 * 1000 * 64 && off[5] == off[4],
+          "pack: offsets are the prefix sum of nhead x splits x s_q x d (length 0 adds nothing)");
+    CHECK(off[5] * 4 <= (int64_t)4 * 1317 * 8 * 8 * 64, "pack: the packed dq_acc fits the plan's bound");
+    r = fmhai_bwd_pack_tables(5, 8, 64, 128, 8, 0, 1317, sq, sk, ns, off);
+    CHECK(r == 0 && ns[1] == 1 && ns[3] == 1 && off[5] == (int64_t)8 * 1317 * 64,
+          "pack, non-deterministic: one split each, offsets of the rows");
+    {
+        int32_t bad_q[3] = { 0, 50, 40 }, ok_k[3] = { 0, 10, 20 };
+        r = fmhai_bwd_pack_tables(2, 2, 64, 128, 4, 1, 100, bad_q, ok_k, ns, off);
+        CHECK(r == 1 && ns[0] == 1 && ns[1] == 0 && off[2] == off[1],
+              "pack: a negative length gets no splits and no rows");
+    }
+    {
+        int32_t q[3] = { 0, 50, 120 }, k[3] = { 0, 10, 20 };
+        r = fmhai_bwd_pack_tables(2, 2, 64, 128, 4, 1, 100, q, k, ns, off);
+        CHECK(r == 1 && ns[1] == 0, "pack: rows past the plan's total are refused");
+    }
+    {   /* random lengths within the bounds never pass the dq_acc bound */
+        unsigned x = 12345u;
+        int trial, fits = 1;
+        for (trial = 0; trial < 200; ++trial) {
+            int32_t q[9], k[9];
+            int b, total = 0;
+            q[0] = k[0] = 0;
+            for (b = 0; b < 8; ++b) {
+                x = x * 1103515245u + 12345u;
+                q[b + 1] = q[b] + (int)((x >> 16) % 700);
+                x = x * 1103515245u + 12345u;
+                k[b + 1] = k[b] + (int)((x >> 16) % 3000);
+            }
+            total = q[8];
+            r = fmhai_bwd_pack_tables(8, 4, 128, 128, 16, 1, total, q, k, ns, off);
+            if (r != 0 || off[8] > (int64_t)total * 4 * 16 * 128) fits = 0;
+        }
+        CHECK(fits, "pack: 200 random varlen batches fit the workspace sized from the traits");
+    }
+}
+
+static void test_job(void)
+{
+    fmha_bwd_plan plan;
+    fmhai_bwd_layout L;
+    fmha_bwd_traits t = group_traits(3, 4, 4, 400, 900, 300, 600, 128, 1);
+    char *staging;
+    fmhai_bwd_pack_job *j;
+    int32_t *ns;
+    int64_t *off;
+    fmha_status st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
+    staging = (char *)calloc(1, plan.staging_size);
+    fmhai_bwd_job_make(&t, &L, plan.dq_dk_dv->tile_n, plan.nsplits, staging);
+    j = (fmhai_bwd_pack_job *)staging;
+    CHECK(st == FMHA_OK && j->sq_off % 16 == 0 && j->sk_off >= j->sq_off + 16 && j->image_off + L.tables_bytes <= plan.staging_size,
+          "job: seqstart copies and table image inside the staging");
+    {   /* what the device copies would have put there */
+        int32_t q[4] = { 0, 300, 300, 400 }, k[4] = { 0, 600, 700, 900 };
+        memcpy(staging + j->sq_off, q, sizeof(q));
+        memcpy(staging + j->sk_off, k, sizeof(k));
+    }
+    fmhai_bwd_job_run(j);
+    ns = (int32_t *)(staging + j->image_off);
+    off = (int64_t *)(staging + j->image_off + L.offsets_off);
+    CHECK(j->rejected == 0 && ns[0] == 5 && ns[1] == 1 && ns[2] == 2 && off[0] == 0 &&
+              off[1] == (int64_t)4 * 5 * 300 * 128 && off[2] == off[1] && off[3] == off[2] + (int64_t)4 * 2 * 100 * 128,
+          "job: the callback's work fills nsplits and offsets in the table image");
+    j->magic = 0;
+    ns[0] = -7;
+    fmhai_bwd_job_run(j);
+    CHECK(ns[0] == -7, "job: a staging without the job's magic is left alone");
+    free(staging);
+    {
+        fmha_bwd_traits tb = batch_traits(FMHA_DTYPE_FP16, 2, 2, 1, 700, 900, 64, 1);
+        st = fmha_bwd_plan_make(&bwd_set, &tb, &plan);
+        fmhai_bwd_layout_make(&tb, plan.nsplits, plan.dq_direct, &L);
+        staging = (char *)calloc(1, plan.staging_size);
+        fmhai_bwd_job_make(&tb, &L, plan.dq_dk_dv->tile_n, plan.nsplits, staging);
+        j = (fmhai_bwd_pack_job *)staging;
+        fmhai_bwd_job_run(j);
+        CHECK(st == FMHA_OK && *(int32_t *)(staging + j->image_off) == plan.nsplits && L.tables_bytes == 4,
+              "job, batch mode: the table is the plan's nsplits");
+        free(staging);
+    }
+}
+
+static void test_selection(void)
+{
+    fmha_bwd_plan plan;
+    fmha_bwd_traits t = batch_traits(FMHA_DTYPE_BF16, 1, 4, 4, 1000, 1000, 256, 0);
+    fmha_status st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->stages == 2, "hdim 256 on a 227 KB device: the double-buffered row");
+    fmhai_test_device.smem_optin = 163 * 1024;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->stages == 1, "hdim 256 on a 163 KB device: the single-buffered row");
+    fmhai_test_device.smem_optin = 227 * 1024;
+    t.hdim_q = t.hdim_v = 72;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 128 && plan.dot_do_o->hdim == 128 && plan.convert_dq->hdim == 128,
+          "hdim 72 runs on the hdim 128 kernels (all three stages)");
+    t.hdim_q = t.hdim_v = 64;
+    t.mask_type = FMHA_MASK_BOTTOM_RIGHT; t.window_left = -1; t.window_right = 0;
+    t.has_logits_soft_cap = 1;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->has_mask && plan.dq_dk_dv->has_softcap,
+          "causal soft-capped problem: MASK + SOFTCAP kernel");
+    st = fmha_bwd_plan_make(&explicit_set, &t, &plan);
+    CHECK(st == FMHA_ERR_NO_KERNEL, "explicit NOMASK set cannot serve a masked problem");
+    t = batch_traits(FMHA_DTYPE_FP16, 1, 4, 4, 1000, 1000, 64, 0);
+    st = fmha_bwd_plan_make(&explicit_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->tile_m == 64 && plan.dq_dk_dv->tile_n == 64 && plan.dot_do_o->tile_m == 32,
+          "explicit rows are built as written");
+}
+
+static void test_validation(void)
+{
+    fmha_bwd_plan plan;
+    fmha_bwd_traits t = batch_traits(FMHA_DTYPE_BF16, 2, 8, 2, 1000, 1200, 128, 0);
+    fmha_bwd_args a;
+    fmha_status st;
+    char *ws;
+
+    st = fmha_bwd_plan_make(&no_dot_set, &t, &plan);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "bwd_dot_do_o") &&
+              strstr(fmha_last_error(), "three stages"),
+          "a set without dot_do_o fails at plan time, naming the stage");
+    st = fmha_bwd_plan_make(NULL, &t, &plan);
+    CHECK(st == FMHA_ERR_INVALID_ARG, "NULL set");
+    st = fmha_bwd_plan_make(&bwd_set, NULL, &plan);
+    CHECK(st == FMHA_ERR_INVALID_ARG, "NULL traits");
+    t.has_alibi = 1;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "ALiBi"), "ALiBi traits: unsupported, says why");
+    t.has_alibi = 0;
+    t.dtype = FMHA_DTYPE_FP8;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_UNSUPPORTED, "fp8 traits: unsupported");
+    t.dtype = FMHA_DTYPE_BF16;
+    t.nhead_k = 3;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_INVALID_ARG, "nhead_q % nhead_k != 0");
+    t.nhead_k = 2;
+    t.seqlen_q = -1;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_INVALID_ARG, "negative seqlen");
+    t.seqlen_q = 1000;
+
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    ws = (char *)0x100000;   /* never dereferenced: host-only validation */
+    memset(&a, 0, sizeof(a));
+    a.dtype = t.dtype; a.batch = 2; a.nhead_q = 8; a.nhead_k = 2; a.seqlen_q = 1000; a.seqlen_k = 1200;
+    a.hdim_q = a.hdim_v = 128;
+    a.q = a.k = a.v = a.o = a.dout = (const void *)0x200000;
+    a.dq = a.dk = a.dv = (void *)0x300000;
+    a.lse = (const float *)0x400000;
+    a.stride_q = a.stride_k = a.stride_v = a.stride_o = a.stride_do = a.stride_dq = a.stride_dk = a.stride_dv = 1024;
+    a.scale = 0.088f;
+    a.mask_type = FMHA_MASK_NONE; a.window_left = a.window_right = -1;
+    a.workspace = ws; a.workspace_size = plan.workspace_size;
+    CHECK(st == FMHA_OK && fmha_bwd(&plan, &a, NULL) == FMHA_ERR_LAUNCH,
+          "valid args pass validation (host-only build: launch unavailable)");
+    a.workspace_size = plan.workspace_size - 1;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "smaller"),
+          "workspace one byte too small: invalid argument");
+    a.workspace_size = plan.workspace_size;
+    a.workspace = NULL;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "NULL workspace");
+    a.workspace = ws + 16;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "workspace not 256-byte aligned");
+    a.workspace = ws;
+    a.seqlen_k = 1100;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "seqlen_k"),
+          "args that differ from the plan: invalid argument naming the field");
+    a.seqlen_k = 1200;
+    a.alibi_slopes = (const float *)0x500000;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_UNSUPPORTED, "ALiBi slopes: unsupported");
+    a.alibi_slopes = NULL;
+    a.logits_soft_cap = 5.0f;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "soft cap the plan was not made for");
+    a.logits_soft_cap = 0.0f;
+    a.dout = NULL;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "NULL dout");
+    a.dout = a.o;
+    a.stride_dq = 1020;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_UNSUPPORTED, "dq stride not a multiple of 8");
+    a.stride_dq = 1024;
+    a.is_deterministic = 1;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "deterministic args on a non-deterministic plan");
+    a.is_deterministic = 0;
+    CHECK(fmha_bwd(NULL, &a, NULL) == FMHA_ERR_INVALID_ARG && fmha_bwd(&plan, NULL, NULL) == FMHA_ERR_INVALID_ARG,
+          "NULL plan or args");
+
+    CHECK(fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size - 256, NULL, NULL, NULL) == FMHA_ERR_INVALID_ARG,
+          "prepare: workspace too small");
+    CHECK(fmha_bwd_prepare_workspace_async(&plan, ws, plan.workspace_size, NULL, NULL, NULL, NULL) ==
+              FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "staging"),
+          "prepare_async: staging required");
+    {
+        fmha_bwd_traits tg = group_traits(2, 2, 2, 100, 300, 60, 200, 64, 0);
+        st = fmha_bwd_plan_make(&bwd_set, &tg, &plan);
+        CHECK(st == FMHA_OK && fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size, NULL, NULL, NULL) ==
+                                   FMHA_ERR_INVALID_ARG,
+              "prepare, group mode: seqstarts required");
+        tg = group_traits(2, 2, 2, 100, 300, 60, 100, 64, 0);
+        st = fmha_bwd_plan_make(&bwd_set, &tg, &plan);
+        CHECK(st == FMHA_OK && plan.dq_direct && fmha_bwd_prepare_workspace(&plan, NULL, 0, NULL, NULL, NULL) == FMHA_OK,
+              "prepare of a direct plan: nothing to do");
+    }
+}
+
+int main(void)
+{
+    test_default_set();
+    test_plan_batch();
+    test_plan_group();
+    test_pack();
+    test_job();
+    test_selection();
+    test_validation();
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
