@@ -279,7 +279,7 @@ static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, con
                                 a->stride_dq, a->nhead_stride_dq, a->batch_stride_dq,
                                 a->stride_dk, a->nhead_stride_dk, a->batch_stride_dk,
                                 a->stride_dv, a->nhead_stride_dv, a->batch_stride_dv };
-        st = fmhai_validate_strides(fam, s, 24);
+        st = fmhai_validate_strides(fam, s, 24, 8);
         if (st != FMHA_OK) return st;
     }
     if (plan->workspace_size > 0) {

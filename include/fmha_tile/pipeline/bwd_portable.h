@@ -297,9 +297,9 @@ FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd
     const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
     const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
     fmhai_block_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, 16, BM, s->s_q - m0, p->d, HD, NT,
-                          tid);
+                          tid, 0);
     fmhai_block_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, 16, BM, s->s_q - m0, p->d, HD,
-                          NT, tid);
+                          NT, tid, 0);
     const int slot = (jt & 1) * BM;
     if (tid < BM) {
         const int i = m0 + tid, ok = i < s->s_q;
@@ -435,9 +435,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
         fmhai_copy_wait(0);
         __syncthreads();
         fmhai_block_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, 16, BN, s.s_k - j0, p->d, HD,
-                              NT, tid);
+                              NT, tid, 0);
         fmhai_block_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, 16, BN, s.s_k - j0, p->d, HD,
-                              NT, tid);
+                              NT, tid, 0);
         if (n_steps > 0)
             fmhai_bwd_load_step(p, &s, 0, n_it, n_m, m_lo, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT, tid);
         fmhai_copy_commit();
