@@ -480,6 +480,8 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
     tu_upload(r->d_lse, r->ref_lse, r->n_lse * 4);
     tu_upload(r->d_ssq, r->ssq, sizeof(r->ssq));
     tu_upload(r->d_ssk, r->ssk, sizeof(r->ssk));
+    /* the uploads (legacy stream) are done before work on the test stream */
+    TU_CUDA(cudaDeviceSynchronize());
     return 0;
 }
 
@@ -534,6 +536,7 @@ static void poison_grads(bwd_run *r)
     tu_poison16(r->g_dq, r->lq.n + 2 * GUARD, TU_POISON_OUT16);
     tu_poison16(r->g_dk, r->lk.n + 2 * GUARD, TU_POISON_OUT16);
     tu_poison16(r->g_dv, r->lv.n + 2 * GUARD, TU_POISON_OUT16);
+    TU_CUDA(cudaDeviceSynchronize());
 }
 
 /* One gradient tensor: written where logical, untouched elsewhere, finite,

@@ -101,6 +101,16 @@ FMHAI_DEVICE float2 fmhai_ld_shared_f2(fmhai_smem_t src)
     return v;
 }
 
+/* Requests the 128-byte line of p into L1 (no register, no wait). */
+FMHAI_DEVICE void fmhai_prefetch_l1(const void *p)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+    asm volatile("prefetch.global.L1 [%0];\n" :: "l"(p));
+#else
+    (void)p;
+#endif
+}
+
 /* fp32 accumulation of two adjacent dq_acc elements. */
 FMHAI_DEVICE void fmhai_atomic_add2(float *dst, float x, float y)
 {
@@ -618,6 +628,17 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
             }
 
             if (dk_step) {
+                const int h = hk * p->head_ratio + it / n_m;
+                /* deterministic: this split's dq_acc rows of the step, read-
+                 * added-written below; their lines are requested into L1 now,
+                 * so the latency hides behind the barrier and the dQ product
+                 * (no registers held) */
+                float *acc_row = det ? p->dq_acc + s.acc_off +
+                                           (((int64_t)h * s.nsplits + split) * s.s_q + m0) * p->d : 0;
+                if (det)
+                    for (int r = lane; r < RW && m0 + wm * RW + r < s.s_q; r += 32)
+                        for (int c = wn * CT; c < wn * CT + CT && c < p->d; c += 32)
+                            fmhai_prefetch_l1(acc_row + (int64_t)(wm * RW + r) * p->d + c);
                 __syncthreads();
                 /* Q and dO of this step are no longer read: stages 1 loads the next */
                 if (ST == 1) {
@@ -628,13 +649,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                 }
 
                 /* ---- dQ = dS K for rows wm*RW.., columns wn*CT.. ------------------ */
-                const int h = hk * p->head_ratio + it / n_m;
 #pragma unroll
                 for (int cc = 0; cc < CT / CW; ++cc) {
                     const int c0 = wn * CT + cc * CW;      /* first column of the chunk */
                     float acc_q[8][8][4];                   /* [RW/16][CW/8][4] */
-                    float *acc_row = det ? p->dq_acc + s.acc_off +
-                                               (((int64_t)h * s.nsplits + split) * s.s_q + m0) * p->d : 0;
 #pragma unroll
                     for (int mt = 0; mt < RW / 16; ++mt)
 #pragma unroll

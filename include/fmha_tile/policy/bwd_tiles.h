@@ -120,6 +120,8 @@
       "tile_n must be 16 * warps (each warp owns 16 keys)")                                \
     C(bwd_tile_m_64_or_128, (bm) == 64 || (bm) == 128, "tile_m must be 64 or 128")         \
     C(bwd_stages_1_or_2, (st) == 1 || (st) == 2, "stages must be 1 or 2")                  \
+    C(bwd_threads_cover_tile_m, (w) * 32 >= (bm),                                          \
+      "warps * 32 must be >= tile_m (one thread loads each row's LSE and D)")              \
     C(bwd_tiles_split_over_threads,                                                        \
       (w) >= 1 && ((bn) * (hd) / 8) % ((w) * 32) == 0 && ((bm) * (hd) / 8) % ((w) * 32) == 0, \
       "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count")                 \
