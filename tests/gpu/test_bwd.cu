@@ -16,8 +16,8 @@
  * of exactly plan.workspace_size bytes, prepared synchronously or stream-
  * ordered from pinned staging; dQ/dK/dV poisoned (with guard zones) and one
  * fmha_bwd on a non-default stream. Checked: every logical element written
- * and finite, padding and guards untouched, exact zeros where the reference
- * has exact zeros (rows that see no key, keys no row sees), rel-L2 of each
+ * and finite, padding and guards untouched, exact zeros where no key or
+ * query is visible (rows that see no key, keys no row sees), rel-L2 of each
  * gradient within fp16 5e-3 / bf16 2e-2; deterministic problems are run three
  * times and must agree bit for bit. Then: prepare_workspace_async and
  * fmha_bwd captured in a CUDA graph and replayed with new seqstarts (and new
@@ -401,6 +401,37 @@ static void fill_tensor(fmha_ref_rng *rng, const fmha_ref_fwd *p, int which, flo
             }
 }
 
+/* Marks (mask value 2) the gradient rows that must be exactly zero: dQ of a
+ * query row that sees no key, dK/dV of a key no query sees. Zeros that come
+ * from cancellation (one visible key: dS = P (dP - D) = 0 in exact math) are
+ * not marked; the GPU's fp32 D leaves a rounding residue there. */
+static void mark_structural_zeros(const fmha_ref_fwd *p, bwd_run *r, const bwd_cfg *c)
+{
+    int b, hh, i, j, x;
+    for (b = 0; b < p->batch; b++) {
+        const int s_q = r->sq[b], s_k = r->sk[b];
+        for (i = 0; i < s_q; i++) {
+            int lo, hi;
+            if (fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi) > 0) continue;
+            for (hh = 0; hh < c->hq; hh++)
+                for (x = 0; x < p->hdim_q; x++) r->mq[fmha_ref_off_q(p, b, hh, i) + x] = 2;
+        }
+        for (j = 0; j < s_k; j++) {
+            int seen = 0;
+            for (i = 0; i < s_q && !seen; i++) {
+                int lo, hi;
+                seen = fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi) > 0 && lo <= j && j <= hi;
+            }
+            if (seen) continue;
+            for (hh = 0; hh < c->hk; hh++)
+                for (x = 0; x < p->hdim_q; x++) {
+                    r->mk[fmha_ref_off_k(p, b, hh, j) + x] = 2;
+                    r->mv[fmha_ref_off_v(p, b, hh, j) + x] = 2;
+                }
+        }
+    }
+}
+
 /* Sets lengths, layouts and the host/device inputs for the cfg's lengths,
  * and computes the reference (forward for O/LSE, then backward). */
 static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
@@ -458,6 +489,7 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
     fill_tensor(&rng, &p, 1, c->amp, is_bf16, r->kf, r->kh, r->mk, r->lk.n, c->hk, r->sk);
     fill_tensor(&rng, &p, 2, c->amp, is_bf16, r->vf, r->vh, r->mv, r->lv.n, c->hk, r->sk);
     fill_tensor(&rng, &p, 3, 1.0f, is_bf16, r->dof, r->doh, NULL, r->lo.n, c->hq, r->sq);
+    mark_structural_zeros(&p, r, c);
     for (i = 0; i < r->lo.n; i++) r->ref_o[i] = NAN;
     for (i = 0; i < r->n_lse; i++) r->ref_lse[i] = NAN;
     if (fmha_ref_fwd_run(&p) != 0) return -1;
@@ -558,15 +590,15 @@ static int check_grad(const char *what, const uint16_t *dev, const float *ref, c
         {
             const float x = fmha_ref_bits16_to_f32(u, is_bf16);
             if (!(x == x) || isinf(x)) { nan++; continue; }
-            if (ref[i] == 0.0f && x != 0.0f) zero_bad++;
+            if (mask[i] == 2 && x != 0.0f) zero_bad++;   /* must be exactly 0 */
             fmha_ref_err_add(&e, x, ref[i]);
         }
     }
     rel = fmha_ref_err_rel_l2(&e);
     if (keep) *keep = h; else free(h);
     if (unwritten || pad || nan || zero_bad || !(rel <= tol_grad(is_bf16))) {
-        snprintf(why, cap, "%s: %zu unwritten, %zu padding/guard written, %zu NaN/inf, %zu nonzero where the "
-                           "reference is 0, rel-L2 %.3g (tol %.1g, max abs err %.3g)",
+        snprintf(why, cap, "%s: %zu unwritten, %zu padding/guard written, %zu NaN/inf, %zu nonzero where no key/query "
+                           "is visible, rel-L2 %.3g (tol %.1g, max abs err %.3g)",
                  what, unwritten, pad, nan, zero_bad, rel, tol_grad(is_bf16), e.max_abs);
         return -1;
     }
