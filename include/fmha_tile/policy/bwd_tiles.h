@@ -70,8 +70,12 @@
  * and at most FMHAI_BWD_MAX_SPLITS: the workspace grows with it. It depends on
  * the problem only (not on the device), so a workspace size is known on any
  * host and results are reproducible across devices. */
+#ifndef FMHAI_BWD_DET_BLOCKS
 #define FMHAI_BWD_DET_BLOCKS 128
+#endif
+#ifndef FMHAI_BWD_MAX_SPLITS
 #define FMHAI_BWD_MAX_SPLITS 16
+#endif
 #define FMHAI_BWD_WS_ALIGN 256    /* every workspace region starts 256-aligned */
 
 /* ---- shapes derived from a row ----------------------------------------------------
