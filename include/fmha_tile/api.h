@@ -154,10 +154,13 @@ typedef struct fmha_fwd_args {
  * sizes the 32-bit vs 64-bit page-offset choice (0: always 64-bit), so every
  * index must be below it. kv_last_page_lens of a sequence with no pages is
  * ignored. VECTORIZED pools are unpadded: their V group stride is hdim * x.
- * FP8 (e4m3): kv_dtype FP8 with per-tensor descales (k_descale, v_descale:
- * device floats) or per-page descales (k_page_descale, v_page_descale:
- * [num_total_pages, nhead_k] floats with the given strides); q_dtype FP8
- * takes q_descale. real = stored * descale. Output is BF16 when q is FP8.
+ * FP8 (e4m3): kv_dtype FP8 (LINEAR layout, head dim a multiple of 16) with
+ * q_dtype BF16 or FP8; the output is BF16 whenever KV is FP8. Descales:
+ * kv_scale NONE (1), PER_TENSOR (k_descale, v_descale: device floats) or
+ * PER_PAGE (k_page_descale, v_page_descale: [num_total_pages, nhead_k]
+ * floats indexed by pool page, with the given strides); FP8 queries take an
+ * optional q_descale (NULL: 1). real = stored * descale. Descale pointers the
+ * chosen mode does not use are an error.
  * ------------------------------------------------------------------------- */
 typedef enum fmha_page_table {
     FMHA_PAGE_TABLE_SGLANG_1D = 0,
@@ -170,7 +173,7 @@ typedef enum fmha_kv_layout {
 } fmha_kv_layout;
 
 typedef enum fmha_kv_scale {
-    FMHA_KV_SCALE_NONE = 0,        /* fp16/bf16 KV                          */
+    FMHA_KV_SCALE_NONE = 0,        /* fp16/bf16 KV, or fp8 with descale 1   */
     FMHA_KV_SCALE_PER_TENSOR = 1,  /* k_descale, v_descale                  */
     FMHA_KV_SCALE_PER_PAGE = 2     /* k_page_descale, v_page_descale        */
 } fmha_kv_scale;
@@ -183,7 +186,7 @@ typedef struct fmha_batch_prefill_args {
     int hdim_q, hdim_v;      /* equal, multiple of 8, <= 256                   */
 
     const void *q;           /* group mode: rows seqstart_q[b] ..              */
-    void *o;                 /* same dtype as q (BF16 when q is FP8)           */
+    void *o;                 /* same dtype as q (BF16 when KV is FP8)          */
     float *lse;              /* optional, [nhead_q, total_q]                   */
     const int32_t *seqstart_q;                    /* device, batch + 1         */
     int64_t stride_q, nhead_stride_q;
