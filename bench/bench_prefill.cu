@@ -25,7 +25,23 @@
  *
  *   bench_prefill [--pages 1,16,64,1024] [--tables sglang,vllm] [--layouts linear]
  *                 [--batch 8] [--h 32] [--h_k 8] [--sq 1024] [--sk 2048:3840]
+ *                 [--kv_prec bf16|fp8] [--kv_scale tensor|page|none] [--fp8_vs_bf16]
  *                 [--json out.json] [--strict] [--quick]
+ *
+ * FP8 KV (e4m3, LINEAR pages only, bf16 queries, bf16 output). The pools are
+ * quantised from the same bf16 K/V: stored = e4m3(real / descale) with power-of-two
+ * descales (per tensor 2^-8; per page and KV head 2^-6..2^-8, varying), so the
+ * dequantised values are exact in bf16. Outputs are checked against fmha_fwd on
+ * that dequantised K/V (rounding level again).
+ *   --kv_prec fp8   the paged runs of the default table use fp8 KV; the contiguous
+ *                   anchor stays bf16 fmha_fwd (same shapes and FLOPs).
+ *   --fp8_vs_bf16   fp8 KV against bf16 KV at equal shapes: for every page size and
+ *                   table, bf16 paged and fp8 paged on the same shuffled pages; then
+ *                   the contiguous case, where each sequence's K/V is one run of
+ *                   memory: both dtypes through batch prefill over in-order pages of
+ *                   2048 (fmha_fwd has no fp8 KV; its bf16 time is printed beside).
+ *                   Table: | kv | page | table | bf16 TFLOPS | fp8 TFLOPS | fp8/bf16 |
+ *                   bf16 fwd TFLOPS | fp8 kernel |.
  *
  * --sk takes a comma list (one per sequence, or one for all) or min:max (spread
  * evenly over the batch). --quick: pages 1, 16, 1024, SGLang table only. --strict:
@@ -48,16 +64,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_fp8.h>
+
 #include "fmha_tile.h"
 #define EX_PROG "bench_prefill"
 #define EX_BENCH
 #include "../examples/example_util.h"
 
-/* What the benchmark runs: bf16 d128 masked, forward and both prefill layouts. */
+/* What the benchmark runs: d128 masked, bf16 forward and both prefill layouts,
+ * fp8-KV prefill (LINEAR). */
 #define BENCH_ROWS(X)                                                                            \
     X(FWD,         BF16, 128, MASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
     X(PREFILL,     BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
-    X(PREFILL_VEC, BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(PREFILL_VEC, BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(PREFILL,     FP8,  128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_ROWS)
 
 #define BENCH_D 128
@@ -69,6 +89,11 @@ DECL_FMHA_KERNEL_SET(bench_set, BENCH_ROWS)
 #define BENCH_WARMUP_S 0.05
 #define BENCH_MIN_WARMUP 3
 #define BENCH_SETS 2
+/* The "contiguous" layout of the fp8-vs-bf16 mode: in-order pages of this size. */
+#define BENCH_CONTIG_PAGE 2048
+
+/* Variants a launch can run. */
+enum { V_FWD = 0, V_BF16 = 1, V_FP8 = 2 };
 
 static void *xmalloc(size_t n)
 {
@@ -100,6 +125,35 @@ static __global__ void bench_to_pages_kernel(const uint16_t *src, uint16_t *pool
     }
 }
 
+static __device__ __forceinline__ float bench_bf16_to_f32(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+
+static __device__ __forceinline__ float bench_e4m3_to_f32(uint8_t b)
+{
+    const int e = (b >> 3) & 15, m = b & 7;
+    const float v = e ? ldexpf(1.0f + 0.125f * (float)m, e - 7) : ldexpf((float)m, -9);
+    return (b & 0x80) ? -v : v;
+}
+
+/* The fp8 pool: token t of the contiguous [tk, h_k, d] bf16 tensor to its page slot
+ * (LINEAR ts, hs strides) as e4m3(real / descale), saturating; and the dequantised
+ * value (stored * descale, exact in bf16: power-of-two descales) to deq[t, h, x].
+ * page_ds: [pages][h_k] descales, or NULL for the per-tensor one. */
+static __global__ void bench_to_pages8_kernel(const uint16_t *src, uint8_t *pool, uint16_t *deq,
+                                              const int32_t *tok_page, const int32_t *tok_slot,
+                                              const float *page_ds, float tensor_ds, int tk, int hk, int d,
+                                              int64_t ps, int64_t ts, int64_t hs)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
+    const size_t n = (size_t)tk * hk * d;
+    for (; i < n; i += step) {
+        const int x = (int)(i % d), h = (int)((i / d) % hk), t = (int)(i / ((size_t)d * hk));
+        const float ds = page_ds ? page_ds[(int64_t)tok_page[t] * hk + h] : tensor_ds;
+        const uint8_t c = (uint8_t)__nv_cvt_float_to_fp8(bench_bf16_to_f32(src[i]) / ds, __NV_SATFINITE, __NV_E4M3);
+        pool[(int64_t)tok_page[t] * ps + (int64_t)tok_slot[t] * ts + (int64_t)h * hs + x] = c;
+        if (deq) deq[i] = bench_f32_to_bf16(bench_e4m3_to_f32(c) * ds);
+    }
+}
+
 static void bench_grid(size_t n, int *grid)
 {
     size_t g = (n + 255) / 256;
@@ -117,6 +171,9 @@ typedef struct bench_opts {
     int sk[BENCH_MAXB];
     const char *json_path;
     int strict;
+    int kv8;                           /* --kv_prec fp8: paged runs on fp8 KV   */
+    fmha_kv_scale kv_scale;            /* fp8 descales                          */
+    int fp8_vs_bf16;                   /* the fp8-vs-bf16 mode                  */
 } bench_opts;
 
 static void bench_usage(FILE *f)
@@ -124,8 +181,10 @@ static void bench_usage(FILE *f)
     fprintf(f,
             "usage: bench_prefill [--pages 1,16,64,1024] [--tables sglang,vllm] [--layouts linear,vectorized]\n"
             "                     [--batch 8] [--h 32] [--h_k 8] [--sq 1024] [--sk 2048:3840|list]\n"
+            "                     [--kv_prec bf16|fp8] [--kv_scale tensor|page|none] [--fp8_vs_bf16]\n"
             "                     [--json out.json] [--strict] [--quick]\n"
-            "  bf16, hdim 128, causal bottom-right; paged fmha_batch_prefill vs contiguous group-mode fmha_fwd.\n");
+            "  bf16 queries, hdim 128, causal bottom-right; paged fmha_batch_prefill (bf16 or fp8 KV) vs\n"
+            "  contiguous group-mode fmha_fwd; --fp8_vs_bf16: fp8 KV vs bf16 KV, paged and contiguous.\n");
 }
 
 static int parse_int_list(const char *s, int *out, int cap)
@@ -167,10 +226,12 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
     memset(o, 0, sizeof(*o));
     o->batch = 8; o->h = 32; o->h_k = 8; o->sq = 1024;
     o->layouts[0] = 0; o->n_layouts = 1;
+    o->kv_scale = FMHA_KV_SCALE_PER_TENSOR;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick")) { quick = 1; continue; }
         if (!strcmp(a, "--strict")) { o->strict = 1; continue; }
+        if (!strcmp(a, "--fp8_vs_bf16")) { o->fp8_vs_bf16 = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); exit(0); }
         if (!val) { fprintf(stderr, "bench_prefill: %s needs a value\n", a); return -1; }
         if (!strcmp(a, "--pages")) { o->n_pages = parse_int_list(val, o->pages, BENCH_MAX_LIST); set_pages = 1; if (o->n_pages < 0) return -1; }
@@ -182,6 +243,16 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--sq")) o->sq = atoi(val);
         else if (!strcmp(a, "--sk")) sk_str = val;
         else if (!strcmp(a, "--json")) o->json_path = val;
+        else if (!strcmp(a, "--kv_prec")) {
+            if (!strcmp(val, "bf16")) o->kv8 = 0;
+            else if (!strcmp(val, "fp8")) o->kv8 = 1;
+            else { fprintf(stderr, "bench_prefill: --kv_prec must be bf16 or fp8\n"); return -1; }
+        } else if (!strcmp(a, "--kv_scale")) {
+            if (!strcmp(val, "none")) o->kv_scale = FMHA_KV_SCALE_NONE;
+            else if (!strcmp(val, "tensor")) o->kv_scale = FMHA_KV_SCALE_PER_TENSOR;
+            else if (!strcmp(val, "page")) o->kv_scale = FMHA_KV_SCALE_PER_PAGE;
+            else { fprintf(stderr, "bench_prefill: --kv_scale must be none, tensor or page\n"); return -1; }
+        }
         else { fprintf(stderr, "bench_prefill: unknown option %s\n", a); return -1; }
         i++;
     }
@@ -195,6 +266,10 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
     }
     if (!set_tables) {
         o->tables[0] = 0; o->tables[1] = 1; o->n_tables = quick ? 1 : 2;
+    }
+    if ((o->kv8 || o->fp8_vs_bf16) && (o->n_layouts != 1 || o->layouts[0] != 0)) {
+        fprintf(stderr, "bench_prefill: fp8 KV pages are LINEAR only (--layouts linear)\n");
+        return -1;
     }
     for (i = 0; i < o->n_pages; i++)
         if (o->pages[i] < 1 || o->pages[i] > 2048 || (o->pages[i] & (o->pages[i] - 1))) {
@@ -222,6 +297,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
 typedef struct bench_copy {
     uint16_t *q, *k, *v, *o_contig, *o_paged;   /* q/o [tq, h, d], k/v [tk, h_k, d] */
     uint16_t *kpool, *vpool;                    /* for the page size being measured */
+    uint8_t *kpool8, *vpool8;                   /* the same pages, e4m3              */
 } bench_copy;
 
 typedef struct bench_problem {
@@ -235,6 +311,12 @@ typedef struct bench_problem {
     int page, table, layout, n_total;
     int64_t ps, ts, hs, bt_stride;
     int32_t *d_indptr, *d_indices, *d_last, *d_bt, *d_seqk, *d_tok_page, *d_tok_slot;
+    /* fp8 KV: descales and the dequantised K/V of copy 0 ([tk, h_k, d] bf16) */
+    fmha_kv_scale kv_scale;
+    float tensor_ds;             /* PER_TENSOR descale (NONE: 1)                 */
+    float *d_tensor_ds;          /* [0] K, [1] V                                 */
+    float *d_page_ds_k, *d_page_ds_v;   /* PER_PAGE: [n_total][h_k]             */
+    uint16_t *kdq, *vdq;
 } bench_problem;
 
 static void make_fwd_args(const bench_problem *pb, const bench_copy *c, fmha_fwd_args *a)
@@ -253,10 +335,11 @@ static void make_fwd_args(const bench_problem *pb, const bench_copy *c, fmha_fwd
     a->mask_type = FMHA_MASK_BOTTOM_RIGHT; a->window_left = -1; a->window_right = 0;
 }
 
-static void make_prefill_args(const bench_problem *pb, const bench_copy *c, fmha_batch_prefill_args *a)
+static void make_prefill_args(const bench_problem *pb, const bench_copy *c, int fp8, fmha_batch_prefill_args *a)
 {
     memset(a, 0, sizeof(*a));
     a->q_dtype = a->kv_dtype = FMHA_DTYPE_BF16;
+    if (fp8) a->kv_dtype = FMHA_DTYPE_FP8;
     a->batch = pb->batch; a->nhead_q = pb->h; a->nhead_k = pb->h_k;
     a->max_seqlen_q = pb->maxq;
     a->hdim_q = a->hdim_v = BENCH_D;
@@ -277,6 +360,16 @@ static void make_prefill_args(const bench_problem *pb, const bench_copy *c, fmha
         a->kv_indptr = pb->d_indptr; a->kv_page_indices = pb->d_indices; a->kv_last_page_lens = pb->d_last;
     }
     a->kv_scale = FMHA_KV_SCALE_NONE;
+    if (fp8) {   /* same strides: fp8 elements are bytes */
+        a->k_pool = c->kpool8; a->v_pool = c->vpool8;
+        a->kv_scale = pb->kv_scale;
+        if (pb->kv_scale == FMHA_KV_SCALE_PER_TENSOR) {
+            a->k_descale = pb->d_tensor_ds; a->v_descale = pb->d_tensor_ds + 1;
+        } else if (pb->kv_scale == FMHA_KV_SCALE_PER_PAGE) {
+            a->k_page_descale = pb->d_page_ds_k; a->v_page_descale = pb->d_page_ds_v;
+            a->descale_page_stride = pb->h_k; a->descale_nhead_stride = 1;
+        }
+    }
     a->scale = 1.0f / sqrtf((float)BENCH_D);
     a->mask_type = FMHA_MASK_BOTTOM_RIGHT; a->window_left = -1; a->window_right = 0;
 }
@@ -287,8 +380,14 @@ static void free_pool(bench_problem *pb)
     for (s = 0; s < BENCH_SETS; s++) {
         if (pb->set[s].kpool) CUDA_CHECK(cudaFree(pb->set[s].kpool));
         if (pb->set[s].vpool) CUDA_CHECK(cudaFree(pb->set[s].vpool));
+        if (pb->set[s].kpool8) CUDA_CHECK(cudaFree(pb->set[s].kpool8));
+        if (pb->set[s].vpool8) CUDA_CHECK(cudaFree(pb->set[s].vpool8));
         pb->set[s].kpool = pb->set[s].vpool = NULL;
+        pb->set[s].kpool8 = pb->set[s].vpool8 = NULL;
     }
+    if (pb->d_page_ds_k) CUDA_CHECK(cudaFree(pb->d_page_ds_k));
+    if (pb->d_page_ds_v) CUDA_CHECK(cudaFree(pb->d_page_ds_v));
+    pb->d_page_ds_k = pb->d_page_ds_v = NULL;
     if (pb->d_indptr) CUDA_CHECK(cudaFree(pb->d_indptr));
     if (pb->d_indices) CUDA_CHECK(cudaFree(pb->d_indices));
     if (pb->d_last) CUDA_CHECK(cudaFree(pb->d_last));
@@ -300,8 +399,11 @@ static void free_pool(bench_problem *pb)
 }
 
 /* Builds the pools of both copies for page size P: pages shuffled over a pool
- * with a few spare pages, NaN wherever no sequence has a key. */
-static void build_pool(bench_problem *pb, int P, int table, int layout, cudaStream_t st)
+ * (or in order) with a few spare pages, NaN wherever no sequence has a key; bf16
+ * pools (need16) and/or e4m3 pools with their descales and the dequantised K/V of
+ * copy 0 (need8). */
+static void build_pool(bench_problem *pb, int P, int table, int layout, int inorder, int need16, int need8,
+                       cudaStream_t st)
 {
     const int B = pb->batch, hk = pb->h_k;
     int b, i, n_used = 0, maxnp = 0, *np = (int *)xmalloc(sizeof(int) * (size_t)B);
@@ -327,7 +429,7 @@ static void build_pool(bench_problem *pb, int P, int table, int layout, cudaStre
     pb->n_total = n_used + n_used / 16 + 3;                  /* some unreferenced pages */
     perm = (int32_t *)xmalloc(sizeof(int32_t) * (size_t)pb->n_total);
     for (i = 0; i < pb->n_total; i++) perm[i] = i;
-    for (i = pb->n_total - 1; i > 0; i--) {                  /* shuffle: xorshift64 */
+    for (i = pb->n_total - 1; i > 0 && !inorder; i--) {      /* shuffle: xorshift64 */
         int j, t;
         rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
         j = (int)(rs % (uint64_t)(i + 1));
@@ -364,7 +466,33 @@ static void build_pool(bench_problem *pb, int P, int table, int layout, cudaStre
     CUDA_CHECK(cudaMemcpy(pb->d_tok_page, tok_page, sizeof(int32_t) * (size_t)pb->tk, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(pb->d_tok_slot, tok_slot, sizeof(int32_t) * (size_t)pb->tk, cudaMemcpyHostToDevice));
     bench_grid((size_t)pb->tk * hk * BENCH_D, &grid);
-    for (s = 0; s < BENCH_SETS; s++) {
+    if (need8 && pb->kv_scale == FMHA_KV_SCALE_PER_PAGE) {
+        /* powers of two 2^-6..2^-8, varying with page and head; NaN-free */
+        const size_t n = (size_t)pb->n_total * hk;
+        float *ds = (float *)xmalloc(sizeof(float) * n * 2);
+        for (i = 0; i < (int)(2 * n); i++) ds[i] = ldexpf(1.0f, -6 - (int)(((uint32_t)i * 2654435761u >> 16) % 3u));
+        CUDA_CHECK(cudaMalloc((void **)&pb->d_page_ds_k, n * 4));
+        CUDA_CHECK(cudaMalloc((void **)&pb->d_page_ds_v, n * 4));
+        CUDA_CHECK(cudaMemcpy(pb->d_page_ds_k, ds, n * 4, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(pb->d_page_ds_v, ds + n, n * 4, cudaMemcpyHostToDevice));
+        free(ds);
+    }
+    for (s = 0; s < BENCH_SETS && need8; s++) {
+        bench_copy *c = &pb->set[s];
+        CUDA_CHECK(cudaMalloc((void **)&c->kpool8, pool_elems));
+        CUDA_CHECK(cudaMalloc((void **)&c->vpool8, pool_elems));
+        CUDA_CHECK(cudaMemsetAsync(c->kpool8, 0xFF, pool_elems, st));   /* e4m3 NaN */
+        CUDA_CHECK(cudaMemsetAsync(c->vpool8, 0xFF, pool_elems, st));
+        bench_to_pages8_kernel<<<grid, 256, 0, st>>>(c->k, c->kpool8, s ? NULL : pb->kdq, pb->d_tok_page, pb->d_tok_slot,
+                                                     pb->d_page_ds_k, pb->tensor_ds, pb->tk, hk, BENCH_D, pb->ps,
+                                                     pb->ts, pb->hs);
+        CUDA_CHECK(cudaGetLastError());
+        bench_to_pages8_kernel<<<grid, 256, 0, st>>>(c->v, c->vpool8, s ? NULL : pb->vdq, pb->d_tok_page, pb->d_tok_slot,
+                                                     pb->d_page_ds_v, pb->tensor_ds, pb->tk, hk, BENCH_D, pb->ps,
+                                                     pb->ts, pb->hs);
+        CUDA_CHECK(cudaGetLastError());
+    }
+    for (s = 0; s < BENCH_SETS && need16; s++) {
         bench_copy *c = &pb->set[s];
         CUDA_CHECK(cudaMalloc((void **)&c->kpool, pool_elems * 2));
         CUDA_CHECK(cudaMalloc((void **)&c->vpool, pool_elems * 2));
@@ -384,11 +512,12 @@ static void build_pool(bench_problem *pb, int P, int table, int layout, cudaStre
 /* ------------------------------------------------------------------------------------
  * Timing
  * --------------------------------------------------------------------------------- */
-static void launch(const bench_problem *pb, int paged, int si, cudaStream_t st)
+/* variant: V_FWD (contiguous bf16 fmha_fwd), V_BF16 or V_FP8 (paged prefill). */
+static void launch(const bench_problem *pb, int variant, int si, cudaStream_t st)
 {
-    if (paged) {
+    if (variant != V_FWD) {
         fmha_batch_prefill_args a;
-        make_prefill_args(pb, &pb->set[si], &a);
+        make_prefill_args(pb, &pb->set[si], variant == V_FP8, &a);
         FMHA_CHECK(fmha_batch_prefill(&bench_set, &a, (void *)st));
     } else {
         fmha_fwd_args a;
@@ -398,14 +527,14 @@ static void launch(const bench_problem *pb, int paged, int si, cudaStream_t st)
 }
 
 /* Median ms of one variant (warm-up sized to ~BENCH_WARMUP_S, runs to ~BENCH_TARGET_S). */
-static double time_variant(const bench_problem *pb, int paged, cudaStream_t st, cudaEvent_t *e0, cudaEvent_t *e1,
+static double time_variant(const bench_problem *pb, int variant, cudaStream_t st, cudaEvent_t *e0, cudaEvent_t *e1,
                            float *times, int *runs_out)
 {
     float est = 0.f;
     double per;
     int i, nwarm, runs, si = 0;
     CUDA_CHECK(cudaEventRecord(e0[0], st));
-    for (i = 0; i < 3; i++) { launch(pb, paged, si, st); si ^= 1; }
+    for (i = 0; i < 3; i++) { launch(pb, variant, si, st); si ^= 1; }
     CUDA_CHECK(cudaEventRecord(e1[0], st));
     CUDA_CHECK(cudaEventSynchronize(e1[0]));
     CUDA_CHECK(cudaEventElapsedTime(&est, e0[0], e1[0]));
@@ -416,10 +545,10 @@ static double time_variant(const bench_problem *pb, int paged, cudaStream_t st, 
     runs = (int)(BENCH_TARGET_S * 1e3 / per);
     if (runs < BENCH_MIN_RUNS) runs = BENCH_MIN_RUNS;
     if (runs > BENCH_MAX_RUNS) runs = BENCH_MAX_RUNS;
-    for (i = 0; i < nwarm; i++) { launch(pb, paged, si, st); si ^= 1; }
+    for (i = 0; i < nwarm; i++) { launch(pb, variant, si, st); si ^= 1; }
     for (i = 0; i < runs; i++) {
         CUDA_CHECK(cudaEventRecord(e0[i], st));
-        launch(pb, paged, si, st);
+        launch(pb, variant, si, st);
         CUDA_CHECK(cudaEventRecord(e1[i], st));
         si ^= 1;
     }
@@ -439,9 +568,10 @@ static float bf16_to_f32(uint16_t b)
     return f;
 }
 
-/* Paged output of copy 0 against the contiguous one: rel-L2 and max |diff|; -1 on
- * a non-finite element. */
-static double compare_outputs(const bench_problem *pb, cudaStream_t st, double *max_abs)
+/* Paged output of copy 0 (variant V_BF16 or V_FP8) against the contiguous
+ * fmha_fwd on the K/V it holds (for fp8: the dequantised K/V): rel-L2 and max
+ * |diff|; -1 on a non-finite element. */
+static double compare_outputs(const bench_problem *pb, int variant, cudaStream_t st, double *max_abs)
 {
     const size_t n = (size_t)pb->tq * pb->h * BENCH_D;
     uint16_t *a = (uint16_t *)xmalloc(n * 2), *b = (uint16_t *)xmalloc(n * 2);
@@ -450,8 +580,13 @@ static double compare_outputs(const bench_problem *pb, cudaStream_t st, double *
     int bad = 0;
     CUDA_CHECK(cudaMemsetAsync(pb->set[0].o_paged, 0xFF, n * 2, st));
     CUDA_CHECK(cudaMemsetAsync(pb->set[0].o_contig, 0xFF, n * 2, st));
-    launch(pb, 0, 0, st);
-    launch(pb, 1, 0, st);
+    {
+        fmha_fwd_args fa;
+        make_fwd_args(pb, &pb->set[0], &fa);
+        if (variant == V_FP8) { fa.k = pb->kdq; fa.v = pb->vdq; }
+        FMHA_CHECK(fmha_fwd(&bench_set, &fa, (void *)st));
+    }
+    launch(pb, variant, 0, st);
     CUDA_CHECK(cudaStreamSynchronize(st));
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaMemcpy(a, pb->set[0].o_contig, n * 2, cudaMemcpyDeviceToHost));
@@ -479,12 +614,56 @@ typedef struct bench_row {
     char kernel[192];
 } bench_row;
 
+/* A row of --fp8_vs_bf16: bf16 and fp8 KV on the same pages (contig: in-order
+ * pages of BENCH_CONTIG_PAGE, with the bf16 fmha_fwd time beside). */
+typedef struct bench_row8 {
+    int page, table, contig;
+    double ms16, ms8, ms_fwd, tf16, tf8, tf_fwd, ratio, rel16, rel8;
+    char kernel8[192];
+} bench_row8;
+
+static const char *kv_scale_name(fmha_kv_scale s)
+{
+    return s == FMHA_KV_SCALE_PER_PAGE ? "per page" : s == FMHA_KV_SCALE_PER_TENSOR ? "per tensor" : "none";
+}
+
+/* Plan of a paged variant on the current pools: 0, or prints why and returns -1. */
+static int prefill_kernel(const bench_problem *pb, int variant, char *name, size_t cap)
+{
+    fmha_batch_prefill_args pa;
+    fmha_fwd_plan plan;
+    fmha_status sst;
+    make_prefill_args(pb, &pb->set[0], variant == V_FP8, &pa);
+    sst = fmha_batch_prefill_check(&bench_set, &pa, &plan);
+    if (sst != FMHA_OK) {
+        printf("bench_prefill: page %d %s %s KV: %s: %s\n", pb->page, pb->table ? "vllm" : "sglang",
+               variant == V_FP8 ? "fp8" : "bf16", fmha_status_str(sst), fmha_last_error());
+        return -1;
+    }
+    snprintf(name, cap, "%s", plan.kernel->name);
+    return 0;
+}
+
+/* Output check of a paged variant; counts an error when it is off. */
+static double checked_rel(const bench_problem *pb, int variant, cudaStream_t st, double *max_abs, int *nerr)
+{
+    const double rel = compare_outputs(pb, variant, st, max_abs);
+    if (rel < 0 || rel > 1e-2) {
+        fprintf(stderr, "bench_prefill: page %d %s %s KV: paged output differs from contiguous (rel-L2 %g%s)\n",
+                pb->page, pb->table ? "vllm" : "sglang", variant == V_FP8 ? "fp8" : "bf16", rel,
+                rel < 0 ? ", non-finite" : "");
+        (*nerr)++;
+    }
+    return rel;
+}
+
 int main(int argc, char **argv)
 {
     bench_opts opt;
     bench_problem pb;
     bench_row rows[2 * 2 * BENCH_MAX_LIST];
-    int nrows = 0, i, b, ti, li, ndev = 0, dev = 0, nerr = 0, nbelow = 0, grid, s;
+    bench_row8 rows8[2 * BENCH_MAX_LIST + 2];
+    int nrows = 0, nrows8 = 0, i, b, ti, li, ndev = 0, dev = 0, nerr = 0, nbelow = 0, grid, s;
     cudaStream_t st;
     static cudaEvent_t e0[BENCH_MAX_RUNS], e1[BENCH_MAX_RUNS];
     float *times;
@@ -544,6 +723,16 @@ int main(int argc, char **argv)
         bench_fill_kernel<<<grid, 256, 0, st>>>(c->v, nk, 0x102u + 16u * (uint32_t)s);
         CUDA_CHECK(cudaGetLastError());
     }
+    /* fp8 KV: descales and the dequantised copy-0 K/V */
+    pb.kv_scale = opt.kv_scale;
+    pb.tensor_ds = opt.kv_scale == FMHA_KV_SCALE_PER_TENSOR ? 1.0f / 256.0f : 1.0f;
+    if (opt.kv8 || opt.fp8_vs_bf16) {
+        const float tds[2] = { pb.tensor_ds, pb.tensor_ds };
+        CUDA_CHECK(cudaMalloc((void **)&pb.d_tensor_ds, sizeof(tds)));
+        CUDA_CHECK(cudaMemcpy(pb.d_tensor_ds, tds, sizeof(tds), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMalloc((void **)&pb.kdq, nk * 2));
+        CUDA_CHECK(cudaMalloc((void **)&pb.vdq, nk * 2));
+    }
     CUDA_CHECK(cudaStreamSynchronize(st));
 
     {
@@ -557,71 +746,117 @@ int main(int argc, char **argv)
            prop.name, prop.major, prop.minor, prop.multiProcessorCount, BENCH_D, pb.h, pb.h_k, pb.batch, opt.sq,
            pb.sk[0], pb.sk[pb.batch - 1], pb.tk, pb.flops * 1e-12);
     printf("bench_prefill: contiguous kernel %s\n", fwd_kernel);
+    if (opt.kv8 || opt.fp8_vs_bf16)
+        printf("bench_prefill: fp8 KV (e4m3), descales %s\n", kv_scale_name(opt.kv_scale));
     fflush(stdout);
 
-    for (li = 0; li < opt.n_layouts; li++)
-        for (i = 0; i < opt.n_pages; i++) {
-            const int P = opt.pages[i], layout = opt.layouts[li];
-            if (layout && P % 8) {
-                printf("bench_prefill: page %d skipped for VECTORIZED (needs a multiple of 8)\n", P);
-                continue;
-            }
-            for (ti = 0; ti < opt.n_tables; ti++) {
-                bench_row *r = &rows[nrows];
-                fmha_batch_prefill_args pa;
-                fmha_status sst;
+    if (opt.fp8_vs_bf16) {
+        /* paged: every page size and table, same shuffled pages; then contiguous */
+        for (i = 0; i <= opt.n_pages; i++)
+            for (ti = 0; ti < (i < opt.n_pages ? opt.n_tables : 1); ti++) {
+                bench_row8 *r = &rows8[nrows8];
+                char k16[192];
+                double max_abs;
+                int runs;
                 memset(r, 0, sizeof(*r));
-                r->page = P; r->table = opt.tables[ti]; r->layout = layout;
-                r->target = P >= 16 ? 0.95 : 0.85;
-                build_pool(&pb, P, r->table, layout, st);
-                make_prefill_args(&pb, &pb.set[0], &pa);
-                sst = fmha_batch_prefill_check(&bench_set, &pa, &plan);
-                if (sst != FMHA_OK) {
-                    printf("bench_prefill: page %d %s: %s: %s\n", P, r->table ? "vllm" : "sglang", fmha_status_str(sst),
-                           fmha_last_error());
+                r->contig = i == opt.n_pages;
+                r->page = r->contig ? BENCH_CONTIG_PAGE : opt.pages[i];
+                r->table = r->contig ? 0 : opt.tables[ti];
+                build_pool(&pb, r->page, r->table, 0, r->contig, 1, 1, st);
+                if (prefill_kernel(&pb, V_BF16, k16, sizeof(k16)) != 0 ||
+                    prefill_kernel(&pb, V_FP8, r->kernel8, sizeof(r->kernel8)) != 0) {
                     nerr++;
                     continue;
                 }
-                snprintf(r->kernel, sizeof(r->kernel), "%s", plan.kernel->name);
-                r->rel = compare_outputs(&pb, st, &r->max_abs);
-                if (r->rel < 0 || r->rel > 1e-2) {
-                    fprintf(stderr, "bench_prefill: page %d %s: paged output differs from contiguous (rel-L2 %g%s)\n", P,
-                            r->table ? "vllm" : "sglang", r->rel, r->rel < 0 ? ", non-finite" : "");
-                    nerr++;
+                r->rel16 = checked_rel(&pb, V_BF16, st, &max_abs, &nerr);
+                r->rel8 = checked_rel(&pb, V_FP8, st, &max_abs, &nerr);
+                if (r->contig) {
+                    r->ms_fwd = time_variant(&pb, V_FWD, st, e0, e1, times, &runs);
+                    r->tf_fwd = pb.flops / (r->ms_fwd * 1e-3) / 1e12;
                 }
-                r->ms_contig = time_variant(&pb, 0, st, e0, e1, times, &r->runs_contig);
-                r->ms_paged = time_variant(&pb, 1, st, e0, e1, times, &r->runs_paged);
-                r->tf_contig = pb.flops / (r->ms_contig * 1e-3) / 1e12;
-                r->tf_paged = pb.flops / (r->ms_paged * 1e-3) / 1e12;
-                r->ratio = r->tf_paged / r->tf_contig;
-                r->below = r->ratio < r->target;
-                nbelow += r->below;
-                printf("page %-5d %-6s %-10s paged %8.4f ms %7.1f TFLOPS | contiguous %8.4f ms %7.1f TFLOPS | "
-                       "ratio %.3f (target %.2f%s) | rel-L2 vs contiguous %.2g | %s\n",
-                       P, r->table ? "vllm" : "sglang", layout ? "vectorized" : "linear", r->ms_paged, r->tf_paged,
-                       r->ms_contig, r->tf_contig, r->ratio, r->target, r->below ? ", BELOW" : "", r->rel, r->kernel);
+                r->ms16 = time_variant(&pb, V_BF16, st, e0, e1, times, &runs);
+                r->ms8 = time_variant(&pb, V_FP8, st, e0, e1, times, &runs);
+                r->tf16 = pb.flops / (r->ms16 * 1e-3) / 1e12;
+                r->tf8 = pb.flops / (r->ms8 * 1e-3) / 1e12;
+                r->ratio = r->tf8 / r->tf16;
+                printf("%-10s page %-5d %-6s bf16 KV %8.4f ms %7.1f TFLOPS | fp8 KV %8.4f ms %7.1f TFLOPS | "
+                       "fp8/bf16 %.3f", r->contig ? "contiguous" : "paged", r->page, r->table ? "vllm" : "sglang",
+                       r->ms16, r->tf16, r->ms8, r->tf8, r->ratio);
+                if (r->contig) printf(" | bf16 fmha_fwd %7.1f TFLOPS", r->tf_fwd);
+                printf(" | rel-L2 vs contiguous %.2g / %.2g | %s\n", r->rel16, r->rel8, r->kernel8);
                 fflush(stdout);
-                nrows++;
+                nrows8++;
             }
+        free_pool(&pb);
+        printf("\n| kv layout | page | table | bf16 TFLOPS | fp8 TFLOPS | fp8/bf16 | bf16 fwd TFLOPS | fp8 kernel |\n");
+        printf("|---|---:|---|---:|---:|---:|---:|---|\n");
+        for (i = 0; i < nrows8; i++) {
+            printf("| %s | %d | %s | %.1f | %.1f | %.3f | ", rows8[i].contig ? "contiguous (in-order pages)" : "paged",
+                   rows8[i].page, rows8[i].table ? "vLLM 2-D" : "SGLang 1-D", rows8[i].tf16, rows8[i].tf8,
+                   rows8[i].ratio);
+            if (rows8[i].contig) printf("%.1f", rows8[i].tf_fwd);
+            else printf("-");
+            printf(" | `%s` |\n", rows8[i].kernel8);
         }
-    free_pool(&pb);
+        printf("\nfp8 KV: descales %s; bf16 fwd = fmha_fwd group mode on contiguous bf16 K/V (`%s`)\n",
+               kv_scale_name(opt.kv_scale), fwd_kernel);
+    } else {
+        const int vpaged = opt.kv8 ? V_FP8 : V_BF16;
+        for (li = 0; li < opt.n_layouts; li++)
+            for (i = 0; i < opt.n_pages; i++) {
+                const int P = opt.pages[i], layout = opt.layouts[li];
+                if (layout && P % 8) {
+                    printf("bench_prefill: page %d skipped for VECTORIZED (needs a multiple of 8)\n", P);
+                    continue;
+                }
+                for (ti = 0; ti < opt.n_tables; ti++) {
+                    bench_row *r = &rows[nrows];
+                    memset(r, 0, sizeof(*r));
+                    r->page = P; r->table = opt.tables[ti]; r->layout = layout;
+                    r->target = P >= 16 ? 0.95 : 0.85;
+                    build_pool(&pb, P, r->table, layout, 0, !opt.kv8, opt.kv8, st);
+                    if (prefill_kernel(&pb, vpaged, r->kernel, sizeof(r->kernel)) != 0) {
+                        nerr++;
+                        continue;
+                    }
+                    r->rel = checked_rel(&pb, vpaged, st, &r->max_abs, &nerr);
+                    r->ms_contig = time_variant(&pb, V_FWD, st, e0, e1, times, &r->runs_contig);
+                    r->ms_paged = time_variant(&pb, vpaged, st, e0, e1, times, &r->runs_paged);
+                    r->tf_contig = pb.flops / (r->ms_contig * 1e-3) / 1e12;
+                    r->tf_paged = pb.flops / (r->ms_paged * 1e-3) / 1e12;
+                    r->ratio = r->tf_paged / r->tf_contig;
+                    r->below = r->ratio < r->target;
+                    nbelow += r->below;
+                    printf("page %-5d %-6s %-10s paged %8.4f ms %7.1f TFLOPS | contiguous %8.4f ms %7.1f TFLOPS | "
+                           "ratio %.3f (target %.2f%s) | rel-L2 vs contiguous %.2g | %s\n",
+                           P, r->table ? "vllm" : "sglang", layout ? "vectorized" : "linear", r->ms_paged, r->tf_paged,
+                           r->ms_contig, r->tf_contig, r->ratio, r->target, r->below ? ", BELOW" : "", r->rel, r->kernel);
+                    fflush(stdout);
+                    nrows++;
+                }
+            }
+        free_pool(&pb);
 
-    printf("\n| page | table | layout | paged TFLOPS | contiguous TFLOPS | ratio | target | kernel |\n");
-    printf("|---:|---|---|---:|---:|---:|---|---|\n");
-    for (i = 0; i < nrows; i++)
-        printf("| %d | %s | %s | %.1f | %.1f | %.3f | >= %.2f %s | `%s` |\n", rows[i].page,
-               rows[i].table ? "vLLM 2-D" : "SGLang 1-D", rows[i].layout ? "vectorized" : "linear", rows[i].tf_paged,
-               rows[i].tf_contig, rows[i].ratio, rows[i].target, rows[i].below ? "(below)" : "(met)", rows[i].kernel);
-    printf("\n%d of %d targets met; contiguous = fmha_fwd group mode on the same K/V (`%s`)\n", nrows - nbelow, nrows,
-           fwd_kernel);
+        if (opt.kv8) printf("\npaged = fp8 KV (e4m3, descales %s), bf16 queries\n", kv_scale_name(opt.kv_scale));
+        printf("\n| page | table | layout | paged TFLOPS | contiguous TFLOPS | ratio | target | kernel |\n");
+        printf("|---:|---|---|---:|---:|---:|---|---|\n");
+        for (i = 0; i < nrows; i++)
+            printf("| %d | %s | %s | %.1f | %.1f | %.3f | >= %.2f %s | `%s` |\n", rows[i].page,
+                   rows[i].table ? "vLLM 2-D" : "SGLang 1-D", rows[i].layout ? "vectorized" : "linear", rows[i].tf_paged,
+                   rows[i].tf_contig, rows[i].ratio, rows[i].target, rows[i].below ? "(below)" : "(met)",
+                   rows[i].kernel);
+        printf("\n%d of %d targets met; contiguous = fmha_fwd group mode on the same K/V (`%s`)\n", nrows - nbelow, nrows,
+               fwd_kernel);
+    }
 
     if (opt.json_path) {
         FILE *f = fopen(opt.json_path, "w");
         if (!f) { perror(opt.json_path); nerr++; }
         else {
             fprintf(f, "{\"device\": \"%s\", \"batch\": %d, \"h\": %d, \"h_k\": %d, \"d\": %d, \"s_q\": %d, "
-                       "\"total_kv\": %d, \"flops\": %.6g, \"rows\": [\n",
-                    prop.name, pb.batch, pb.h, pb.h_k, BENCH_D, opt.sq, pb.tk, pb.flops);
+                       "\"total_kv\": %d, \"flops\": %.6g, \"kv_prec\": \"%s\", \"kv_scale\": \"%s\", \"rows\": [\n",
+                    prop.name, pb.batch, pb.h, pb.h_k, BENCH_D, opt.sq, pb.tk, pb.flops,
+                    opt.fp8_vs_bf16 ? "fp8_vs_bf16" : opt.kv8 ? "fp8" : "bf16", kv_scale_name(opt.kv_scale));
             for (i = 0; i < nrows; i++)
                 fprintf(f, " {\"page\": %d, \"table\": \"%s\", \"layout\": \"%s\", \"paged_ms\": %.6f, "
                            "\"paged_tflops\": %.2f, \"contig_ms\": %.6f, \"contig_tflops\": %.2f, \"ratio\": %.4f, "
@@ -629,6 +864,14 @@ int main(int argc, char **argv)
                         rows[i].page, rows[i].table ? "vllm" : "sglang", rows[i].layout ? "vectorized" : "linear",
                         rows[i].ms_paged, rows[i].tf_paged, rows[i].ms_contig, rows[i].tf_contig, rows[i].ratio,
                         rows[i].target, rows[i].rel, rows[i].kernel, i + 1 < nrows ? "," : "");
+            for (i = 0; i < nrows8; i++)
+                fprintf(f, " {\"kv_layout\": \"%s\", \"page\": %d, \"table\": \"%s\", \"bf16_ms\": %.6f, "
+                           "\"bf16_tflops\": %.2f, \"fp8_ms\": %.6f, \"fp8_tflops\": %.2f, \"fp8_over_bf16\": %.4f, "
+                           "\"fwd_bf16_tflops\": %.2f, \"rel_l2_bf16\": %.3g, \"rel_l2_fp8\": %.3g, "
+                           "\"fp8_kernel\": \"%s\"}%s\n",
+                        rows8[i].contig ? "contiguous" : "paged", rows8[i].page, rows8[i].table ? "vllm" : "sglang",
+                        rows8[i].ms16, rows8[i].tf16, rows8[i].ms8, rows8[i].tf8, rows8[i].ratio, rows8[i].tf_fwd,
+                        rows8[i].rel16, rows8[i].rel8, rows8[i].kernel8, i + 1 < nrows8 ? "," : "");
             fprintf(f, "]}\n");
             if (fclose(f) != 0) nerr++;
             else printf("bench_prefill: wrote %s\n", opt.json_path);
@@ -641,6 +884,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaFree(c->k)); CUDA_CHECK(cudaFree(c->v));
     }
     CUDA_CHECK(cudaFree(pb.dssq)); CUDA_CHECK(cudaFree(pb.dssk));
+    CUDA_CHECK(cudaFree(pb.d_tensor_ds)); CUDA_CHECK(cudaFree(pb.kdq)); CUDA_CHECK(cudaFree(pb.vdq));
     for (i = 0; i < BENCH_MAX_RUNS; i++) { CUDA_CHECK(cudaEventDestroy(e0[i])); CUDA_CHECK(cudaEventDestroy(e1[i])); }
     CUDA_CHECK(cudaStreamDestroy(st));
     free(times);

@@ -9,6 +9,7 @@
  *   fmha_batch_prefill -b=4 -h=32 -h_k=8 -s=512 -s_k=4096 -d=128 -prec=bf16 -page=16
  *   fmha_batch_prefill -b=3 -s=17,300,0 -s_k=1000,300,5 -page=1 -table=vllm -mask=b:128,0
  *   fmha_batch_prefill -b=1 -s=256 -s_k=8192 -page=1024 -pool_gb=4.5    (pages past 4.5 GiB)
+ *   fmha_batch_prefill -b=4 -s=512 -s_k=4096 -kv_prec=fp8 -kv_scale=page -q_prec=fp8
  *   fmha_batch_prefill --list-kernels
  *
  * Options (defaults in brackets):
@@ -16,7 +17,14 @@
  *   -s [512] new tokens (queries) per sequence: a comma list, one entry per batch
  *      entry, or one value for all      -s_k [1024] total KV length per sequence
  *      (prefix + new tokens; >= s for causal prefill), same form
- *   -d [128] head dim (multiple of 8, <= 256)     -prec [bf16] fp16 | bf16
+ *   -d [128] head dim (multiple of 8, <= 256; fp8 KV: of 16)
+ *   -kv_prec [bf16] K/V cache precision: fp16 | bf16 | fp8 (e4m3; LINEAR pages;
+ *      the output is bf16)     -prec: the same for fp16 | bf16 (older spelling)
+ *   -q_prec [= kv_prec, bf16 for fp8 KV] bf16 | fp8 (fp8 queries need fp8 KV; they
+ *      are quantised with q_descale = 1/448)
+ *   -kv_scale [none] fp8 KV descales: none (stored values are the real ones) |
+ *      tensor (k_descale = v_descale = 1/448) | page (one K and one V descale per
+ *      page and KV head, amax/448 of that page's values)
  *   -page [16] page size, a power of two 1..2048 (VECTORIZED: a multiple of 8)
  *   -table [sglang] sglang (kv_indptr / kv_page_indices / kv_last_page_lens) |
  *      vllm (block_table rows padded with -1 past each sequence's pages, seqlen_k)
@@ -35,13 +43,21 @@
  *   -seed [11939] input seed     -json [0] print one JSON object instead of text
  *   --list-kernels  print the kernel set as JSON (fmha_set_json) and exit
  *
+ * Inputs are uniform in [-1, 1]. For fp8 they are quantised the way a cache writer
+ * would: stored = e4m3(real / descale), with the descale of -kv_scale; the reference
+ * gets the dequantised values (stored * descale), so validation measures the kernel,
+ * not the quantisation.
+ *
  * Time is the median of `repeat` launches, each bracketed by its own pair of device
  * events. FLOPs: 4 * h * d * (query, key) pairs the mask lets through, counted
  * exactly per sequence. GB/s: bytes of K and V the sequences reference (s_k * h_k *
- * d * 2 bytes each, once per sequence) per second. Unreferenced pool slots (the tail
- * of each last page, pool space below -pool_gb) hold NaN, so a read of them shows.
+ * d * 2 bytes each, 1 for fp8, once per sequence) per second. Unreferenced pool slots
+ * (the tail of each last page, pool space below -pool_gb) hold NaN (0xFF: NaN in
+ * fp16, bf16 and e4m3), and so do the per-page descales of unreferenced pages, so a
+ * read of them shows.
  * Validation checks every output element for NaN and compares rows with the
- * reference (rel-L2 fp16 2e-3 / bf16 1e-2, LSE 2e-3 absolute, 5e-3 with a soft cap);
+ * reference (rel-L2 fp16 2e-3 / bf16 1e-2 (fp8 KV: bf16 output), LSE 2e-3 absolute,
+ * 5e-3 with a soft cap);
  * large problems compare an evenly spaced subset of rows, which the output says.
  * Exit status: 0 when valid (or -v=0), 1 when invalid, 2 on bad options, an
  * unsupported problem or no GPU.
@@ -67,7 +83,7 @@ DECL_FMHA_KERNEL_SET(fmha_prefill, FMHA_DEFAULT_PREFILL_SET)
 #define MAX_BATCH 4096
 /* Rows x keys x d the reference may spend per validation before sampling rows. */
 #define REF_BUDGET 4e8
-#define NAN16 ((uint16_t)0xFFFFu)       /* NaN in fp16 and bf16 */
+#define FP8_MAX 448.0f                  /* largest e4m3 (OCP e4m3fn) value */
 
 static void *xmalloc(size_t n)
 {
@@ -82,7 +98,9 @@ static void *xmalloc(size_t n)
 typedef struct options {
     int b, h, h_k, d, page, lse, v, warmup, repeat, json, shuffle, vllm, vec, hnd;
     unsigned long long seed;
-    fmha_dtype dtype;
+    fmha_dtype kv_dtype, q_dtype;
+    int q_set;                   /* -q_prec given */
+    fmha_kv_scale kv_scale;
     float scale, cap;
     double pool_gb;
     fmha_mask_type mask;
@@ -95,7 +113,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: fmha_batch_prefill [-b=2] [-h=8] [-h_k=H] [-s=512|list] [-s_k=1024|list] [-d=128]\n"
-            "                          [-prec=fp16|bf16] [-page=16] [-table=sglang|vllm]\n"
+            "                          [-kv_prec=bf16|fp16|fp8] [-q_prec=bf16|fp8] [-kv_scale=none|tensor|page]\n"
+            "                          [-page=16] [-table=sglang|vllm]\n"
             "                          [-layout=linear|vectorized] [-kv_order=nhd|hnd]\n"
             "                          [-mask=0|t|b|t:l,r|b:l,r] [-lse=0|1] [-logits_soft_cap=F] [-scale=F]\n"
             "                          [-pool_gb=F] [-shuffle=0|1] [-v=0|1] [-warmup=5] [-repeat=20]\n"
@@ -121,7 +140,8 @@ static int parse_args(int argc, char **argv, options *o)
     ints[10].name = "shuffle"; ints[10].field = &o->shuffle;
     ints[11].name = "page_size"; ints[11].field = &o->page;
     o->b = 2; o->h = 8; o->h_k = -1; o->d = 128; o->page = 16; o->v = 1; o->shuffle = 1;
-    o->warmup = 5; o->repeat = 20; o->seed = 11939; o->dtype = FMHA_DTYPE_BF16;
+    o->warmup = 5; o->repeat = 20; o->seed = 11939;
+    o->kv_dtype = o->q_dtype = FMHA_DTYPE_BF16; o->kv_scale = FMHA_KV_SCALE_NONE;
     o->mask = FMHA_MASK_BOTTOM_RIGHT; o->wl = -1; o->wr = 0; o->mask_str = "b";
     o->s_str = "512"; o->s_k_str = "1024";
     for (i = 1; i < argc; i++) {
@@ -150,10 +170,21 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(key, "mask")) {
             o->mask_str = eq;
             if (ex_parse_mask(eq, &o->mask, &o->wl, &o->wr) != 0) { fprintf(stderr, "fmha_batch_prefill: bad -mask=%s\n", eq); return -1; }
-        } else if (!strcmp(key, "prec")) {
-            if (!strcmp(eq, "fp16")) o->dtype = FMHA_DTYPE_FP16;
-            else if (!strcmp(eq, "bf16")) o->dtype = FMHA_DTYPE_BF16;
-            else { fprintf(stderr, "fmha_batch_prefill: -prec must be fp16 or bf16\n"); return -1; }
+        } else if (!strcmp(key, "prec") || !strcmp(key, "kv_prec")) {
+            if (!strcmp(eq, "fp16")) o->kv_dtype = FMHA_DTYPE_FP16;
+            else if (!strcmp(eq, "bf16")) o->kv_dtype = FMHA_DTYPE_BF16;
+            else if (!strcmp(eq, "fp8") && !strcmp(key, "kv_prec")) o->kv_dtype = FMHA_DTYPE_FP8;
+            else { fprintf(stderr, "fmha_batch_prefill: -%s must be fp16 or bf16%s\n", key, key[0] == 'k' ? " or fp8" : ""); return -1; }
+        } else if (!strcmp(key, "q_prec")) {
+            o->q_set = 1;
+            if (!strcmp(eq, "bf16")) o->q_dtype = FMHA_DTYPE_BF16;
+            else if (!strcmp(eq, "fp8")) o->q_dtype = FMHA_DTYPE_FP8;
+            else { fprintf(stderr, "fmha_batch_prefill: -q_prec must be bf16 or fp8\n"); return -1; }
+        } else if (!strcmp(key, "kv_scale")) {
+            if (!strcmp(eq, "none")) o->kv_scale = FMHA_KV_SCALE_NONE;
+            else if (!strcmp(eq, "tensor")) o->kv_scale = FMHA_KV_SCALE_PER_TENSOR;
+            else if (!strcmp(eq, "page")) o->kv_scale = FMHA_KV_SCALE_PER_PAGE;
+            else { fprintf(stderr, "fmha_batch_prefill: -kv_scale must be none, tensor or page\n"); return -1; }
         } else if (!strcmp(key, "table")) {
             if (!strcmp(eq, "sglang")) o->vllm = 0;
             else if (!strcmp(eq, "vllm")) o->vllm = 1;
@@ -182,7 +213,53 @@ static int parse_args(int argc, char **argv, options *o)
         return -1;
     }
     if (o->pool_gb < 0 || o->pool_gb > 1024) { fprintf(stderr, "fmha_batch_prefill: bad -pool_gb\n"); return -1; }
+    /* queries: the KV type for fp16/bf16 KV; bf16 (default) or fp8 for fp8 KV */
+    if (!o->q_set) o->q_dtype = o->kv_dtype == FMHA_DTYPE_FP8 ? FMHA_DTYPE_BF16 : o->kv_dtype;
+    if (o->kv_dtype != FMHA_DTYPE_FP8 && o->q_dtype != o->kv_dtype) {
+        fprintf(stderr, "fmha_batch_prefill: -q_prec=%s needs -kv_prec=%s (fp8 queries need fp8 KV)\n",
+                o->q_dtype == FMHA_DTYPE_FP8 ? "fp8" : "bf16", o->q_dtype == FMHA_DTYPE_FP8 ? "fp8" : "bf16");
+        return -1;
+    }
+    if (o->kv_dtype != FMHA_DTYPE_FP8 && o->kv_scale != FMHA_KV_SCALE_NONE) {
+        fprintf(stderr, "fmha_batch_prefill: -kv_scale=tensor|page needs -kv_prec=fp8\n");
+        return -1;
+    }
+    if (o->kv_dtype == FMHA_DTYPE_FP8 && o->vec) {
+        fprintf(stderr, "fmha_batch_prefill: fp8 KV pages are LINEAR (-layout=linear)\n");
+        return -1;
+    }
     return 0;
+}
+
+static const char *prec_str(fmha_dtype t)
+{
+    return t == FMHA_DTYPE_FP8 ? "fp8" : t == FMHA_DTYPE_BF16 ? "bf16" : "fp16";
+}
+
+static const char *const kv_scale_str[3] = { "none", "tensor", "page" };
+
+/* ============================================================================
+ * Elements: 16-bit (es 2) or e4m3 codes (es 1) in byte buffers
+ * ========================================================================== */
+static void put_elem(unsigned char *buf, int es, size_t i, unsigned v)
+{
+    if (es == 1) buf[i] = (unsigned char)v;
+    else ((uint16_t *)buf)[i] = (uint16_t)v;
+}
+
+/* The value the kernel must see: 16-bit bits decoded, or an e4m3 code times its
+ * descale. */
+static float elem_value(const unsigned char *buf, fmha_dtype dt, size_t i, float descale)
+{
+    if (dt == FMHA_DTYPE_FP8) return fmha_ref_e4m3_to_f32(buf[i]) * descale;
+    return fmha_ref_bits16_to_f32(((const uint16_t *)buf)[i], dt == FMHA_DTYPE_BF16);
+}
+
+/* Stored form of a real value: 16-bit bits, or e4m3(real / descale). */
+static unsigned quantise(float real, fmha_dtype dt, float descale)
+{
+    if (dt == FMHA_DTYPE_FP8) return fmha_ref_f32_to_e4m3(real / descale);
+    return fmha_ref_f32_to_bits16(real, dt == FMHA_DTYPE_BF16);
 }
 
 /* ============================================================================
@@ -211,9 +288,12 @@ int main(int argc, char **argv)
     options o;
     static int sq[MAX_BATCH], sk[MAX_BATCH], np[MAX_BATCH];
     static int32_t ssq[MAX_BATCH + 1], ssk[MAX_BATCH + 1], pstart[MAX_BATCH + 1], last[MAX_BATCH];
-    int ndev = 0, bi, i, hh, x, maxq = 0, maxnp = 0, is_bf16, n_used, offset_pages, n_total;
+    int ndev = 0, bi, i, hh, x, maxq = 0, maxnp = 0, is_bf16, n_used, offset_pages, n_total, es, esq;
     int64_t tq = 0, tk = 0, bt_stride;
     size_t nq, nlse, region_elems, idx;
+    float q_descale = 1.0f, kv_descale = 1.0f, *hkds = NULL, *hvds = NULL, *tmp;
+    float *dds = NULL;           /* fp8: [0] q_descale, [1] k, [2] v; or the per-page arrays */
+    float *dkds = NULL, *dvds = NULL;
     pool_layout L;
     fmha_batch_prefill_args a;
     fmha_fwd_plan plan;
@@ -221,7 +301,8 @@ int main(int argc, char **argv)
     fmha_status st;
     fmha_ref_rng rng;
     int32_t *perm, *indices, *bt;
-    uint16_t *hq, *ho, *kreg, *vreg;
+    uint16_t *ho;
+    unsigned char *hq, *kreg, *vreg;   /* as stored: 16-bit elements or e4m3 codes */
     float *fq, *fk = NULL, *fv = NULL, *hlse;
     void *dq, *dout, *dkpool, *dvpool;
     float *dlse;
@@ -256,7 +337,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "fmha_batch_prefill: no GPU\n");
         return 2;
     }
-    is_bf16 = o.dtype == FMHA_DTYPE_BF16;
+    is_bf16 = o.q_dtype != FMHA_DTYPE_FP16;      /* the output: bf16 for fp8 KV */
+    es = o.kv_dtype == FMHA_DTYPE_FP8 ? 1 : 2;
+    esq = o.q_dtype == FMHA_DTYPE_FP8 ? 1 : 2;
+    /* per-tensor descales map inputs in [-1, 1] onto the whole e4m3 range */
+    if (o.q_dtype == FMHA_DTYPE_FP8) q_descale = 1.0f / FP8_MAX;
+    if (o.kv_scale == FMHA_KV_SCALE_PER_TENSOR) kv_descale = 1.0f / FP8_MAX;
     snprintf(layout_str, sizeof(layout_str), "%s", o.vec ? "vectorized" : o.hnd ? "linear/hnd" : "linear/nhd");
 
     /* ---- lengths, pages ---------------------------------------------------------- */
@@ -283,10 +369,10 @@ int main(int argc, char **argv)
     else { L.ts = (int64_t)o.h_k * o.d; L.hs = o.d; }
     L.ps = (int64_t)o.page * o.h_k * o.d;
     /* used pages occupy [offset_pages, offset_pages + n_used): past -pool_gb */
-    offset_pages = (int)ceil(o.pool_gb * 1073741824.0 / ((double)L.ps * 2.0));
+    offset_pages = (int)ceil(o.pool_gb * 1073741824.0 / ((double)L.ps * es));
     if ((double)offset_pages + n_used > (double)INT32_MAX) { fprintf(stderr, "fmha_batch_prefill: pool too large\n"); return 2; }
     n_total = offset_pages + n_used;
-    pool_bytes = (double)n_total * L.ps * 2.0;
+    pool_bytes = (double)n_total * L.ps * es;
     region_elems = (size_t)n_used * (size_t)L.ps;
 
     /* page numbers: in order or shuffled within the used region */
@@ -309,29 +395,52 @@ int main(int argc, char **argv)
     /* ---- inputs: Q [tq, h, d]; K/V page contents, NaN in unused slots ----------- */
     nq = (size_t)(tq > 0 ? tq : 1) * o.h * o.d;
     nlse = (size_t)o.h * (size_t)(tq > 0 ? tq : 1);
-    hq = (uint16_t *)xmalloc(nq * 2); ho = (uint16_t *)xmalloc(nq * 2);
+    hq = (unsigned char *)xmalloc(nq * esq); ho = (uint16_t *)xmalloc(nq * 2);
     fq = (float *)xmalloc(nq * 4); hlse = (float *)xmalloc(nlse * 4);
-    kreg = (uint16_t *)xmalloc(region_elems * 2 + 2); vreg = (uint16_t *)xmalloc(region_elems * 2 + 2);
+    kreg = (unsigned char *)xmalloc(region_elems * es + 2); vreg = (unsigned char *)xmalloc(region_elems * es + 2);
     for (idx = 0; idx < nq; idx++) {
-        hq[idx] = fmha_ref_f32_to_bits16(fmha_ref_rng_input(&rng, 1.0f), is_bf16);
-        fq[idx] = fmha_ref_bits16_to_f32(hq[idx], is_bf16);
+        put_elem(hq, esq, idx, quantise(fmha_ref_rng_input(&rng, 1.0f), o.q_dtype, q_descale));
+        fq[idx] = elem_value(hq, o.q_dtype, idx, q_descale);
     }
-    for (idx = 0; idx < region_elems; idx++) kreg[idx] = vreg[idx] = NAN16;
+    memset(kreg, 0xFF, region_elems * es);     /* NaN in fp16, bf16 and e4m3 */
+    memset(vreg, 0xFF, region_elems * es);
+    if (o.kv_scale == FMHA_KV_SCALE_PER_PAGE) {   /* [region pages][h_k] */
+        hkds = (float *)xmalloc(sizeof(float) * (size_t)n_used * o.h_k + 4);
+        hvds = (float *)xmalloc(sizeof(float) * (size_t)n_used * o.h_k + 4);
+    }
+    /* page by page and head by head, so that a per-page descale is the amax of
+     * exactly the values it scales */
+    tmp = (float *)xmalloc(sizeof(float) * (size_t)o.page * o.d);
     for (bi = 0; bi < o.b; bi++)
-        for (i = 0; i < sk[bi]; i++) {
-            const size_t slot = (size_t)perm[pstart[bi] + i / o.page] * (size_t)L.ps;
-            for (hh = 0; hh < o.h_k; hh++)
-                for (x = 0; x < o.d; x++) {
-                    kreg[slot + kv_off(&L, 0, i % o.page, hh, x)] = fmha_ref_f32_to_bits16(fmha_ref_rng_input(&rng, 1.0f), is_bf16);
-                    vreg[slot + kv_off(&L, 1, i % o.page, hh, x)] = fmha_ref_f32_to_bits16(fmha_ref_rng_input(&rng, 1.0f), is_bf16);
+        for (i = 0; i < np[bi]; i++) {
+            const int slot = perm[pstart[bi] + i], ntok = i == np[bi] - 1 ? last[bi] : o.page;
+            for (hh = 0; hh < o.h_k; hh++) {
+                int which, t;
+                for (which = 0; which < 2; which++) {
+                    unsigned char *reg = which ? vreg : kreg;
+                    float amax = 0.0f, ds = kv_descale;
+                    for (idx = 0; idx < (size_t)ntok * o.d; idx++) {
+                        tmp[idx] = fmha_ref_rng_input(&rng, 1.0f);
+                        if (fabsf(tmp[idx]) > amax) amax = fabsf(tmp[idx]);
+                    }
+                    if (o.kv_scale == FMHA_KV_SCALE_PER_PAGE) {
+                        ds = amax > 0.0f ? amax / FP8_MAX : 1.0f;
+                        (which ? hvds : hkds)[(size_t)slot * o.h_k + hh] = ds;
+                    }
+                    for (t = 0; t < ntok; t++)
+                        for (x = 0; x < o.d; x++)
+                            put_elem(reg, es, (size_t)slot * L.ps + kv_off(&L, which, t, hh, x),
+                                     quantise(tmp[(size_t)t * o.d + x], o.kv_dtype, ds));
                 }
+            }
         }
+    free(tmp);
 
-    CHECK_CUDA(cudaMalloc(&dq, nq * 2));
+    CHECK_CUDA(cudaMalloc(&dq, nq * esq));
     CHECK_CUDA(cudaMalloc(&dout, nq * 2));
     CHECK_CUDA(cudaMalloc((void **)&dlse, nlse * 4));
     {
-        const size_t pool_alloc = (size_t)n_total * (size_t)L.ps * 2 + 256;
+        const size_t pool_alloc = (size_t)n_total * (size_t)L.ps * es + 256;
         cudaError_t e1 = cudaMalloc(&dkpool, pool_alloc), e2 = e1 == cudaSuccess ? cudaMalloc(&dvpool, pool_alloc) : e1;
         if (e1 != cudaSuccess || e2 != cudaSuccess) {
             fprintf(stderr, "fmha_batch_prefill: cannot allocate two pools of %.2f GiB: %s\n",
@@ -341,15 +450,32 @@ int main(int argc, char **argv)
         CHECK_CUDA(cudaMemset(dkpool, 0xFF, pool_alloc));   /* NaN: a stray read shows */
         CHECK_CUDA(cudaMemset(dvpool, 0xFF, pool_alloc));
     }
-    CHECK_CUDA(cudaMemcpy((uint16_t *)dkpool + (size_t)offset_pages * L.ps, kreg, region_elems * 2, cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy((uint16_t *)dvpool + (size_t)offset_pages * L.ps, vreg, region_elems * 2, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy((unsigned char *)dkpool + (size_t)offset_pages * L.ps * es, kreg, region_elems * es,
+                          cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy((unsigned char *)dvpool + (size_t)offset_pages * L.ps * es, vreg, region_elems * es,
+                          cudaMemcpyHostToDevice));
+    if (o.kv_scale == FMHA_KV_SCALE_PER_PAGE) {
+        /* [num_total_pages][h_k], NaN for the pages no sequence uses */
+        const size_t n_ds = (size_t)n_total * o.h_k;
+        CHECK_CUDA(cudaMalloc((void **)&dkds, n_ds * 4));
+        CHECK_CUDA(cudaMalloc((void **)&dvds, n_ds * 4));
+        CHECK_CUDA(cudaMemset(dkds, 0xFF, n_ds * 4));
+        CHECK_CUDA(cudaMemset(dvds, 0xFF, n_ds * 4));
+        CHECK_CUDA(cudaMemcpy(dkds + (size_t)offset_pages * o.h_k, hkds, (size_t)n_used * o.h_k * 4, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(dvds + (size_t)offset_pages * o.h_k, hvds, (size_t)n_used * o.h_k * 4, cudaMemcpyHostToDevice));
+    }
+    {
+        const float ds[3] = { q_descale, kv_descale, kv_descale };
+        CHECK_CUDA(cudaMalloc((void **)&dds, sizeof(ds)));
+        CHECK_CUDA(cudaMemcpy(dds, ds, sizeof(ds), cudaMemcpyHostToDevice));
+    }
     CHECK_CUDA(cudaMalloc((void **)&dssq, sizeof(int32_t) * (size_t)(o.b + 1)));
     CHECK_CUDA(cudaMalloc((void **)&dindptr, sizeof(int32_t) * (size_t)(o.b + 1)));
     CHECK_CUDA(cudaMalloc((void **)&dindices, sizeof(int32_t) * ((size_t)n_used + 1)));
     CHECK_CUDA(cudaMalloc((void **)&dlast, sizeof(int32_t) * (size_t)o.b));
     CHECK_CUDA(cudaMalloc((void **)&dbt, sizeof(int32_t) * (size_t)o.b * (size_t)bt_stride));
     CHECK_CUDA(cudaMalloc((void **)&dseqk, sizeof(int32_t) * (size_t)o.b));
-    CHECK_CUDA(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(dq, hq, nq * esq, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(dssq, ssq, sizeof(int32_t) * (size_t)(o.b + 1), cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(dindptr, pstart, sizeof(int32_t) * (size_t)(o.b + 1), cudaMemcpyHostToDevice));
     if (n_used) CHECK_CUDA(cudaMemcpy(dindices, indices, sizeof(int32_t) * (size_t)n_used, cudaMemcpyHostToDevice));
@@ -362,7 +488,8 @@ int main(int argc, char **argv)
 
     /* ---- arguments ------------------------------------------------------------- */
     memset(&a, 0, sizeof(a));
-    a.q_dtype = a.kv_dtype = o.dtype;
+    a.q_dtype = o.q_dtype;
+    a.kv_dtype = o.kv_dtype;
     a.batch = o.b; a.nhead_q = o.h; a.nhead_k = o.h_k; a.max_seqlen_q = maxq;
     a.hdim_q = a.hdim_v = o.d;
     a.q = dq; a.o = dout; a.lse = o.lse ? dlse : NULL; a.seqstart_q = dssq;
@@ -383,7 +510,14 @@ int main(int argc, char **argv)
         a.page_table = FMHA_PAGE_TABLE_SGLANG_1D;
         a.kv_indptr = dindptr; a.kv_page_indices = dindices; a.kv_last_page_lens = dlast;
     }
-    a.kv_scale = FMHA_KV_SCALE_NONE;
+    a.kv_scale = o.kv_scale;
+    if (o.kv_scale == FMHA_KV_SCALE_PER_TENSOR) {
+        a.k_descale = dds + 1; a.v_descale = dds + 2;
+    } else if (o.kv_scale == FMHA_KV_SCALE_PER_PAGE) {
+        a.k_page_descale = dkds; a.v_page_descale = dvds;
+        a.descale_page_stride = o.h_k; a.descale_nhead_stride = 1;
+    }
+    if (o.q_dtype == FMHA_DTYPE_FP8) a.q_descale = dds;
     a.scale = o.scale;
     a.logits_soft_cap = o.cap;
     a.mask_type = o.mask; a.window_left = o.wl; a.window_right = o.wr;
@@ -442,7 +576,7 @@ int main(int argc, char **argv)
     /* ---- FLOPs and bytes ----------------------------------------------------- */
     pairs = fmha_ref_visible_pairs(&p);
     flops = 4.0 * o.h * o.d * pairs;
-    kv_bytes = 2.0 * 2.0 * (double)tk * o.h_k * o.d;
+    kv_bytes = 2.0 * es * (double)tk * o.h_k * o.d;
     tflops = ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0;
     gbs = ms > 0 ? kv_bytes / (ms * 1e-3) / 1e9 : 0.0;
 
@@ -458,13 +592,17 @@ int main(int argc, char **argv)
         for (bi = 0; bi < o.b; bi++) {
             if (sk[bi] > maxk) maxk = sk[bi];
             for (i = 0; i < sk[bi]; i++) {
-                const size_t slot = (size_t)perm[pstart[bi] + i / o.page] * (size_t)L.ps;
-                for (hh = 0; hh < o.h_k; hh++)
+                const int pslot = perm[pstart[bi] + i / o.page];
+                const size_t slot = (size_t)pslot * (size_t)L.ps;
+                for (hh = 0; hh < o.h_k; hh++) {
+                    const float kd = hkds ? hkds[(size_t)pslot * o.h_k + hh] : kv_descale;
+                    const float vd = hvds ? hvds[(size_t)pslot * o.h_k + hh] : kv_descale;
                     for (x = 0; x < o.d; x++) {
                         const size_t dst = ((size_t)(ssk[bi] + i) * o.h_k + hh) * o.d + x;
-                        fk[dst] = fmha_ref_bits16_to_f32(kreg[slot + kv_off(&L, 0, i % o.page, hh, x)], is_bf16);
-                        fv[dst] = fmha_ref_bits16_to_f32(vreg[slot + kv_off(&L, 1, i % o.page, hh, x)], is_bf16);
+                        fk[dst] = elem_value(kreg, o.kv_dtype, slot + kv_off(&L, 0, i % o.page, hh, x), kd);
+                        fv[dst] = elem_value(vreg, o.kv_dtype, slot + kv_off(&L, 1, i % o.page, hh, x), vd);
                     }
+                }
             }
         }
         p.q = fq; p.k = fk; p.v = fv;
@@ -511,18 +649,25 @@ int main(int argc, char **argv)
 
     /* ---- report ------------------------------------------------------------- */
     if (o.json) {
-        printf("{\"prec\": \"%s\", \"table\": \"%s\", \"layout\": \"%s\", \"page\": %d, \"b\": %d, \"h\": %d, "
+        printf("{\"prec\": \"%s\", \"kv_prec\": \"%s\", \"q_prec\": \"%s\", \"kv_scale\": \"%s\", "
+               "\"table\": \"%s\", \"layout\": \"%s\", \"page\": %d, \"b\": %d, \"h\": %d, "
                "\"h_k\": %d, \"s\": \"%s\", \"s_k\": \"%s\", \"d\": %d, \"scale\": %g, \"logits_soft_cap\": %g, "
                "\"lse\": %d, \"mask\": \"%s\", \"pages_used\": %d, \"num_total_pages\": %d, \"pool_gib\": %.3f, "
                "\"shuffle\": %d, \"kernel\": \"%s\", \"ms\": %.5f, \"tflops\": %.3f, \"kv_gbps\": %.2f, "
                "\"flops\": %.6g, \"valid\": \"%s\", \"rel_l2\": %.3g, \"rows_checked\": %lld, \"rows\": %lld}\n",
-               is_bf16 ? "bf16" : "fp16", o.vllm ? "vllm" : "sglang", layout_str, o.page, o.b, o.h, o.h_k, o.s_str,
+               is_bf16 ? "bf16" : "fp16", prec_str(o.kv_dtype), prec_str(o.q_dtype), kv_scale_str[o.kv_scale],
+               o.vllm ? "vllm" : "sglang", layout_str, o.page, o.b, o.h, o.h_k, o.s_str,
                o.s_k_str, o.d, o.scale, o.cap, o.lse, o.mask_str, n_used, n_total, pool_bytes / 1073741824.0, o.shuffle,
                plan.kernel->name, ms, tflops, gbs, flops, vstr, rel, rows_checked, rows_total);
     } else {
+        char prec[48];
+        if (o.kv_dtype == FMHA_DTYPE_FP8)
+            snprintf(prec, sizeof(prec), "kv fp8/%s q %s", kv_scale_str[o.kv_scale], prec_str(o.q_dtype));
+        else
+            snprintf(prec, sizeof(prec), "%s", prec_str(o.kv_dtype));
         printf("[%s|%s|%s|page %d] b:%d, h:%d/%d, s:%s/%s, d:%d, scale_s:%g, logits_soft_cap:%g, lse:%d, mask:%s, "
                "pages:%d of %d (%.2f GiB pool), %s, %.4f ms, %.2f TFlops, %.2f GB/s, valid:%s",
-               is_bf16 ? "bf16" : "fp16", o.vllm ? "vllm" : "sglang", layout_str, o.page, o.b, o.h, o.h_k, o.s_str,
+               prec, o.vllm ? "vllm" : "sglang", layout_str, o.page, o.b, o.h, o.h_k, o.s_str,
                o.s_k_str, o.d, o.scale, o.cap, o.lse, o.mask_str, n_used, n_total, pool_bytes / 1073741824.0,
                plan.kernel->name, ms, tflops, gbs, vstr);
         if (o.v && rows_checked < rows_total) printf(" (checked %lld of %lld rows)", rows_checked, rows_total);
@@ -536,6 +681,8 @@ int main(int argc, char **argv)
     CHECK_CUDA(cudaFree(dkpool)); CHECK_CUDA(cudaFree(dvpool));
     CHECK_CUDA(cudaFree(dssq)); CHECK_CUDA(cudaFree(dindptr)); CHECK_CUDA(cudaFree(dindices));
     CHECK_CUDA(cudaFree(dlast)); CHECK_CUDA(cudaFree(dbt)); CHECK_CUDA(cudaFree(dseqk));
+    CHECK_CUDA(cudaFree(dds)); CHECK_CUDA(cudaFree(dkds)); CHECK_CUDA(cudaFree(dvds));
+    free(hkds); free(hvds);
     free(perm); free(indices); free(bt); free(hq); free(ho); free(fq); free(hlse); free(kreg); free(vreg);
     free(fk); free(fv); free(times); free(ev);
     return valid ? 0 : 1;

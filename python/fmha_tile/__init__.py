@@ -5,7 +5,7 @@ A pure-Python package (ctypes, no compiled extension of its own). It loads the
 shared library that `make lib` builds (build/libfmha_tile.so; or the path in
 $FMHA_TILE_LIB; or libfmha_tile.so on the loader path), takes torch.Tensors as
 they are (device pointers, strides, dtype, the current stream) and calls
-fmha_fwd() with the library's default kernel set.
+fmha_fwd() with the library's default kernel set (fmha_bwd() for gradients).
 
     import torch, fmha_tile
     q = torch.randn(2, 1000, 16, 128, device="cuda", dtype=torch.bfloat16)
@@ -17,19 +17,33 @@ fmha_fwd() with the library's default kernel set.
 Functions (names and meanings follow FlashAttention's Python API):
 
     attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0,
-              alibi_slopes=None, scale=None, return_lse=False, *, out=None, out_lse=None)
+              alibi_slopes=None, scale=None, return_lse=False, *, out=None, out_lse=None,
+              deterministic=False)
         q [batch, seqlen_q, nheads, headdim], k and v [batch, seqlen_k,
         nheads_k, headdim]; returns out [batch, seqlen_q, nheads, headdim]
         and, with return_lse, lse fp32 [batch, nheads, seqlen_q].
     attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                     scale=None, return_lse=False, *, out=None, out_lse=None)
+                     scale=None, return_lse=False, *, out=None, out_lse=None,
+                     deterministic=False)
         packed q [total_q, nheads, headdim], k and v [total_k, nheads_k,
         headdim]; cu_seqlens_* int32 [batch + 1] prefix sums on the device
         (sequences may be empty); max_seqlen_q must bound every query length
         (it sizes the grid: the lengths are never read on the host). Returns
         out [total_q, nheads, headdim] and, with return_lse, lse fp32
         [nheads, total_q]. Rows past cu_seqlens_q[-1] are not written.
+    batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=None,
+                  kv_page_indices=None, kv_last_page_len=None, block_table=None,
+                  seqlens_k=None, kv_layout="NHD", causal=True, window=(-1, -1),
+                  softcap=0.0, scale=None, k_descale=None, v_descale=None,
+                  q_descale=None, return_lse=False, out=None, out_lse=None)
+        packed q [total_q, nheads, headdim] over a paged KV cache (SGLang 1-D
+        or vLLM 2-D page table; NHD, HND or VECTORIZED pages). fp16/bf16
+        caches with queries of the same dtype, or torch.float8_e4m3fn caches
+        (NHD/HND) with bf16 or float8_e4m3fn queries and a bf16 output;
+        descales per tensor (numbers or 1-element float32 tensors) or per page
+        and KV head (float32 [num_pages, nheads_k], any strides), real =
+        stored * descale. See fmha_tile._prefill.
     attention_plan(...), attention_varlen_plan(...)
         the same arguments: "is it supported, and by which kernel?" without
         launching or allocating (fmha_fwd_check); a dict, or FmhaError.
@@ -52,8 +66,17 @@ Semantics:
     [b, s, h, d] view of a [b, h, s, d] tensor, a slice of a packed QKV
     tensor); the library needs 16-byte aligned data and strides that are
     multiples of 8 elements, and says so (FmhaError) otherwise.
-  - Forward only: no autograd. Inputs that require grad while grad mode is on
-    raise NotImplementedError (use torch.no_grad() or .detach()).
+  - Autograd: attention() and attention_varlen() are differentiable in q, k
+    and v (a torch.autograd.Function over fmha_bwd: dq, dk, dv contiguous,
+    dk/dv with nheads_k heads under GQA). Only when an input requires grad
+    and grad mode is on does the forward keep the LSE and save q, k, v, out
+    and lse; otherwise it is the plain forward. deterministic=True makes the
+    backward bitwise reproducible (no float atomics). Not differentiable:
+    ALiBi (NotImplementedError at the forward when an input requires grad),
+    out= / out_lse= (ValueError then), the LSE output, double backward. The
+    backward allocates its workspace with torch and prepares it with
+    fmha_bwd_prepare_workspace, which synchronises the stream (so a backward
+    is not CUDA-graph capturable).
 
 Streams, devices, allocation, CUDA graphs:
   - The kernel runs on torch.cuda.current_stream() of the tensors' device,
@@ -73,7 +96,7 @@ import ctypes
 import json
 import math
 
-from . import _args, _lib
+from . import _args, _bwd, _lib
 from ._lib import FmhaError, FmhaLibraryError, library_path
 from ._prefill import batch_prefill
 
@@ -111,38 +134,103 @@ def kernels():
     return json.loads(buf.value.decode())
 
 
-def _check_grad(torch, tensors):
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
-        raise NotImplementedError(
-            "fmha_tile has no backward pass yet: call it under torch.no_grad() or "
-            "torch.inference_mode(), or pass detached tensors")
+def _needs_grad(torch, tensors):
+    return torch.is_grad_enabled() and any(
+        t is not None and getattr(t, "requires_grad", False) for t in tensors)
 
 
-def _run(torch, p, q, tensors, out, out_lse, return_lse, where):
-    """Allocate (unless given) the outputs and launch on the current stream."""
-    _check_grad(torch, tensors)
-    p.check_out(out, q)
-    p.check_lse(out_lse, q)
+def _check_flag(name, x):
+    if not isinstance(x, bool):
+        if x in (0, 1):
+            return bool(x)
+        raise TypeError("%s must be a bool, got %r" % (name, x))
+    return x
+
+
+def _launch(torch, p, q, o, lse, where):
+    """Launch the forward into o (and lse, unless None) on the current stream;
+    the caller has made q's device current."""
     lib = _lib.library()
     kset = _lib.default_set()
+    p.set_outputs(o, lse)
+    if p.empty_q or p.empty_k:
+        # Nothing to launch, but the call is validated all the same.
+        st = lib.fmha_fwd_check(kset, ctypes.byref(p.check_args()), None)
+        _lib.check_status(st, where)
+        if not p.empty_q:      # queries but no keys: every row sees nothing
+            o.zero_()
+            if lse is not None:
+                lse.fill_(-math.inf)
+    else:
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        st = lib.fmha_fwd(kset, ctypes.byref(p.args), ctypes.c_void_p(stream))
+        _lib.check_status(st, where)
+
+
+def _run(torch, p, q, out, out_lse, return_lse, where):
+    """Allocate (unless given) the outputs and launch on the current stream."""
+    p.check_out(out, q)
+    p.check_lse(out_lse, q)
     with torch.cuda.device(q.device):
         o = out if out is not None else torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
         lse = out_lse
         if lse is None and return_lse:
             lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
-        p.set_outputs(o, lse)
-        if p.empty_q or p.empty_k:
-            # Nothing to launch, but the call is validated all the same.
-            st = lib.fmha_fwd_check(kset, ctypes.byref(p.check_args()), None)
-            _lib.check_status(st, where)
-            if not p.empty_q:      # queries but no keys: every row sees nothing
-                o.zero_()
-                if lse is not None:
-                    lse.fill_(-math.inf)
-        else:
-            stream = torch.cuda.current_stream(q.device).cuda_stream
-            st = lib.fmha_fwd(kset, ctypes.byref(p.args), ctypes.c_void_p(stream))
-            _lib.check_status(st, where)
+        _launch(torch, p, q, o, lse, where)
+    return (o, lse) if return_lse else o
+
+
+_function = []
+
+
+def _attention_function(torch):
+    """The torch.autograd.Function of attention() and attention_varlen(),
+    defined on first use (the package imports torch lazily)."""
+    if _function:
+        return _function[0]
+    from torch.autograd.function import once_differentiable
+
+    class _Attention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, p, deterministic, where):
+            with torch.cuda.device(q.device):
+                o = torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
+                # the backward needs the LSE whether or not the caller asked for it
+                lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
+                _launch(torch, p, q, o, lse, where)
+            ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
+            ctx.problem = p
+            ctx.deterministic = deterministic
+            ctx.where = where
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, dout, dlse):
+            q, k, v, o, lse, cu_q, cu_k = ctx.saved_tensors
+            dq, dk, dv = _bwd.run_backward(torch, ctx.problem, q, k, v, o, lse, dout, cu_q, cu_k,
+                                           ctx.deterministic, ctx.where + " (backward)")
+            need = ctx.needs_input_grad
+            return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None,
+                    None, None, None, None, None)
+
+    _function.append(_Attention)
+    return _Attention
+
+
+def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, out_lse,
+              return_lse, deterministic, where):
+    """The differentiable path: inputs require grad and grad mode is on."""
+    if alibi_slopes is not None:
+        raise NotImplementedError(
+            "%s: the backward pass has no ALiBi; with alibi_slopes call it under torch.no_grad() "
+            "or torch.inference_mode(), or pass detached tensors" % where)
+    if out is not None or out_lse is not None:
+        raise ValueError("%s: out= and out_lse= are not supported when an input requires grad "
+                         "(use return_lse=True for the LSE)" % where)
+    o, lse = _attention_function(torch).apply(q, k, v, cu_seqlens_q, cu_seqlens_k, p,
+                                              deterministic, where)
     return (o, lse) if return_lse else o
 
 
@@ -161,7 +249,7 @@ def _plan(p):
 
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-              scale=None, return_lse=False, *, out=None, out_lse=None):
+              scale=None, return_lse=False, *, out=None, out_lse=None, deterministic=False):
     """Attention over [batch, seqlen, nheads, headdim] tensors.
 
     q [b, s_q, h, d], k and v [b, s_k, h_k, d] (fp16 or bf16, one CUDA device,
@@ -173,16 +261,28 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     lse fp32 [b, h, s_q] (natural log; -inf for a row that sees no key).
     out= / out_lse= take caller-owned outputs of those shapes (any strides
     with a unit last-dim stride); the call then allocates nothing.
+
+    Differentiable with respect to q, k and v (not alibi_slopes; ALiBi has
+    no backward). When an input requires grad and grad mode is on, the
+    forward also keeps the LSE and saves q, k, v, out and lse for the
+    backward (fmha_bwd); out= / out_lse= are refused then. deterministic:
+    the backward uses no float atomics and gives bitwise-identical dq, dk,
+    dv run to run (slower).
     """
     torch = _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale)
-    return _run(torch, p, q, (q, k, v, alibi_slopes), out, out_lse, return_lse,
-                "fmha_tile.attention")
+    deterministic = _check_flag("deterministic", deterministic)
+    where = "fmha_tile.attention"
+    if _needs_grad(torch, (q, k, v, alibi_slopes)):
+        return _run_grad(torch, p, q, k, v, None, None, alibi_slopes, out, out_lse, return_lse,
+                         deterministic, where)
+    return _run(torch, p, q, out, out_lse, return_lse, where)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                     scale=None, return_lse=False, *, out=None, out_lse=None):
+                     scale=None, return_lse=False, *, out=None, out_lse=None,
+                     deterministic=False):
     """Attention over packed variable-length sequences.
 
     q [total_q, h, d], k and v [total_k, h_k, d]; sequence i holds rows
@@ -196,12 +296,21 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     Returns out [total_q, h, d], or (out, lse) with return_lse, lse fp32
     [h, total_q]. Rows of q past cu_seqlens_q[-1] are left unwritten.
+
+    Differentiable as attention() is (deterministic: the same). The
+    backward reads the sequence lengths on the host (it synchronises the
+    stream): max_seqlen_q and max_seqlen_k must bound them (ValueError
+    otherwise); gradients of rows past cu_seqlens[-1] are 0.
     """
     torch = _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, window, softcap, alibi_slopes, scale)
-    return _run(torch, p, q, (q, k, v, alibi_slopes), out, out_lse, return_lse,
-                "fmha_tile.attention_varlen")
+    deterministic = _check_flag("deterministic", deterministic)
+    where = "fmha_tile.attention_varlen"
+    if _needs_grad(torch, (q, k, v, alibi_slopes)):
+        return _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out,
+                         out_lse, return_lse, deterministic, where)
+    return _run(torch, p, q, out, out_lse, return_lse, where)
 
 
 def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,

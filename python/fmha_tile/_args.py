@@ -171,6 +171,7 @@ class Problem(object):
         self.lse_shape = None
         self.empty_q = False      # no query rows: nothing to launch
         self.empty_k = False      # no keys anywhere: O = 0, LSE = -inf
+        self.max_seqlen_k = None  # group mode: the caller's bound (the backward sizes by it)
 
     # outputs -----------------------------------------------------------------------
     def check_out(self, out, q):
@@ -337,6 +338,7 @@ def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen
     max_seqlen_k = check_int("max_seqlen_k", max_seqlen_k)
     a.seqlen_q = a.max_seqlen_q      # ignored in group mode
     a.seqlen_k = max_seqlen_k        # ignored in group mode
+    p.max_seqlen_k = max_seqlen_k
     a.seqstart_q = cu_seqlens_q.data_ptr()
     a.seqstart_k = cu_seqlens_k.data_ptr()
     _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, hq)

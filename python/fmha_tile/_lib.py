@@ -7,7 +7,7 @@ without a GPU or PyTorch.
 
 Every structure below mirrors its C definition field for field, in order,
 with the C types: enums are C ints (gcc/clang/nvcc give these enums 4 bytes),
-pointers are c_void_p, strides are int64. python/tests/test_abi.py compares
+pointers are c_void_p, strides are int64. python/tests/test_host.py compares
 sizeof/offsetof of each field with what a C compiler says.
 """
 import ctypes
@@ -16,10 +16,11 @@ import threading
 
 __all__ = [
     "FmhaError", "FmhaLibraryError", "FmhaFwdArgs", "FmhaKernelInfo", "FmhaFwdPlan",
+    "FmhaBwdTraits", "FmhaBwdPlan", "FmhaBwdArgs",
     "FMHA_OK", "FMHA_ERR_INVALID_ARG", "FMHA_ERR_UNSUPPORTED", "FMHA_ERR_NO_KERNEL",
     "FMHA_ERR_DEVICE", "FMHA_ERR_LAUNCH", "FMHA_DTYPE_FP16", "FMHA_DTYPE_BF16",
     "FMHA_DTYPE_FP8", "FMHA_MASK_NONE", "FMHA_MASK_TOP_LEFT", "FMHA_MASK_BOTTOM_RIGHT",
-    "library", "library_path", "default_set", "check_status",
+    "library", "bwd_library", "library_path", "default_set", "check_status",
 ]
 
 # ---- enums (api.h) ------------------------------------------------------------
@@ -39,6 +40,10 @@ FMHA_MASK_TOP_LEFT = 1
 FMHA_MASK_BOTTOM_RIGHT = 2
 
 FMHA_FAMILY_FWD = 0
+FMHA_FAMILY_BATCH_PREFILL = 1
+FMHA_FAMILY_BWD = 2
+FMHA_FAMILY_BWD_DOT_DO_O = 3
+FMHA_FAMILY_BWD_CONVERT_DQ = 4
 
 FMHA_ARCH_SM80 = 0
 FMHA_ARCH_SM90A = 1
@@ -120,6 +125,88 @@ class FmhaFwdPlan(ctypes.Structure):
         ("grid_y", ctypes.c_int),
         ("grid_z", ctypes.c_int),
         ("block", ctypes.c_int),
+    ]
+
+
+class FmhaBwdTraits(ctypes.Structure):
+    """struct fmha_bwd_traits: what the backward plan depends on."""
+    _fields_ = [
+        ("dtype", _c_enum),
+        ("is_group_mode", ctypes.c_int),
+        ("batch", ctypes.c_int),
+        ("nhead_q", ctypes.c_int),
+        ("nhead_k", ctypes.c_int),
+        ("seqlen_q", ctypes.c_int),          # group mode: total query rows (bound)
+        ("seqlen_k", ctypes.c_int),          # group mode: total keys (bound)
+        ("max_seqlen_q", ctypes.c_int),
+        ("max_seqlen_k", ctypes.c_int),
+        ("hdim_q", ctypes.c_int),
+        ("hdim_v", ctypes.c_int),
+        ("mask_type", _c_enum),
+        ("window_left", ctypes.c_int),
+        ("window_right", ctypes.c_int),
+        ("has_logits_soft_cap", ctypes.c_int),
+        ("has_alibi", ctypes.c_int),
+        ("is_deterministic", ctypes.c_int),
+    ]
+
+
+class FmhaBwdPlan(ctypes.Structure):
+    """struct fmha_bwd_plan (made by fmha_bwd_plan_make; its private fields
+    are read by the other backward calls, so pass the same object)."""
+    _fields_ = [
+        ("traits", FmhaBwdTraits),
+        ("dot_do_o", ctypes.POINTER(FmhaKernelInfo)),
+        ("dq_dk_dv", ctypes.POINTER(FmhaKernelInfo)),
+        ("convert_dq", ctypes.POINTER(FmhaKernelInfo)),
+        ("workspace_size", ctypes.c_size_t),
+        ("staging_size", ctypes.c_size_t),
+        ("nsplits", ctypes.c_int),
+        ("dq_direct", ctypes.c_int),
+        ("set_", ctypes.c_void_p),           # const fmha_kernel_set *
+        ("entry_", ctypes.c_int * 3),
+    ]
+
+
+class FmhaBwdArgs(ctypes.Structure):
+    """struct fmha_bwd_args. Strides in elements; LSE row stride is 1."""
+    _fields_ = [
+        ("dtype", _c_enum),
+        ("is_group_mode", ctypes.c_int),
+        ("batch", ctypes.c_int),
+        ("nhead_q", ctypes.c_int),
+        ("nhead_k", ctypes.c_int),
+        ("seqlen_q", ctypes.c_int),
+        ("seqlen_k", ctypes.c_int),
+        ("max_seqlen_q", ctypes.c_int),
+        ("max_seqlen_k", ctypes.c_int),
+        ("hdim_q", ctypes.c_int),
+        ("hdim_v", ctypes.c_int),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("dout", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),            # const float *
+        ("dq", ctypes.c_void_p),
+        ("dk", ctypes.c_void_p),
+        ("dv", ctypes.c_void_p),
+        ("seqstart_q", ctypes.c_void_p),     # const int32_t *
+        ("seqstart_k", ctypes.c_void_p),     # const int32_t *
+    ] + [(pre + name, ctypes.c_int64)
+         for name in ("q", "k", "v", "o", "do", "dq", "dk", "dv")
+         for pre in ("stride_", "nhead_stride_", "batch_stride_")] + [
+        ("nhead_stride_lse", ctypes.c_int64),
+        ("batch_stride_lse", ctypes.c_int64),
+        ("scale", ctypes.c_float),
+        ("logits_soft_cap", ctypes.c_float),
+        ("alibi_slopes", ctypes.c_void_p),   # must be NULL
+        ("mask_type", _c_enum),
+        ("window_left", ctypes.c_int),
+        ("window_right", ctypes.c_int),
+        ("is_deterministic", ctypes.c_int),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_size", ctypes.c_size_t),
     ]
 
 
@@ -246,6 +333,37 @@ def default_set():
     """The fmha_kernel_set * of the library's default kernel set (an int)."""
     library()
     return _default_set
+
+
+_bwd_declared = [None]   # the CDLL whose backward entry points are declared
+
+
+def bwd_library():
+    """library(), with the backward entry points declared. They are declared
+    here rather than in _declare() so that a library built before the
+    backward existed still loads for the forward; such a library raises
+    FmhaLibraryError here."""
+    lib = library()
+    if _bwd_declared[0] is lib:
+        return lib
+    P = ctypes.POINTER
+    vp = ctypes.c_void_p
+    try:
+        lib.fmha_bwd_plan_make.argtypes = [vp, P(FmhaBwdTraits), P(FmhaBwdPlan)]
+        lib.fmha_bwd_plan_make.restype = _c_enum
+        lib.fmha_bwd_prepare_workspace.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp, vp, vp]
+        lib.fmha_bwd_prepare_workspace.restype = _c_enum
+        lib.fmha_bwd_prepare_workspace_async.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp, vp,
+                                                         vp, vp]
+        lib.fmha_bwd_prepare_workspace_async.restype = _c_enum
+        lib.fmha_bwd.argtypes = [P(FmhaBwdPlan), P(FmhaBwdArgs), vp]
+        lib.fmha_bwd.restype = _c_enum
+    except AttributeError as e:
+        raise FmhaLibraryError(
+            "fmha_tile: %s has no backward pass (%s); rebuild it with `make lib`"
+            % (_lib_path, e)) from None
+    _bwd_declared[0] = lib
+    return lib
 
 
 def status_str(status):

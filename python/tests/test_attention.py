@@ -7,6 +7,12 @@ are computed by hand in fp32 (scores, cap, bias, mask, softmax). A query row
 that sees no key must give O = 0 exactly and LSE = -inf. Tolerances (rel-L2
 of O): bf16 1e-2, fp16 2e-3; LSE absolute 2e-3.
 
+Gradients (the autograd.Function over fmha_bwd) are compared with PyTorch's
+autograd through the same fp32 references (SDPA's math backend where no row
+is fully masked, the hand-written one for soft cap, windows and varlen), with
+rel-L2 per gradient within fp16 5e-3 / bf16 2e-2; deterministic mode must
+give bitwise-identical dq, dk, dv over two runs.
+
 Skips cleanly (module level) without torch, without a CUDA GPU, or without
 the library (make lib, or FMHA_TILE_LIB).
 """
@@ -402,10 +408,13 @@ def test_bad_inputs():
         fmha_tile.attention(x, x, x)
     assert ei.value.status == _lib.FMHA_ERR_UNSUPPORTED
     assert "head dim 264" in ei.value.message and "unsupported" in str(ei.value)
-    with pytest.raises(NotImplementedError, match="backward"):
-        fmha_tile.attention(q.clone().requires_grad_(), k, v)
+    with pytest.raises(NotImplementedError, match="ALiBi"):
+        fmha_tile.attention(q.clone().requires_grad_(), k, v, alibi_slopes=alibi_slopes(4))
+    with pytest.raises(ValueError, match="out="):
+        fmha_tile.attention(q.clone().requires_grad_(), k, v, out=torch.empty_like(q))
     with torch.no_grad():
-        fmha_tile.attention(q.clone().requires_grad_(), k, v)
+        o = fmha_tile.attention(q.clone().requires_grad_(), k, v, alibi_slopes=alibi_slopes(4))
+    assert o.grad_fn is None and not o.requires_grad
 
 
 def test_varlen_bad_inputs():
@@ -515,3 +524,268 @@ def test_cuda_graph_varlen():
         n = cq[-1]
         ref_o, ref_lse = varlen_reference(q, k, v, cq, ck, causal=True)
         check(out[:n], lse[:, :n].contiguous(), ref_o, ref_lse, BF16)
+
+
+# ---- gradients (backward) ----------------------------------------------------------------------------
+GRAD_TOL = {BF16: 2e-2, FP16: 5e-3}
+
+
+def sdpa_ref_f32(q, k, v, causal=False, window=(-1, -1), scale=None):
+    """Differentiable fp32 reference through SDPA's math backend (no fully masked
+    rows allowed: SDPA gives NaN there). GQA by repeat_interleave of K/V, whose
+    backward sums the query heads' gradients back onto each KV head."""
+    h, hk = q.shape[2], k.shape[2]
+    qt = q.transpose(1, 2)
+    kt = k.transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    vt = v.transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    mask = visible(q.shape[1], k.shape[1], causal, window, q.device)
+    assert mask.any(dim=-1).all(), "SDPA reference needs every row to see a key"
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    with math_backend():
+        o = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, scale=scale)
+    return o.transpose(1, 2)
+
+
+def manual_ref_f32(q, k, v, causal=False, window=(-1, -1), softcap=0.0, scale=None):
+    """Differentiable fp32 reference by hand: scores, soft cap, mask, softmax. A
+    finite fill and a multiply by the mask keep rows that see no key at O = 0
+    with zero (not NaN) gradients."""
+    b, s_q, h, d = q.shape
+    s_k, hk = k.shape[1], k.shape[2]
+    if s_k == 0:
+        return torch.zeros(b, s_q, h, v.shape[-1], device=q.device)
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    qt = q.transpose(1, 2)
+    kt = k.transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    vt = v.transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    s = torch.matmul(qt, kt.transpose(-1, -2)) * scale
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    mask = visible(s_q, s_k, causal, window, q.device)
+    p = torch.softmax(s.masked_fill(~mask, -1e30), dim=-1) * mask
+    return torch.matmul(p, vt).transpose(1, 2)
+
+
+def fmha_grads(fn, q, k, v, dout):
+    """(o, dq, dk, dv) of fn(q, k, v) on leaf copies of q, k, v, backward with dout."""
+    q, k, v = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    o = fn(q, k, v)
+    assert o.requires_grad and o.grad_fn is not None
+    o.backward(dout)
+    return o.detach(), q.grad, k.grad, v.grad
+
+
+def ref_grads(fn, q, k, v, dout):
+    q, k, v = (x.detach().float().requires_grad_() for x in (q, k, v))
+    o = fn(q, k, v)
+    o.backward(dout.float())
+    return o.detach(), q.grad, k.grad, v.grad
+
+
+def check_grads(got, ref, dtype):
+    """dq, dk, dv: shapes and dtypes of q, k, v, finite, rel-L2 within GRAD_TOL;
+    exact zeros where nothing is seen: dq of a query row whose reference output
+    is zero (it sees no key), dk/dv of a key whose reference dv is zero (no
+    query sees it). A gradient that is zero only by cancellation (one visible
+    key: dS = P (dP - D) = 0) keeps the kernel's fp32 residue."""
+    unseen = (ref[0].abs().amax(dim=-1) == 0, ref[3].abs().amax(dim=-1) == 0,
+              ref[3].abs().amax(dim=-1) == 0)
+    for name, g, r, zero in zip(("dq", "dk", "dv"), got[1:], ref[1:], unseen):
+        assert g is not None, name
+        assert g.dtype == dtype and g.shape == r.shape, (name, g.dtype, g.shape, r.shape)
+        assert torch.isfinite(g).all(), "%s not finite" % name
+        err = rel_l2(g, r)
+        assert err <= GRAD_TOL[dtype], "%s rel-L2 %.3e > %.0e" % (name, err, GRAD_TOL[dtype])
+        if zero.any():
+            assert (g.float().abs().amax(dim=-1)[zero] == 0).all(), "%s not zero where nothing is seen" % name
+
+
+def grad_case(b, s_q, s_k, h, hk, d, dtype):
+    return (rand(b, s_q, h, d, dtype=dtype), rand(b, s_k, hk, d, dtype=dtype),
+            rand(b, s_k, hk, d, dtype=dtype), rand(b, s_q, h, d, dtype=dtype))
+
+
+@pytest.mark.parametrize("s_q,s_k", [(200, 257), (77, 100)], ids=["dq_acc", "short_keys"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_grad_vs_sdpa(dtype, d, causal, s_q, s_k):
+    # s_q <= s_k: bottom-right causal leaves no row without keys (SDPA's reference)
+    q, k, v, dout = grad_case(2, s_q, s_k, 4, 4, d, dtype)
+    got = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=causal), q, k, v, dout)
+    ref = ref_grads(lambda q, k, v: sdpa_ref_f32(q, k, v, causal), q, k, v, dout)
+    check(got[0], None, ref[0], None, dtype)
+    check_grads(got, ref, dtype)
+
+
+@pytest.mark.parametrize("ratio", [2, 4, 8])
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_grad_gqa(dtype, ratio):
+    q, k, v, dout = grad_case(2, 150, 300, 8, 8 // ratio, 128, dtype)
+    got = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=True), q, k, v, dout)
+    assert got[2].shape == k.shape and got[3].shape == v.shape     # nhead_k heads
+    ref = ref_grads(lambda q, k, v: sdpa_ref_f32(q, k, v, True), q, k, v, dout)
+    check_grads(got, ref, dtype)
+
+
+@pytest.mark.parametrize("softcap", [5.0, 30.0])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_grad_softcap(dtype, causal, softcap):
+    q, k, v, dout = grad_case(2, 130, 270, 8, 2, 128, dtype)
+    got = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=causal, softcap=softcap),
+                     q, k, v, dout)
+    ref = ref_grads(lambda q, k, v: manual_ref_f32(q, k, v, causal, softcap=softcap), q, k, v, dout)
+    check_grads(got, ref, dtype)
+
+
+@pytest.mark.parametrize("s_q,s_k,causal,window", [
+    (300, 200, True, (-1, -1)),      # the first 100 rows see no key: dq = 0 there
+    (200, 333, False, (40, 10)),     # keys no row sees: dk = dv = 0 there
+    (129, 257, True, (64, 0)),
+])
+def test_grad_masks(s_q, s_k, causal, window):
+    for dtype, d in ((BF16, 128), (FP16, 64)):
+        q, k, v, dout = grad_case(2, s_q, s_k, 4, 2, d, dtype)
+        got = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=causal, window=window),
+                         q, k, v, dout)
+        ref = ref_grads(lambda q, k, v: manual_ref_f32(q, k, v, causal, window), q, k, v, dout)
+        check_grads(got, ref, dtype)
+
+
+def test_grad_scale_lse_and_expanded_dout():
+    # return_lse: lse is not differentiable; o.sum() hands the backward an expanded
+    # (stride 0) gradient, which the package makes dense
+    q, k, v, _ = grad_case(2, 100, 180, 4, 2, 64, BF16)
+    qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
+    o, lse = fmha_tile.attention(qg, kg, vg, causal=True, scale=0.2, return_lse=True)
+    assert not lse.requires_grad and o.requires_grad
+    ref_o, ref_lse = reference(q, k, v, causal=True, scale=0.2)
+    check(o.detach(), lse, ref_o, ref_lse, BF16)
+    o.sum().backward()
+    ref = ref_grads(lambda q, k, v: sdpa_ref_f32(q, k, v, True, scale=0.2), q, k, v,
+                    torch.ones_like(q))
+    check_grads((None, qg.grad, kg.grad, vg.grad), ref, BF16)
+
+
+def test_grad_only_some_inputs_and_views():
+    # q only requires grad; inputs are [b, s, h, d] views of [b, h, s, d] tensors
+    b, h, s, d = 2, 4, 150, 128
+    qb = rand(b, h, s, d).requires_grad_()
+    k = rand(b, h, s, d).transpose(1, 2)
+    v = rand(b, h, s, d).transpose(1, 2)
+    q = qb.transpose(1, 2)
+    dout = rand(b, s, h, d)
+    o = fmha_tile.attention(q, k, v, causal=True)
+    o.backward(dout)
+    assert qb.grad is not None and qb.grad.shape == (b, h, s, d)
+    ref = ref_grads(lambda q, k, v: sdpa_ref_f32(q, k, v, True), q, k, v, dout)
+    err = rel_l2(qb.grad.transpose(1, 2), ref[1])
+    assert err <= GRAD_TOL[BF16], err
+
+
+def test_grad_empty():
+    # no keys: O = 0, dq = 0; no queries: dk = dv = 0
+    q, k, v = (x.requires_grad_() for x in (rand(2, 10, 4, 64), rand(2, 0, 4, 64), rand(2, 0, 4, 64)))
+    fmha_tile.attention(q, k, v).backward(rand(2, 10, 4, 64))
+    assert (q.grad == 0).all() and k.grad.shape == k.shape and v.grad.shape == v.shape
+    q, k, v = (x.requires_grad_() for x in (rand(2, 0, 4, 64), rand(2, 10, 4, 64), rand(2, 10, 4, 64)))
+    fmha_tile.attention(q, k, v).backward(rand(2, 0, 4, 64))
+    assert (k.grad == 0).all() and (v.grad == 0).all()
+
+
+def varlen_grad_reference(q, k, v, cq, ck, **kw):
+    """fp32, differentiable: the per-sequence manual reference, rows concatenated."""
+    outs = []
+    for i in range(len(cq) - 1):
+        if cq[i + 1] == cq[i]:
+            continue
+        o = manual_ref_f32(q[cq[i]:cq[i + 1]][None], k[ck[i]:ck[i + 1]][None],
+                           v[ck[i]:ck[i + 1]][None], **kw)
+        outs.append(o[0])
+    return torch.cat(outs, 0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_grad_varlen(dtype, causal):
+    # a zero-length query sequence, a one-token sequence, a sequence without keys
+    lens_q = [37, 0, 1, 200, 5, 64]
+    lens_k = [50, 9, 1, 300, 0, 20]
+    q, k, v, cu_q, cu_k, cq, ck = varlen_case(lens_q, lens_k, 8, 2, 128, dtype)
+    dout = rand(*q.shape, dtype=dtype)
+    got = fmha_grads(lambda q, k, v: fmha_tile.attention_varlen(
+        q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=causal), q, k, v, dout)
+    ref = ref_grads(lambda q, k, v: varlen_grad_reference(q, k, v, cq, ck, causal=causal),
+                    q, k, v, dout)
+    check_grads(got, ref, dtype)
+    # keys of the sequence without queries, queries of the sequence without keys
+    assert (got[2][ck[1]:ck[2]] == 0).all() and (got[3][ck[1]:ck[2]] == 0).all()
+    assert (got[1][cq[4]:cq[5]] == 0).all()
+
+
+def test_grad_varlen_softcap_window_hdim64():
+    lens_q = [100, 1, 0, 250]
+    lens_k = [120, 1, 5, 200]
+    q, k, v, cu_q, cu_k, cq, ck = varlen_case(lens_q, lens_k, 4, 4, 64, FP16)
+    dout = rand(*q.shape, dtype=FP16)
+    got = fmha_grads(lambda q, k, v: fmha_tile.attention_varlen(
+        q, k, v, cu_q, cu_k, 256, 256, window=(40, 10), softcap=15.0), q, k, v, dout)
+    ref = ref_grads(lambda q, k, v: varlen_grad_reference(q, k, v, cq, ck, window=(40, 10),
+                                                          softcap=15.0), q, k, v, dout)
+    check_grads(got, ref, FP16)
+
+
+def test_grad_varlen_bounds_checked():
+    q, k, v, cu_q, cu_k, cq, ck = varlen_case([10, 300], [20, 300], 2, 2, 64, BF16)
+    q.requires_grad_()
+    o = fmha_tile.attention_varlen(q, k, v, cu_q, cu_k, 300, 100)   # max_seqlen_k too small
+    with pytest.raises(ValueError, match="max_seqlen_k"):
+        o.backward(torch.ones_like(o))
+
+
+def _three_grads(fn, q, k, v, dout):
+    _, dq, dk, dv = fmha_grads(fn, q, k, v, dout)
+    return dq, dk, dv
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_grad_deterministic(dtype):
+    # long keys and few (batch x KV head) units: several dq_acc splits per entry
+    q, k, v, dout = grad_case(1, 700, 1500, 8, 2, 128, dtype)
+
+    def fn(q, k, v):
+        return fmha_tile.attention(q, k, v, causal=True, deterministic=True)
+    first = _three_grads(fn, q, k, v, dout)
+    second = _three_grads(fn, q, k, v, dout)
+    for name, a, b in zip(("dq", "dk", "dv"), first, second):
+        assert torch.equal(a, b), "deterministic mode: %s differs between two runs" % name
+    ref = ref_grads(lambda q, k, v: sdpa_ref_f32(q, k, v, True), q, k, v, dout)
+    check_grads((None,) + first, ref, dtype)
+    # varlen
+    lens_q, lens_k = [300, 1, 0, 500], [900, 1, 7, 1200]
+    q, k, v, cu_q, cu_k, cq, ck = varlen_case(lens_q, lens_k, 4, 2, 64, dtype)
+    dout = rand(*q.shape, dtype=dtype)
+
+    def fnv(q, k, v):
+        return fmha_tile.attention_varlen(q, k, v, cu_q, cu_k, 500, 1200, softcap=20.0,
+                                          deterministic=True)
+    first = _three_grads(fnv, q, k, v, dout)
+    second = _three_grads(fnv, q, k, v, dout)
+    for name, a, b in zip(("dq", "dk", "dv"), first, second):
+        assert torch.equal(a, b), "deterministic varlen: %s differs between two runs" % name
+    ref = ref_grads(lambda q, k, v: varlen_grad_reference(q, k, v, cq, ck, softcap=20.0),
+                    q, k, v, dout)
+    check_grads((None,) + first, ref, dtype)
+
+
+def test_grad_current_stream():
+    s = torch.cuda.Stream()
+    q, k, v, dout = grad_case(2, 200, 300, 4, 2, 128, BF16)
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        got = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=True), q, k, v, dout)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    ref = ref_grads(lambda q, k, v: sdpa_ref_f32(q, k, v, True), q, k, v, dout)
+    check_grads(got, ref, BF16)

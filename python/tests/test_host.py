@@ -3,10 +3,13 @@
   - the ctypes structures against a C compiler (sizeof/offsetof of every
     mirrored field of api.h, compiled here with cc);
   - argument checks, mask mapping and stride computation of _args with
-    stand-in tensors;
+    stand-in tensors, and those of batch_prefill (_prefill.prefill_args:
+    fp16/bf16 and fp8 caches, descales per tensor and per page), and the
+    backward's traits and args (_bwd.bwd_structs);
   - with build/libfmha_tile.so present: loading, version(), kernels() and the
-    mapping of library status codes to FmhaError (fmha_fwd_check validates
-    before it touches a device, so this runs without a GPU).
+    mapping of library status codes to FmhaError (fmha_fwd_check and
+    fmha_bwd_plan_make validate before they touch a device, so this runs
+    without a GPU).
 """
 import ctypes
 import json
@@ -20,7 +23,7 @@ import pytest
 
 from conftest import REPO
 
-from fmha_tile import _args, _lib, _prefill
+from fmha_tile import _args, _bwd, _lib, _prefill
 import fmha_tile
 
 
@@ -42,8 +45,8 @@ class FakeDtype(object):
         return hash(self.name)
 
 
-BF16, FP16, FP32, I32, I64 = (FakeDtype(n) for n in ("bfloat16", "float16", "float32", "int32",
-                                                      "int64"))
+BF16, FP16, FP32, I32, I64, FP8 = (FakeDtype(n) for n in ("bfloat16", "float16", "float32", "int32",
+                                                           "int64", "float8_e4m3fn"))
 
 
 class FakeDevice(object):
@@ -95,6 +98,25 @@ class FakeTensor(object):
         st[a], st[b] = st[b], st[a]
         return FakeTensor(s, self.dtype, st, self.device, self._ptr)
 
+    def is_contiguous(self):
+        acc = 1
+        for n, st in reversed(list(zip(self.shape, self._strides))):
+            if n > 1 and st != acc:
+                return False
+            acc *= max(n, 1)
+        return True
+
+
+class FakeScalar(FakeTensor):
+    """A 1-element CPU tensor: float() gives its value."""
+
+    def __init__(self, value):
+        FakeTensor.__init__(self, (), FP32, device=FakeDevice("cpu", None), ptr=0)
+        self.value = value
+
+    def __float__(self):
+        return float(self.value)
+
 
 def qkv(b=2, sq=100, sk=130, h=8, hk=2, d=64, dtype=BF16):
     return (FakeTensor((b, sq, h, d), dtype, ptr=1 << 20), FakeTensor((b, sk, hk, d), dtype, ptr=2 << 20),
@@ -117,6 +139,9 @@ STRUCTS = [
     (_lib.FmhaFwdPlan, "fmha_fwd_plan", True),
     (_lib.FmhaKernelInfo, "fmha_kernel_info", False),
     (_prefill.FmhaBatchPrefillArgs, "fmha_batch_prefill_args", True),
+    (_lib.FmhaBwdTraits, "fmha_bwd_traits", True),
+    (_lib.FmhaBwdPlan, "fmha_bwd_plan", True),
+    (_lib.FmhaBwdArgs, "fmha_bwd_args", True),
 ]
 
 
@@ -332,6 +357,135 @@ def test_outputs():
     assert a.lse is None
 
 
+# ---- batch prefill (prefill_args) ------------------------------------------------------------
+class _ToDevice(object):
+    """Stand-in for torch.full((1,), v, ...): records the values, hands out tensors."""
+
+    def __init__(self):
+        self.values = []
+
+    def __call__(self, v):
+        self.values.append(v)
+        return FakeTensor((1,), FP32, ptr=(40 + len(self.values)) << 20)
+
+
+def paged(total_q=120, h=8, hk=2, d=128, pages=20, page=16, dtype=BF16, kv_dtype=None, batch=2):
+    """q [total_q, h, d], NHD caches [pages, page, hk, d], SGLang table tensors."""
+    kvd = kv_dtype or dtype
+    return dict(q=FakeTensor((total_q, h, d), dtype, ptr=1 << 20),
+                k_cache=FakeTensor((pages, page, hk, d), kvd, ptr=2 << 20),
+                v_cache=FakeTensor((pages, page, hk, d), kvd, ptr=3 << 20),
+                cu_seqlens_q=FakeTensor((batch + 1,), I32, ptr=7 << 20), max_seqlen_q=100,
+                kv_indptr=FakeTensor((batch + 1,), I32, ptr=8 << 20),
+                kv_page_indices=FakeTensor((pages,), I32, ptr=9 << 20),
+                kv_last_page_len=FakeTensor((batch,), I32, ptr=10 << 20))
+
+
+def test_prefill_args_bf16():
+    a, odt, keep = _prefill.prefill_args(**paged())
+    assert (a.q_dtype, a.kv_dtype, a.kv_scale) == (_lib.FMHA_DTYPE_BF16, _lib.FMHA_DTYPE_BF16, 0)
+    assert odt == "torch.bfloat16" and keep == []
+    assert (a.batch, a.nhead_q, a.nhead_k, a.max_seqlen_q, a.hdim_q) == (2, 8, 2, 100, 128)
+    assert (a.page_stride_k, a.token_stride_k, a.nhead_stride_k) == (16 * 2 * 128, 2 * 128, 128)
+    assert (a.num_total_pages, a.page_size, a.kv_layout) == (20, 16, _prefill.FMHA_KV_LAYOUT_LINEAR)
+    assert (a.k_descale, a.v_descale, a.q_descale, a.k_page_descale) == (None, None, None, None)
+    assert (a.mask_type, a.window_left, a.window_right) == (BR, -1, 0)
+
+
+def test_prefill_args_fp8_per_tensor():
+    to_dev = _ToDevice()
+    kw = paged(kv_dtype=FP8)
+    a, odt, keep = _prefill.prefill_args(k_descale=0.37, v_descale=FakeScalar(1.9), to_device=to_dev, **kw)
+    assert (a.q_dtype, a.kv_dtype) == (_lib.FMHA_DTYPE_BF16, _lib.FMHA_DTYPE_FP8)
+    assert odt == "torch.bfloat16"        # output bf16 whatever the caches
+    assert a.kv_scale == _prefill.FMHA_KV_SCALE_PER_TENSOR
+    assert to_dev.values == [0.37, 1.9]   # numbers and CPU tensors become device tensors
+    assert (a.k_descale, a.v_descale) == (41 << 20, 42 << 20) and len(keep) == 2
+    assert a.q_descale is None and a.k_page_descale is None
+    # fp8 strides are in elements (= bytes), as for 16-bit caches
+    assert (a.page_stride_v, a.token_stride_v, a.nhead_stride_v) == (16 * 2 * 128, 2 * 128, 128)
+    # device tensors: 0-dim and 1-element float32 on q's device are passed as they are
+    kd, vd = FakeTensor((), FP32, ptr=50 << 20), FakeTensor((1,), FP32, ptr=51 << 20)
+    a, _, keep = _prefill.prefill_args(k_descale=kd, v_descale=vd, to_device=None, **kw)
+    assert (a.k_descale, a.v_descale) == (50 << 20, 51 << 20)
+
+
+def test_prefill_args_fp8_q_and_descale():
+    kw = paged(dtype=FP8, kv_dtype=FP8)
+    to_dev = _ToDevice()
+    a, odt, keep = _prefill.prefill_args(q_descale=0.6, to_device=to_dev, **kw)
+    assert (a.q_dtype, a.kv_dtype, a.kv_scale) == (_lib.FMHA_DTYPE_FP8, _lib.FMHA_DTYPE_FP8,
+                                                   _prefill.FMHA_KV_SCALE_NONE)
+    assert odt == "torch.bfloat16" and a.q_descale == 41 << 20 and to_dev.values == [0.6]
+    a, _, _ = _prefill.prefill_args(**kw)          # q_descale optional (1)
+    assert a.q_descale is None
+    qd = FakeTensor((1,), FP32, ptr=60 << 20)
+    a, _, _ = _prefill.prefill_args(q_descale=qd, **kw)
+    assert a.q_descale == 60 << 20
+
+
+def test_prefill_args_fp8_per_page_strides():
+    kw = paged(kv_dtype=FP8, pages=20, hk=2)
+    # [pages, hk] views with any strides: a padded row, and a transposed [hk, pages + 3] buffer
+    kd = FakeTensor((20, 2), FP32, strides=(5, 1), ptr=70 << 20)
+    vd = FakeTensor((20, 2), FP32, strides=(5, 1), ptr=71 << 20)
+    a, _, keep = _prefill.prefill_args(k_descale=kd, v_descale=vd, **kw)
+    assert a.kv_scale == _prefill.FMHA_KV_SCALE_PER_PAGE
+    assert (a.k_page_descale, a.v_page_descale) == (70 << 20, 71 << 20)
+    assert (a.descale_page_stride, a.descale_nhead_stride) == (5, 1)
+    assert a.k_descale is None and a.v_descale is None and len(keep) == 2
+    kd = FakeTensor((20, 2), FP32, strides=(1, 23), ptr=72 << 20)
+    vd = FakeTensor((20, 2), FP32, strides=(1, 23), ptr=73 << 20)
+    a, _, _ = _prefill.prefill_args(k_descale=kd, v_descale=vd, **kw)
+    assert (a.descale_page_stride, a.descale_nhead_stride) == (1, 23)
+    # one KV head: the head stride of a size-1 dimension is meaningless, passed as 0
+    kw = paged(kv_dtype=FP8, pages=20, hk=1, h=4)
+    a, _, _ = _prefill.prefill_args(k_descale=FakeTensor((20, 1), FP32, strides=(4, 7)),
+                                    v_descale=FakeTensor((20, 1), FP32, strides=(4, 7)), **kw)
+    assert (a.descale_page_stride, a.descale_nhead_stride) == (4, 0)
+
+
+def _bad_prefill(exc, match, **kw):
+    base = paged(kv_dtype=FP8)
+    base["to_device"] = _ToDevice()
+    base.update(kw)
+    with pytest.raises(exc, match=match):
+        _prefill.prefill_args(**base)
+
+
+def test_prefill_args_bad_dtypes_and_descales():
+    pd = FakeTensor((20, 2), FP32)
+    _bad_prefill(TypeError, "bfloat16 or torch.float8_e4m3fn", q=FakeTensor((120, 8, 128), FP16))
+    _bad_prefill(TypeError, "share one dtype", v_cache=FakeTensor((20, 16, 2, 128), BF16))
+    _bad_prefill(TypeError, "fp8 queries need fp8 caches", **{k: v for k, v in paged(dtype=BF16).items()
+                                                              if k != "q"},
+                 q=FakeTensor((120, 8, 128), FP8))
+    _bad_prefill(TypeError, "float16, torch.bfloat16 or torch.float8_e4m3fn",
+                 k_cache=FakeTensor((20, 16, 2, 128), FP32), v_cache=FakeTensor((20, 16, 2, 128), FP32))
+    _bad_prefill(ValueError, "together", k_descale=0.5)
+    _bad_prefill(ValueError, "together", v_descale=pd)
+    _bad_prefill(ValueError, "per tensor or both per page", k_descale=0.5, v_descale=pd)
+    _bad_prefill(ValueError, "need fp8", k_descale=0.5, v_descale=0.5, **paged())
+    _bad_prefill(ValueError, "q_descale needs fp8", q_descale=0.5)
+    _bad_prefill(ValueError, "q_descale needs fp8", q_descale=0.5, **paged())
+    _bad_prefill(ValueError, "finite and > 0", k_descale=0.0, v_descale=1.0)
+    _bad_prefill(ValueError, "finite and > 0", k_descale=float("nan"), v_descale=1.0)
+    _bad_prefill(TypeError, "got bool", k_descale=True, v_descale=1.0)
+    _bad_prefill(TypeError, "number or a tensor", k_descale="x", v_descale=1.0)
+    _bad_prefill(ValueError, "0-dim / 1-element", k_descale=FakeTensor((3,), FP32), v_descale=1.0)
+    _bad_prefill(TypeError, "float32", k_descale=FakeTensor((1,), BF16), v_descale=1.0)
+    _bad_prefill(ValueError, "one device", k_descale=FakeTensor((1,), FP32, device=FakeDevice("cuda", 1)),
+                 v_descale=1.0)
+    _bad_prefill(ValueError, "shape \\(num_pages, nhead_k\\)", k_descale=FakeTensor((19, 2), FP32),
+                 v_descale=FakeTensor((19, 2), FP32))
+    _bad_prefill(TypeError, "float32", k_descale=FakeTensor((20, 2), BF16), v_descale=FakeTensor((20, 2), BF16))
+    _bad_prefill(ValueError, "CUDA device", k_descale=FakeTensor((20, 2), FP32, device=FakeDevice("cpu", None)),
+                 v_descale=pd)
+    _bad_prefill(ValueError, "same strides", k_descale=FakeTensor((20, 2), FP32, strides=(1, 20)), v_descale=pd)
+    _bad_prefill(ValueError, "NHD' or 'HND", kv_layout="VECTORIZED",
+                 k_cache=FakeTensor((20, 2, 16, 16, 8), FP8), v_cache=FakeTensor((20, 2, 2, 128, 8), FP8))
+
+
 # ---- group (varlen) mode -----------------------------------------------------------------------
 def varlen(total_q=300, total_k=400, h=8, hk=4, d=64, batch=3):
     return (FakeTensor((total_q, h, d), ptr=1 << 20), FakeTensor((total_k, hk, d), ptr=2 << 20),
@@ -384,6 +538,70 @@ def test_varlen_empty():
     assert p.empty_k and not p.empty_q
 
 
+# ---- backward (bwd_structs) ----------------------------------------------------------------------
+def _grads_like(*ts):
+    return [FakeTensor(t.shape, t.dtype, ptr=(20 + i) << 20) for i, t in enumerate(ts)]
+
+
+def test_bwd_structs_batch():
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v, causal=True, softcap=30.0, scale=0.1)
+    o = FakeTensor(p.out_shape, ptr=5 << 20)
+    lse = FakeTensor((2, 8, 104), FP32, ptr=6 << 20)   # padded rows: any row stride
+    dout = FakeTensor(p.out_shape, ptr=4 << 20)
+    dq, dk, dv = _grads_like(q, k, v)
+    t, a = _bwd.bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic=True)
+    assert (t.dtype, t.is_group_mode, t.batch, t.nhead_q, t.nhead_k) == (_lib.FMHA_DTYPE_BF16, 0, 2, 8, 2)
+    assert (t.seqlen_q, t.seqlen_k, t.hdim_q, t.hdim_v) == (100, 130, 64, 64)
+    assert (t.mask_type, t.window_left, t.window_right) == (BR, -1, 0)
+    assert (t.has_logits_soft_cap, t.has_alibi, t.is_deterministic) == (1, 0, 1)
+    for f, _ in _lib.FmhaBwdTraits._fields_:
+        if hasattr(a, f):
+            assert getattr(a, f) == getattr(t, f), f
+    assert (a.q, a.k, a.v, a.o, a.dout, a.lse) == (1 << 20, 2 << 20, 3 << 20, 5 << 20, 4 << 20, 6 << 20)
+    assert (a.dq, a.dk, a.dv) == (20 << 20, 21 << 20, 22 << 20)
+    assert (a.stride_q, a.nhead_stride_q, a.batch_stride_q) == (8 * 64, 64, 100 * 8 * 64)
+    assert (a.stride_do, a.nhead_stride_do, a.batch_stride_do) == (8 * 64, 64, 100 * 8 * 64)
+    assert (a.stride_dq, a.nhead_stride_dq, a.batch_stride_dq) == (8 * 64, 64, 100 * 8 * 64)
+    assert (a.stride_dk, a.nhead_stride_dk, a.batch_stride_dk) == (2 * 64, 64, 130 * 2 * 64)
+    assert (a.stride_dv, a.nhead_stride_dv, a.batch_stride_dv) == (2 * 64, 64, 130 * 2 * 64)
+    assert (a.nhead_stride_lse, a.batch_stride_lse) == (104, 8 * 104)
+    assert a.scale == pytest.approx(0.1) and a.logits_soft_cap == 30.0 and a.alibi_slopes is None
+    assert a.seqstart_q is None and a.workspace is None and a.workspace_size == 0
+    # a [b, s, h, d] view of [b, h, s, d] q and a plain problem
+    qt = FakeTensor((2, 8, 100, 64), ptr=1 << 20).transpose(1, 2)
+    p = _args.batch_problem(qt, k, v)
+    t, a = _bwd.bwd_structs(p, qt, k, v, o, lse, dout, dq, dk, dv, deterministic=False)
+    assert (a.stride_q, a.nhead_stride_q, a.batch_stride_q) == (64, 100 * 64, 8 * 100 * 64)
+    assert (t.mask_type, t.has_logits_soft_cap, t.is_deterministic) == (NONE, 0, 0)
+
+
+def test_bwd_structs_varlen():
+    q, k, v, cq, ck = varlen()
+    p = _args.varlen_problem(q, k, v, cq, ck, 200, 250, window=(32, 4))
+    o = FakeTensor(p.out_shape, ptr=5 << 20)
+    lse = FakeTensor(p.lse_shape, FP32, ptr=6 << 20)
+    dq, dk, dv = _grads_like(q, k, v)
+    t, a = _bwd.bwd_structs(p, q, k, v, o, lse, o, dq, dk, dv, deterministic=False)
+    assert (t.is_group_mode, t.batch, t.nhead_q, t.nhead_k) == (1, 3, 8, 4)
+    # totals from the tensors (bounds of seqstart[batch]), max lengths from the caller
+    assert (t.seqlen_q, t.seqlen_k, t.max_seqlen_q, t.max_seqlen_k) == (300, 400, 200, 250)
+    assert (t.mask_type, t.window_left, t.window_right) == (BR, 32, 4)
+    assert (a.seqlen_q, a.seqlen_k, a.max_seqlen_q, a.max_seqlen_k) == (300, 400, 200, 250)
+    assert (a.seqstart_q, a.seqstart_k) == (7 << 20, 8 << 20)
+    assert (a.stride_dk, a.nhead_stride_dk, a.batch_stride_dk) == (4 * 64, 64, 0)
+    assert (a.stride_o, a.nhead_stride_o, a.batch_stride_o) == (8 * 64, 64, 0)
+    assert (a.nhead_stride_lse, a.batch_stride_lse) == (300, 0)
+
+
+def test_bwd_structs_alibi_refused():
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v, alibi_slopes=FakeTensor((8,), FP32, ptr=9 << 20))
+    dq, dk, dv = _grads_like(q, k, v)
+    with pytest.raises(NotImplementedError, match="ALiBi"):
+        _bwd.bwd_structs(p, q, k, v, q, FakeTensor(p.lse_shape, FP32), q, dq, dk, dv, False)
+
+
 # ---- the library itself (no GPU needed for these calls) ----------------------------------------
 def _lib_or_skip():
     try:
@@ -427,6 +645,39 @@ def test_library_status_maps_to_fmha_error():
     assert st == _lib.FMHA_ERR_UNSUPPORTED and "stride" in _lib.last_error()
 
 
+def _bwd_lib_or_skip():
+    _lib_or_skip()
+    try:
+        return _lib.bwd_library()
+    except _lib.FmhaLibraryError as e:
+        pytest.skip(str(e))
+
+
+def test_library_bwd_plan_refusals():
+    """fmha_bwd_plan_make validates the traits before it asks for a device."""
+    lib = _bwd_lib_or_skip()
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v, causal=True)
+    dq, dk, dv = _grads_like(q, k, v)
+    lse = FakeTensor(p.lse_shape, FP32)
+    t, _ = _bwd.bwd_structs(p, q, k, v, q, lse, q, dq, dk, dv, False)
+    for field, value, status, text in (("has_alibi", 1, _lib.FMHA_ERR_UNSUPPORTED, "ALiBi"),
+                                       ("hdim_q", 100, _lib.FMHA_ERR_UNSUPPORTED, "head dim 100"),
+                                       ("nhead_k", 3, _lib.FMHA_ERR_INVALID_ARG, "multiple")):
+        bad = _lib.FmhaBwdTraits.from_buffer_copy(t)
+        setattr(bad, field, value)
+        plan = _lib.FmhaBwdPlan()
+        st = lib.fmha_bwd_plan_make(_lib.default_set(), ctypes.byref(bad), ctypes.byref(plan))
+        assert st == status, field
+        assert text in _lib.last_error()
+    # valid traits: a plan, or (no GPU here) the device error
+    plan = _lib.FmhaBwdPlan()
+    st = lib.fmha_bwd_plan_make(_lib.default_set(), ctypes.byref(t), ctypes.byref(plan))
+    assert st in (_lib.FMHA_OK, _lib.FMHA_ERR_DEVICE), _lib.last_error()
+    if st == _lib.FMHA_OK:
+        assert plan.dq_dk_dv and plan.traits.batch == 2 and plan.nsplits == 1
+
+
 def test_library_path_env(monkeypatch):
     monkeypatch.setattr(_lib, "_lib", None)
     monkeypatch.setenv(_lib.ENV_VAR, "/nonexistent/libfmha_tile.so")
@@ -459,6 +710,7 @@ class _FakeCuda(object):
 
 class _FakeTorch(object):
     float32 = FP32
+    bfloat16 = BF16
 
     def __init__(self):
         self.cuda = _FakeCuda()
@@ -473,6 +725,11 @@ class _FakeTorch(object):
         t.zero_ = lambda: setattr(t, "zeroed", True)
         t.fill_ = lambda x: setattr(t, "filled", x)
         self.allocated.append(t)
+        return t
+
+    def full(self, shape, value, dtype=None, device=None):
+        t = self.empty(shape, dtype, device)
+        t.value = value
         return t
 
 
@@ -502,11 +759,16 @@ def test_attention_glue(monkeypatch):
         assert e.status == _lib.FMHA_ERR_DEVICE
     else:
         assert o.zeroed and lse.filled == -math.inf
-    # grad mode with an input that requires grad
+    # grad mode with an input that requires grad: no ALiBi backward, no out=/out_lse=
+    # (both refused before the autograd Function, which needs the real torch)
     q, k, v = qkv()
     q.requires_grad = True
-    with pytest.raises(NotImplementedError):
-        fmha_tile.attention(q, k, v)
+    with pytest.raises(NotImplementedError, match="ALiBi"):
+        fmha_tile.attention(q, k, v, alibi_slopes=FakeTensor((8,), FP32, ptr=9 << 20))
+    with pytest.raises(ValueError, match="out="):
+        fmha_tile.attention(q, k, v, out=FakeTensor((2, 100, 8, 64), ptr=12 << 20))
+    with pytest.raises(TypeError, match="deterministic"):
+        fmha_tile.attention(q, k, v, deterministic="yes")
     # caller-owned outputs are used as given
     q, k, v = qkv(d=100)
     out = FakeTensor((2, 100, 8, 100), ptr=12 << 20)
@@ -514,3 +776,29 @@ def test_attention_glue(monkeypatch):
     with pytest.raises(fmha_tile.FmhaError):
         fmha_tile.attention(q, k, v, out=out)
     assert len(fake.allocated) == n
+
+
+def test_batch_prefill_glue(monkeypatch):
+    """batch_prefill() through the real library with stand-in tensors, on calls
+    the library refuses before any device work: fp8 caches with head dim 72 (not a
+    multiple of 16; an older library refuses fp8 altogether) and a bf16 page size
+    that is not a power of two. Outputs: bf16 for fp8 caches; number descales
+    become 'device' tensors through torch.full."""
+    _lib_or_skip()
+    fake = _FakeTorch()
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    kw = paged(kv_dtype=FP8, d=72)
+    with pytest.raises(fmha_tile.FmhaError) as ei:
+        fmha_tile.batch_prefill(k_descale=0.5, v_descale=2.0, return_lse=True, **kw)
+    assert ei.value.status == _lib.FMHA_ERR_UNSUPPORTED
+    assert "fmha_tile.batch_prefill" in str(ei.value)
+    shapes = [(t.shape, t.dtype) for t in fake.allocated]
+    assert shapes == [((1,), FP32), ((1,), FP32), ((120, 8, 72), BF16), ((8, 120), FP32)]
+    assert [t.value for t in fake.allocated[:2]] == [0.5, 2.0]
+    # out must be bf16 for fp8 caches
+    with pytest.raises(ValueError, match="out must be"):
+        fmha_tile.batch_prefill(out=FakeTensor((120, 8, 72), FP8), **kw)
+    kw = paged(page=24)
+    with pytest.raises(fmha_tile.FmhaError, match="power of two") as ei:
+        fmha_tile.batch_prefill(**kw)
+    assert ei.value.status == _lib.FMHA_ERR_INVALID_ARG

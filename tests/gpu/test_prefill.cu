@@ -30,6 +30,22 @@
  * fp16 2e-3 / bf16 1e-2 (plus a loose max-abs bound), LSE within 2e-3 (5e-3 with a
  * soft cap).
  *
+ * FP8 KV (prefill_fp8_*): e4m3 K/V pages (LINEAR only) with bf16 queries or e4m3
+ * queries (and a q_descale, or none), bf16 output, descales NONE, PER_TENSOR (0.37
+ * and 1.9, both ways round) or PER_PAGE (per page and KV head, log-uniform in
+ * [0.25, 4], page stride padded past nhead_k, or a head-major array). Codes are
+ * drawn log-uniformly over an exponent range: "full" (subnormals up to 448, the
+ * default for K and V), "mid" (0.25..7.5, the default for Q) or "low" (subnormals
+ * and the smallest normals, with a larger softmax scale so the scores still
+ * matter). Full-range keys reach 448 x descale, so their problems run with the
+ * default softmax scale divided by 16 (64 with e4m3 queries): scores of order 10,
+ * not 1000, where the absolute LSE tolerance would ask for more than fp32 has.
+ * Every slot nobody may read holds the e4m3 NaN 0x7F (page tails,
+ * padding, unreferenced pages), and every descale nobody may read holds a float
+ * NaN. The reference gets the dequantised K/V (and Q): stored * descale. The
+ * tolerance is the bf16 one (the output is bf16), the max-abs bound scaled by the
+ * largest |V| the problem holds. Also: fp8 plans, registry rows, fp8 bad input.
+ *
  * Then: selection of page classes (plans) in the default set and in a small explicit
  * set with page-4 and page-128 rows (a kernel built for page P serves every power of
  * two >= P: page 4 runs on the page-1 kernel of the default set); the registry of the
@@ -37,7 +53,8 @@
  * naming the sequence, nothing launched); and, in the full run only, large_pool_*: K
  * and V pools of 4.5 GiB each with every accessed page past the 4 GiB mark (64-bit
  * page offsets), page 16 (per-row page lookups) and page 1024 (one page per key
- * tile), batch 1 and 4, LINEAR and VECTORIZED. A pool that cannot be allocated
+ * tile), batch 1 and 4, LINEAR and VECTORIZED, bf16 and fp8 (for fp8 KV the page
+ * offsets are bytes). A pool that cannot be allocated
  * prints a SKIP line for that problem.
  *
  * compute-sanitizer: `--quick` leaves out the large pools (memcheck of 9 GiB of
@@ -68,18 +85,21 @@
 DECL_FMHA_KERNEL_SET(prefill_set, FMHA_DEFAULT_PREFILL_SET)
 
 /* Explicit page columns: page 4 (not a tuned class; per-row lookups, serves 4..2048)
- * and page 128 (a multiple of the 64-key tile: one lookup per tile, serves 128..2048). */
+ * and page 128 (a multiple of the 64-key tile: one lookup per tile, serves 128..2048),
+ * for bf16 and for fp8 KV (tuned tiles). */
 #define PAGE4_SET(X)                                                                      \
     X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 4,   128,      64,       4,        1)          \
     X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 128, 128,      64,       4,        1)          \
-    X(PREFILL, FP16, 64,  MASK, SOFTCAP,   4,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(PREFILL, FP16, 64,  MASK, SOFTCAP,   4,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)   \
+    X(PREFILL, FP8,  128, MASK, NOSOFTCAP, 4,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)   \
+    X(PREFILL, FP8,  128, MASK, NOSOFTCAP, 128, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(page4_set, PAGE4_SET)
 
 /* ============================================================================
  * Problem descriptions
  * ========================================================================== */
 #define MAXB 8
-#define MAXCFG 320
+#define MAXCFG 400
 /* Poisoned elements before and after the O and LSE buffers (keeps O 16-byte aligned). */
 #define GUARD 256
 #define SG FMHA_PAGE_TABLE_SGLANG_1D
@@ -89,6 +109,8 @@ DECL_FMHA_KERNEL_SET(page4_set, PAGE4_SET)
 #define LARGE_POOL_FIRST ((size_t)1 << 32)          /* 4 GiB   */
 /* Pools up to this size are built as one host image and uploaded at once. */
 #define SMALL_POOL_BYTES ((size_t)256 << 20)
+/* e4m3 NaN: fills every fp8 slot nobody may read (the 16-bit types use TU_POISON_IN16). */
+#define FP8_POISON 0x7Fu
 
 typedef struct pf_cfg {
     char name[256];
@@ -121,8 +143,22 @@ typedef struct pf_cfg {
     float amp;
     int graph;
     int large;                   /* pool of 4.5 GiB, accessed pages past 4 GiB        */
+    /* FP8 KV (dtype FP8): */
+    int q8;                      /* queries stored as e4m3 too                        */
+    fmha_kv_scale kvs;           /* NONE, PER_TENSOR or PER_PAGE                      */
+    float kds, vds;              /* PER_TENSOR descales                               */
+    float qds;                   /* q8: q_descale; 0 passes NULL (descale 1)          */
+    int ds_pad;                  /* PER_PAGE: descale page stride nhead_k + ds_pad;
+                                    -1: head-major [nhead_k][pages + 3]               */
+    int r8k, r8v, r8q;           /* e4m3 code ranges of K, V and Q (R8_*)              */
     int quick;
 } pf_cfg;
+
+/* e4m3 code ranges, as exponent fields: full (subnormals .. 448), mid (0.25 ..
+ * 7.5), low (subnormals and the smallest normals, |x| < 2^-3). */
+enum { R8_FULL = 0, R8_MID = 1, R8_LOW = 2 };
+static const int r8_emin[3] = { 0, 5, 0 }, r8_emax[3] = { 15, 9, 3 };
+static const char *const r8_str[3] = { "full", "mid", "low" };
 
 static pf_cfg g_cfgs[MAXCFG];
 static int g_ncfg;
@@ -146,6 +182,22 @@ static pf_cfg cfg_make(fmha_dtype dt, int b, const int *lq, const int *lk, int h
 }
 
 static void cfg_mask(pf_cfg *c, fmha_mask_type m, int wl, int wr) { c->mask = m; c->wl = wl; c->wr = wr; }
+
+/* FP8 KV with the given query type and descale mode: per-tensor descales 0.37 (K)
+ * and 1.9 (V), q_descale 0.6, padded per-page descale rows, mid-range queries,
+ * full-range K/V. */
+static pf_cfg cfg_make8(int b, const int *lq, const int *lk, int hq, int hk, int d, int page, int table, int q8,
+                        fmha_kv_scale kvs)
+{
+    pf_cfg c = cfg_make(FMHA_DTYPE_FP8, b, lq, lk, hq, hk, d, page, table);
+    c.q8 = q8;
+    c.kvs = kvs;
+    c.kds = 0.37f; c.vds = 1.9f;
+    c.qds = q8 ? 0.6f : 0.0f;
+    c.ds_pad = 3;                        /* PER_PAGE: descale page stride h_k + 3 */
+    c.r8q = R8_MID;
+    return c;
+}
 
 static void cfg_name(pf_cfg *c)
 {
@@ -175,6 +227,16 @@ static void cfg_name(pf_cfg *c)
     if (c->lse_pad) n += (size_t)snprintf(s + n, cap - n, "_lsepad%d", c->lse_pad);
     if (c->scale > 0) n += (size_t)snprintf(s + n, cap - n, "_scale%g", c->scale);
     if (c->amp != 1.0f) n += (size_t)snprintf(s + n, cap - n, "_amp%g", c->amp);
+    if (c->dtype == FMHA_DTYPE_FP8) {
+        n += (size_t)snprintf(s + n, cap - n, "_q%s", c->q8 ? "fp8" : "bf16");
+        if (c->q8) n += c->qds > 0 ? (size_t)snprintf(s + n, cap - n, "_qds%g", c->qds) : (size_t)snprintf(s + n, cap - n, "_qdsnull");
+        if (c->kvs == FMHA_KV_SCALE_NONE) n += (size_t)snprintf(s + n, cap - n, "_scalenone");
+        else if (c->kvs == FMHA_KV_SCALE_PER_TENSOR) n += (size_t)snprintf(s + n, cap - n, "_tensor%g,%g", c->kds, c->vds);
+        else if (c->ds_pad < 0) n += (size_t)snprintf(s + n, cap - n, "_perpage_headmajor");
+        else n += (size_t)snprintf(s + n, cap - n, "_perpage_dspad%d", c->ds_pad);
+        if (c->r8k != R8_FULL || c->r8v != R8_FULL) n += (size_t)snprintf(s + n, cap - n, "_k%s_v%s", r8_str[c->r8k], r8_str[c->r8v]);
+        if (c->q8 && c->r8q != R8_MID) n += (size_t)snprintf(s + n, cap - n, "_q%s", r8_str[c->r8q]);
+    }
     if (c->set == &page4_set) n += (size_t)snprintf(s + n, cap - n, "_page4set");
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
 }
@@ -202,6 +264,8 @@ static void build_configs(void)
 {
     const fmha_dtype F = FMHA_DTYPE_FP16, B = FMHA_DTYPE_BF16;
     const fmha_mask_type NO = FMHA_MASK_NONE, TL = FMHA_MASK_TOP_LEFT, BR = FMHA_MASK_BOTTOM_RIGHT;
+    const fmha_kv_scale NS = FMHA_KV_SCALE_NONE, PT = FMHA_KV_SCALE_PER_TENSOR, PP = FMHA_KV_SCALE_PER_PAGE;
+    const fmha_kv_scale kvr[3] = { PP, PT, NS };    /* fp8 descale modes in rotation */
     int i, j, k;
 
     /* 1. page size x table x KV order: the core matrix. Lengths end in a partly
@@ -514,9 +578,194 @@ static void build_configs(void)
         add(c, 0);
     }
 
-    /* 17. pools over 4 GiB: every accessed page past the 4 GiB mark; page 16 takes
+    /* 17. FP8 (e4m3) KV, LINEAR pages, bf16 or e4m3 queries, bf16 output; the
+     * descale modes and query types rotate through every group.
+     * (a) page size x table x KV order (as group 1): partly filled last pages, a
+     * single-key sequence, hdim 64/128/256. */
+    {
+        static const int pages[5] = { 1, 4, 16, 64, 1024 };
+        static const int hd[3] = { 64, 128, 256 };
+        static const int lq[3] = { 37, 1, 100 }, lk[3] = { 300, 1, 1500 };
+        for (i = 0; i < 5; i++)
+            for (j = 0; j < 2; j++)
+                for (k = 0; k < 2; k++) {
+                    const int n = 4 * i + 2 * j + k;
+                    pf_cfg c = cfg_make8(3, lq, lk, 4, 2, hd[(i + 2 * j + k) % 3], pages[i], j ? VL : SG,
+                                         (i + j + k) % 2, kvr[n % 3]);
+                    c.hnd = k;
+                    c.ds_pad = n % 4 == 1 ? -1 : n % 4;          /* padded, unpadded, head-major */
+                    if (n % 6 == 4) { c.kds = 1.9f; c.vds = 0.37f; }
+                    if (n % 5 == 3) c.qds = 0.0f;                /* q8 without q_descale */
+                    add(c, n == 0 || n == 7 || n == 9 || n == 18);
+                }
+    }
+    /* (b) shared pages (one descale per shared page): a shared prefix, and
+     * sequences on exactly the same pages. */
+    {
+        static const int pages[3] = { 1, 16, 1024 };
+        static const int lq1[4] = { 20, 33, 1, 64 }, lk1[4] = { 500, 700, 300, 1300 };
+        static const int lq2[3] = { 50, 1, 77 }, lk2[3] = { 777, 777, 777 };
+        for (i = 0; i < 3; i++) {
+            pf_cfg c = cfg_make8(4, lq1, lk1, 4, 2, 128, pages[i], i % 2 ? VL : SG, i == 1, PP);
+            c.share = 1;
+            c.hnd = i == 2;
+            add(c, i == 1);
+            c = cfg_make8(3, lq2, lk2, 2, 2, 64, pages[i], i % 2 ? SG : VL, i != 1, i == 2 ? PP : PT);
+            c.share = 2;
+            add(c, 0);
+        }
+    }
+    /* (c) lengths: 0 queries and/or 0 keys, single keys and queries, s_q > s_k
+     * under causal bottom-right (top rows see nothing), keys = page and page + 1;
+     * masked, unmasked and top-left. */
+    {
+        static const struct { int b; int q[MAXB]; int k[MAXB]; } g[] = {
+            { 4, { 0, 17, 0, 5 }, { 0, 300, 7, 5 } },
+            { 3, { 5, 0, 33 }, { 0, 0, 100 } },
+            { 8, { 1, 1, 1, 1, 1, 1, 1, 1 }, { 1000, 1, 17, 255, 0, 64, 128, 3 } },
+            { 2, { 300, 100 }, { 100, 255 } },
+            { 4, { 16, 17, 1, 2 }, { 16, 17, 1024, 1025 } },
+        };
+        static const int pages[3] = { 1, 16, 1024 };
+        for (j = 0; j < 5; j++)
+            for (k = 0; k < 3; k++) {
+                pf_cfg c = cfg_make8(g[j].b, g[j].q, g[j].k, 4, j % 2 ? 2 : 1, (j + k) % 3 == 0 ? 128 : 64, pages[k],
+                                     (j + k) % 2 ? VL : SG, (j + k) % 2, kvr[(j + k) % 3]);
+                if (k == 1) cfg_mask(&c, NO, -1, -1);
+                if (k == 2) cfg_mask(&c, TL, -1, 0);
+                c.hnd = j % 2;
+                add(c, (j == 0 && k == 1) || (j == 3 && k == 0) || (j == 2 && k == 2));
+            }
+    }
+    /* (d) long prefix, few new tokens (the prefill case): s_k >> s_q, causal. */
+    {
+        static const int lq[3] = { 64, 128, 1 }, lk[3] = { 2000, 1100, 3000 };
+        pf_cfg c = cfg_make8(3, lq, lk, 8, 2, 128, 16, SG, 0, PP);
+        add(c, 0);
+        c = cfg_make8(3, lq, lk, 8, 2, 128, 1024, VL, 1, PT);
+        c.hnd = 1;
+        add(c, 0);
+    }
+    /* (e) sliding windows, both alignments, some hiding whole rows. */
+    {
+        static const struct { fmha_mask_type m; int wl, wr; } w[] = {
+            { BR, 128, 0 }, { TL, 16, 16 }, { BR, 0, 0 }, { TL, 2, -1 }, { BR, -1, 32 }, { BR, 64, 64 },
+        };
+        static const int pages[3] = { 1, 16, 1024 };
+        static const int lq[2] = { 100, 300 }, lk[2] = { 1100, 100 };
+        for (j = 0; j < 6; j++) {
+            pf_cfg c = cfg_make8(2, lq, lk, 4, 2, j % 2 ? 128 : 64, pages[j % 3], j % 2 ? SG : VL, j % 2, kvr[j % 3]);
+            cfg_mask(&c, w[j].m, w[j].wl, w[j].wr);
+            c.hnd = (j / 2) % 2;
+            add(c, j == 0);
+        }
+    }
+    /* (f) logits soft cap (the full-range keys saturate it), masked and not. */
+    {
+        static const float caps[3] = { 0.5f, 2.0f, 10.0f };
+        static const int pages[3] = { 16, 1, 1024 };
+        static const int lq[2] = { 129, 40 }, lk[2] = { 1200, 257 };
+        for (j = 0; j < 3; j++)
+            for (i = 0; i < 2; i++) {
+                pf_cfg c = cfg_make8(2, lq, lk, 4, 2, j == 2 ? 256 : 64 * (i + 1), pages[j], i ? VL : SG, i,
+                                     kvr[(i + j) % 3]);
+                c.cap = caps[j];
+                if (i) cfg_mask(&c, NO, -1, -1);
+                add(c, j == 1 && i == 0);
+            }
+        {
+            pf_cfg c = cfg_make8(2, lq, lk, 2, 2, 64, 16, SG, 1, PP);
+            c.cap = 5.0f; c.r8k = R8_MID; c.scale = 1.0f;       /* the cap saturates */
+            add(c, 0);
+        }
+    }
+    /* (g) GQA ratios 1, 4, 8, 16 (per-page descales are per KV head). */
+    {
+        static const int ratio[4][2] = { { 2, 2 }, { 8, 2 }, { 8, 1 }, { 16, 1 } };
+        static const int lq[2] = { 67, 3 }, lk[2] = { 900, 450 };
+        for (j = 0; j < 4; j++) {
+            pf_cfg c = cfg_make8(2, lq, lk, ratio[j][0], ratio[j][1], j % 2 ? 128 : 64, j % 2 ? 1024 : 16,
+                                 j % 2 ? SG : VL, j >= 2, PP);
+            c.hnd = j % 2;
+            c.ds_pad = j == 3 ? -1 : 2 * j + 1;
+            add(c, j == 2);
+        }
+    }
+    /* (h) head dims: the kernel ones and padded ones (96 on d128, 240 on d256, 48
+     * and 16 on d64), with padded rows (16 elements: fp8 rows are 16-byte units). */
+    {
+        static const int hd[7] = { 64, 128, 256, 96, 48, 240, 16 };
+        static const int pages[3] = { 1, 16, 1024 };
+        static const int lq[2] = { 77, 20 }, lk[2] = { 333, 1030 };
+        for (j = 0; j < 7; j++) {
+            pf_cfg c = cfg_make8(2, lq, lk, 4, 2, hd[j], pages[j % 3], j % 2 ? VL : SG, j % 2 == 0, kvr[j % 3]);
+            c.pad = j >= 3 ? 16 : 0;
+            c.hnd = (j / 2) % 2;
+            add(c, j == 3);
+        }
+    }
+    /* (i) strides: padded rows and pages, both KV orders, LSE row padding,
+     * padded and head-major descale arrays. */
+    {
+        static const int pages[3] = { 1, 16, 1024 };
+        static const int lq[3] = { 33, 90, 1 }, lk[3] = { 500, 90, 1500 };
+        for (i = 0; i < 3; i++) {
+            pf_cfg c = cfg_make8(3, lq, lk, 4, 2, 64 + 64 * (i % 2), pages[i], i % 2 ? SG : VL, i != 1, PP);
+            c.hnd = i % 2;
+            c.pad = 16 + 16 * (i % 2);
+            c.page_pad = 16 * (1 + i);
+            c.lse_pad = 3;
+            c.ds_pad = i == 2 ? -1 : 5;
+            add(c, i == 0);
+        }
+    }
+    /* (j) value ranges: subnormal-heavy V (relative error shows a wrong decode),
+     * subnormal-heavy K and Q (a larger softmax scale keeps the scores of order 1),
+     * full-range Q on small keys, mid ranges; descales both ways round. */
+    {
+        static const int lq[2] = { 100, 33 }, lk[2] = { 700, 300 };
+        pf_cfg c;
+        c = cfg_make8(2, lq, lk, 4, 2, 128, 16, SG, 0, PT); c.r8k = R8_MID; c.r8v = R8_LOW;
+        add(c, 1);
+        c = cfg_make8(2, lq, lk, 4, 2, 128, 16, VL, 0, PT); c.r8k = R8_LOW; c.scale = 4.0f; c.kds = 1.9f; c.vds = 0.37f;
+        add(c, 0);
+        c = cfg_make8(2, lq, lk, 4, 2, 64, 1, SG, 1, PP); c.r8k = R8_LOW; c.r8v = R8_LOW; c.scale = 4.0f;
+        add(c, 1);
+        c = cfg_make8(2, lq, lk, 4, 2, 256, 1024, VL, 0, NS); c.r8k = R8_MID; c.r8v = R8_MID;
+        add(c, 0);
+        c = cfg_make8(2, lq, lk, 4, 2, 128, 4, SG, 1, PT); c.r8q = R8_LOW; c.qds = 4.0f; c.r8k = R8_MID; c.scale = 4.0f;
+        add(c, 0);
+        c = cfg_make8(2, lq, lk, 4, 2, 128, 64, VL, 1, PT); c.r8q = R8_FULL; c.r8k = R8_LOW;
+        add(c, 0);
+        c = cfg_make8(2, lq, lk, 4, 2, 64, 16, SG, 1, NS); c.qds = 0.0f; c.r8k = R8_MID; c.r8v = R8_MID;
+        add(c, 0);
+    }
+    /* (k) graph capture, no LSE, more query blocks than rows, in-order pages. */
+    {
+        static const int lq[3] = { 17, 0, 64 }, lk[3] = { 300, 7, 1100 };
+        pf_cfg c = cfg_make8(3, lq, lk, 4, 2, 64, 16, SG, 1, PP);
+        c.graph = 1;
+        add(c, 1);
+        c = cfg_make8(3, lq, lk, 4, 2, 128, 1024, VL, 0, PT);
+        c.lse = 0; c.maxq_slack = 300; c.shuffle = 0; c.spare = 4;
+        add(c, 0);
+    }
+    /* (l) the explicit set's fp8 rows: page 4 (per-row lookups) serves 4..64, page
+     * 128 (one lookup per tile) serves 128..2048. */
+    {
+        static const int pages[4] = { 4, 16, 128, 2048 };
+        static const int lq[2] = { 50, 130 }, lk[2] = { 2100, 300 };
+        for (i = 0; i < 4; i++) {
+            pf_cfg c = cfg_make8(2, lq, lk, 4, 2, i == 1 ? 96 : 128, pages[i], i % 2 ? VL : SG, i % 2, kvr[i % 3]);
+            c.set = &page4_set;
+            c.hnd = i == 2;
+            add(c, i == 0 || i == 2);
+        }
+    }
+
+    /* 18. pools over 4 GiB: every accessed page past the 4 GiB mark; page 16 takes
      * the per-row path, page 1024 the per-tile one; batch 1 and 4; LINEAR and
-     * VECTORIZED; full run only. */
+     * VECTORIZED; bf16, fp16 and fp8 KV; full run only. */
     {
         static const int lq1[1] = { 200 }, lk1[1] = { 3000 };
         static const int lq4[4] = { 1, 64, 150, 17 }, lk4[4] = { 1500, 64, 2100, 1041 };
@@ -533,6 +782,11 @@ static void build_configs(void)
             c = cfg_make(i ? F : B, i ? 1 : 4, i ? lq1 : lq4, i ? lk1 : lk4, 8, 2, 128, pages[i], i ? VL : SG);
             c.large = 1;
             c.vec = 1;
+            add(c, 0);
+            /* fp8 KV: the page offsets past 4 GiB are byte offsets */
+            c = cfg_make8(i ? 1 : 4, i ? lq1 : lq4, i ? lk1 : lk4, 8, 2, 128, pages[i], i ? VL : SG, i, i ? PT : PP);
+            c.large = 1;
+            c.hnd = !i;
             add(c, 0);
         }
     }
@@ -580,6 +834,7 @@ typedef struct pf_run {
     int *fill;                   /* keys any sequence reads from each logical page     */
     int32_t ssq[MAXB + 1], ssk[MAXB + 1];
     int tq, tk, maxq, maxnp;
+    int es, esq;                 /* bytes per K/V element and per Q element (1: e4m3)  */
     int dq, dpk, dpv;            /* padded row lengths: Q/O, K, V                      */
     int64_t ps_k, ts_k, hs_k, ps_v, ts_v, hs_v;
     size_t n_q, n_o, n_lse, n_kpool, n_vpool;
@@ -589,15 +844,22 @@ typedef struct pf_run {
     size_t n_indices, n_bt;
     int64_t bt_stride;
     /* host */
-    uint16_t *kimg, *vimg;       /* images of the logical pages (page stride each)      */
+    unsigned char *kimg, *vimg;  /* images of the logical pages (page stride each)      */
     float *qf, *kf, *vf, *ref_o, *ref_lse;
-    uint16_t *qh, *oh_all, *oh;
+    unsigned char *qh;           /* Q as stored (16-bit or e4m3)                        */
+    uint16_t *oh_all, *oh;
+    float vamp;                  /* largest |V| the reference sees (fp8 max-abs bound)  */
+    /* FP8 descales: PER_PAGE host arrays (NaN where nobody may read) and strides */
+    float *h_kds, *h_vds;
+    size_t n_ds;
+    int64_t ds_page, ds_head;
     uint32_t *lseh_all, *lseh;
     unsigned char *o_logical_all, *o_logical, *lse_logical_all, *lse_logical;
     /* device */
     void *dqp, *dout_all, *dout, *dk, *dv;
     float *dlse_all, *dlse;
     int32_t *dssq, *d_indptr, *d_indices, *d_last, *d_bt, *d_seqk;
+    float *d_kds, *d_vds, *d_qds;   /* PER_TENSOR scalars or PER_PAGE arrays; q_descale */
     int big;                     /* dk/dv are the shared large pools                   */
 } pf_run;
 
@@ -609,7 +871,53 @@ static void run_free(pf_run *r)
     free(r->qh); free(r->oh_all); free(r->lseh_all); free(r->o_logical_all); free(r->lse_logical_all);
     tu_dfree(r->dqp); tu_dfree(r->dout_all); tu_dfree(r->dlse_all); tu_dfree(r->dssq);
     tu_dfree(r->d_indptr); tu_dfree(r->d_indices); tu_dfree(r->d_last); tu_dfree(r->d_bt); tu_dfree(r->d_seqk);
+    free(r->h_kds); free(r->h_vds);
+    tu_dfree(r->d_kds); tu_dfree(r->d_vds); tu_dfree(r->d_qds);
     if (!r->big) { tu_dfree(r->dk); tu_dfree(r->dv); }
+}
+
+/* Host images hold 16-bit elements (es 2) or e4m3 codes (es 1). */
+static void img_put(unsigned char *img, int es, int64_t i, unsigned v)
+{
+    if (es == 1) img[i] = (unsigned char)v;
+    else ((uint16_t *)img)[i] = (uint16_t)v;
+}
+
+static unsigned img_get(const unsigned char *img, int es, int64_t i)
+{
+    return es == 1 ? img[i] : ((const uint16_t *)img)[i];
+}
+
+/* n elements of input poison: NaN in fp16/bf16 (0xFFFF) and in e4m3 (0x7F). */
+static void img_poison(unsigned char *img, int es, size_t n)
+{
+    if (es == 1) memset(img, FP8_POISON, n);
+    else tu_fill16((uint16_t *)img, n, TU_POISON_IN16);
+}
+
+/* A random input element of type dt: fp16/bf16 bits of amplitude amp, or an e4m3
+ * code of range r8 (R8_*). */
+static unsigned rand_elem(fmha_ref_rng *rng, fmha_dtype dt, float amp, int r8)
+{
+    if (dt == FMHA_DTYPE_FP8) return fmha_ref_rng_e4m3(rng, r8_emin[r8], r8_emax[r8]);
+    return fmha_ref_f32_to_bits16(fmha_ref_rng_input(rng, amp), dt == FMHA_DTYPE_BF16);
+}
+
+static float elem_f32(unsigned u, fmha_dtype dt)
+{
+    if (dt == FMHA_DTYPE_FP8) return fmha_ref_e4m3_to_f32((uint8_t)u);
+    return fmha_ref_bits16_to_f32((uint16_t)u, dt == FMHA_DTYPE_BF16);
+}
+
+/* 1 when the device buffer still holds the n bytes of h. */
+static int same_bytes_on_device(const void *dev, const void *h, size_t n)
+{
+    unsigned char *tmp = (unsigned char *)tu_hmalloc(n + 1);
+    int same;
+    tu_download(tmp, dev, n);
+    same = memcmp(tmp, h, n) == 0;
+    free(tmp);
+    return same;
 }
 
 /* Pages of each sequence, sharing, and where each distinct page sits in the pool. */
@@ -650,7 +958,7 @@ static void plan_pages(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
 
     if (c->large) {
         /* all of them in [first, n_total), the pool's last page among them */
-        const size_t page_bytes = (size_t)r->ps_k * 2;
+        const size_t page_bytes = (size_t)r->ps_k * (size_t)r->es;
         const int first = (int)((LARGE_POOL_FIRST + page_bytes - 1) / page_bytes);
         int range, *cand;
         r->n_total = (int)(LARGE_POOL_BYTES / page_bytes);
@@ -728,46 +1036,98 @@ static int64_t kv_off(const pf_cfg *c, const pf_run *r, int which, int t, int h,
 /* Fills the logical page images: random keys for the filled slots, NaN elsewhere. */
 static void fill_pages(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
 {
-    const int is_bf16 = c->dtype == FMHA_DTYPE_BF16;
     size_t nk = (size_t)r->n_logical * (size_t)r->ps_k, nv = (size_t)r->n_logical * (size_t)r->ps_v;
     int l, t, h, x, which;
-    r->kimg = (uint16_t *)tu_hmalloc((nk + 1) * 2);
-    r->vimg = (uint16_t *)tu_hmalloc((nv + 1) * 2);
-    tu_fill16(r->kimg, nk, TU_POISON_IN16);
-    tu_fill16(r->vimg, nv, TU_POISON_IN16);
+    r->kimg = (unsigned char *)tu_hmalloc((nk + 1) * (size_t)r->es);
+    r->vimg = (unsigned char *)tu_hmalloc((nv + 1) * (size_t)r->es);
+    img_poison(r->kimg, r->es, nk);
+    img_poison(r->vimg, r->es, nv);
     for (which = 0; which < 2; which++) {
-        uint16_t *img = which ? r->vimg : r->kimg;
+        unsigned char *img = which ? r->vimg : r->kimg;
         int64_t ps = which ? r->ps_v : r->ps_k;
+        const int r8 = which ? c->r8v : c->r8k;
         for (l = 0; l < r->n_logical; l++)
             for (t = 0; t < r->fill[l]; t++)
                 for (h = 0; h < c->hk; h++)
                     for (x = 0; x < c->d; x++)
-                        img[(int64_t)l * ps + kv_off(c, r, which, t, h, x)] =
-                            fmha_ref_f32_to_bits16(fmha_ref_rng_input(rng, c->amp), is_bf16);
+                        img_put(img, r->es, (int64_t)l * ps + kv_off(c, r, which, t, h, x),
+                                rand_elem(rng, c->dtype, c->amp, r8));
     }
 }
 
-/* K/V of every sequence gathered from the pages: [tk, h_k, d] floats. */
+/* FP8 PER_PAGE descales, indexed by pool page: a log-uniform value in [0.25, 4]
+ * for every (used page, KV head), NaN everywhere else (unreferenced pages, row
+ * padding), in [pages][h_k + ds_pad] or, for ds_pad -1, [h_k][pages + 3]. */
+static void make_descales(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
+{
+    size_t i;
+    int l, h, which;
+    if (c->dtype != FMHA_DTYPE_FP8 || c->kvs != FMHA_KV_SCALE_PER_PAGE) return;
+    if (c->ds_pad < 0) {
+        r->ds_page = 1;
+        r->ds_head = (int64_t)r->n_total + 3;
+        r->n_ds = (size_t)c->hk * (size_t)r->ds_head;
+    } else {
+        r->ds_page = (int64_t)c->hk + c->ds_pad;
+        r->ds_head = 1;
+        r->n_ds = (size_t)r->n_total * (size_t)r->ds_page;
+    }
+    r->h_kds = (float *)tu_hmalloc((r->n_ds + 1) * 4);
+    r->h_vds = (float *)tu_hmalloc((r->n_ds + 1) * 4);
+    for (i = 0; i < r->n_ds; i++) r->h_kds[i] = r->h_vds[i] = NAN;
+    for (which = 0; which < 2; which++)
+        for (l = 0; l < r->n_logical; l++)
+            for (h = 0; h < c->hk; h++)
+                (which ? r->h_vds : r->h_kds)[(int64_t)r->phys[l] * r->ds_page + (int64_t)h * r->ds_head] =
+                    (float)exp2((double)fmha_ref_rng_uniform(rng, -2.0f, 2.0f));
+}
+
+/* Descale of K (which 0) or V (1) on logical page l, KV head h (1 unless fp8). */
+static float kv_descale(const pf_cfg *c, const pf_run *r, int which, int l, int h)
+{
+    if (c->dtype != FMHA_DTYPE_FP8 || c->kvs == FMHA_KV_SCALE_NONE) return 1.0f;
+    if (c->kvs == FMHA_KV_SCALE_PER_TENSOR) return which ? c->vds : c->kds;
+    return (which ? r->h_vds : r->h_kds)[(int64_t)r->phys[l] * r->ds_page + (int64_t)h * r->ds_head];
+}
+
+/* K/V of every sequence gathered from the pages, dequantised (stored * descale):
+ * [tk, h_k, d] floats. */
 static void gather_kv(const pf_cfg *c, pf_run *r)
 {
-    const int is_bf16 = c->dtype == FMHA_DTYPE_BF16, P = c->page;
+    const int P = c->page;
     size_t n = (size_t)(r->tk > 0 ? r->tk : 1) * c->hk * c->d;
     int b, j, h, x;
     r->kf = (float *)tu_hmalloc(n * 4);
     r->vf = (float *)tu_hmalloc(n * 4);
+    r->vamp = 0.0f;
     for (b = 0; b < c->batch; b++)
         for (j = 0; j < c->lk[b]; j++) {
             int l = r->lpage[r->pstart[b] + j / P];
             for (h = 0; h < c->hk; h++) {
-                const uint16_t *kp = r->kimg + (int64_t)l * r->ps_k, *vp = r->vimg + (int64_t)l * r->ps_v;
+                const unsigned char *kp = r->kimg + (int64_t)l * r->ps_k * r->es;
+                const unsigned char *vp = r->vimg + (int64_t)l * r->ps_v * r->es;
+                const float kds = kv_descale(c, r, 0, l, h), vds = kv_descale(c, r, 1, l, h);
                 float *kd = r->kf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
                 float *vd = r->vf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
                 for (x = 0; x < c->d; x++) {
-                    kd[x] = fmha_ref_bits16_to_f32(kp[kv_off(c, r, 0, j % P, h, x)], is_bf16);
-                    vd[x] = fmha_ref_bits16_to_f32(vp[kv_off(c, r, 1, j % P, h, x)], is_bf16);
+                    kd[x] = elem_f32(img_get(kp, r->es, kv_off(c, r, 0, j % P, h, x)), c->dtype) * kds;
+                    vd[x] = elem_f32(img_get(vp, r->es, kv_off(c, r, 1, j % P, h, x)), c->dtype) * vds;
+                    if (fabsf(vd[x]) > r->vamp) r->vamp = fabsf(vd[x]);
                 }
             }
         }
+}
+
+/* The softmax scale: the problem's, or 1/sqrt(d). Full-range fp8 keys (|k| up to
+ * 448 x descale 4) get the default divided by 16 (64 with e4m3 queries, which
+ * are larger than the bf16 ones): scores stay of order 10, not 1000, where an
+ * fp32 LSE could no longer resolve the absolute 2e-3 tolerance. */
+static float cfg_scale(const pf_cfg *c)
+{
+    float s = 1.0f / sqrtf((float)c->d);
+    if (c->scale > 0) return c->scale;
+    if (c->dtype == FMHA_DTYPE_FP8 && c->r8k == R8_FULL) s /= c->q8 ? 64.0f : 16.0f;
+    return s;
 }
 
 static void make_ref(const pf_cfg *c, pf_run *r, fmha_ref_fwd *p)
@@ -782,7 +1142,7 @@ static void make_ref(const pf_cfg *c, pf_run *r, fmha_ref_fwd *p)
     p->stride_k = p->stride_v = (int64_t)c->hk * c->d; p->nhead_stride_k = p->nhead_stride_v = c->d;
     p->stride_o = (int64_t)c->hq * r->dq; p->nhead_stride_o = r->dq;
     p->nhead_stride_lse = r->lse_head;
-    p->scale = c->scale > 0 ? c->scale : 1.0f / sqrtf((float)c->d);
+    p->scale = cfg_scale(c);
     p->logits_soft_cap = c->cap;
     p->mask_type = (int)c->mask;
     p->window_left = c->wl; p->window_right = c->wr;
@@ -791,7 +1151,8 @@ static void make_ref(const pf_cfg *c, pf_run *r, fmha_ref_fwd *p)
 static void make_args(const pf_cfg *c, const pf_run *r, const fmha_ref_fwd *p, fmha_batch_prefill_args *a)
 {
     memset(a, 0, sizeof(*a));
-    a->q_dtype = a->kv_dtype = c->dtype;
+    a->q_dtype = c->dtype != FMHA_DTYPE_FP8 ? c->dtype : c->q8 ? FMHA_DTYPE_FP8 : FMHA_DTYPE_BF16;
+    a->kv_dtype = c->dtype;
     a->batch = c->batch; a->nhead_q = c->hq; a->nhead_k = c->hk;
     a->max_seqlen_q = r->maxq + c->maxq_slack;
     a->hdim_q = a->hdim_v = c->d;
@@ -813,7 +1174,14 @@ static void make_args(const pf_cfg *c, const pf_run *r, const fmha_ref_fwd *p, f
     } else {
         a->block_table = r->d_bt; a->seqlen_k = r->d_seqk; a->block_table_stride = r->bt_stride;
     }
-    a->kv_scale = FMHA_KV_SCALE_NONE;
+    a->kv_scale = c->dtype == FMHA_DTYPE_FP8 ? c->kvs : FMHA_KV_SCALE_NONE;
+    if (a->kv_scale == FMHA_KV_SCALE_PER_TENSOR) {
+        a->k_descale = r->d_kds; a->v_descale = r->d_vds;
+    } else if (a->kv_scale == FMHA_KV_SCALE_PER_PAGE) {
+        a->k_page_descale = r->d_kds; a->v_page_descale = r->d_vds;
+        a->descale_page_stride = r->ds_page; a->descale_nhead_stride = r->ds_head;
+    }
+    if (c->q8 && c->qds > 0) a->q_descale = r->d_qds;
     a->scale = p->scale;
     a->logits_soft_cap = c->cap;
     a->mask_type = c->mask;
@@ -900,7 +1268,11 @@ static int launch_graph(const fmha_kernel_set *set, const fmha_batch_prefill_arg
 static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
 {
     const fmha_kernel_set *set = c->set ? c->set : &prefill_set;
-    const int is_bf16 = c->dtype == FMHA_DTYPE_BF16, P = c->page;
+    const int P = c->page, kv8 = c->dtype == FMHA_DTYPE_FP8;
+    const int is_bf16 = c->dtype != FMHA_DTYPE_FP16;       /* the output: bf16 for fp8 KV */
+    const fmha_dtype qdt = !kv8 ? c->dtype : c->q8 ? FMHA_DTYPE_FP8 : FMHA_DTYPE_BF16;
+    const int vx = kv8 ? 16 : 8;          /* extra V row/page padding: one 16-byte unit */
+    const float qds = c->q8 && c->qds > 0 ? c->qds : 1.0f;
     pf_run r;
     fmha_ref_fwd p;
     fmha_batch_prefill_args a;
@@ -911,10 +1283,13 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     char why[1024] = "";
     size_t i, n_unwritten = 0, n_nan = 0, n_masked_bad = 0, n_pad = 0, n_lse_bad = 0, n_lse_pad = 0;
     double rel;
+    float amp;
     int b, h, row, x, want_hd, want_pg;
 
     tu_current = c->name;
     memset(&r, 0, sizeof(r));
+    r.es = kv8 ? 1 : 2;
+    r.esq = qdt == FMHA_DTYPE_FP8 ? 1 : 2;
 
     /* lengths */
     for (b = 0; b < c->batch; b++) {
@@ -927,7 +1302,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     /* layouts: Q/O [tq, hq, d + pad]; pool pages nhd or hnd, V padded differently */
     r.dq = c->d + c->pad;
     r.dpk = c->d + c->pad;
-    r.dpv = c->d + (c->pad ? c->pad + 8 : 0);
+    r.dpv = c->d + (c->pad ? c->pad + vx : 0);
     if (c->vec) {              /* head blocks [d/8][page][8] and [page/8][d][8], padded */
         r.hs_k = (int64_t)P * c->d + 8 * c->pad;
         r.hs_v = (int64_t)P * c->d + (c->pad ? 8 * c->pad + 8 : 0);
@@ -941,7 +1316,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
         r.hs_v = (int64_t)P * r.dpv; r.ts_v = r.dpv;
     }
     r.ps_k = (c->vec ? c->hk * r.hs_k : (int64_t)P * c->hk * r.dpk) + c->page_pad;
-    r.ps_v = (c->vec ? c->hk * r.hs_v : (int64_t)P * c->hk * r.dpv) + (c->page_pad ? c->page_pad + 8 : 0);
+    r.ps_v = (c->vec ? c->hk * r.hs_v : (int64_t)P * c->hk * r.dpv) + (c->page_pad ? c->page_pad + vx : 0);
     if (c->large && r.ps_k != r.ps_v) { tu_fail(c->name, "large pool problems need equal K and V page strides"); goto done; }
     r.n_q = r.n_o = (size_t)(r.tq > 0 ? r.tq : 1) * c->hq * r.dq;
     r.lse_head = (r.tq > 0 ? r.tq : 1) + c->lse_pad;
@@ -950,20 +1325,22 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     plan_pages(c, &r, &rng);
     build_tables(c, &r);
     fill_pages(c, &r, &rng);
+    make_descales(c, &r, &rng);
     gather_kv(c, &r);
     r.n_kpool = (size_t)r.n_total * (size_t)r.ps_k;
     r.n_vpool = (size_t)r.n_total * (size_t)r.ps_v;
 
     /* Q (NaN in its padding), reference outputs, host copies of O/LSE */
     r.qf = (float *)tu_hmalloc(r.n_q * 4);
-    r.qh = (uint16_t *)tu_hmalloc(r.n_q * 2);
-    for (i = 0; i < r.n_q; i++) { r.qh[i] = TU_POISON_IN16; r.qf[i] = NAN; }
+    r.qh = (unsigned char *)tu_hmalloc(r.n_q * (size_t)r.esq);
+    img_poison(r.qh, r.esq, r.n_q);
+    for (i = 0; i < r.n_q; i++) r.qf[i] = NAN;
     for (row = 0; row < r.tq; row++)
         for (h = 0; h < c->hq; h++)
             for (x = 0; x < c->d; x++) {
                 size_t o = ((size_t)row * c->hq + h) * r.dq + x;
-                r.qh[o] = fmha_ref_f32_to_bits16(fmha_ref_rng_input(&rng, c->amp), is_bf16);
-                r.qf[o] = fmha_ref_bits16_to_f32(r.qh[o], is_bf16);
+                img_put(r.qh, r.esq, (int64_t)o, rand_elem(&rng, qdt, c->amp, c->r8q));
+                r.qf[o] = elem_f32(img_get(r.qh, r.esq, (int64_t)o), qdt) * qds;   /* dequantised */
             }
     r.ref_o = (float *)tu_hmalloc(r.n_o * 4);
     r.ref_lse = (float *)tu_hmalloc(r.n_lse * 4);
@@ -978,7 +1355,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     r.o_logical = r.o_logical_all + GUARD; r.lse_logical = r.lse_logical_all + GUARD;
 
     /* device: Q, O/LSE inside guard zones, tables, pool */
-    r.dqp = tu_dmalloc(r.n_q * 2);
+    r.dqp = tu_dmalloc(r.n_q * (size_t)r.esq);
     r.dout_all = tu_dmalloc((r.n_o + 2 * GUARD) * 2);
     r.dlse_all = (float *)tu_dmalloc((r.n_lse + 2 * GUARD) * 4);
     r.dout = (uint16_t *)r.dout_all + GUARD;
@@ -989,7 +1366,18 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     r.d_last = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
     r.d_bt = (int32_t *)tu_dmalloc(sizeof(int32_t) * r.n_bt);
     r.d_seqk = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
-    tu_upload(r.dqp, r.qh, r.n_q * 2);
+    tu_upload(r.dqp, r.qh, r.n_q * (size_t)r.esq);
+    if (kv8 && c->kvs == FMHA_KV_SCALE_PER_TENSOR) {
+        r.d_kds = (float *)tu_dmalloc(4); r.d_vds = (float *)tu_dmalloc(4);
+        tu_upload(r.d_kds, &c->kds, 4); tu_upload(r.d_vds, &c->vds, 4);
+    } else if (kv8 && c->kvs == FMHA_KV_SCALE_PER_PAGE) {
+        r.d_kds = (float *)tu_dmalloc(r.n_ds * 4); r.d_vds = (float *)tu_dmalloc(r.n_ds * 4);
+        tu_upload(r.d_kds, r.h_kds, r.n_ds * 4); tu_upload(r.d_vds, r.h_vds, r.n_ds * 4);
+    }
+    if (c->q8 && c->qds > 0) {
+        r.d_qds = (float *)tu_dmalloc(4);
+        tu_upload(r.d_qds, &c->qds, 4);
+    }
     tu_upload(r.dssq, r.ssq, sizeof(int32_t) * (size_t)(c->batch + 1));
     tu_upload(r.d_indptr, r.h_indptr, sizeof(int32_t) * (size_t)(c->batch + 1));
     tu_upload(r.d_indices, r.h_indices, sizeof(int32_t) * r.n_indices);
@@ -1000,8 +1388,8 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     tu_poison32(r.dlse_all, r.n_lse + 2 * GUARD, TU_POISON_LSE);
 
     if (c->large) {
-        /* NaN everywhere (0xFFFF), then the used pages; a truncated 32-bit page
-         * offset lands on NaN below 4 GiB */
+        /* NaN everywhere (0xFFFF, e4m3 0x7F), then the used pages; a truncated
+         * 32-bit page offset lands on NaN below 4 GiB */
         if (big_pool_get(why, sizeof(why)) != 0) {
             printf("SKIP %s: %s\n", c->name, why);
             fflush(stdout);
@@ -1009,27 +1397,28 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
         }
         r.big = 1;
         r.dk = g_big_k; r.dv = g_big_v;
-        TU_CUDA(cudaMemset(r.dk, 0xFF, LARGE_POOL_BYTES));
-        TU_CUDA(cudaMemset(r.dv, 0xFF, LARGE_POOL_BYTES));
+        TU_CUDA(cudaMemset(r.dk, kv8 ? FP8_POISON : 0xFF, LARGE_POOL_BYTES));
+        TU_CUDA(cudaMemset(r.dv, kv8 ? FP8_POISON : 0xFF, LARGE_POOL_BYTES));
         for (i = 0; i < (size_t)r.n_logical; i++) {
-            tu_upload((uint16_t *)r.dk + (size_t)r.phys[i] * r.ps_k, r.kimg + i * r.ps_k, (size_t)r.ps_k * 2);
-            tu_upload((uint16_t *)r.dv + (size_t)r.phys[i] * r.ps_v, r.vimg + i * r.ps_v, (size_t)r.ps_v * 2);
+            const size_t kb = (size_t)r.ps_k * r.es, vb = (size_t)r.ps_v * r.es;
+            tu_upload((unsigned char *)r.dk + (size_t)r.phys[i] * kb, r.kimg + i * kb, kb);
+            tu_upload((unsigned char *)r.dv + (size_t)r.phys[i] * vb, r.vimg + i * vb, vb);
         }
     } else {
-        uint16_t *pool;
+        unsigned char *pool;
         int which;
-        if ((r.n_kpool + r.n_vpool) * 2 > SMALL_POOL_BYTES) { tu_fail(c->name, "pool too big for a small problem"); goto done; }
-        r.dk = tu_dmalloc(r.n_kpool * 2);
-        r.dv = tu_dmalloc(r.n_vpool * 2);
+        if ((r.n_kpool + r.n_vpool) * r.es > SMALL_POOL_BYTES) { tu_fail(c->name, "pool too big for a small problem"); goto done; }
+        r.dk = tu_dmalloc(r.n_kpool * r.es);
+        r.dv = tu_dmalloc(r.n_vpool * r.es);
         for (which = 0; which < 2; which++) {
             size_t n = which ? r.n_vpool : r.n_kpool;
-            int64_t ps = which ? r.ps_v : r.ps_k;
-            const uint16_t *img = which ? r.vimg : r.kimg;
-            pool = (uint16_t *)tu_hmalloc(n * 2 + 2);
-            tu_fill16(pool, n, TU_POISON_IN16);
+            const size_t pb = (size_t)(which ? r.ps_v : r.ps_k) * r.es;
+            const unsigned char *img = which ? r.vimg : r.kimg;
+            pool = (unsigned char *)tu_hmalloc(n * r.es + 2);
+            img_poison(pool, r.es, n);
             for (i = 0; i < (size_t)r.n_logical; i++)
-                memcpy(pool + (size_t)r.phys[i] * ps, img + i * ps, (size_t)ps * 2);
-            tu_upload(which ? r.dv : r.dk, pool, n * 2);
+                memcpy(pool + (size_t)r.phys[i] * pb, img + i * pb, pb);
+            tu_upload(which ? r.dv : r.dk, pool, n * r.es);
             free(pool);
         }
     }
@@ -1151,19 +1540,23 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
             snprintf(why, sizeof(why), "LSE element %lld (outside the logical rows) overwritten (%g)",
                      (long long)i - GUARD, fmha_ref_bits_f32(r.lseh_all[i]));
     /* inputs are read-only (the whole small pool; the used pages of a large one) */
-    if (!why[0] && !tu_same_on_device(r.dqp, r.qh, r.n_q)) snprintf(why, sizeof(why), "Q changed");
+    if (!why[0] && !same_bytes_on_device(r.dqp, r.qh, r.n_q * r.esq)) snprintf(why, sizeof(why), "Q changed");
     if (!why[0] && !c->large) {
+        const size_t kb = (size_t)r.ps_k * r.es, vb = (size_t)r.ps_v * r.es;
         for (i = 0; i < (size_t)r.n_logical && !why[0]; i++)
-            if (!tu_same_on_device((uint16_t *)r.dk + (size_t)r.phys[i] * r.ps_k, r.kimg + i * r.ps_k, (size_t)r.ps_k) ||
-                !tu_same_on_device((uint16_t *)r.dv + (size_t)r.phys[i] * r.ps_v, r.vimg + i * r.ps_v, (size_t)r.ps_v))
+            if (!same_bytes_on_device((unsigned char *)r.dk + (size_t)r.phys[i] * kb, r.kimg + i * kb, kb) ||
+                !same_bytes_on_device((unsigned char *)r.dv + (size_t)r.phys[i] * vb, r.vimg + i * vb, vb))
                 snprintf(why, sizeof(why), "page %d of the K or V pool changed", r.phys[i]);
     }
 
+    /* bf16 tolerances for fp8 KV (bf16 output); the max-abs bound scales with the
+     * amplitude of V: the inputs' for fp16/bf16, the largest dequantised |V| for fp8 */
+    amp = kv8 ? r.vamp : c->amp;
     rel = fmha_ref_err_rel_l2(&err);
-    if (!why[0] && !(rel <= tu_tol_rel_l2(c->dtype == FMHA_DTYPE_BF16)))
-        snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tu_tol_rel_l2(c->dtype == FMHA_DTYPE_BF16), err.max_abs);
-    if (!why[0] && !(err.max_abs <= tu_tol_max_abs(c->dtype == FMHA_DTYPE_BF16, c->amp)))
-        snprintf(why, sizeof(why), "max abs error %.3g > %.3g (rel-L2 %.3g)", err.max_abs, tu_tol_max_abs(c->dtype == FMHA_DTYPE_BF16, c->amp),
+    if (!why[0] && !(rel <= tu_tol_rel_l2(is_bf16)))
+        snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tu_tol_rel_l2(is_bf16), err.max_abs);
+    if (!why[0] && !(err.max_abs <= tu_tol_max_abs(is_bf16, amp)))
+        snprintf(why, sizeof(why), "max abs error %.3g > %.3g (rel-L2 %.3g)", err.max_abs, tu_tol_max_abs(is_bf16, amp),
                  rel);
     if (why[0])
         tu_fail(c->name, "%s; counts: unwritten %zu nan %zu masked %zu pad %zu lse %zu lsepad %zu%s", why, n_unwritten,
@@ -1180,10 +1573,14 @@ done:
  * ========================================================================== */
 
 /* A valid small problem: batch 2, 2 query heads on 1 KV head, d 64, page 16,
- * 17 + 5 queries on 40 + 16 keys in 3 + 1 of 8 pool pages. Both tables. */
+ * 17 + 5 queries on 40 + 16 keys in 3 + 1 of 8 pool pages. Both tables. f8: the
+ * same with bf16 queries and e4m3 K/V pools (PER_TENSOR descales). */
 typedef struct pbad_env {
-    fmha_batch_prefill_args sg, vl;
+    fmha_batch_prefill_args sg, vl, f8;
     void *dq, *dout, *dk, *dv;
+    void *dq8, *dk8, *dv8;       /* e4m3 Q and pools                                   */
+    float *dds;                  /* descales: [0] K, [1] V, [2] Q; per-page K at 8, V at
+                                    48 ([8 pages][stride 4], one KV head)              */
     float *dlse;
     int32_t *dssq, *dindptr, *dindices, *dlast, *dbt, *dseqk, *dscratch;
     int32_t indptr[3], indices[4], last[2], bt[8], seqk[2];
@@ -1218,6 +1615,20 @@ static void pbad_make(pbad_env *e)
     tu_upload(e->dk, host, npool * 2);
     tu_upload(e->dv, host, npool * 2);
     free(host);
+    {   /* e4m3 Q and pools (valid codes everywhere), descales */
+        unsigned char *h8 = (unsigned char *)tu_hmalloc(nq > npool ? nq : npool);
+        float ds[128];
+        for (i = 0; i < (nq > npool ? nq : npool); i++) h8[i] = fmha_ref_rng_e4m3(&rng, 5, 9);
+        e->dq8 = tu_dmalloc(nq); e->dk8 = tu_dmalloc(npool); e->dv8 = tu_dmalloc(npool);
+        tu_upload(e->dq8, h8, nq);
+        tu_upload(e->dk8, h8, npool);
+        tu_upload(e->dv8, h8, npool);
+        free(h8);
+        for (i = 0; i < 128; i++) ds[i] = 0.5f + 0.01f * (float)i;
+        ds[0] = 0.37f; ds[1] = 1.9f; ds[2] = 0.6f;
+        e->dds = (float *)tu_dmalloc(sizeof(ds));
+        tu_upload(e->dds, ds, sizeof(ds));
+    }
     tu_upload(e->dssq, ssq, sizeof(ssq));
     tu_upload(e->dindptr, indptr, sizeof(indptr)); tu_upload(e->dindices, indices, sizeof(indices));
     tu_upload(e->dlast, last, sizeof(last)); tu_upload(e->dbt, bt, sizeof(bt)); tu_upload(e->dseqk, seqk, sizeof(seqk));
@@ -1247,6 +1658,10 @@ static void pbad_make(pbad_env *e)
     e->vl.page_table = FMHA_PAGE_TABLE_VLLM_2D;
     e->vl.kv_indptr = e->vl.kv_page_indices = e->vl.kv_last_page_lens = NULL;
     e->vl.block_table = e->dbt; e->vl.seqlen_k = e->dseqk; e->vl.block_table_stride = 4;
+    e->f8 = e->sg;
+    e->f8.q_dtype = FMHA_DTYPE_BF16; e->f8.kv_dtype = FMHA_DTYPE_FP8;
+    e->f8.k_pool = e->dk8; e->f8.v_pool = e->dv8;
+    e->f8.kv_scale = FMHA_KV_SCALE_PER_TENSOR; e->f8.k_descale = e->dds; e->f8.v_descale = e->dds + 1;
 }
 
 static void pbad_free(pbad_env *e)
@@ -1254,6 +1669,7 @@ static void pbad_free(pbad_env *e)
     tu_dfree(e->dq); tu_dfree(e->dout); tu_dfree(e->dk); tu_dfree(e->dv); tu_dfree(e->dlse); tu_dfree(e->dssq);
     tu_dfree(e->dindptr); tu_dfree(e->dindices); tu_dfree(e->dlast); tu_dfree(e->dbt); tu_dfree(e->dseqk);
     tu_dfree(e->dscratch);
+    tu_dfree(e->dq8); tu_dfree(e->dk8); tu_dfree(e->dv8); tu_dfree(e->dds);
 }
 
 /* Copies n table entries to the scratch table and returns it. */
@@ -1435,14 +1851,83 @@ static void test_bad_inputs(cudaStream_t stream)
     expect_status("prefill_bad_vectorized_page12", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
     a = e.sg; a.kv_layout = (fmha_kv_layout)5;
     expect_status("prefill_bad_kv_layout_unknown", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
-    a = e.sg; a.kv_dtype = FMHA_DTYPE_FP8;
-    expect_status("prefill_fp8_kv_is_unsupported", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
-    a = e.sg; a.q_dtype = a.kv_dtype = FMHA_DTYPE_FP8; a.kv_scale = FMHA_KV_SCALE_PER_TENSOR;
-    expect_status("prefill_fp8_q_and_kv_is_unsupported", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
     a = e.sg; a.kv_dtype = FMHA_DTYPE_BF16;
     expect_status("prefill_q_fp16_kv_bf16_is_unsupported", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
     a = e.sg; a.kv_scale = FMHA_KV_SCALE_PER_PAGE;
     expect_status("prefill_bad_kv_scale_without_fp8", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+
+    /* FP8 KV: valid baselines, then each rule broken once */
+    expect_status("prefill_fp8_base_per_tensor_is_valid", &prefill_set, &e.f8, &e, FMHA_OK, NULL, 0, stream);
+    expect_pages("check_pages_fp8_valid", &e.f8, &e, FMHA_OK, NULL, stream);
+    a = e.f8; a.page_table = e.vl.page_table; a.kv_indptr = a.kv_page_indices = a.kv_last_page_lens = NULL;
+    a.block_table = e.vl.block_table; a.seqlen_k = e.vl.seqlen_k; a.block_table_stride = e.vl.block_table_stride;
+    expect_status("prefill_fp8_base_vllm_is_valid", &prefill_set, &a, &e, FMHA_OK, NULL, 0, stream);
+    a = e.f8; a.kv_scale = FMHA_KV_SCALE_NONE; a.k_descale = a.v_descale = NULL;
+    expect_status("prefill_fp8_scale_none_is_valid", &prefill_set, &a, &e, FMHA_OK, NULL, 0, stream);
+    {
+        fmha_batch_prefill_args pp = e.f8;
+        pp.kv_scale = FMHA_KV_SCALE_PER_PAGE; pp.k_descale = pp.v_descale = NULL;
+        pp.k_page_descale = e.dds + 8; pp.v_page_descale = e.dds + 48;
+        pp.descale_page_stride = 4; pp.descale_nhead_stride = 1;
+        expect_status("prefill_fp8_per_page_is_valid", &prefill_set, &pp, &e, FMHA_OK, NULL, 0, stream);
+        a = pp; a.k_page_descale = NULL;
+        expect_status("prefill_bad_fp8_per_page_null_k_page_descale", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0,
+                      stream);
+        a = pp; a.v_page_descale = NULL;
+        expect_status("prefill_bad_fp8_per_page_null_v_page_descale", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0,
+                      stream);
+        a = pp; a.k_page_descale = a.v_page_descale = NULL;
+        expect_status("prefill_bad_fp8_per_page_null_arrays", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+        a = pp; a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16; a.k_pool = e.dk; a.v_pool = e.dv;
+        expect_status("prefill_bad_page_descales_with_bf16_kv", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0,
+                      stream);
+    }
+    a = e.f8; a.q_dtype = FMHA_DTYPE_FP8; a.q = e.dq8; a.q_descale = e.dds + 2;
+    expect_status("prefill_fp8_q_fp8_is_valid", &prefill_set, &a, &e, FMHA_OK, NULL, 0, stream);
+    a.q_descale = NULL;
+    expect_status("prefill_fp8_q_fp8_without_q_descale_is_valid", &prefill_set, &a, &e, FMHA_OK, NULL, 0, stream);
+    a = e.f8; a.stride_q = 136;          /* bf16 Q: 16-byte rows of 8 elements suffice */
+    expect_status("prefill_fp8_kv_bf16_q_stride_136_is_valid", &prefill_set, &a, &e, FMHA_OK, NULL, 0, stream);
+    a = e.f8; a.q_dtype = FMHA_DTYPE_FP8; a.q = e.dq8; a.stride_q = 136;
+    expect_status("prefill_bad_fp8_q_stride_not_multiple_of_16", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, "stride", 0,
+                  stream);
+    a = e.f8; a.token_stride_k = 72;
+    expect_status("prefill_bad_fp8_token_stride_not_multiple_of_16", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, "stride",
+                  0, stream);
+    a = e.f8; a.page_stride_v = 16 * 64 + 8;
+    expect_status("prefill_bad_fp8_page_stride_not_multiple_of_16", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, "stride",
+                  0, stream);
+    a = e.f8; a.k_pool = (const unsigned char *)e.dk8 + 8;
+    expect_status("prefill_bad_fp8_k_pool_misaligned", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.f8; a.kv_layout = FMHA_KV_LAYOUT_VECTORIZED; a.token_stride_k = a.token_stride_v = 16;
+    expect_status("prefill_bad_fp8_vectorized", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.f8; a.hdim_q = a.hdim_v = 72;  /* strides fit 72 and are multiples of 16 */
+    a.stride_q = a.stride_o = 160; a.nhead_stride_q = a.nhead_stride_o = 80;
+    a.token_stride_k = a.token_stride_v = a.nhead_stride_k = a.nhead_stride_v = 80;
+    a.page_stride_k = a.page_stride_v = 16 * 80;
+    expect_status("prefill_bad_fp8_hdim_72", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a.hdim_q = a.hdim_v = 40;
+    expect_status("prefill_bad_fp8_hdim_40", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.f8; a.k_descale = NULL;
+    expect_status("prefill_bad_fp8_per_tensor_null_k_descale", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.f8; a.v_descale = NULL;
+    expect_status("prefill_bad_fp8_per_tensor_null_v_descale", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.f8; a.kv_scale = (fmha_kv_scale)7;
+    expect_status("prefill_bad_fp8_kv_scale_unknown", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.f8; a.q_descale = e.dds + 2;   /* bf16 queries */
+    expect_status("prefill_bad_q_descale_with_bf16_q", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16; a.q_descale = e.dds + 2;
+    expect_status("prefill_bad_q_descale_with_bf16_q_and_kv", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16;
+    a.kv_scale = FMHA_KV_SCALE_PER_TENSOR; a.k_descale = e.dds; a.v_descale = e.dds + 1;
+    expect_status("prefill_bad_descales_with_bf16_kv", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0, stream);
+    a = e.sg; a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16; a.k_descale = e.dds;    /* kv_scale NONE */
+    expect_status("prefill_bad_k_descale_pointer_with_bf16_kv", &prefill_set, &a, &e, FMHA_ERR_INVALID_ARG, NULL, 0,
+                  stream);
+    a = e.sg; a.q_dtype = FMHA_DTYPE_FP8; a.kv_dtype = FMHA_DTYPE_BF16; a.q = e.dq8; a.q_descale = e.dds + 2;
+    expect_status("prefill_bad_q_fp8_with_bf16_kv", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
+    a = e.f8; a.q_dtype = FMHA_DTYPE_FP16;
+    expect_status("prefill_bad_fp8_kv_with_fp16_q", &prefill_set, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, 0, stream);
 
     /* null pointers */
     a = e.sg; a.kv_indptr = NULL;
@@ -1514,6 +1999,8 @@ static void test_bad_inputs(cudaStream_t stream)
     expect_status("no_kernel_page2_in_page4_set", &page4_set, &a, &e, FMHA_ERR_NO_KERNEL, "page size", 0, stream);
     a = e.sg;
     expect_status("no_kernel_fp16_d64_nosoftcap_in_page4_set", &page4_set, &a, &e, FMHA_ERR_NO_KERNEL, NULL, 0, stream);
+    a = e.f8; a.logits_soft_cap = 2.0f;  /* the set's fp8 rows have no soft cap */
+    expect_status("no_kernel_fp8_softcap_in_page4_set", &page4_set, &a, &e, FMHA_ERR_NO_KERNEL, NULL, 0, stream);
     a = e.sg; a.logits_soft_cap = 2.0f; a.page_size = 4;        /* tables need page 16; check only */
     if (tu_selected("page4_set_serves_fp16_d64_softcap_page4")) {
         fmha_fwd_plan plan;
@@ -1526,10 +2013,12 @@ static void test_bad_inputs(cudaStream_t stream)
     pbad_free(&e);
 }
 
-/* Page classes picked by selection (plans only, nothing launched). */
+/* Page classes picked by selection (plans only, nothing launched). The kernel's
+ * dtype must be the KV one for fp8 KV (whatever the queries), else the queries'. */
 static void expect_plan_page(const char *name, const fmha_kernel_set *set, const fmha_batch_prefill_args *a,
                              int want_page, const char *want_name_part)
 {
+    const fmha_dtype want_dt = a->kv_dtype == FMHA_DTYPE_FP8 ? FMHA_DTYPE_FP8 : a->q_dtype;
     fmha_fwd_plan plan;
     fmha_status s;
     if (!tu_selected(name)) return;
@@ -1537,6 +2026,8 @@ static void expect_plan_page(const char *name, const fmha_kernel_set *set, const
     s = fmha_batch_prefill_check(set, a, &plan);
     if (s != FMHA_OK || !plan.kernel)
         tu_fail(name, "%s: %s", fmha_status_str(s), fmha_last_error());
+    else if (plan.kernel->dtype != want_dt)
+        tu_fail(name, "picked %s (dtype %d), want dtype %d", plan.kernel->name, (int)plan.kernel->dtype, (int)want_dt);
     else if (plan.kernel->family != FMHA_FAMILY_BATCH_PREFILL || plan.kernel->page_size != want_page ||
              (want_name_part && !strstr(plan.kernel->name, want_name_part)))
         tu_fail(name, "picked %s (page class %d), want page class %d", plan.kernel->name, plan.kernel->page_size,
@@ -1577,19 +2068,48 @@ static void test_plans(void)
         snprintf(part, sizeof(part), "_linear_page%d_", want);
         expect_plan_page(name, &page4_set, &a, want, part);
     }
+    /* fp8 KV: the default set's classes 1 and 64 with bf16 queries (d64 causal) and
+     * e4m3 queries (d128, no mask, soft cap); the explicit set's fp8 rows 4 and 128 */
+    for (m = 0; m < 2; m++)
+        for (i = 0; i < 11; i++) {
+            const int want = pages[i] >= 64 ? 64 : 1;
+            a = e.f8;
+            a.page_size = pages[i];
+            if (m) {
+                a.q_dtype = FMHA_DTYPE_FP8; a.q = e.dq8; a.q_descale = e.dds + 2;
+                a.hdim_q = a.hdim_v = 128; a.stride_q = a.stride_o = 256; a.nhead_stride_q = a.nhead_stride_o = 128;
+                a.token_stride_k = a.token_stride_v = a.nhead_stride_k = a.nhead_stride_v = 128;
+                a.page_stride_k = a.page_stride_v = 16 * 128;
+                a.mask_type = FMHA_MASK_NONE; a.logits_soft_cap = 5.0f;
+            }
+            snprintf(name, sizeof(name), "plan_default_fp8_%s_page%d_uses_page%d_kernel",
+                     m ? "qfp8_d128_nomask_softcap" : "qbf16_d64_causal", pages[i], want);
+            snprintf(part, sizeof(part), "_linear_page%d_", want);
+            expect_plan_page(name, &prefill_set, &a, want, part);
+        }
+    for (i = 2; i < 11; i++) {
+        const int want = pages[i] >= 128 ? 128 : 4;
+        a = e.f8;
+        a.page_size = pages[i];
+        snprintf(name, sizeof(name), "plan_page4_set_fp8_page%d_uses_page%d_kernel", pages[i], want);
+        snprintf(part, sizeof(part), "_linear_page%d_", want);
+        expect_plan_page(name, &page4_set, &a, want, part);
+    }
     pbad_free(&e);
 }
 
-/* The default prefill set: LINEAR pages for 2 dtypes x 3 hdims x mask x soft cap x
- * page classes {1, 64}; VECTORIZED pages for the masked rows of each. */
+/* The default prefill set: LINEAR pages for 3 KV dtypes (fp16, bf16, fp8) x 3
+ * hdims x mask x soft cap x page classes {1, 64}; VECTORIZED pages for the masked
+ * fp16/bf16 rows of each (fp8 KV is LINEAR only). */
 static void test_registry(void)
 {
     static const int hds[3] = { 64, 128, 256 }, pgs[2] = { 1, 64 };
-    int n = fmha_set_size(&prefill_set), i, dt, hd, m, sc, pg, lay, missing = 0, bad = -1, nlin = 0, nvec = 0;
+    static const char *const dts[3] = { "fp16", "bf16", "fp8" };
+    int n = fmha_set_size(&prefill_set), i, dt, hd, m, sc, pg, lay, missing = 0, bad = -1, nlin = 0, nvec = 0, n8 = 0;
     char miss[160] = "";
     if (tu_selected("registry_prefill_set_covers_all_features")) {
         for (lay = 0; lay < 2; lay++)
-            for (dt = 0; dt < 2; dt++)
+            for (dt = 0; dt < 3 - lay; dt++)           /* no VECTORIZED fp8 */
                 for (hd = 0; hd < 3; hd++)
                     for (m = lay; m < 2; m++)          /* VECTORIZED: masked rows only */
                         for (sc = 0; sc < 2; sc++)
@@ -1603,17 +2123,18 @@ static void test_registry(void)
                                 }
                                 if (!found && !missing++)
                                     snprintf(miss, sizeof(miss), "%s %s d%d mask%d softcap%d page%d",
-                                             lay ? "vectorized" : "linear", dt ? "bf16" : "fp16", hds[hd], m, sc, pgs[pg]);
+                                             lay ? "vectorized" : "linear", dts[dt], hds[hd], m, sc, pgs[pg]);
                             }
         for (i = 0; i < n; i++) {
             const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
             if (k && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) nlin++;
             if (k && k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) nvec++;
+            if (k && k->dtype == FMHA_DTYPE_FP8) n8++;
         }
-        if (nlin >= 48 && nvec >= 24 && !missing) tu_pass("registry_prefill_set_covers_all_features");
+        if (nlin >= 72 && nvec >= 24 && n8 >= 24 && !missing) tu_pass("registry_prefill_set_covers_all_features");
         else tu_fail("registry_prefill_set_covers_all_features",
-                     "%d kernels (%d linear, %d vectorized), %d combinations missing (first: %s)", n, nlin, nvec, missing,
-                     miss);
+                     "%d kernels (%d linear, %d vectorized, %d fp8), %d combinations missing (first: %s)", n, nlin, nvec,
+                     n8, missing, miss);
     }
     if (tu_selected("registry_prefill_kernel_info_sane")) {
         for (i = 0; i < n && bad < 0; i++) {
@@ -1624,7 +2145,8 @@ static void test_registry(void)
                      k->page_size);
             if (!k->name || !strstr(k->name, "batch_prefill") || !strstr(k->name, part) ||
                 k->family != FMHA_FAMILY_BATCH_PREFILL || k->has_alibi || k->tile_m <= 0 || k->tile_n <= 0 ||
-                k->warps <= 0 || k->stages <= 0 || (k->page_size != 1 && k->page_size != 64))
+                k->warps <= 0 || k->stages <= 0 || (k->page_size != 1 && k->page_size != 64) ||
+                (k->dtype == FMHA_DTYPE_FP8 && k->kv_layout != FMHA_KV_LAYOUT_LINEAR))
                 bad = i;
         }
         if (bad < 0) tu_pass("registry_prefill_kernel_info_sane");
@@ -1639,6 +2161,7 @@ static void test_registry(void)
         if (!strstr(buf, "\"family\": \"batch_prefill\"")) why = "no batch_prefill family";
         else if (!strstr(buf, "\"page_size\": 64") || !strstr(buf, "\"page_size\": 1,")) why = "page sizes missing";
         else if (!strstr(buf, "\"kv_layout\": \"linear\"") || !strstr(buf, "\"kv_layout\": \"vectorized\"")) why = "kv layouts missing";
+        else if (!strstr(buf, "\"dtype\": \"fp8\"")) why = "no fp8 kernel";
         else
             for (i = 0; i < n && !why; i++)
                 if (!strstr(buf, fmha_set_kernel(&prefill_set, i)->name)) why = "a kernel name is missing";
@@ -1647,14 +2170,16 @@ static void test_registry(void)
         free(buf);
     }
     if (tu_selected("registry_page4_set")) {
-        int tn = fmha_set_size(&page4_set), n4 = 0, n128 = 0;
+        int tn = fmha_set_size(&page4_set), n4 = 0, n128 = 0, nf8 = 0;
         for (i = 0; i < tn; i++) {
             const fmha_kernel_info *k = fmha_set_kernel(&page4_set, i);
             if (k && k->page_size == 4 && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) n4++;
             if (k && k->page_size == 128 && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) n128++;
+            if (k && k->dtype == FMHA_DTYPE_FP8 && k->hdim == 128 && k->has_mask && !k->has_softcap) nf8++;
         }
-        if (tn == 3 && n4 == 2 && n128 == 1) tu_pass("registry_page4_set");
-        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128 (want 3, 2, 1)", tn, n4, n128);
+        if (tn == 5 && n4 == 3 && n128 == 2 && nf8 == 2) tu_pass("registry_page4_set");
+        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128, %d fp8 (want 5, 3, 2, 2)", tn, n4,
+                     n128, nf8);
     }
 }
 
@@ -1662,7 +2187,8 @@ static void test_registry(void)
  * main
  * ========================================================================== */
 static const char usage_extra[] =
-    "  --quick   ~40 problems plus the API checks, no large pool (for compute-sanitizer)\n"
+    "  --quick   ~55 problems (fp8 ones included) plus the API checks, no large pool\n"
+    "            (for compute-sanitizer)\n"
     "  --filter  run only checks whose name contains SUBSTR (e.g. large_pool, page1024, vllm)\n"
     "  --list    print the problem names and exit\n";
 

@@ -8,7 +8,8 @@
  * interval. It also checks the properties that must hold whatever the formula:
  * fully masked rows give O = 0 and LSE = -inf, probabilities sum to one (V = 1
  * gives O = 1), the result does not depend on the memory layout, and the fp16/bf16
- * conversions round to nearest even. Plain C11:
+ * and e4m3 conversions round to nearest even (e4m3 also: exact decode of all 256
+ * codes, saturation at 448, subnormals). Plain C11:
  *     gcc -std=c11 -O2 -Wall -Wextra -Itests tests/host/test_ref.c -lm -o build/tests/test_ref
  * Prints one PASS/FAIL line per check and ends with "N passed, M failed".
  */
@@ -396,6 +397,117 @@ static void test_conversions(void)
     report(ok, "convert_bf16", why);
 }
 
+/* e4m3 (OCP e4m3fn), checked against a second encoder: brute force over all
+ * 254 finite codes (nearest value; a tie goes to the even code, whose mantissa
+ * LSB is 0), saturating past 448. */
+static uint8_t e4m3_brute(float f)
+{
+    const int neg = signbit(f) != 0;
+    double a = fabs((double)f), best_d = INFINITY;
+    int c, best = 0;
+    if (isnan(f)) return 0x7F;
+    if (a > 448.0) return (uint8_t)(neg ? 0xFE : 0x7E);
+    for (c = 0; c <= 0x7E; c++) {
+        double d = fabs(a - fmha_ref_e4m3_to_f32((uint8_t)c));
+        if (d < best_d || (d == best_d && (c & 1) == 0)) { best_d = d; best = c; }
+    }
+    return (uint8_t)(best | (neg ? 0x80 : 0));
+}
+
+static void test_conversions_e4m3(void)
+{
+    struct { float f; uint8_t c; } known[] = {
+        { 1.0f, 0x38 }, { -2.0f, 0xC0 }, { 448.0f, 0x7E }, { -448.0f, 0xFE }, { 0.0f, 0x00 }, { -0.0f, 0x80 },
+        { 0.001953125f, 0x01 },                 /* 2^-9: smallest subnormal */
+        { 0.013671875f, 0x07 },                 /* 7 * 2^-9: largest subnormal */
+        { 0.015625f, 0x08 },                    /* 2^-6: smallest normal */
+        { 240.0f, 0x77 }, { 256.0f, 0x78 }, { 0.375f, 0x2C }, { 3.25f, 0x45 },
+        /* ties to even */
+        { 1.0625f, 0x38 },                      /* 1 + 1/16: between 1 and 1.125 -> 1 */
+        { 1.1875f, 0x3A },                      /* 1 + 3/16: between 1.125 and 1.25 -> 1.25 */
+        { 1.9375f, 0x40 },                      /* between 1.875 and 2: carry into the exponent */
+        { 0.0009765625f, 0x00 },                /* 2^-10: between 0 and 2^-9 -> 0 */
+        { 0.0029296875f, 0x02 },                /* 1.5 * 2^-9 -> 2 units */
+        { 0.0048828125f, 0x02 },                /* 2.5 * 2^-9 -> 2 units */
+        { 0.0146484375f, 0x08 },                /* 7.5 * 2^-9: subnormal -> smallest normal */
+        { 0.0009765626f, 0x01 },                /* just above the 2^-10 tie */
+        /* saturation */
+        { 447.0f, 0x7E }, { 449.0f, 0x7E }, { 464.0f, 0x7E }, { 480.0f, 0x7E }, { 1e6f, 0x7E },
+        { -1e30f, 0xFE }, { INFINITY, 0x7E }, { -INFINITY, 0xFE },
+        { 1e-30f, 0x00 }, { -1e-30f, 0x80 },
+    };
+    fmha_ref_rng r = fmha_ref_rng_make(8);
+    size_t t;
+    unsigned u;
+    int ok = 1, i, nsub = 0, nbig = 0;
+    char why[160] = "";
+    float prev = -1.0f;
+
+    /* decode: all 256 codes, exact formula, NaN only at 0x7F/0xFF, increasing */
+    for (u = 0; u < 256u; u++) {
+        float f = fmha_ref_e4m3_to_f32((uint8_t)u), want;
+        int e = (int)(u >> 3) & 15, m = (int)u & 7;
+        if ((u & 0x7Fu) == 0x7Fu) {
+            if (!isnan(f)) { ok = 0; snprintf(why, sizeof(why), "decode 0x%02x = %g, want NaN", u, f); }
+            continue;
+        }
+        want = e ? ldexpf(1.0f + m / 8.0f, e - 7) : ldexpf((float)m, -9);
+        if (u & 0x80u) want = -want;
+        if (f != want || signbit(f) != signbit(want)) { ok = 0; snprintf(why, sizeof(why), "decode 0x%02x = %.9g, want %.9g", u, f, want); }
+        if (u < 0x80u && u > 0 && !(f > prev)) { ok = 0; snprintf(why, sizeof(why), "decode not increasing at 0x%02x", u); }
+        if (u < 0x80u) prev = f;
+    }
+    /* round trip of every code (NaN stays NaN) */
+    for (u = 0; u < 256u; u++) {
+        float f = fmha_ref_e4m3_to_f32((uint8_t)u);
+        uint8_t c = fmha_ref_f32_to_e4m3(f);
+        if (isnan(f) ? !isnan(fmha_ref_e4m3_to_f32(c)) : c != u) {
+            ok = 0; snprintf(why, sizeof(why), "round trip 0x%02x -> %g -> 0x%02x", u, f, c);
+        }
+    }
+    if (!isnan(fmha_ref_e4m3_to_f32(fmha_ref_f32_to_e4m3(NAN))) || !isnan(fmha_ref_e4m3_to_f32(fmha_ref_f32_to_e4m3(-NAN)))) {
+        ok = 0; snprintf(why, sizeof(why), "e4m3 NaN lost");
+    }
+    for (t = 0; t < sizeof(known) / sizeof(known[0]); t++) {
+        uint8_t got = fmha_ref_f32_to_e4m3(known[t].f);
+        if (got != known[t].c) { ok = 0; snprintf(why, sizeof(why), "e4m3(%.10g) = 0x%02x, want 0x%02x", known[t].f, got, known[t].c); }
+    }
+    /* every midpoint between neighbouring codes (ties), and a hair either side */
+    for (u = 0; u < 0x7Eu; u++) {
+        float lo = fmha_ref_e4m3_to_f32((uint8_t)u), hi = fmha_ref_e4m3_to_f32((uint8_t)(u + 1));
+        float mid = 0.5f * (lo + hi), xs[3];
+        int k;
+        xs[0] = mid; xs[1] = nextafterf(mid, 0.0f); xs[2] = nextafterf(mid, 1e9f);
+        for (k = 0; k < 3; k++) {
+            uint8_t got = fmha_ref_f32_to_e4m3(xs[k]), want = e4m3_brute(xs[k]);
+            uint8_t gotn = fmha_ref_f32_to_e4m3(-xs[k]), wantn = e4m3_brute(-xs[k]);
+            if (k == 0 && want != ((u & 1u) ? u + 1 : u)) { ok = 0; snprintf(why, sizeof(why), "brute force tie 0x%02x", u); }
+            if (got != want || gotn != wantn) {
+                ok = 0; snprintf(why, sizeof(why), "e4m3(%.10g) = 0x%02x, brute force 0x%02x", xs[k], got, want);
+            }
+        }
+    }
+    /* random floats over 2^-12 .. 2^10 against the brute force */
+    for (i = 0; i < 200000; i++) {
+        float x = (float)ldexp(fmha_ref_rng_unit(&r) + 0.5, fmha_ref_rng_int(&r, -12, 10));
+        uint8_t got, want;
+        if (fmha_ref_rng_next(&r) & 1u) x = -x;
+        got = fmha_ref_f32_to_e4m3(x);
+        want = e4m3_brute(x);
+        if (got != want) { ok = 0; snprintf(why, sizeof(why), "e4m3(%.10g) = 0x%02x, brute force 0x%02x", x, got, want); break; }
+    }
+    /* the random code helper: finite, non-zero, covers subnormals and 256..448 */
+    for (i = 0; i < 10000; i++) {
+        uint8_t c = fmha_ref_rng_e4m3(&r, 0, 15);
+        float f = fmha_ref_e4m3_to_f32(c);
+        if (!isfinite(f) || f == 0.0f) { ok = 0; snprintf(why, sizeof(why), "rng_e4m3 gave 0x%02x", c); break; }
+        nsub += fabsf(f) < 0.015625f;
+        nbig += fabsf(f) >= 256.0f;
+    }
+    if (nsub == 0 || nbig == 0) { ok = 0; snprintf(why, sizeof(why), "rng_e4m3 range: %d subnormal, %d >= 256", nsub, nbig); }
+    report(ok, "convert_e4m3", why);
+}
+
 static void test_rng_and_err(void)
 {
     fmha_ref_rng a = fmha_ref_rng_make(42), b = fmha_ref_rng_make(42), c = fmha_ref_rng_make(43);
@@ -419,6 +531,7 @@ int main(void)
     test_rows_sum_to_one();
     test_layout_independent();
     test_conversions();
+    test_conversions_e4m3();
     test_rng_and_err();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

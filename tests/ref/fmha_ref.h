@@ -23,8 +23,8 @@
  *     h*nhead_stride_lse + seqstart_q[b] + i in group mode.
  *
  * Also here, because both the GPU tests and the example need them: fp16/bf16 bit
- * conversions with round-to-nearest-even, a splitmix64 random generator, and a
- * rel-L2 error accumulator. Everything is `static inline` and compiles as C11 and as
+ * conversions with round-to-nearest-even, OCP e4m3fn (FP8) conversions, a
+ * splitmix64 random generator, and a rel-L2 error accumulator. Everything is `static inline` and compiles as C11 and as
  * C++ (nvcc), so no implicit void* conversions and no C-only syntax.
  */
 #ifndef FMHA_REF_H
@@ -111,6 +111,47 @@ static inline float fmha_ref_round16(float f, int is_bf16)
 }
 
 /* ============================================================================
+ * FP8 e4m3 (OCP e4m3fn) <-> float
+ *
+ * 1 sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities; S.1111.111
+ * (0x7F, 0xFF) is NaN, so the largest finite value is 1.75 * 2^8 = 448.
+ * Exponent field 0 holds the subnormals m * 2^-9 (m = 1..7). Every e4m3 value
+ * is exact in bf16 and fp32. (gfx942's e4m3fnuz is a different format; these
+ * helpers are the OCP one, what NVIDIA and gfx950 use.)
+ * ========================================================================== */
+
+static inline float fmha_ref_e4m3_to_f32(uint8_t b)
+{
+    const int e = (b >> 3) & 15, m = b & 7;
+    double v;
+    if (e == 15 && m == 7) return NAN;
+    v = e == 0 ? ldexp((double)m, -9) : ldexp(8.0 + m, e - 10);   /* (1 + m/8) 2^(e-7) */
+    return (float)((b & 0x80u) ? -v : v);
+}
+
+/* float -> e4m3, round to nearest even; magnitudes past 448 (infinities
+ * included) saturate to +-448; NaN stays NaN (0x7F, with the sign). */
+static inline uint8_t fmha_ref_f32_to_e4m3(float f)
+{
+    const uint8_t sign = (uint8_t)((fmha_ref_f32_bits(f) >> 24) & 0x80u);
+    double a = fabs((double)f), q;
+    int e;
+    if (f != f) return (uint8_t)(sign | 0x7Fu);
+    if (a < 0.015625) {
+        /* subnormal: units of 2^-9 (exact scaling, nearbyint rounds to even);
+         * 8 units is the smallest normal, whose code is also 8 */
+        return (uint8_t)(sign | (uint8_t)nearbyint(a * 512.0));
+    }
+    if (a >= 448.0) return (uint8_t)(sign | 0x7Eu);
+    (void)frexp(a, &e);                  /* a = f * 2^e, f in [0.5, 1) */
+    e -= 1;                              /* a in [2^e, 2^(e+1)), e in -6..8 */
+    q = nearbyint(ldexp(a, 3 - e));      /* 8..16 eighths of 2^e */
+    if (q == 16.0) { q = 8.0; e++; }     /* rounded up into the next binade */
+    if (e > 8 || (e == 8 && q > 14.0)) return (uint8_t)(sign | 0x7Eu);   /* above 448 */
+    return (uint8_t)(sign | (uint8_t)((e + 7) << 3) | (uint8_t)(q - 8.0));
+}
+
+/* ============================================================================
  * Deterministic random numbers (splitmix64)
  * ========================================================================== */
 
@@ -155,6 +196,16 @@ static inline float fmha_ref_rng_input(fmha_ref_rng *r, float amp)
 {
     double m = amp * (1.0 / 64.0 + (63.0 / 64.0) * fmha_ref_rng_unit(r));
     return (float)((fmha_ref_rng_next(r) & 1u) ? -m : m);
+}
+
+/* A random finite, non-zero e4m3 code with its exponent field uniform in
+ * [emin, emax] (0: the subnormals, 15: 256..448), random mantissa and sign.
+ * Log-uniform magnitudes, so a range like [0, 15] covers the whole format. */
+static inline uint8_t fmha_ref_rng_e4m3(fmha_ref_rng *r, int emin, int emax)
+{
+    const int e = fmha_ref_rng_int(r, emin, emax);
+    const int m = e == 0 ? fmha_ref_rng_int(r, 1, 7) : fmha_ref_rng_int(r, 0, e == 15 ? 6 : 7);
+    return (uint8_t)(((fmha_ref_rng_next(r) & 1u) ? 0x80u : 0u) | (unsigned)(e << 3) | (unsigned)m);
 }
 
 /* ============================================================================

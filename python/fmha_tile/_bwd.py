@@ -1,0 +1,136 @@
+"""The backward pass: fmha_bwd_traits / fmha_bwd_args from a forward problem,
+and the calls fmha_bwd_plan_make -> workspace -> fmha_bwd_prepare_workspace ->
+fmha_bwd on the current stream.
+
+bwd_structs() only uses what a tensor exposes (shape, stride(), data_ptr()),
+so it can be tested with stand-in tensors on a machine without PyTorch or a
+GPU; run_backward() adds the torch parts (gradient buffers, the workspace,
+the stream, the launch). The autograd.Function that calls it lives in
+__init__.py, next to the forward it saves tensors from.
+"""
+import ctypes
+
+from . import _lib
+from ._args import check_size, strides
+
+
+def _rows_heads_batch(t, group):
+    """(row, head, batch) element strides of [b, s, h, d] or [total, h, d]."""
+    s = strides(t)
+    return (s[0], s[1], 0) if group else (s[1], s[2], s[0])
+
+
+def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
+    """-> (FmhaBwdTraits, FmhaBwdArgs) of the backward of forward problem p
+    (an _args.Problem) with the forward's q, k, v, o and lse, the incoming
+    gradient dout (o's shape) and the gradient buffers dq, dk, dv (the shapes
+    of q, k, v). The workspace fields are left for the caller."""
+    fa = p.args
+    if fa.alibi_slopes:
+        raise NotImplementedError("fmha_tile: the backward pass has no ALiBi")
+    group = bool(fa.is_group_mode)
+    t = _lib.FmhaBwdTraits()
+    t.dtype, t.is_group_mode = fa.dtype, fa.is_group_mode
+    t.batch, t.nhead_q, t.nhead_k = fa.batch, fa.nhead_q, fa.nhead_k
+    if group:
+        # totals size the workspace (the tensors' rows bound seqstart[batch]);
+        # the max lengths choose the splits and the direct-dQ path
+        t.seqlen_q = check_size("total tokens of q", q.shape[0])
+        t.seqlen_k = check_size("total tokens of k", k.shape[0])
+        t.max_seqlen_q, t.max_seqlen_k = fa.max_seqlen_q, p.max_seqlen_k
+    else:
+        t.seqlen_q, t.seqlen_k = fa.seqlen_q, fa.seqlen_k
+        t.max_seqlen_q, t.max_seqlen_k = fa.seqlen_q, fa.seqlen_k
+    t.hdim_q, t.hdim_v = fa.hdim_q, fa.hdim_v
+    t.mask_type, t.window_left, t.window_right = fa.mask_type, fa.window_left, fa.window_right
+    t.has_logits_soft_cap = int(fa.logits_soft_cap > 0)
+    t.has_alibi = 0
+    t.is_deterministic = int(bool(deterministic))
+
+    a = _lib.FmhaBwdArgs()
+    for f in ("dtype", "is_group_mode", "batch", "nhead_q", "nhead_k", "seqlen_q", "seqlen_k",
+              "max_seqlen_q", "max_seqlen_k", "hdim_q", "hdim_v", "mask_type", "window_left",
+              "window_right", "is_deterministic"):
+        setattr(a, f, getattr(t, f))
+    for name, x in (("q", q), ("k", k), ("v", v), ("o", o), ("do", dout), ("dq", dq), ("dk", dk),
+                    ("dv", dv)):
+        setattr(a, "dout" if name == "do" else name, x.data_ptr() or None)
+        row, head, batch = _rows_heads_batch(x, group)
+        setattr(a, "stride_" + name, row)
+        setattr(a, "nhead_stride_" + name, head)
+        setattr(a, "batch_stride_" + name, batch)
+    a.lse = lse.data_ptr() or None
+    sl = strides(lse)
+    if group:   # [h, total_q]
+        a.nhead_stride_lse, a.batch_stride_lse = sl[0], 0
+    else:       # [b, h, s_q]
+        a.nhead_stride_lse, a.batch_stride_lse = sl[1], sl[0]
+    a.seqstart_q, a.seqstart_k = fa.seqstart_q, fa.seqstart_k
+    a.scale, a.logits_soft_cap = fa.scale, fa.logits_soft_cap
+    a.alibi_slopes = None
+    return t, a
+
+
+def _dense_grad(torch, dout, o):
+    """The incoming gradient as the library reads it: o's dtype, a unit head-dim
+    stride, 16-byte aligned (autograd may hand in expanded or odd views)."""
+    if dout.dtype != o.dtype:
+        dout = dout.to(o.dtype)
+    if not dout.is_contiguous() or dout.data_ptr() % 16:
+        dout = dout.clone(memory_format=torch.contiguous_format)
+    return dout
+
+
+def _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k):
+    """Group mode: the plan trusts max_seqlen_q/max_seqlen_k (a too small
+    max_seqlen_k would silently pick too few key tiles), so check them against
+    the lengths. One small device-to-host copy; the synchronous workspace
+    preparation synchronises the stream anyway."""
+    lq = (cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max()
+    lk = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).max()
+    mq, mk = torch.stack([lq, lk]).tolist()
+    if mq > p.args.max_seqlen_q or mk > p.max_seqlen_k:
+        raise ValueError("fmha_tile.attention_varlen backward: the longest sequences (%d queries, %d "
+                         "keys) exceed max_seqlen_q=%d / max_seqlen_k=%d"
+                         % (mq, mk, p.args.max_seqlen_q, p.max_seqlen_k))
+
+
+def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, deterministic,
+                 where):
+    """dq, dk, dv (contiguous, the shapes and dtypes of q, k, v) of forward
+    problem p, computed on the current stream of q's device."""
+    group = bool(p.args.is_group_mode)
+    with torch.cuda.device(q.device):
+        # group mode: rows past cu_seqlens[-1] belong to no sequence and are
+        # never written, so start from zeros; empty problems have nothing to launch
+        trivial = p.empty_q or p.empty_k
+        alloc = torch.zeros if group or trivial else torch.empty
+        dq = alloc(tuple(q.shape), dtype=q.dtype, device=q.device)
+        dk = alloc(tuple(k.shape), dtype=k.dtype, device=q.device)
+        dv = alloc(tuple(v.shape), dtype=v.dtype, device=q.device)
+        if trivial:   # no query rows: dK = dV = 0; no keys: O = 0, so dQ = 0
+            return dq, dk, dv
+        if group:
+            _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k)
+        dout = _dense_grad(torch, dout, o)
+        traits, a = bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic)
+        lib = _lib.bwd_library()
+        plan = _lib.FmhaBwdPlan()
+        st = lib.fmha_bwd_plan_make(_lib.default_set(), ctypes.byref(traits), ctypes.byref(plan))
+        _lib.check_status(st, where)
+        stream = ctypes.c_void_p(torch.cuda.current_stream(q.device).cuda_stream)
+        ws = None
+        size = plan.workspace_size
+        if size:
+            ws = torch.empty(size, dtype=torch.uint8, device=q.device)
+        ws_ptr = ws.data_ptr() if ws is not None else None
+        # synchronous form: checks the seqstarts against the plan, and needs no
+        # pinned staging that would have to outlive the stream work
+        st = lib.fmha_bwd_prepare_workspace(ctypes.byref(plan), ws_ptr, size, a.seqstart_q,
+                                            a.seqstart_k, stream)
+        _lib.check_status(st, where)
+        a.workspace, a.workspace_size = ws_ptr, size
+        st = lib.fmha_bwd(ctypes.byref(plan), ctypes.byref(a), stream)
+        _lib.check_status(st, where)
+        # ws is freed here; the caching allocator reuses it in stream order
+    return dq, dk, dv
