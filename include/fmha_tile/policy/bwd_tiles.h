@@ -30,12 +30,18 @@
 
 /* ---- NVIDIA, portable mma.sync pipeline (sm_80 and newer) ------------------
  * Like FlashAttention-2's backward: 8 warps own 128 keys and sweep 64 query
- * rows at a time, one block per SM. hdim 256 uses 4 warps and two sweeps;
+ * rows (hdim 64: 128) at a time, one block per SM. Measured on an H100 with
+ * bench/bench_bwd.cu (bf16, 2k-8k): hdim 64 128 x 128 beat 64 x 128 by
+ * 12-16%; hdim 128 64 x 128 beat 64 x 64 (4 warps) by 25% and equals its
+ * single-buffered variant. hdim 256 uses 4 warps and two sweeps;
  * its single-buffered row fits an sm_80 (163 KB of shared memory), the
  * double-buffered one only sm_90 (201 KB). */
+/* (a tuning build may predefine the hdim 64/128 rows) */
+#ifndef FMHAI_TILES_SM80_BWD_64
 /*                                                     arch  tile_m tile_n warps stages */
-#define FMHAI_TILES_SM80_BWD_64(Y, ...)   Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
+#define FMHAI_TILES_SM80_BWD_64(Y, ...)   Y(__VA_ARGS__, SM80,   128,   128,    8,     2)
 #define FMHAI_TILES_SM80_BWD_128(Y, ...)  Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
+#endif
 #define FMHAI_TILES_SM80_BWD_256(Y, ...)  Y(__VA_ARGS__, SM80,    64,    64,    4,     2) \
                                           Y(__VA_ARGS__, SM80,    64,    64,    4,     1)
 /* the streaming stages: tile_m rows per block (tile_n, stages unused) */
