@@ -41,6 +41,40 @@
         }                                                                                  \
     } while (0)
 
+/* Integer options by name: the examples fill a table of these. */
+typedef struct ex_int_opt {
+    const char *name;
+    int *field;
+} ex_int_opt;
+
+/* "-key=value" (any number of leading dashes): the key into key[cap] and a
+ * pointer to the value, or NULL when the argument is not of that form. */
+static inline const char *ex_split_opt(const char *arg, char *key, size_t cap)
+{
+    const char *a = arg, *eq;
+    size_t n;
+    while (*a == '-') a++;
+    eq = strchr(a, '=');
+    if (!eq || a == arg) return NULL;
+    n = (size_t)(eq - a);
+    if (n >= cap) n = cap - 1;
+    memcpy(key, a, n);
+    key[n] = 0;
+    return eq + 1;
+}
+
+/* Sets the integer option `key` from val: 1 when the table has it. */
+static inline int ex_set_int_opt(const ex_int_opt *opts, int n, const char *key, const char *val)
+{
+    int k;
+    for (k = 0; k < n; k++)
+        if (!strcmp(key, opts[k].name)) {
+            *opts[k].field = atoi(val);
+            return 1;
+        }
+    return 0;
+}
+
 /* "t", "b", "0".."2", "t:l,r", "b:l,r" -> mask type and window. 0, or -1 when
  * the string is malformed. */
 static inline int ex_parse_mask(const char *s, fmha_mask_type *mask, int *wl, int *wr)

@@ -124,8 +124,8 @@ static void usage(void)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    int i, k;
-    struct { const char *name; int *field; } ints[12];
+    int i;
+    ex_int_opt ints[12];
     memset(o, 0, sizeof(*o));
     ints[0].name = "b";        ints[0].field = &o->b;
     ints[1].name = "h";        ints[1].field = &o->h;
@@ -147,21 +147,12 @@ static int parse_args(int argc, char **argv, options *o)
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *eq;
         char key[64];
-        size_t n;
         if (!strcmp(a, "--list-kernels") || !strcmp(a, "-list-kernels")) { o->list_kernels = 1; continue; }
         if (!strcmp(a, "-help") || !strcmp(a, "--help") || !strcmp(a, "-?")) { usage(); exit(0); }
-        while (*a == '-') a++;
-        eq = strchr(a, '=');
-        if (!eq || a == argv[i]) { fprintf(stderr, "fmha_batch_prefill: expected -key=value, got %s\n", argv[i]); return -1; }
-        n = (size_t)(eq - a);
-        if (n >= sizeof(key)) n = sizeof(key) - 1;
-        memcpy(key, a, n);
-        key[n] = 0;
-        eq++;
-        for (k = 0; k < (int)(sizeof(ints) / sizeof(ints[0])); k++)
-            if (!strcmp(key, ints[k].name)) break;
-        if (k < (int)(sizeof(ints) / sizeof(ints[0]))) *ints[k].field = atoi(eq);
-        else if (!strcmp(key, "seed")) o->seed = strtoull(eq, NULL, 10);
+        eq = ex_split_opt(a, key, sizeof(key));
+        if (!eq) { fprintf(stderr, "fmha_batch_prefill: expected -key=value, got %s\n", argv[i]); return -1; }
+        if (ex_set_int_opt(ints, (int)(sizeof(ints) / sizeof(ints[0])), key, eq)) continue;
+        if (!strcmp(key, "seed")) o->seed = strtoull(eq, NULL, 10);
         else if (!strcmp(key, "s")) o->s_str = eq;
         else if (!strcmp(key, "s_k")) o->s_k_str = eq;
         else if (!strcmp(key, "scale")) o->scale = (float)atof(eq);

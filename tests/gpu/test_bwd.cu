@@ -887,18 +887,15 @@ int main(int argc, char **argv)
     tu_cfg_list cfgs;
     cudaStream_t stream;
     clock_t t0 = clock();
-    int i, rc = tu_parse_args(argc, argv, "test_bwd", usage_extra, &args);
-    if (rc >= 0) return rc;
+    int i, rc;
+
     build_configs();
     cfgs.n = g_ncfg;
     cfgs.name = cfg_name_at;
     cfgs.quick = cfg_quick_at;
     cfgs.work = cfg_work_at;
-    if (args.list) {
-        tu_list_cfgs(&args, &cfgs);
-        return 0;
-    }
-    if (!tu_start_device("test_bwd", &args, g_ncfg, &stream)) return 0;
+    rc = tu_begin(argc, argv, "test_bwd", usage_extra, &cfgs, &args, &stream);
+    if (rc >= 0) return rc;
     test_api(stream, args.seed);
     test_graph(stream, args.seed + 5);
     for (i = 0; i < g_ncfg; i++)

@@ -348,6 +348,20 @@ static inline int tu_start_device(const char *prog, const tu_args *a, int ncfg, 
     return 1;
 }
 
+/* The common start of a test program: options, --list, the device. Returns
+ * -1 to go on (the stream is created), else the exit status. */
+static inline int tu_begin(int argc, char **argv, const char *prog, const char *usage_extra,
+                           const tu_cfg_list *cfgs, tu_args *a, cudaStream_t *stream)
+{
+    const int rc = tu_parse_args(argc, argv, prog, usage_extra, a);
+    if (rc >= 0) return rc;
+    if (a->list) {
+        tu_list_cfgs(a, cfgs);
+        return 0;
+    }
+    return tu_start_device(prog, a, cfgs->n, stream) ? -1 : 0;
+}
+
 /* Destroys the test stream, prints the CPU time since t0 and the summary, exits. */
 static inline void tu_end(cudaStream_t stream, clock_t t0)
 {

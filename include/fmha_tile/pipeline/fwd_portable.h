@@ -28,6 +28,8 @@
  *
  * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit,
  * then (small pages only) the staged row offsets [2][K, V][tile_n] int64,
+ * then (FP8 KV only) the e4m3 landing tiles, per-page descales and query row
+ * scales (see "FP8 (e4m3) KV" below); 16-bit tile
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
  * are free of bank conflicts. Out-of-range rows and head-dim columns past d
  * are zero-filled by the copy, so padding never meets garbage (no 0 * NaN).
@@ -519,8 +521,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     if (PAGE_DS && tid < BN) {
         for (int j = 0; j < (SPLIT ? 1 : STE) && j < n_iters; ++j) {
             const int pg = fmhai_page_of(&ksrc, (n_hi - 1 - j) * BN + tid, p->page_log2);
-            sScale[(j & 3) * 2 * BN + tid] = p->k_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
-            sScale[(j & 3) * 2 * BN + BN + tid] = p->v_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
+            const int64_t at = (int64_t)pg * p->ds_page + hk * p->ds_head;
+            sScale[(j & 3) * 2 * BN + tid] = p->k_page_descale[at];
+            sScale[(j & 3) * 2 * BN + BN + tid] = p->v_page_descale[at];
         }
     }
     if (KV8) fmhai_load_q_f16(sQ, sRowScale, q_ptr, qb * p->q_row, BM, s_q - m0, p->d, HD, NT, tid, Q8);
@@ -584,8 +587,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         if (PAGE_DS && tid < BN && jn < n_iters) {
             const int pg = STAGE_PAGES ? next_page
                                        : fmhai_page_of(&ksrc, (n_hi - 1 - jn) * BN + tid, p->page_log2);
-            ks_next = p->k_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
-            vs_next = p->v_page_descale[(int64_t)pg * p->ds_page + hk * p->ds_head];
+            const int64_t at = (int64_t)pg * p->ds_page + hk * p->ds_head;
+            ks_next = p->k_page_descale[at];
+            vs_next = p->v_page_descale[at];
         }
         {   /* split: V[it]; ring: K and V of tile it + ST - 1 */
             const int j = SPLIT ? it : it + STE - 1;

@@ -11,7 +11,7 @@
  *   fmhai_warp_ldsm_x4_t(r, addr)              the same, transposed
  *   fmhai_warp_mma_16816(c, a, b, is_bf16)     c[16x8] += a[16x16] * b[16x8]
  *   fmhai_pack2(x, y, is_bf16)                 two floats -> packed fp16/bf16
- *   fmhai_lds_load8/16, fmhai_lds_store16      8/16 bytes shared <-> registers
+ *   fmhai_lds_load16 / fmhai_lds_store16       16 bytes shared <-> registers
  *   fmhai_e4m3x4_to_f16(x, y)                  four e4m3 codes -> two f16x2, exact
  * Fragment layouts are those of mma.sync.m16n8k16 on NVIDIA: lane l holds rows
  * l/4 and l/4+8, columns 2*(l%4) and 2*(l%4)+1 of each 16x8 accumulator.
@@ -138,10 +138,6 @@ FMHAI_DEVICE void fmhai_lds_load16(uint32_t *v, fmhai_smem_t a)
 {
     asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(a));
-}
-FMHAI_DEVICE void fmhai_lds_load8(uint32_t *v, fmhai_smem_t a)
-{
-    asm volatile("ld.shared.v2.b32 {%0,%1}, [%2];\n" : "=r"(v[0]), "=r"(v[1]) : "r"(a));
 }
 FMHAI_DEVICE void fmhai_lds_store16(fmhai_smem_t a, const uint32_t *v)
 {
@@ -318,11 +314,6 @@ FMHAI_DEVICE void fmhai_lds_load16(uint32_t *v, fmhai_smem_t a)
 {
     const fmhai_u32x4 x = *(const FMHAI_LDS fmhai_u32x4 *)a;
     v[0] = x[0]; v[1] = x[1]; v[2] = x[2]; v[3] = x[3];
-}
-FMHAI_DEVICE void fmhai_lds_load8(uint32_t *v, fmhai_smem_t a)
-{
-    v[0] = *(const FMHAI_LDS uint32_t *)a;
-    v[1] = *(const FMHAI_LDS uint32_t *)(a + 4);
 }
 FMHAI_DEVICE void fmhai_lds_store16(fmhai_smem_t a, const uint32_t *v)
 {
