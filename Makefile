@@ -136,11 +136,18 @@ $(BUILD)/tests/test_bwd: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/f
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
 
+# the same tests with one dq_acc slice: every deterministic problem with two
+# or more key tiles runs the ordered-dQ chains at their longest (sm_90a only)
+$(BUILD)/tests/test_bwd_chain: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a \
+	    -DFMHAI_BWD_MAX_SPLITS=1 $< -o $@
+
 $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 $< -o $@
 
-nvcc-build: $(BUILD)/tests/test_bwd
+nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain
 bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:

@@ -70,6 +70,7 @@ if [ "$mode" = "--all" ]; then
         run_suite gpu_fwd "$build/tests/test_fwd"
         run_suite gpu_prefill "$build/tests/test_prefill"
         run_suite gpu_bwd "$build/tests/test_bwd"
+        run_suite gpu_bwd_chain "$build/tests/test_bwd_chain"
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi

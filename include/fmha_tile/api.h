@@ -73,7 +73,8 @@ typedef enum fmha_family {
     /* backward: three stages, each its own kernel-set rows (see fmha_bwd) */
     FMHA_FAMILY_BWD = 2,             /* dq_dk_dv: the main backward kernel    */
     FMHA_FAMILY_BWD_DOT_DO_O = 3,    /* D = rowsum(dO * O), zeroes dq_acc     */
-    FMHA_FAMILY_BWD_CONVERT_DQ = 4   /* dq_acc (fp32, summed over splits) -> dQ */
+    FMHA_FAMILY_BWD_CONVERT_DQ = 4,  /* dq_acc (fp32, summed over splits) -> dQ */
+    FMHA_FAMILY_BWD_DET = 5          /* dq_dk_dv of deterministic plans        */
     /* splitkv, appendkv: later families join here */
 } fmha_family;
 

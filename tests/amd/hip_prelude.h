@@ -110,6 +110,7 @@ struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 struct __attribute__((aligned(8))) uint2 { unsigned x, y; };
 struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
 struct __attribute__((aligned(8))) float2 { float x, y; };
+static __device__ __forceinline__ float2 make_float2(float x, float y) { float2 v = { x, y }; return v; }
 
 /* ---- barriers and lanes ---------------------------------------------------------- */
 static __device__ __forceinline__ void __syncthreads(void)
@@ -126,6 +127,11 @@ static __device__ __forceinline__ unsigned __lane_id(void)
 {
     return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
 }
+static __device__ __forceinline__ unsigned long long __ballot(int predicate)
+{
+    return __builtin_amdgcn_ballot_w64(predicate != 0);
+}
+static __device__ __forceinline__ int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 
 /* ---- atomics (HIP's amd_hip_atomic.h: relaxed, device scope) ------------------------- */
 static __device__ __forceinline__ float atomicAdd(float *p, float v)

@@ -858,12 +858,14 @@ static void test_api(cudaStream_t stream, uint64_t seed)
         run_free(&rg);
     }
     if (tu_selected("bwd_api_registry")) {
-        int i, n = fmha_set_size(&bwd_default), fam[5] = { 0, 0, 0, 0, 0 };
+        int i, n = fmha_set_size(&bwd_default), fam[6] = { 0, 0, 0, 0, 0, 0 };
         for (i = 0; i < n; i++) fam[fmha_set_kernel(&bwd_default, i)->family]++;
-        if (fam[FMHA_FAMILY_BWD] >= 24 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 && fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6)
+        if (fam[FMHA_FAMILY_BWD] >= 24 && fam[FMHA_FAMILY_BWD_DET] >= 24 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 &&
+            fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6)
             tu_pass("bwd_api_registry");
         else
-            tu_fail("bwd_api_registry", "%d kernels: %d dq_dk_dv, %d dot_do_o, %d convert_dq", n, fam[2], fam[3], fam[4]);
+            tu_fail("bwd_api_registry", "%d kernels: %d dq_dk_dv, %d dq_dk_dv_det, %d dot_do_o, %d convert_dq", n,
+                    fam[2], fam[5], fam[3], fam[4]);
     }
     run_free(&r);
     tu_current = "";

@@ -77,21 +77,24 @@ static int layout_sane(const fmhai_bwd_layout *L)
     if (L->offsets_off + L->offsets_bytes > L->dq_acc_off) return 0;
     if (L->tables_bytes != (L->offsets_bytes ? L->offsets_off + L->offsets_bytes : L->nsplits_bytes)) return 0;
     if (L->dq_acc_off + L->dq_acc_bytes > L->dsum_off) return 0;
-    return L->dsum_off + L->dsum_bytes <= L->total;
+    if (L->sem_off % 256 || L->dsum_off + L->dsum_bytes > L->sem_off) return 0;
+    return L->sem_off + L->sem_bytes <= L->total;
 }
 
 static void test_default_set(void)
 {
-    int i, n = fmha_set_size(&bwd_set), fam[5] = { 0, 0, 0, 0, 0 }, bad = 0;
+    int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0;
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, i);
-        int aux = k->family != FMHA_FAMILY_BWD;
+        int aux = k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET;
         fam[k->family]++;
         if (fmhai_bwd_row_violation(aux, k->hdim, k->tile_m, k->tile_n, k->warps, k->stages)) bad++;
         if (k->has_alibi) bad++;
     }
-    CHECK(fam[FMHA_FAMILY_BWD] >= 24 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 && fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6,
-          "default backward set: dq_dk_dv for 2 dtypes x 3 hdims x 4 variants, one dot_do_o and convert_dq each");
+    CHECK(fam[FMHA_FAMILY_BWD] >= 24 && fam[FMHA_FAMILY_BWD_DET] >= 24 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 &&
+              fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6,
+          "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims x 4 variants, one "
+          "dot_do_o and convert_dq each");
     CHECK(bad == 0, "every backward row meets its constraints and has no ALiBi");
     {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, 0);
@@ -133,8 +136,9 @@ static void test_plan_batch(void)
     CHECK(layout_sane(&L), "batch layout: regions 256-aligned, ordered, disjoint");
     CHECK(L.nsplits_off == 0 && L.nsplits_bytes == 4 && L.offsets_bytes == 0 && L.dq_acc_off == 256 &&
               L.dq_acc_bytes == (size_t)4 * 2 * 8 * 1000 * 128 && L.dsum_off == al(256 + L.dq_acc_bytes) &&
-              L.dsum_bytes == (size_t)4 * 2 * 8 * 1000 && L.total == al(L.dsum_off + L.dsum_bytes),
-          "batch layout: nsplits[1] | dq_acc [b][h][1][s_q][d] fp32 | D [b][h][s_q] fp32");
+              L.dsum_bytes == (size_t)4 * 2 * 8 * 1000 && L.sem_bytes == 0 &&
+              L.total == al(L.dsum_off + L.dsum_bytes),
+          "batch layout: nsplits[1] | dq_acc [b][h][1][s_q][d] fp32 | D [b][h][s_q] fp32 (no counters)");
     CHECK(plan.workspace_size == L.total, "plan.workspace_size is the layout's total");
     CHECK(plan.staging_size >= sizeof(fmhai_bwd_pack_job) + L.tables_bytes, "staging holds the job and the tables");
 
@@ -142,9 +146,15 @@ static void test_plan_batch(void)
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
     /* 128 blocks over 2 x 2 (batch x kv heads) = 32, capped by 16 and by 10 key tiles */
     CHECK(st == FMHA_OK && plan.nsplits == 10, "deterministic: splits capped by the key tiles (10)");
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->family == FMHA_FAMILY_BWD_DET &&
+              strstr(plan.dq_dk_dv->name, "fmha_bwd_dq_dk_dv_det_d128_bf16") == plan.dq_dk_dv->name,
+          "deterministic plan: the BWD_DET (ordered dQ) kernel");
     fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
     CHECK(layout_sane(&L) && L.dq_acc_bytes == (size_t)4 * 2 * 8 * 10 * 1000 * 128,
           "deterministic layout: dq_acc has nsplits slices per entry");
+    CHECK(L.sem_bytes == (size_t)4 * 2 * 8 * 10 * 1000 && L.sem_off == al(L.dsum_off + L.dsum_bytes) &&
+              L.total == al(L.sem_off + L.sem_bytes) && plan.workspace_size == L.total,
+          "deterministic layout: one int32 counter per dq_acc row, after D");
     t = batch_traits(FMHA_DTYPE_FP16, 16, 16, 16, 1024, 1024, 128, 1);
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
     CHECK(st == FMHA_OK && plan.nsplits == 1, "deterministic with 256 (entry, kv head) pairs: one split");
@@ -185,8 +195,9 @@ static void test_plan_group(void)
     CHECK(layout_sane(&L), "group layout: regions 256-aligned, ordered, disjoint");
     CHECK(L.nsplits_bytes == 4 * 4 && L.offsets_off == 256 && L.offsets_bytes == 8 * 5 && L.dq_acc_off == 512,
           "group layout: nsplits[batch] | offsets[batch+1] int64 | dq_acc");
-    CHECK(L.dq_acc_bytes == (size_t)4 * 1317 * 8 * 8 * 64 && L.dsum_bytes == (size_t)4 * 1317 * 8,
-          "group layout: dq_acc and D sized by the total rows (1317), not batch x max (4000)");
+    CHECK(L.dq_acc_bytes == (size_t)4 * 1317 * 8 * 8 * 64 && L.dsum_bytes == (size_t)4 * 1317 * 8 &&
+              L.sem_bytes == (size_t)4 * 1317 * 8 * 8,
+          "group layout: dq_acc, D and the counters sized by the total rows (1317), not batch x max (4000)");
     CHECK(plan.workspace_size == L.total && plan.workspace_size < (size_t)4 * 4 * 1000 * 8 * 8 * 64,
           "group workspace is compact");
     CHECK(plan.staging_size >= sizeof(fmhai_bwd_pack_job) + 2 * 4 * 5 + L.tables_bytes,
@@ -327,6 +338,12 @@ static void test_validation(void)
     CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "bwd_dot_do_o") &&
               strstr(fmha_last_error(), "three stages"),
           "a set without dot_do_o fails at plan time, naming the stage");
+    {
+        fmha_bwd_traits td = batch_traits(FMHA_DTYPE_FP16, 2, 8, 2, 1000, 1200, 64, 1);
+        st = fmha_bwd_plan_make(&explicit_set, &td, &plan);
+        CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "bwd_dq_dk_dv_det"),
+              "deterministic traits on a set without BWD_DET rows fail at plan time, naming the family");
+    }
     st = fmha_bwd_plan_make(NULL, &t, &plan);
     CHECK(st == FMHA_ERR_INVALID_ARG, "NULL set");
     st = fmha_bwd_plan_make(&bwd_set, NULL, &plan);

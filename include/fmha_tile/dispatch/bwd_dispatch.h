@@ -34,7 +34,7 @@ static inline fmha_status fmhai_bwd_select_stage(const fmha_kernel_set *set, con
     pb.family = fam;
     pb.dtype = t->dtype;
     pb.hdim = t->hdim_q;
-    if (fam == FMHA_FAMILY_BWD) {
+    if (fam == FMHA_FAMILY_BWD || fam == FMHA_FAMILY_BWD_DET) {
         pb.masked = fmhai_bwd_masked(t->mask_type, t->window_left, t->window_right);
         pb.mask_type = t->mask_type;
         pb.softcap = t->has_logits_soft_cap != 0;
@@ -71,7 +71,10 @@ FMHA_API fmha_status fmha_bwd_plan_make(const fmha_kernel_set *set, const fmha_b
     st = fmhai_bwd_validate_traits(traits);
     if (st != FMHA_OK) return st;
     st = fmhai_bwd_select_stage(set, traits, FMHA_FAMILY_BWD_DOT_DO_O, &e[0]);
-    if (st == FMHA_OK) st = fmhai_bwd_select_stage(set, traits, FMHA_FAMILY_BWD, &e[1]);
+    /* deterministic plans take the ordered-dQ kernel (its own rows) */
+    if (st == FMHA_OK)
+        st = fmhai_bwd_select_stage(set, traits, traits->is_deterministic ? FMHA_FAMILY_BWD_DET : FMHA_FAMILY_BWD,
+                                    &e[1]);
     if (st == FMHA_OK) st = fmhai_bwd_select_stage(set, traits, FMHA_FAMILY_BWD_CONVERT_DQ, &e[2]);
     if (st != FMHA_OK) return st;
     plan->traits = *traits;
@@ -277,7 +280,7 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
         st = fmhai_bwd_launch(plan, 0, &p, (max_sq + tm0 - 1) / tm0, args->nhead_q, args->batch, stream);
         if (st != FMHA_OK) return st;
     }
-    gx = plan->dq_direct ? 1 : (p.deterministic ? plan->nsplits : (max_sk + tn - 1) / tn);
+    gx = plan->dq_direct ? 1 : (max_sk + tn - 1) / tn;
     st = fmhai_bwd_launch(plan, 1, &p, gx, args->nhead_k, args->batch, stream);
     if (st != FMHA_OK || plan->dq_direct) return st;
     return fmhai_bwd_launch(plan, 2, &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch, stream);

@@ -1,14 +1,16 @@
 /*
  * Backward rows of DECL_FMHA_KERNEL_SET: the families BWD (dq_dk_dv),
- * BWD_DOT_DO_O and BWD_CONVERT_DQ, and FMHA_DEFAULT_BWD_SET.
+ * BWD_DET (dq_dk_dv of deterministic plans), BWD_DOT_DO_O and
+ * BWD_CONVERT_DQ, and FMHA_DEFAULT_BWD_SET.
  *
  * Rows have the forward's ten columns:
  *   X(BWD,            dtype, hdim, mask, softcap, NOALIBI, tile_m, tile_n, warps, stages)
+ *   X(BWD_DET,        dtype, hdim, mask, softcap, NOALIBI, tile_m, tile_n, warps, stages)
  *   X(BWD_DOT_DO_O,   dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
  *   X(BWD_CONVERT_DQ, dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
- * A backward plan needs one kernel of each of the three families for the
- * problem's dtype and head dim (fmha_bwd_plan_make says which one is
- * missing). FMHA_ANY in the tile/warp columns expands into the tuned rows of
+ * A backward plan needs one kernel of each of the three stages for the
+ * problem's dtype and head dim, its dq_dk_dv from BWD or, deterministic,
+ * from BWD_DET (fmha_bwd_plan_make says which one is missing). FMHA_ANY in the tile/warp columns expands into the tuned rows of
  * policy/bwd_tiles.h; explicit rows are checked against FMHAI_BWD_CONSTRAINTS
  * (or FMHAI_BWD_AUX_CONSTRAINTS) at compile time. The backward has no ALiBi:
  * column 6 must be NOALIBI, and the two streaming stages take no mask or
@@ -27,14 +29,19 @@
 
 /* ---- column tokens ---------------------------------------------------------- */
 #define FMHAI_FAM_BWD FMHA_FAMILY_BWD
+#define FMHAI_FAM_BWD_DET FMHA_FAMILY_BWD_DET
 #define FMHAI_FAM_BWD_DOT_DO_O FMHA_FAMILY_BWD_DOT_DO_O
 #define FMHAI_FAM_BWD_CONVERT_DQ FMHA_FAMILY_BWD_CONVERT_DQ
 #define FMHAI_AUX_BWD 0
+#define FMHAI_AUX_BWD_DET 0
 #define FMHAI_AUX_BWD_DOT_DO_O 1
 #define FMHAI_AUX_BWD_CONVERT_DQ 1
 
 #define FMHAI_KNAME_BWD(dt, hd, mask, sc, bm, bn, w, st, arch)                            \
     "fmha_bwd_dq_dk_dv_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc          \
+    "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_BWD_DET(dt, hd, mask, sc, bm, bn, w, st, arch)                        \
+    "fmha_bwd_dq_dk_dv_det_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc      \
     "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_BWD_DOT_DO_O(dt, hd, mask, sc, bm, bn, w, st, arch) \
     "fmha_bwd_dot_do_o_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
@@ -43,13 +50,17 @@
 
 /* Dynamic shared memory of a row. */
 #define FMHAI_SMEM_BWD(hd, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
 #define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st) 0
 #define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st) 0
 
 /* The body each family's kernel calls. */
 #define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, bm, bn, w, st)                             \
     fmhai_bwd_dq_dk_dv(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,         \
-                       FMHAI_ON_##mask, FMHAI_ON_##sc)
+                       FMHAI_ON_##mask, FMHAI_ON_##sc, 0)
+#define FMHAI_BODY_BWD_DET(p, smem, dt, hd, mask, sc, bm, bn, w, st)                         \
+    fmhai_bwd_dq_dk_dv(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,         \
+                       FMHAI_ON_##mask, FMHAI_ON_##sc, 1)
 #define FMHAI_BODY_BWD_DOT_DO_O(p, smem, dt, hd, mask, sc, bm, bn, w, st) \
     fmhai_bwd_dot_do_o(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
 #define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, bm, bn, w, st) \
@@ -63,6 +74,9 @@
     FMHA_STATIC_ASSERT(!FMHAI_AUX_##fam || (!FMHAI_ON_##mask && !FMHAI_ON_##sc),                     \
                        "fmha_tile constraint bwd_aux_no_features violated: dot_do_o and convert_dq " \
                        "rows take NOMASK and NOSOFTCAP");                                           \
+    FMHA_STATIC_ASSERT(FMHAI_FAM_##fam != FMHA_FAMILY_BWD_DET || (w) % 2 == 0,                       \
+                       "fmha_tile constraint bwd_det_even_warps violated: a BWD_DET row needs an even " \
+                       "warp count (its dQ adds read through the step's Q and dO buffers)");          \
     FMHAI_CAT(FMHAI_BWD_CHECKS_, FMHAI_AUX_##fam)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)
 #define FMHAI_BWD_CHECKS_0 FMHAI_BWD_CONSTRAINTS
 #define FMHAI_BWD_CHECKS_1 FMHAI_BWD_AUX_CONSTRAINTS
@@ -97,6 +111,7 @@
 
 /* ---- row expansion: explicit row, or the tuned rows --------------------------------- */
 #define FMHAI_BWD_TILES_BWD(hd) FMHAI_TILES_BWD_##hd
+#define FMHAI_BWD_TILES_BWD_DET(hd) FMHAI_TILES_BWD_##hd
 #define FMHAI_BWD_TILES_BWD_DOT_DO_O(hd) FMHAI_TILES_BWD_AUX
 #define FMHAI_BWD_TILES_BWD_CONVERT_DQ(hd) FMHAI_TILES_BWD_AUX
 #define FMHAI_BWD_TILEROWS_0(R, fam, dt, hd, mask, sc, al, bm, bn, w, st) \
@@ -107,6 +122,7 @@
     FMHAI_CAT(FMHAI_BWD_TILEROWS_, FMHAI_ANY4(bm, bn, w, st))(FMHAI_CAT(R, _BWD), fam, dt, hd, \
                                                               mask, sc, al, bm, bn, w, st)
 #define FMHAI_ROWS_BWD FMHAI_BWD_ROWS
+#define FMHAI_ROWS_BWD_DET FMHAI_BWD_ROWS
 #define FMHAI_ROWS_BWD_DOT_DO_O FMHAI_BWD_ROWS
 #define FMHAI_ROWS_BWD_CONVERT_DQ FMHAI_BWD_ROWS
 
@@ -116,6 +132,10 @@
     X(BWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            dt, hd, NOMASK, SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            dt, hd, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, NOMASK, SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define FMHA_DEFAULT_BWD_SET(X)            \

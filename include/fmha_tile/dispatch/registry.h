@@ -168,6 +168,7 @@ static inline const char *fmhai_family_name(fmha_family f)
     case FMHA_FAMILY_BWD:            return "bwd_dq_dk_dv";
     case FMHA_FAMILY_BWD_DOT_DO_O:   return "bwd_dot_do_o";
     case FMHA_FAMILY_BWD_CONVERT_DQ: return "bwd_convert_dq";
+    case FMHA_FAMILY_BWD_DET:        return "bwd_dq_dk_dv_det";
     }
     return "?";
 }
@@ -435,7 +436,7 @@ static inline void fmhai_json_put(char *buf, size_t cap, size_t *len, const char
 FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
 {
     static const char *fams[] = { "fwd", "batch_prefill", "bwd_dq_dk_dv", "bwd_dot_do_o",
-                                  "bwd_convert_dq" };
+                                  "bwd_convert_dq", "bwd_dq_dk_dv_det" };
     static const char *dts[] = { "fp16", "bf16", "fp8" };
     size_t len = 0;
     int i, first = 1;

@@ -15,6 +15,11 @@
  *                  batch * max_seqlen_q)
  *   dsum     fp32  D = rowsum(dO * O): [batch][nhead_q][s_q] in batch mode,
  *                  [nhead_q][total_q] in group mode
+ *   dq_sem   int32 deterministic mode only: one counter per dq_acc row, laid
+ *                  out as dq_acc without its d (row r of dq_acc element
+ *                  offset e has counter e / d); the first row of a query tile
+ *                  counts the key tiles that have added into it, so they add
+ *                  in a fixed order
  *
  * A plan with dq_direct (every key sequence fits one key tile) has no
  * workspace at all. In group mode the per-entry splits depend on the key
@@ -105,6 +110,7 @@ typedef struct fmhai_bwd_layout {
     size_t tables_bytes;                 /* prefix that prepare_workspace writes  */
     size_t dq_acc_off, dq_acc_bytes;
     size_t dsum_off, dsum_bytes;
+    size_t sem_off, sem_bytes;           /* deterministic mode only               */
     size_t total;
 } fmhai_bwd_layout;
 
@@ -127,7 +133,9 @@ static inline void fmhai_bwd_layout_make(const fmha_bwd_traits *t, int nsplits, 
     L->dq_acc_bytes = 4u * rows * (size_t)t->nhead_q * (size_t)nsplits * (size_t)t->hdim_q;
     L->dsum_off = fmhai_align_up(L->dq_acc_off + L->dq_acc_bytes, A);
     L->dsum_bytes = 4u * rows * (size_t)t->nhead_q;
-    L->total = fmhai_align_up(L->dsum_off + L->dsum_bytes, A);
+    L->sem_off = fmhai_align_up(L->dsum_off + L->dsum_bytes, A);
+    L->sem_bytes = t->is_deterministic ? L->dq_acc_bytes / (size_t)t->hdim_q : 0u;
+    L->total = fmhai_align_up(L->sem_off + L->sem_bytes, A);
 }
 
 /* ---- group-mode tables --------------------------------------------------------- */
@@ -314,6 +322,7 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
         }
         p->dq_acc = (float *)(ws + L->dq_acc_off);
         p->dsum = (float *)(ws + L->dsum_off);
+        if (a->is_deterministic) p->dq_sem = (int32_t *)(ws + L->sem_off);
     }
     p->q_row = a->stride_q;   p->q_head = a->nhead_stride_q;   p->q_batch = a->batch_stride_q;
     p->k_row = a->stride_k;   p->k_head = a->nhead_stride_k;   p->k_batch = a->batch_stride_k;

@@ -23,6 +23,8 @@ typedef struct fmhai_bwd_params {
                                     when dQ is written directly                     */
     float *dsum;                 /* D = rowsum(dO * O): [batch][nhead_q][s_q] in
                                     batch mode, [nhead_q][dsum_rows] in group mode  */
+    int32_t *dq_sem;             /* deterministic: a counter per dq_acc row (its
+                                    element offset / d); NULL otherwise            */
     int64_t q_row, q_head, q_batch;
     int64_t k_row, k_head, k_batch;
     int64_t v_row, v_head, v_batch;
@@ -38,7 +40,8 @@ typedef struct fmhai_bwd_params {
     int d;                       /* problem head dim (<= kernel head dim)           */
     int nsplits;                 /* batch mode: dq_acc slices per entry; group
                                     mode: the most any entry has                    */
-    int deterministic;           /* split s of an entry writes only slice s          */
+    int deterministic;           /* key tile n adds into slice n % nsplits, after
+                                    the slice's earlier key tiles (dq_sem)          */
     int dq_direct;               /* dq_dk_dv writes dQ (one key tile per sequence)  */
     int mask_kind;               /* fmha_mask_type (NONE when the window is (-1,-1)) */
     int window_left, window_right;

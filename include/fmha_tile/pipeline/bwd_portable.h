@@ -32,10 +32,15 @@
  * the dQ product (stages 1). Head dims above 128 sweep twice (dV, then dK
  * and dQ) so that one 16 x hd accumulator is live at a time. dK (times
  * scale) and dV go out from registers at the end of the key tile.
- * Deterministic mode: block x is split x of its batch entry and walks the
- * key tiles x, x + nsplits, ... (snake order over rounds, so causal splits
- * get equal work); non-deterministic: block x walks x, x + gridDim.x, ...
- * Either way every key tile of the entry is covered whatever the grid.
+ * Block x walks the key tiles x, x + gridDim.x, ... (every key tile of the
+ * entry is covered whatever the grid). Deterministic mode keeps that
+ * parallelism: key tile n adds its dQ into slice n % nsplits with a plain
+ * read-add-write, after the slice's earlier key tiles that see the same
+ * query tile have added theirs (a per-query-tile counter in the workspace,
+ * one arrival per warp, acquire/release at device scope). The order of the
+ * adds is fixed, so dQ is bitwise reproducible. A tile waits only on smaller
+ * tile numbers, which are launched first (or walked first by the same
+ * block), so the waits cannot deadlock; slices shorten the chains.
  *
  * convert_dq. dQ = scale * sum over the slices (in slice order) of dq_acc,
  * converted to the dtype.
@@ -101,13 +106,13 @@ FMHAI_DEVICE float2 fmhai_ld_shared_f2(fmhai_smem_t src)
     return v;
 }
 
-/* Requests the 128-byte line of p into L1 (no register, no wait). */
-FMHAI_DEVICE void fmhai_prefetch_l1(const void *p)
+/* Two fp32 into a line other blocks read (L2, no L1 allocation). */
+FMHAI_DEVICE void fmhai_st_cg_f2(float *p, float2 v)
 {
 #if defined(FMHA_PLATFORM_NVIDIA)
-    asm volatile("prefetch.global.L1 [%0];\n" :: "l"(p));
+    __stcg((float2 *)p, v);
 #else
-    (void)p;
+    *(float2 *)p = v;
 #endif
 }
 
@@ -120,6 +125,31 @@ FMHAI_DEVICE void fmhai_atomic_add2(float *dst, float x, float y)
 #else
     atomicAdd(dst, x);
     atomicAdd(dst + 1, y);
+#endif
+}
+
+/* Counter handshake of the deterministic dQ: a load that later loads cannot
+ * pass, and an add that earlier stores cannot pass (device scope). */
+FMHAI_DEVICE int fmhai_ld_acquire(const int32_t *p)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+    int v = 0;
+#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+#  endif
+    return v;
+#else
+    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+#endif
+}
+FMHAI_DEVICE void fmhai_add_release(int32_t *p, int v)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" :: "l"(p), "r"(v) : "memory");
+#  endif
+#else
+    __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 #endif
 }
 
@@ -190,6 +220,22 @@ FMHAI_DEVICE int64_t fmhai_bwd_row_off(const fmhai_bwd_seq *s, int64_t row, int6
     return (int64_t)s->b_eff * batch + (int64_t)(s->q_start + i) * row + (int64_t)h * head;
 }
 
+/* Query tiles [*lo, *hi) that can see a key of key tile n (key j is visible
+ * to query i when c_lo <= j - i <= c_hi; BIG: no bound). */
+FMHAI_DEVICE void fmhai_bwd_m_range(const fmhai_bwd_seq *s, int n, int BM, int BN, int masked, int c_lo,
+                                    int c_hi, int BIG, int *lo, int *hi)
+{
+    *lo = 0;
+    *hi = (s->s_q + BM - 1) / BM;
+    if (masked) {
+        const int j0 = n * BN, j_hi = min(s->s_k, j0 + BN) - 1;
+        const int i_min = max(0, c_hi == BIG ? 0 : j0 - c_hi);
+        const int i_max = min(s->s_q - 1, c_lo == -BIG ? s->s_q - 1 : j_hi - c_lo);
+        if (i_max < i_min) { *lo = 0; *hi = 0; }
+        else { *lo = i_min / BM; *hi = i_max / BM + 1; }
+    }
+}
+
 /* D of BM rows (m0 ..) of head h into dst[BM] (rows past s_q: 0), from dO
  * and O in global memory. Groups of LPR lanes share a row; all threads of
  * the block run the same number of steps (the shuffles need whole warps). */
@@ -241,12 +287,16 @@ FMHAI_DEVICE void fmhai_bwd_dot_do_o(const fmhai_bwd_params *p, const int is_bf1
     const float4 zero4 = { 0.f, 0.f, 0.f, 0.f };
     for (int m0 = (int)blockIdx.x * BM; m0 < s.s_q; m0 += (int)gridDim.x * BM) {
         fmhai_bwd_rowdot(p, &s, h, m0, 0, dsum, is_bf16, HD, BM, NT, tid);
-        /* zero the rows' slices: [nsplits][rows m0 ..][d] of head h */
+        /* zero the rows' slices: [nsplits][rows m0 ..][d] of head h, and
+         * (deterministic) the rows' counters */
         const int rows = min(BM, s.s_q - m0);
         for (int sp = 0; sp < s.nsplits; ++sp) {
-            float *acc = p->dq_acc + s.acc_off + (((int64_t)h * s.nsplits + sp) * s.s_q + m0) * p->d;
+            const int64_t row0 = ((int64_t)h * s.nsplits + sp) * s.s_q + m0;
+            float *acc = p->dq_acc + s.acc_off + row0 * p->d;
             for (int idx = tid; idx < rows * d4; idx += NT)
                 *(float4 *)(acc + (int64_t)idx * 4) = zero4;
+            if (p->dq_sem)
+                for (int r = tid; r < rows; r += NT) p->dq_sem[s.acc_off / p->d + row0 + r] = 0;
         }
     }
 }
@@ -298,12 +348,12 @@ FMHAI_DEVICE void fmhai_bwd_convert_dq(const fmhai_bwd_params *p, const int is_b
 /* Issues the copies of sweep step jt: the Q and dO tiles into stage buffer
  * `qbuf`, LSE and D into slot jt & 1 (D computed here when dQ is direct). */
 FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int n_it,
-                                      int n_m, int m_lo, int hk, fmhai_smem_t sQ, fmhai_smem_t sdO,
+                                      int n_m, int m_first, int m_dir, int hk, fmhai_smem_t sQ, fmhai_smem_t sdO,
                                       float *sLse, float *sD, int is_bf16, int HD, int BM, int NT, int tid)
 {
     const int it = jt % n_it;                  /* the second sweep repeats the steps */
     const int h = hk * p->head_ratio + it / n_m;
-    const int m0 = (m_lo + it % n_m) * BM;
+    const int m0 = (m_first + m_dir * (it % n_m)) * BM;
     const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
     const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
     fmhai_block_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, 16, BM, s->s_q - m0, p->d, HD, NT,
@@ -346,7 +396,7 @@ FMHAI_DEVICE void fmhai_bwd_store_kv(char *dst, int64_t row_stride, const float 
 
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
                                      const int BM, const int BN, const int NW, const int ST,
-                                     const int HAS_MASK, const int SOFTCAP)
+                                     const int HAS_MASK, const int SOFTCAP, const int DET)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -366,13 +416,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
     fmhai_bwd_seq s;
     fmhai_bwd_seq_of(p, b, &s);
     if (s.nsplits <= 0) return;
-    const int det = p->deterministic && !p->dq_direct;
-    const int split = det ? (int)blockIdx.x : 0;
-    if (det && split >= s.nsplits) return;
+    const int det = DET && !p->dq_direct;   /* compile-time 0 in the atomics kernel */
     /* dQ direct: one key tile; with no keys at all, one empty tile still
      * writes the zero dQ rows */
     const int n_tiles = p->dq_direct ? 1 : (s.s_k + BN - 1) / BN;
-    const int m_tiles = (s.s_q + BM - 1) / BM;
 
     /* ---- mask: key j is visible to query i when c_lo <= j - i <= c_hi ---- */
     int c_lo = -BIG, c_hi = BIG;
@@ -415,28 +462,21 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
     const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
                                                   (int64_t)hk * p->v_head);
 
-    for (int rnd = 0;; ++rnd) {
-        /* ---- which key tile ---------------------------------------------- */
-        int n;
-        if (det) {
-            if (rnd * s.nsplits >= n_tiles) break;
-            n = rnd * s.nsplits + ((rnd & 1) ? s.nsplits - 1 - split : split);
-            if (n >= n_tiles) continue;
-        } else {
-            n = (int)blockIdx.x + rnd * (int)gridDim.x;
-            if (n >= n_tiles) break;
-        }
+    const int masked = HAS_MASK && !p->dq_direct;
+    int32_t *pend = 0;   /* deterministic, thread 0: counter of the last dQ adds, not yet published */
+    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
         const int j0 = n * BN;                  /* first key of the tile */
+        const int split = det ? n % s.nsplits : 0;
         /* query tiles that can see a key of this tile */
-        int m_lo = 0, m_hi = m_tiles;
-        if (HAS_MASK && !p->dq_direct) {
-            const int j_hi = min(s.s_k, j0 + BN) - 1;
-            const int i_min = max(0, c_hi == BIG ? 0 : j0 - c_hi);
-            const int i_max = min(s.s_q - 1, c_lo == -BIG ? s.s_q - 1 : j_hi - c_lo);
-            if (i_max < i_min) { m_lo = 0; m_hi = 0; }
-            else { m_lo = i_min / BM; m_hi = i_max / BM + 1; }
-        }
+        int m_lo, m_hi;
+        fmhai_bwd_m_range(&s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
         const int n_m = m_hi - m_lo;
+        /* sweep order: deterministic tiles go from the last query tile down,
+         * so the key tiles of a chain start at the same query tile (causal:
+         * not each at its own diagonal, waiting for the earlier ones to
+         * climb there); non-deterministic tiles go up, so the atomics of
+         * causal tiles spread over different query tiles */
+        const int m_dir = det ? -1 : 1, m_first = det ? m_hi - 1 : m_lo;
         const int n_it = n_m * p->head_ratio;
         const int n_steps = (TWO_SWEEPS ? 2 : 1) * n_it;
 
@@ -449,7 +489,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
         fmhai_block_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, 16, BN, s.s_k - j0, p->d, HD,
                               NT, tid, 0);
         if (n_steps > 0)
-            fmhai_bwd_load_step(p, &s, 0, n_it, n_m, m_lo, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT, tid);
+            fmhai_bwd_load_step(p, &s, 0, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT, tid);
         fmhai_copy_commit();
 
         /* acc_a: dV (dV sweep of two); acc_b: dK (single sweep) */
@@ -466,7 +506,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
             const int buf = ST == 2 ? (jt & 1) : 0;
             const int slot = (jt & 1) * BM;
             const int it = TWO_SWEEPS ? jt % n_it : jt;
-            const int m0 = (m_lo + it % n_m) * BM;
+            const int m0 = (m_first + m_dir * (it % n_m)) * BM;
 
             if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
                 fmhai_bwd_store_kv((char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch +
@@ -481,8 +521,15 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
 
             fmhai_copy_wait(0);
             __syncthreads();
+            /* deterministic: publish the previous step's dQ adds (every warp
+             * stored them before the barrier), before thread 0 has new loads
+             * in flight for its release fence to wait on */
+            if (det && pend) {
+                if (tid == 0) fmhai_add_release(pend, 1);
+                pend = 0;
+            }
             if (ST == 2 && jt + 1 < n_steps)
-                fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_lo, hk, sQ + ((jt + 1) & 1) * q_bytes,
+                fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ + ((jt + 1) & 1) * q_bytes,
                                     sdO + ((jt + 1) & 1) * q_bytes, sLse, sD, is_bf16, HD, BM, NT, tid);
             if (ST == 2) fmhai_copy_commit();
             /* this step's stage buffer (a multiple of 128 bytes: the swizzle
@@ -629,21 +676,46 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
 
             if (dk_step) {
                 const int h = hk * p->head_ratio + it / n_m;
-                /* deterministic: this split's dq_acc rows of the step, read-
-                 * added-written below; their lines are requested into L1 now,
-                 * so the latency hides behind the barrier and the dQ product
-                 * (no registers held) */
-                float *acc_row = det ? p->dq_acc + s.acc_off +
-                                           (((int64_t)h * s.nsplits + split) * s.s_q + m0) * p->d : 0;
-                if (det)
-                    for (int r = lane; r < RW && m0 + wm * RW + r < s.s_q; r += 32)
-                        for (int c = wn * CT; c < wn * CT + CT && c < p->d; c += 32)
-                            fmhai_prefetch_l1(acc_row + (int64_t)(wm * RW + r) * p->d + c);
+                /* deterministic: rows row0.. of the slices (slice n % nsplits
+                 * of the query tile) get this tile's dQ after the slice's
+                 * earlier key tiles that see the query tile: warp 0 counts
+                 * them (a lane per tile) and thread 0 waits for their
+                 * arrivals before the barrier. */
+                const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
+                int32_t *sem = det ? p->dq_sem + s.acc_off / p->d + row0 : 0;
+                if (det && warp == 0) {
+                    int need = 0;
+                    for (int k0 = split; k0 < n; k0 += 32 * s.nsplits) {
+                        const int k = k0 + lane * s.nsplits;
+                        int lo, hi;
+                        fmhai_bwd_m_range(&s, k, BM, BN, masked, c_lo, c_hi, BIG, &lo, &hi);
+                        need += fmhai_count_lanes(k < n && lo * BM <= m0 && m0 < hi * BM);
+                    }
+                    if (lane == 0)
+                        while (fmhai_ld_acquire(sem) < need) { }
+                }
                 __syncthreads();
-                /* Q and dO of this step are no longer read: stages 1 loads the next */
-                if (ST == 1) {
+                /* deterministic: this warp's RW x CT fp32 block of the slice
+                 * is copied (L2, never L1) into the step's Q and dO buffers,
+                 * free from here on, during the dQ product */
+                const fmhai_smem_t prev = (warp * RW * CT * 4 < q_bytes ? sQ + warp * RW * CT * 4
+                                                                       : sdO + (warp * RW * CT * 4 - q_bytes)) +
+                                          buf * q_bytes;
+                if (det) {
+#pragma unroll
+                    for (int i = 0; i < RW * CT / 4 / 32; ++i) {
+                        const int idx = lane + 32 * i, r = idx / (CT / 4), c = wn * CT + (idx % (CT / 4)) * 4;
+                        const int ok = m0 + wm * RW + r < s.s_q && c < p->d;
+                        const float *src = p->dq_acc + s.acc_off + (row0 + wm * RW + r) * p->d + c;
+                        fmhai_copy_async16(prev + idx * 16, ok ? (const void *)src : (const void *)p->dq_acc, ok);
+                    }
+                    fmhai_copy_commit();
+                }
+                /* Q and dO of this step are no longer read: stages 1 loads the
+                 * next (deterministic: after the dQ adds, which use them) */
+                if (ST == 1 && !det) {
                     if (jt + 1 < n_steps)
-                        fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_lo, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM,
+                        fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM,
                                             NT, tid);
                     fmhai_copy_commit();
                 }
@@ -686,6 +758,24 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                         }
                     }
                     /* out: atomics, this split's slice, or dQ itself */
+                    float *acc_row = p->dq_acc + s.acc_off + row0 * p->d;
+                    if (det) {   /* the slice's sums so far, from the copy */
+                        if (cc == 0) {
+                            fmhai_copy_wait(0);
+                            fmhai_sync_warp();
+                        }
+#pragma unroll
+                        for (int mt = 0; mt < RW / 16; ++mt)
+#pragma unroll
+                            for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+                                for (int nt = 0; nt < CW / 8; ++nt) {
+                                    const int r = mt * 16 + g + 8 * hf, col = cc * CW + nt * 8 + 2 * t;
+                                    const float2 v = fmhai_ld_shared_f2(prev + (r * CT + col) * 4);
+                                    acc_q[mt][nt][2 * hf] += v.x;
+                                    acc_q[mt][nt][2 * hf + 1] += v.y;
+                                }
+                    }
 #pragma unroll
                     for (int mt = 0; mt < RW / 16; ++mt)
 #pragma unroll
@@ -701,12 +791,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                                     char *dq = (char *)p->dq +
                                                2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0 + r);
                                     *(uint32_t *)(dq + 2 * col) = fmhai_pack2(x * p->scale, y * p->scale, is_bf16);
-                                } else if (det) {   /* this split's own slice */
-                                    float2 *a2 = (float2 *)(acc_row + (int64_t)r * p->d + col);
-                                    float2 v2 = *a2;
-                                    v2.x += x;
-                                    v2.y += y;
-                                    *a2 = v2;
+                                } else if (det) {   /* the slice's new sum */
+                                    fmhai_st_cg_f2(acc_row + (int64_t)r * p->d + col, make_float2(x, y));
                                 } else {
                                     float *acc = p->dq_acc + s.acc_off + ((int64_t)h * s.s_q + m0 + r) * p->d + col;
                                     fmhai_atomic_add2(acc, x, y);
@@ -714,14 +800,32 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                             }
                         }
                 }
+                if (det) {
+                    pend = sem;   /* published by thread 0 after the next barrier */
+                    if (ST == 1) {   /* the adds are done with the Q and dO buffers */
+                        __syncthreads();
+                        if (tid == 0) fmhai_add_release(pend, 1);
+                        pend = 0;
+                        if (jt + 1 < n_steps)
+                            fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD,
+                                                is_bf16, HD, BM, NT, tid);
+                        fmhai_copy_commit();
+                    }
+                }
             } else if (ST == 1) {
                 /* dV sweep of two: nothing reads Q and dO after a barrier */
                 __syncthreads();
                 if (jt + 1 < n_steps)
-                    fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_lo, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT,
+                    fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT,
                                         tid);
                 fmhai_copy_commit();
             }
+        }
+
+        if (det && pend) {   /* the tile's last dQ adds: every warp's stores first */
+            __syncthreads();
+            if (tid == 0) fmhai_add_release(pend, 1);
+            pend = 0;
         }
 
         /* ---- dK (times scale) and dV of the tile ----------------------------- */

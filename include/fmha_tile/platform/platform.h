@@ -103,6 +103,16 @@ FMHAI_DEVICE float fmhai_shfl_xor(float v, int lane_mask)
 #  endif
 }
 
+/* Number of lanes of the 32-lane group whose x is non-zero. */
+FMHAI_DEVICE int fmhai_count_lanes(int x)
+{
+#  if defined(FMHA_PLATFORM_NVIDIA)
+    return __popc(__ballot_sync(0xffffffffu, x));
+#  else
+    return __popcll(__ballot(x) >> (__lane_id() & 32) & 0xffffffffull);
+#  endif
+}
+
 FMHAI_DEVICE float fmhai_exp2(float x)
 {
 #  if defined(FMHA_PLATFORM_NVIDIA)

@@ -68,14 +68,15 @@
 #endif
 
 /* ---- workspace and splits ----------------------------------------------------
- * Deterministic mode gives each batch entry nsplits dq_acc slices; the block
- * of split s walks the key tiles s, s + nsplits, ... in turn (snake order, so
- * causal splits get equal work), so each slice has one writer. nsplits is
- * the smallest count that gives FMHAI_BWD_DET_BLOCKS blocks over all KV heads
- * and batch entries (about one wave on a 132-SM GPU), at most the key tiles
- * and at most FMHAI_BWD_MAX_SPLITS: the workspace grows with it. It depends on
- * the problem only (not on the device), so a workspace size is known on any
- * host and results are reproducible across devices. */
+ * Deterministic mode gives each batch entry nsplits dq_acc slices; key tile
+ * n adds into slice n % nsplits in key-tile order (see the pipeline), and
+ * convert_dq sums the slices in slice order. More slices mean shorter
+ * chains of key tiles waiting on one another and a larger workspace. nsplits
+ * is the smallest count that gives FMHAI_BWD_DET_BLOCKS (key-tile chains)
+ * over all KV heads and batch entries, at most the key tiles and at most
+ * FMHAI_BWD_MAX_SPLITS. It depends on the problem only (not on the device),
+ * so a workspace size is known on any host and results are reproducible
+ * across devices. */
 #ifndef FMHAI_BWD_DET_BLOCKS
 #define FMHAI_BWD_DET_BLOCKS 128
 #endif
