@@ -21,8 +21,9 @@
  *
  * Checked per problem: fmha_batch_prefill_check selects a kernel of the right dtype,
  * the smallest fitting head dim and the right page class (default set: the page-1
- * kernel below page 64, the page-64 kernel from 64 up; other sets: the largest
- * kernel page size <= the problem's); fmha_batch_prefill_check_pages accepts the
+ * kernel below page 16 (VECTORIZED: below 64), the page-16 kernel for 16 and 32, the
+ * page-64 kernel from 64 up; other sets: the largest kernel page size <= the
+ * problem's); fmha_batch_prefill_check_pages accepts the
  * tables; one launch on a non-blocking stream (or a captured CUDA graph) writes every
  * logical O element and LSE entry with a finite value (fully masked rows exactly O = 0,
  * LSE = -inf), leaves O/LSE padding and the guard zones before and after them
@@ -47,14 +48,15 @@
  * largest |V| the problem holds. Also: fp8 plans, registry rows, fp8 bad input.
  *
  * Then: selection of page classes (plans) in the default set and in a small explicit
- * set with page-4 and page-128 rows (a kernel built for page P serves every power of
- * two >= P: page 4 runs on the page-1 kernel of the default set); the registry of the
- * default prefill set (LINEAR and VECTORIZED rows); bad input (statuses, messages
- * naming the sequence, nothing launched); and, in the full run only, large_pool_*: K
- * and V pools of 4.5 GiB each with every accessed page past the 4 GiB mark (64-bit
- * page offsets), page 16 (per-row page lookups) and page 1024 (one page per key
- * tile), batch 1 and 4, LINEAR and VECTORIZED, bf16 and fp8 (for fp8 KV the page
- * offsets are bytes). A pool that cannot be allocated
+ * set with page-4, page-32 and page-128 rows (a kernel built for page P serves every
+ * power of two >= P: page 4 runs on the page-1 kernel of the default set); the
+ * registry of the default prefill set (LINEAR and VECTORIZED rows); bad input
+ * (statuses, messages naming the sequence, nothing launched); and, in the full run
+ * only, large_pool_*: K and V pools of 4.5 GiB each with every accessed page past the
+ * 4 GiB mark (64-bit page offsets), page 8 (staged per-row offsets), page 16 (one
+ * lookup per 16-row run; VECTORIZED: per row) and page 1024 (one page per key tile),
+ * batch 1 and 4, LINEAR and VECTORIZED, bf16 and fp8 (for fp8 KV the page offsets
+ * are bytes). A pool that cannot be allocated
  * prints a SKIP line for that problem.
  *
  * compute-sanitizer: `--quick` leaves out the large pools (memcheck of 9 GiB of
@@ -81,14 +83,17 @@
 #include "test_util.h"
 #include "../ref/fmha_ref.h"
 
-/* Everything the library offers for batch prefill (page classes 1 and 64). */
+/* Everything the library offers for batch prefill (page classes 1, 16 and 64;
+ * VECTORIZED 1 and 64). */
 DECL_FMHA_KERNEL_SET(prefill_set, FMHA_DEFAULT_PREFILL_SET)
 
-/* Explicit page columns: page 4 (not a tuned class; per-row lookups, serves 4..2048)
- * and page 128 (a multiple of the 64-key tile: one lookup per tile, serves 128..2048),
- * for bf16 and for fp8 KV (tuned tiles). */
+/* Explicit page columns: page 4 (not a tuned class; staged per-row offsets, serves
+ * 4..2048), page 32 (bf16: one lookup per 16-row run, serves 32..2048, so pages of
+ * 64 run it with one page per tile) and page 128 (a multiple of the 64-key tile: one
+ * lookup per tile, serves 128..2048), for bf16 and for fp8 KV (tuned tiles). */
 #define PAGE4_SET(X)                                                                      \
     X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 4,   128,      64,       4,        1)          \
+    X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 32,  128,      64,       4,        1)          \
     X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 128, 128,      64,       4,        1)          \
     X(PREFILL, FP16, 64,  MASK, SOFTCAP,   4,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)   \
     X(PREFILL, FP8,  128, MASK, NOSOFTCAP, 4,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)   \
@@ -501,16 +506,17 @@ static void build_configs(void)
         add(c, 0);
     }
 
-    /* 15. the explicit set: page 4 (per-row lookups) serves 4..64, page 128 (one
-     * lookup per tile) serves 128..2048; the fp16 d64 soft-cap row has page 4. */
+    /* 15. the explicit set: bf16 page 4 (staged per-row offsets) serves 4..16, page
+     * 32 (one lookup per 16-row run) 32..64, page 128 (one lookup per tile)
+     * 128..2048; the fp16 d64 soft-cap row has page 4. */
     {
-        static const int pages[5] = { 4, 16, 64, 1024, 2048 };
+        static const int pages[6] = { 4, 16, 64, 1024, 2048, 32 };
         static const int lq[2] = { 50, 130 }, lk[2] = { 2100, 300 };
-        for (i = 0; i < 5; i++) {
+        for (i = 0; i < 6; i++) {
             pf_cfg c = cfg_make(B, 2, lq, lk, 4, 2, 128, pages[i], i % 2 ? VL : SG);
             c.set = &page4_set;
             c.hnd = i == 2;
-            add(c, i == 0 || i == 3);
+            add(c, i == 0 || i == 3 || i == 5);
         }
         {
             pf_cfg c = cfg_make(F, 2, lq, lk, 4, 2, 64, 8, SG);
@@ -764,8 +770,9 @@ static void build_configs(void)
     }
 
     /* 18. pools over 4 GiB: every accessed page past the 4 GiB mark; page 16 takes
-     * the per-row path, page 1024 the per-tile one; batch 1 and 4; LINEAR and
-     * VECTORIZED; bf16, fp16 and fp8 KV; full run only. */
+     * the 16-row-run path (LINEAR) or the per-row one (VECTORIZED), page 1024 the
+     * per-tile one, page 8 (LINEAR, after the loop) the staged per-row offsets;
+     * batch 1 and 4; bf16, fp16 and fp8 KV; full run only. */
     {
         static const int lq1[1] = { 200 }, lk1[1] = { 3000 };
         static const int lq4[4] = { 1, 64, 150, 17 }, lk4[4] = { 1500, 64, 2100, 1041 };
@@ -787,6 +794,11 @@ static void build_configs(void)
             c = cfg_make8(i ? 1 : 4, i ? lq1 : lq4, i ? lk1 : lk4, 8, 2, 128, pages[i], i ? VL : SG, i, i ? PT : PP);
             c.large = 1;
             c.hnd = !i;
+            add(c, 0);
+        }
+        {
+            pf_cfg c = cfg_make(B, 1, lq1, lk1, 8, 2, 128, 8, VL);
+            c.large = 1;
             add(c, 0);
         }
     }
@@ -1203,12 +1215,14 @@ static int expected_kernel_hdim(const fmha_kernel_set *set, fmha_dtype dt, fmha_
 }
 
 /* The page class a problem of page size P must get: in the default set 1 below
- * 64 and 64 from there; in any set, the largest kernel page size <= P among the
- * kernels that differ from the chosen one only in their page size. */
+ * 16, 16 below 64 (VECTORIZED: 1 below 64) and 64 from there; in any set, the
+ * largest kernel page size <= P among the kernels that differ from the chosen
+ * one only in their page size. */
 static int expected_page_class(const fmha_kernel_set *set, const fmha_kernel_info *chosen, int P)
 {
     int i, best = -1, n = fmha_set_size(set);
-    if (set == &prefill_set) return P >= 64 ? 64 : 1;
+    if (set == &prefill_set)
+        return P >= 64 ? 64 : P >= 16 && chosen->kv_layout == FMHA_KV_LAYOUT_LINEAR ? 16 : 1;
     for (i = 0; i < n; i++) {
         const fmha_kernel_info *k = fmha_set_kernel(set, i);
         if (k && k->family == FMHA_FAMILY_BATCH_PREFILL && k->dtype == chosen->dtype && k->hdim == chosen->hdim &&
@@ -2047,7 +2061,7 @@ static void test_plans(void)
     /* default set, LINEAR (m 0, 1) and VECTORIZED (m 2, page >= 8) */
     for (m = 0; m < 3; m++)
         for (i = 0; i < 11; i++) {
-            const int want = pages[i] >= 64 ? 64 : 1;
+            const int want = pages[i] >= 64 ? 64 : pages[i] >= 16 && m != 2 ? 16 : 1;
             if (m == 2 && pages[i] < 8) continue;
             a = m == 1 ? e.vl : e.sg;
             a.page_size = pages[i];
@@ -2059,7 +2073,7 @@ static void test_plans(void)
             expect_plan_page(name, &prefill_set, &a, want, part);
         }
     for (i = 2; i < 11; i++) {
-        const int want = pages[i] >= 128 ? 128 : 4;
+        const int want = pages[i] >= 128 ? 128 : pages[i] >= 32 ? 32 : 4;
         a = e.sg;
         a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16;
         a.hdim_q = a.hdim_v = 128;
@@ -2068,11 +2082,11 @@ static void test_plans(void)
         snprintf(part, sizeof(part), "_linear_page%d_", want);
         expect_plan_page(name, &page4_set, &a, want, part);
     }
-    /* fp8 KV: the default set's classes 1 and 64 with bf16 queries (d64 causal) and
+    /* fp8 KV: the default set's classes 1, 16 and 64 with bf16 queries (d64 causal) and
      * e4m3 queries (d128, no mask, soft cap); the explicit set's fp8 rows 4 and 128 */
     for (m = 0; m < 2; m++)
         for (i = 0; i < 11; i++) {
-            const int want = pages[i] >= 64 ? 64 : 1;
+            const int want = pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
             a = e.f8;
             a.page_size = pages[i];
             if (m) {
@@ -2099,11 +2113,11 @@ static void test_plans(void)
 }
 
 /* The default prefill set: LINEAR pages for 3 KV dtypes (fp16, bf16, fp8) x 3
- * hdims x mask x soft cap x page classes {1, 64}; VECTORIZED pages for the masked
- * fp16/bf16 rows of each (fp8 KV is LINEAR only). */
+ * hdims x mask x soft cap x page classes {1, 16, 64}; VECTORIZED pages for the
+ * masked fp16/bf16 rows of each, page classes {1, 64} (fp8 KV is LINEAR only). */
 static void test_registry(void)
 {
-    static const int hds[3] = { 64, 128, 256 }, pgs[2] = { 1, 64 };
+    static const int hds[3] = { 64, 128, 256 }, pgs[3] = { 1, 64, 16 };
     static const char *const dts[3] = { "fp16", "bf16", "fp8" };
     int n = fmha_set_size(&prefill_set), i, dt, hd, m, sc, pg, lay, missing = 0, bad = -1, nlin = 0, nvec = 0, n8 = 0;
     char miss[160] = "";
@@ -2113,7 +2127,7 @@ static void test_registry(void)
                 for (hd = 0; hd < 3; hd++)
                     for (m = lay; m < 2; m++)          /* VECTORIZED: masked rows only */
                         for (sc = 0; sc < 2; sc++)
-                            for (pg = 0; pg < 2; pg++) {
+                            for (pg = 0; pg < 3 - lay; pg++) {   /* VECTORIZED: no class 16 */
                                 int found = 0;
                                 for (i = 0; i < n; i++) {
                                     const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
@@ -2131,7 +2145,7 @@ static void test_registry(void)
             if (k && k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) nvec++;
             if (k && k->dtype == FMHA_DTYPE_FP8) n8++;
         }
-        if (nlin >= 72 && nvec >= 24 && n8 >= 24 && !missing) tu_pass("registry_prefill_set_covers_all_features");
+        if (nlin >= 108 && nvec >= 24 && n8 >= 36 && !missing) tu_pass("registry_prefill_set_covers_all_features");
         else tu_fail("registry_prefill_set_covers_all_features",
                      "%d kernels (%d linear, %d vectorized, %d fp8), %d combinations missing (first: %s)", n, nlin, nvec,
                      n8, missing, miss);
@@ -2145,7 +2159,9 @@ static void test_registry(void)
                      k->page_size);
             if (!k->name || !strstr(k->name, "batch_prefill") || !strstr(k->name, part) ||
                 k->family != FMHA_FAMILY_BATCH_PREFILL || k->has_alibi || k->tile_m <= 0 || k->tile_n <= 0 ||
-                k->warps <= 0 || k->stages <= 0 || (k->page_size != 1 && k->page_size != 64) ||
+                k->warps <= 0 || k->stages <= 0 ||
+                (k->page_size != 1 && k->page_size != 64 &&
+                 (k->page_size != 16 || k->kv_layout != FMHA_KV_LAYOUT_LINEAR)) ||
                 (k->dtype == FMHA_DTYPE_FP8 && k->kv_layout != FMHA_KV_LAYOUT_LINEAR))
                 bad = i;
         }
@@ -2177,8 +2193,8 @@ static void test_registry(void)
             if (k && k->page_size == 128 && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) n128++;
             if (k && k->dtype == FMHA_DTYPE_FP8 && k->hdim == 128 && k->has_mask && !k->has_softcap) nf8++;
         }
-        if (tn == 5 && n4 == 3 && n128 == 2 && nf8 == 2) tu_pass("registry_page4_set");
-        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128, %d fp8 (want 5, 3, 2, 2)", tn, n4,
+        if (tn == 6 && n4 == 3 && n128 == 2 && nf8 == 2) tu_pass("registry_page4_set");
+        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128, %d fp8 (want 6, 3, 2, 2)", tn, n4,
                      n128, nf8);
     }
 }

@@ -16,10 +16,11 @@
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
  *       alibi   NOALIBI | ALIBI          (FWD rows)
  *       page    smallest KV page size served, a power of two 1..2048, or
- *               FMHA_ANY (tuned classes 1 and 64)   (PREFILL rows, in
- *               place of alibi); a kernel for page P serves every power of
- *               two >= P, and P a multiple of tile_n reads one page index
- *               per tile
+ *               FMHA_ANY (tuned classes: PREFILL 1, 16 and 64; PREFILL_VEC
+ *               1 and 64)   (PREFILL rows, in place of alibi); a kernel for
+ *               page P serves every power of two >= P. P a multiple of
+ *               tile_n reads one page index per tile; LINEAR 16 <= P <
+ *               tile_n one per 16-row run; smaller P stages per-row offsets
  *       tile_m, tile_n, warps, stages: numbers, or FMHA_ANY
  *
  * A row with no FMHA_ANY is built as written, for the platform's portable
@@ -128,7 +129,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
 
 /* K/V source of the pipeline (FMHAI_PAGING, policy/fwd_tiles.h): 0
- * contiguous, 1 pages of any size, 2 pages that are multiples of the tile. */
+ * contiguous, 1 pages of any size (staged row offsets), 2 pages that are
+ * multiples of the tile, 3 LINEAR pages of 16+ tokens below the tile size. */
 #define FMHAI_KV8(dt) (FMHAI_DT_##dt == FMHA_DTYPE_FP8)
 #define FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)                     \
     (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
@@ -150,7 +152,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
             fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn,  \
                                w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,            \
-                               FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt));          \
+                               FMHAI_PAGING(pg, bn, FMHAI_VEC_##fam), FMHAI_VEC_##fam,          \
+                               FMHAI_KV8(dt));                                                  \
     }
 #  define FMHAI_KFN(kid) ((const void *)kid)
 #endif
@@ -161,7 +164,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
         FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                     \
       FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
-      FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, FMHAI_KV8(dt)),                                 \
+      FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt)),                \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
@@ -185,7 +188,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_PAGE_ROWS(R, fam, dt, hd, mask, sc, upg, bm, bn, w, st, pg) \
     FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, NOALIBI, upg, pg, bm, bn, w, st)
 #define FMHAI_PAGES_1(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st) \
-    FMHAI_TUNED_PAGES(FMHAI_PAGE_ROWS, R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
+    FMHAI_CAT(FMHAI_TUNED_PAGES_, fam)(FMHAI_PAGE_ROWS, R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
 #define FMHAI_ROWS_PREFILL(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st) \
     FMHAI_CAT(FMHAI_PAGES_, FMHAI_IS_ANY(pg))(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
 #define FMHAI_ROWS_PREFILL_VEC FMHAI_ROWS_PREFILL

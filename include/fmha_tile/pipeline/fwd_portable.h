@@ -19,15 +19,16 @@
  *
  * K/V sources (batch prefill reuses this pipeline): contiguous rows, or a
  * paged cache read through a page table (fmhai_block_load_kv). Pages that
- * hold whole tiles cost one page-index read per tile; smaller pages have
- * each row's byte offset staged in shared memory one tile ahead. VECTORIZED
+ * hold whole tiles cost one page-index read per tile; LINEAR pages of 16+
+ * tokens one read per 16-row run (page class 3); smaller pages have each
+ * row's byte offset staged in shared memory one tile ahead. VECTORIZED
  * pages load K with interleaved chunks and stage V transposed (V^T [hd][tile_n],
  * read with non-transposed ldmatrix).
  * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
  * stores O through shared memory with 16-byte stores.
  *
  * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit,
- * then (small pages only) the staged row offsets [2][K, V][tile_n] int64,
+ * then (page class 1 only) the staged row offsets [2][K, V][tile_n] int64,
  * then (FP8 KV only) the e4m3 landing tiles, per-page descales and query row
  * scales (see "FP8 (e4m3) KV" below); 16-bit tile
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
@@ -44,6 +45,7 @@
 
 #include "../tile/warp_mma.h"
 #include "../kernel/fwd_params.h"
+#include "../policy/fwd_tiles.h"    /* FMHAI_PAGE_RUN */
 
 #define FMHAI_FWD_MAX_HD 256
 #define FMHAI_FWD_MAX_BN 128
@@ -121,8 +123,10 @@ FMHAI_DEVICE void fmhai_stage_row(int64_t *dst, int bn, int r, const fmhai_kv_sr
 
 /* Tile n (rows n*BN ..) of K or V into shared memory. paging 0: contiguous
  * rows; 1: pages of any power-of-two size; 2: pages that are multiples of
- * the tile (no per-row path compiled). Pages that hold whole tiles take one
- * index read per tile; smaller pages are looked up per row. Page slots are clamped to the sequence's last page
+ * the tile (no per-row path compiled); 3: pages of at least FMHAI_PAGE_RUN
+ * tokens (LINEAR only). Pages that hold whole tiles take one index read per
+ * tile; class 3 reads one index per run of FMHAI_PAGE_RUN rows; smaller pages
+ * are looked up per row. Page slots are clamped to the sequence's last page
  * (branch-free), so no index past its table is read; rows past s_k are
  * zero-filled. off64: 64-bit page offsets (pools over 4 GB); otherwise the
  * page offset is formed in 32 bits. */
@@ -164,7 +168,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
         }
         return;
     }
-    if (paging == 2 || ((1 << page_log2) % bn) == 0) {   /* the tile sits in one page */
+    if (paging == 2 || (paging == 1 && ((1 << page_log2) % bn) == 0)) {   /* the tile sits in one page */
         const char *pg = fmhai_page_base(s, s->pages[min(tok0 >> page_log2, s->last_page)], off64);
         fmhai_block_load_tile(dst, pg + (int64_t)(tok0 & page_mask) * s->row_bytes, s->row_bytes,
                               chunk_bytes, bn, s_k - tok0, d, hd, nthreads, tid, lin);
@@ -173,6 +177,28 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
     const int chunks = hd / 8, rstep = nthreads / chunks;
     const int r0 = tid / chunks, c = tid % chunks;
     const int col_ok = c * 8 < d;
+    if (paging == 3) {
+        /* Pages of >= FMHAI_PAGE_RUN tokens: the tile is runs of `span` rows
+         * that each lie in one page (span = FMHAI_PAGE_RUN, or rstep when a
+         * thread's rows are further apart: one row per run). Per run: one
+         * page-index read (no shared-memory staging, nothing held across the
+         * GEMMs), one row address, then a running pointer down the run. */
+        const int span = rstep > FMHAI_PAGE_RUN ? rstep : FMHAI_PAGE_RUN;
+        const int64_t gstep = rstep * s->row_bytes;
+#pragma unroll
+        for (int j = 0; j < bn / span; ++j) {
+            const int tok = tok0 + j * span + r0;   /* this thread's first row of the run */
+            const char *g = fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                            (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
+#pragma unroll
+            for (int i = 0; i < span / rstep; ++i) {
+                fmhai_copy_async16(dst + fmhai_tile_off(r0 + j * span + i * rstep, c, hd, lin), g,
+                                   col_ok && tok + i * rstep < s_k);
+                g += gstep;
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < bn / rstep; ++i) {
         const int r = r0 + i * rstep, tok = tok0 + r;

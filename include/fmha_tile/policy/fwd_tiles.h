@@ -73,21 +73,40 @@
 #define FMHAI_FWD_MIN_BLOCKS(hd, bm, w) \
     (((bm) / (16 * (w))) * (hd) >= 256 ? 1 : ((bm) >= 256 ? 1 : 256 / (bm)))
 
+/* How the pipeline reads K/V (fmhai_block_load_kv), from a row's page column
+ * pg (smallest page size served, 0: not paged) and tile_n:
+ *   0  contiguous rows (forward)
+ *   1  pages of any size: each row's byte offset staged in shared memory one
+ *      tile ahead (VECTORIZED rows use it for every page smaller than the tile)
+ *   2  pages that are multiples of the tile: one page index per tile
+ *   3  LINEAR pages of at least FMHAI_PAGE_RUN tokens, smaller than the tile:
+ *      one page index per run of FMHAI_PAGE_RUN rows, read as the tile is
+ *      issued (no staging, no shared memory) */
+#define FMHAI_PAGE_RUN 16
+#define FMHAI_PAGING(pg, bn, vec) \
+    ((pg) == 0 ? 0 : (pg) % (bn) == 0 ? 2 : ((vec) || (pg) < FMHAI_PAGE_RUN) ? 1 : 3)
+
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V
- * (16-bit). Paged kernels add: small pages, the staged row offsets [2][K,V][bn]
+ * (16-bit). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
  * int64; fp8 KV, the e4m3 landing tiles [K,V][st][bn][hd], the per-page
  * descales [4][K,V][bn] fp32 and the query rows' scales [bm] fp32. */
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
-#define FMHAI_PAGING(pg, bn) ((pg) == 0 ? 0 : ((pg) % (bn) == 0 ? 2 : 1))
-#define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, kv8)                            \
-    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + (FMHAI_PAGING(pg, bn) == 1 ? 32 * (bn) : 0) + \
+#define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)                                 \
+    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + (FMHAI_PAGING(pg, bn, vec) == 1 ? 32 * (bn) : 0) + \
      ((kv8) ? 2 * (st) * (bn) * (hd) + 32 * (bn) + 4 * (bm) : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands
- * into these page-size classes. A kernel built for page size P serves every
- * power-of-two page size >= P; P a multiple of tile_n compiles only the
- * one-index-per-tile load path. */
-#define FMHAI_TUNED_PAGES(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 64)
+ * into these page-size classes, per family. A kernel built for page size P
+ * serves every power-of-two page size >= P and selection takes the largest P
+ * that fits, so with 64-key tiles LINEAR pages 1..8 run class 1, 16..32
+ * class 3, 64 and up class 2; VECTORIZED pages (8 and up) keep 1 and 64.
+ * (A tuning build may predefine them.) */
+#ifndef FMHAI_TUNED_PAGES_PREFILL
+#define FMHAI_TUNED_PAGES_PREFILL(Z, ...)     Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 64)
+#endif
+#ifndef FMHAI_TUNED_PAGES_PREFILL_VEC
+#define FMHAI_TUNED_PAGES_PREFILL_VEC(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 64)
+#endif
 
 /* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page,
  * vectorized, fp8 KV); page is 0 for families without a paged KV cache,
@@ -106,7 +125,7 @@
       "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count")                 \
     C(registers_rows_x_hdim, (w) >= 1 && ((bm) / (16 * (w))) * (hd) <= 256,                \
       "rows per warp x head dim must be <= 16 x 256 (accumulator registers)")              \
-    C(shared_memory_227k, FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, kv8) <= 227 * 1024,  \
+    C(shared_memory_227k, FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")                                      \
     C(page_size_power_of_two, (pg) == 0 || ((pg) >= 1 && (pg) <= 2048 && ((pg) & ((pg) - 1)) == 0), \
       "page size must be a power of two in 1..2048")                                      \
