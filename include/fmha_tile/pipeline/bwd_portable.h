@@ -36,11 +36,14 @@
  * entry is covered whatever the grid). Deterministic mode keeps that
  * parallelism: key tile n adds its dQ into slice n % nsplits with a plain
  * read-add-write, after the slice's earlier key tiles that see the same
- * query tile have added theirs (a per-query-tile counter in the workspace,
- * one arrival per warp, acquire/release at device scope). The order of the
- * adds is fixed, so dQ is bitwise reproducible. A tile waits only on smaller
- * tile numbers, which are launched first (or walked first by the same
- * block), so the waits cannot deadlock; slices shorten the chains.
+ * query tile have added theirs (a per-query-tile counter in the workspace:
+ * thread 0 waits with an acquire load before the dQ product; each warp reads
+ * its block of the slice by cp.async into the step's spent Q/dO buffers
+ * during the product; thread 0 publishes the block's adds with a release
+ * add after the next barrier). The order of the adds is fixed, so dQ is
+ * bitwise reproducible. A tile waits only on smaller tile numbers, which are
+ * launched first (or walked first by the same block), so the waits cannot
+ * deadlock; slices shorten the chains.
  *
  * convert_dq. dQ = scale * sum over the slices (in slice order) of dq_acc,
  * converted to the dtype.
