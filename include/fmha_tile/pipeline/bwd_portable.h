@@ -348,15 +348,24 @@ FMHAI_DEVICE void fmhai_bwd_convert_dq(const fmhai_bwd_params *p, const int is_b
  * dq_dk_dv: grid (key tiles or splits, nhead_k, batch)
  * ========================================================================== */
 
-/* Issues the copies of sweep step jt: the Q and dO tiles into stage buffer
- * `qbuf`, LSE and D into slot jt & 1 (D computed here when dQ is direct). */
-FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int n_it,
-                                      int n_m, int m_first, int m_dir, int hk, fmhai_smem_t sQ, fmhai_smem_t sdO,
-                                      float *sLse, float *sD, int is_bf16, int HD, int BM, int NT, int tid)
+/* Sweep position of the step after (*mi, *hq): query tile mi of the tile's
+ * range, query head hq of the group (the second sweep of two starts over).
+ * Kept as counters: a division per step showed in the profile. */
+FMHAI_DEVICE void fmhai_bwd_next_pos(int *mi, int *hq, int n_m, int head_ratio)
 {
-    const int it = jt % n_it;                  /* the second sweep repeats the steps */
-    const int h = hk * p->head_ratio + it / n_m;
-    const int m0 = (m_first + m_dir * (it % n_m)) * BM;
+    if (++*mi == n_m) {
+        *mi = 0;
+        if (++*hq == head_ratio) *hq = 0;
+    }
+}
+
+/* Issues the copies of sweep step jt (query head h, rows m0..): the Q and
+ * dO tiles into stage buffer `qbuf`, LSE and D into slot jt & 1 (D computed
+ * here when dQ is direct). */
+FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int h, int m0,
+                                      fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD, int is_bf16,
+                                      int HD, int BM, int NT, int tid)
+{
     const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
     const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
     fmhai_block_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, 16, BM, s->s_q - m0, p->d, HD, NT,
@@ -492,7 +501,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
         fmhai_block_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, 16, BN, s.s_k - j0, p->d, HD,
                               NT, tid, 0);
         if (n_steps > 0)
-            fmhai_bwd_load_step(p, &s, 0, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT, tid);
+            fmhai_bwd_load_step(p, &s, 0, hk * p->head_ratio, m_first * BM, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT,
+                                tid);
         fmhai_copy_commit();
 
         /* acc_a: dV (dV sweep of two); acc_b: dK (single sweep) */
@@ -502,14 +512,18 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
 #pragma unroll
             for (int e = 0; e < 4; ++e) { acc_a[dt][e] = 0.f; acc_b[dt][e] = 0.f; }
 
+        int mi = 0, hq = 0;   /* this step's sweep position */
 #pragma unroll 1
         for (int jt = 0; jt < n_steps; ++jt) {
             const int dv_step = !TWO_SWEEPS || jt < n_it;
             const int dk_step = !TWO_SWEEPS || jt >= n_it;
             const int buf = ST == 2 ? (jt & 1) : 0;
             const int slot = (jt & 1) * BM;
-            const int it = TWO_SWEEPS ? jt % n_it : jt;
-            const int m0 = (m_first + m_dir * (it % n_m)) * BM;
+            const int m0 = (m_first + m_dir * mi) * BM;
+            const int h = hk * p->head_ratio + hq;
+            int nmi = mi, nhq = hq;   /* the next step's */
+            fmhai_bwd_next_pos(&nmi, &nhq, n_m, p->head_ratio);
+            const int nm0 = (m_first + m_dir * nmi) * BM, nh = hk * p->head_ratio + nhq;
 
             if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
                 fmhai_bwd_store_kv((char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch +
@@ -532,7 +546,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                 pend = 0;
             }
             if (ST == 2 && jt + 1 < n_steps)
-                fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ + ((jt + 1) & 1) * q_bytes,
+                fmhai_bwd_load_step(p, &s, jt + 1, nh, nm0, sQ + ((jt + 1) & 1) * q_bytes,
                                     sdO + ((jt + 1) & 1) * q_bytes, sLse, sD, is_bf16, HD, BM, NT, tid);
             if (ST == 2) fmhai_copy_commit();
             /* this step's stage buffer (a multiple of 128 bytes: the swizzle
@@ -543,9 +557,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                                   (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
             /* The query tile in QW-column slices: S^T, P^T, dP^T and dS^T of
              * one slice are live at a time (32 keys x 16 rows of fp32 each),
-             * which keeps dK and dV in registers. k-steps stay loops (unroll
-             * 1) where only inner loops index registers: unrolled, every
-             * fragment of the phase is loaded up front. */
+             * which keeps dK and dV in registers. The k-steps of S^T and dP^T
+             * unroll by 8 (all of hd 128): one k-step at a time, each MMA
+             * waited on its ldmatrix (the profile's top stall; +4-8%); the
+             * other phases' k-steps stay loops. */
 #pragma unroll 1
             for (int q0 = 0; q0 < BM; q0 += QW) {
                 /* ---- S^T = K Q^T ---------------------------------------------- */
@@ -557,7 +572,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                 {
                     const fmhai_smem_t a_base = fmhai_opaque_smem(kA);
                     const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + q0 * HD * 2);
-#pragma unroll 1
+#pragma unroll 8
                     for (int kk = 0; kk < HD / 16; ++kk) {
                         uint32_t ka[4];
                         fmhai_warp_ldsm_x4(ka, fmhai_ldsm_at(a_base, kk));
@@ -626,7 +641,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                 {
                     const fmhai_smem_t a_base = fmhai_opaque_smem(kA + VK);
                     const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + OQ + q0 * HD * 2);
-#pragma unroll 1
+#pragma unroll 8
                     for (int kk = 0; kk < HD / 16; ++kk) {
                         uint32_t va[4];
                         fmhai_warp_ldsm_x4(va, fmhai_ldsm_at(a_base, kk));
@@ -678,7 +693,6 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
             }
 
             if (dk_step) {
-                const int h = hk * p->head_ratio + it / n_m;
                 /* deterministic: rows row0.. of the slices (slice n % nsplits
                  * of the query tile) get this tile's dQ after the slice's
                  * earlier key tiles that see the query tile: warp 0 counts
@@ -718,7 +732,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                  * next (deterministic: after the dQ adds, which use them) */
                 if (ST == 1 && !det) {
                     if (jt + 1 < n_steps)
-                        fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM,
+                        fmhai_bwd_load_step(p, &s, jt + 1, nh, nm0, sQ, sdO, sLse, sD, is_bf16, HD, BM,
                                             NT, tid);
                     fmhai_copy_commit();
                 }
@@ -810,7 +824,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                         if (tid == 0) fmhai_add_release(pend, 1);
                         pend = 0;
                         if (jt + 1 < n_steps)
-                            fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD,
+                            fmhai_bwd_load_step(p, &s, jt + 1, nh, nm0, sQ, sdO, sLse, sD,
                                                 is_bf16, HD, BM, NT, tid);
                         fmhai_copy_commit();
                     }
@@ -819,10 +833,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                 /* dV sweep of two: nothing reads Q and dO after a barrier */
                 __syncthreads();
                 if (jt + 1 < n_steps)
-                    fmhai_bwd_load_step(p, &s, jt + 1, n_it, n_m, m_first, m_dir, hk, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT,
+                    fmhai_bwd_load_step(p, &s, jt + 1, nh, nm0, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT,
                                         tid);
                 fmhai_copy_commit();
             }
+            mi = nmi;
+            hq = nhq;
         }
 
         if (det && pend) {   /* the tile's last dQ adds: every warp's stores first */
