@@ -100,6 +100,13 @@ DECL_FMHA_KERNEL_SET(prefill_set, FMHA_DEFAULT_PREFILL_SET)
     X(PREFILL, FP8,  128, MASK, NOSOFTCAP, 128, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(page4_set, PAGE4_SET)
 
+/* Page 16 with three stages (no tuned row has them): class 3's staged run
+ * indices two tiles ahead of the copies, bf16 and fp8 KV. */
+#define STAGES3_SET(X)                                                                    \
+    X(PREFILL, BF16, 64,  MASK, NOSOFTCAP, 16,  128,      64,       4,        3)          \
+    X(PREFILL, FP8,  64,  MASK, NOSOFTCAP, 16,  128,      64,       4,        3)
+DECL_FMHA_KERNEL_SET(stages3_set, STAGES3_SET)
+
 /* ============================================================================
  * Problem descriptions
  * ========================================================================== */
@@ -243,6 +250,7 @@ static void cfg_name(pf_cfg *c)
         if (c->q8 && c->r8q != R8_MID) n += (size_t)snprintf(s + n, cap - n, "_q%s", r8_str[c->r8q]);
     }
     if (c->set == &page4_set) n += (size_t)snprintf(s + n, cap - n, "_page4set");
+    if (c->set == &stages3_set) n += (size_t)snprintf(s + n, cap - n, "_stages3set");
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
 }
 
@@ -766,6 +774,21 @@ static void build_configs(void)
             c.set = &page4_set;
             c.hnd = i == 2;
             add(c, i == 0 || i == 2);
+        }
+    }
+    /* (m) page 16 with three stages (class 3 for pages 16..2048): sequences of
+     * one tile and of fewer tiles than stages, a sliding window (first tile
+     * past 0), bf16 and fp8 KV. */
+    {
+        static const int pages[4] = { 16, 32, 64, 1024 };
+        static const int lq[3] = { 17, 1, 130 }, lk[3] = { 300, 7, 1100 };
+        for (i = 0; i < 4; i++) {
+            pf_cfg c = i % 2 ? cfg_make8(3, lq, lk, 4, 2, 64, pages[i], i / 2 ? SG : VL, 0, kvr[i / 2])
+                             : cfg_make(B, 3, lq, lk, 4, 2, 64, pages[i], i / 2 ? VL : SG);
+            c.set = &stages3_set;
+            c.hnd = i == 2;
+            if (i == 2) cfg_mask(&c, BR, 200, 0);
+            add(c, i == 0);
         }
     }
 

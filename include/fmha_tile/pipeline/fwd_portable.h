@@ -20,15 +20,17 @@
  * K/V sources (batch prefill reuses this pipeline): contiguous rows, or a
  * paged cache read through a page table (fmhai_block_load_kv). Pages that
  * hold whole tiles cost one page-index read per tile; LINEAR pages of 16+
- * tokens one read per 16-row run (page class 3); smaller pages have each
- * row's byte offset staged in shared memory one tile ahead. VECTORIZED
+ * tokens (page class 3) have one page index per 16-row run copied into shared
+ * memory a tile or more ahead; smaller pages have each row's byte offset
+ * staged in shared memory one tile ahead. VECTORIZED
  * pages load K with interleaved chunks and stage V transposed (V^T [hd][tile_n],
  * read with non-transposed ldmatrix).
  * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
  * stores O through shared memory with 16-byte stores.
  *
  * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit,
- * then (page class 1 only) the staged row offsets [2][K, V][tile_n] int64,
+ * then (page class 1) the staged row offsets [2][K, V][tile_n] int64 or
+ * (page class 3) the staged run page indices [4][8] int32,
  * then (FP8 KV only) the e4m3 landing tiles, per-page descales and query row
  * scales (see "FP8 (e4m3) KV" below); 16-bit tile
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
@@ -101,6 +103,8 @@ typedef struct fmhai_kv_src {
     const int64_t *row_offs; /* small pages: this tile's byte offset of each
                                 row from base, staged in shared memory (NULL:
                                 read the table) */
+    const int32_t *run_pages;/* class 3: this tile's page index per 16-row
+                                run, staged in shared memory */
 } fmhai_kv_src;
 
 /* Page index of token tok, clamped to the sequence's last page. */
@@ -181,14 +185,15 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
         /* Pages of >= FMHAI_PAGE_RUN tokens: the tile is runs of `span` rows
          * that each lie in one page (span = FMHAI_PAGE_RUN, or rstep when a
          * thread's rows are further apart: one row per run). Per run: one
-         * page-index read (no shared-memory staging, nothing held across the
-         * GEMMs), one row address, then a running pointer down the run. */
+         * page index, from shared memory where it was staged ahead (a global
+         * read here would stall the copies behind it), one row address, then
+         * a running pointer down the run. */
         const int span = rstep > FMHAI_PAGE_RUN ? rstep : FMHAI_PAGE_RUN;
         const int64_t gstep = rstep * s->row_bytes;
 #pragma unroll
         for (int j = 0; j < bn / span; ++j) {
-            const int tok = tok0 + j * span + r0;   /* this thread's first row of the run */
-            const char *g = fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+            const int r = j * span + r0, tok = tok0 + r;   /* this thread's first row of the run */
+            const char *g = fmhai_page_base(s, s->run_pages[r / FMHAI_PAGE_RUN], off64) +
                             (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
 #pragma unroll
             for (int i = 0; i < span / rstep; ++i) {
@@ -208,6 +213,17 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
         g += c * chunk_bytes;
         fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), g, col_ok && tok < s_k);
     }
+}
+
+/* Class 3: starts the copy of tile n's page index per 16-row run (clamped
+ * to the sequence's last page) into dst[0 .. bn/16), in the current commit
+ * group; the wait and barrier before the tile's K/V copies publish it. */
+FMHAI_DEVICE void fmhai_stage_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int bn,
+                                   int tid, int page_log2)
+{
+    if (tid < bn / FMHAI_PAGE_RUN)
+        fmhai_copy_async4(dst + 4 * tid,
+                          s->pages + min((n * bn + tid * FMHAI_PAGE_RUN) >> page_log2, s->last_page));
 }
 
 /* VECTORIZED V tile n, transposed into shared memory as [hd][bn]: each
@@ -356,10 +372,11 @@ FMHAI_DEVICE fmhai_smem_t fmhai_ldsm_at(fmhai_smem_t base, int kk)
     return fmhai_smem_xor(base, (kk % 4) << 5) + (kk / 4) * 128;
 }
 
-/* Split schedule, once per tile: publish tile it+1's staged page offsets,
- * wait for V[it] (and for every warp to be done with K[it]), then start K[it+1]
- * into the K slot. */
-FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, fmhai_kv_src *ksrc,
+/* Split schedule, once per tile: publish tile it+1's staged page offsets
+ * (class 1; class 3's run indices came with V[it]), wait for V[it] (and for
+ * every warp to be done with K[it]), then start K[it+1] into the K slot. */
+FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, const int32_t *sRun,
+                                     fmhai_kv_src *ksrc,
                                      const fmhai_kv_src *vsrc, int n, int it, int n_iters, int s_k,
                                      const fmhai_fwd_params *p, int hd, int bn, int nthreads,
                                      int tid, int paging, int vec, int next_page)
@@ -372,6 +389,7 @@ FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, fmhai_kv_sr
     __syncthreads();
     if (it + 1 < n_iters) {
         if (stage) ksrc->row_offs = sOff + ((it + 1) & 1) * 2 * bn;
+        if (paging == 3) ksrc->run_pages = sRun + ((it + 1) & 3) * 8;
         fmhai_block_load_kv(sK, ksrc, n - 1, s_k, p->d, hd, bn, nthreads, tid, paging,
                             p->page_log2, p->kv_off64, vec, 0);
     }
@@ -457,6 +475,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
     fmhai_kv_src ksrc, vsrc;
     ksrc.row_offs = vsrc.row_offs = 0;
+    ksrc.run_pages = vsrc.run_pages = 0;
     ksrc.row_bytes = KV_VEC ? 16 : kvb * p->k_row;   /* VECTORIZED K: tokens 16 bytes apart */
     vsrc.row_bytes = kvb * p->v_row;
     ksrc.pages = vsrc.pages = pages;
@@ -476,9 +495,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     fmhai_smem_t sK = sQ + BM * HD * 2;
     fmhai_smem_t sV = sK + ST * BN * HD * 2;
     const int kv_tile_bytes = BN * HD * 2;
-    /* fp8: landing tiles after the (small-page) staged offsets, then the
+    /* fp8: landing tiles after the staged page offsets or indices, then the
      * per-page descales of four tiles [4][K,V][BN] */
-    const int extra0 = (BM + 2 * ST * BN) * HD * 2 + (PAGING == 1 ? 32 * BN : 0);
+    const int extra0 = (BM + 2 * ST * BN) * HD * 2 + FMHAI_PAGE_SMEM_BYTES(PAGING, BN);
     fmhai_smem_t sK8 = sQ + extra0;
     fmhai_smem_t sV8 = sK8 + ST * BN * HD;
     const int kv8_tile_bytes = BN * HD;
@@ -521,6 +540,17 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * tile's GEMMs, so the table read never stalls a copy. */
     const int STAGE_PAGES = (PAGING == 1);
     int64_t *sOff = (int64_t *)(smem + (BM + 2 * ST * BN) * HD * 2);   /* [2][K,V][BN] */
+    /* Class 3 (pages of 16+ tokens below the tile): tile j's page index per
+     * 16-row run sits in sRun[j % 4][0 .. BN/16), copied by cp.async in the
+     * commit group of tile j - (STE - 1) (split: with V[j-1]), so the wait
+     * and barrier before tile j's K/V copies have published it: the copies
+     * only read shared memory, and no register is held across the GEMMs.
+     * The prologue's tiles have theirs staged first, behind one wait and
+     * barrier. A slot is rewritten 4 tiles later, after every thread's last
+     * read of it (stages <= 3). */
+    const int STAGE_RUNS = (PAGING == 3);
+    const int32_t *sRun = (const int32_t *)(smem + (BM + 2 * ST * BN) * HD * 2);   /* [4][8] */
+    const fmhai_smem_t sRunA = fmhai_smem_addr(sRun);
     if (STAGE_PAGES && tid < BN) {
         const int j = SPLIT ? 0 : STE - 1;   /* first tile loaded at a loop top */
         if (j < n_iters) {
@@ -529,17 +559,30 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                             fmhai_page_of(&ksrc, tok, p->page_log2), p->page_log2, KV_VEC);
         }
     }
+    if (STAGE_RUNS) {
+        for (int t = 0; t < (SPLIT ? 1 : STE - 1) && t < n_iters; ++t)
+            fmhai_stage_runs(sRunA + t * 32, &ksrc, n_hi - 1 - t, BN, tid, p->page_log2);
+        fmhai_copy_commit();
+    }
     if (!KV8) fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid, 0);
     fmhai_copy_commit();
+    if (STAGE_RUNS) {   /* the runs group (Q may stay in flight) */
+        fmhai_copy_wait(1);
+        __syncthreads();
+    }
     for (int s = 0; s < (SPLIT ? 1 : STE - 1); ++s) {
         if (s < n_iters) {
             const int n = n_hi - 1 - s;
+            if (STAGE_RUNS) ksrc.run_pages = vsrc.run_pages = sRun + s * 8;
             fmhai_issue_kv(sK + s * kv_tile_bytes, sK8 + s * kv8_tile_bytes, &ksrc, 0, n, s_k, p->d,
                            HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
             if (!SPLIT)
                 fmhai_issue_kv(sV + s * kv_tile_bytes, sV8 + s * kv8_tile_bytes, &vsrc, 1, n, s_k,
                                p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
         }
+        if (STAGE_RUNS && !SPLIT && s + STE - 1 < n_iters)
+            fmhai_stage_runs(sRunA + ((s + STE - 1) & 3) * 32, &ksrc, n_hi - s - STE, BN, tid,
+                             p->page_log2);
         fmhai_copy_commit();
     }
     /* the descales of the tiles loaded before the loop (later tiles' are
@@ -626,6 +669,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     ksrc.row_offs = sOff + (j & 1) * 2 * BN;
                     vsrc.row_offs = ksrc.row_offs + BN;
                 }
+                if (STAGE_RUNS) ksrc.run_pages = vsrc.run_pages = sRun + (j & 3) * 8;
                 if (!SPLIT)
                     fmhai_issue_kv(sK + slot * kv_tile_bytes, sK8 + slot * kv8_tile_bytes,
                                    &ksrc, 0, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
@@ -634,6 +678,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                1, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64,
                                KV_VEC, KV8);
             }
+            /* class 3: the run indices of the tile issued STE - 1 tiles later
+             * (split: K[it+1] in the middle of this tile, then V[it+1]) */
+            const int jr = j + (SPLIT ? 1 : STE - 1);
+            if (STAGE_RUNS && jr < n_iters)
+                fmhai_stage_runs(sRunA + (jr & 3) * 32, &ksrc, n_hi - 1 - jr, BN, tid, p->page_log2);
             fmhai_copy_commit();
         }
 
@@ -736,7 +785,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
 
         if (SPLIT && K_EARLY)
-            fmhai_split_next_k(sK, sOff, &ksrc, &vsrc, n, it, n_iters, s_k, p, HD, BN, NT, tid,
+            fmhai_split_next_k(sK, sOff, sRun, &ksrc, &vsrc, n, it, n_iters, s_k, p, HD, BN, NT, tid,
                                PAGING, KV_VEC, next_page);
 
         /* ---- online softmax (base 2) --------------------------------------- */
@@ -791,7 +840,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
 
         if (SPLIT && !K_EARLY)
-            fmhai_split_next_k(sK, sOff, &ksrc, &vsrc, n, it, n_iters, s_k, p, HD, BN, NT, tid,
+            fmhai_split_next_k(sK, sOff, sRun, &ksrc, &vsrc, n, it, n_iters, s_k, p, HD, BN, NT, tid,
                                PAGING, KV_VEC, next_page);
 
         /* ---- O += P V ------------------------------------------------------ */

@@ -80,19 +80,22 @@
  *      tile ahead (VECTORIZED rows use it for every page smaller than the tile)
  *   2  pages that are multiples of the tile: one page index per tile
  *   3  LINEAR pages of at least FMHAI_PAGE_RUN tokens, smaller than the tile:
- *      one page index per run of FMHAI_PAGE_RUN rows, read as the tile is
- *      issued (no staging, no shared memory) */
+ *      one page index per run of FMHAI_PAGE_RUN rows, copied into shared
+ *      memory (cp.async) a tile or more ahead of the tile's K/V copies */
 #define FMHAI_PAGE_RUN 16
 #define FMHAI_PAGING(pg, bn, vec) \
     ((pg) == 0 ? 0 : (pg) % (bn) == 0 ? 2 : ((vec) || (pg) < FMHAI_PAGE_RUN) ? 1 : 3)
 
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V
  * (16-bit). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
- * int64; fp8 KV, the e4m3 landing tiles [K,V][st][bn][hd], the per-page
- * descales [4][K,V][bn] fp32 and the query rows' scales [bm] fp32. */
+ * int64; class 3, the staged run page indices [4][8] int32 (4 tiles in
+ * flight at most, 8 runs of a 128-key tile); fp8 KV, the e4m3 landing tiles
+ * [K,V][st][bn][hd], the per-page descales [4][K,V][bn] fp32 and the query
+ * rows' scales [bm] fp32. */
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
+#define FMHAI_PAGE_SMEM_BYTES(paging, bn) ((paging) == 1 ? 32 * (bn) : (paging) == 3 ? 4 * 8 * 4 : 0)
 #define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)                                 \
-    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + (FMHAI_PAGING(pg, bn, vec) == 1 ? 32 * (bn) : 0) + \
+    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn, vec), bn) + \
      ((kv8) ? 2 * (st) * (bn) * (hd) + 32 * (bn) + 4 * (bm) : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands

@@ -5,6 +5,7 @@
  * scope first and destination first (ThunderKittens style):
  *   fmhai_copy_async16(dst_smem, src, valid)   16-byte global->shared copy;
  *                                              zero-fills when !valid
+ *   fmhai_copy_async4(dst_smem, src)           4-byte global->shared copy
  *   fmhai_copy_commit() / fmhai_copy_wait(n)   group the copies; wait until at
  *                                              most n groups are in flight
  *   fmhai_warp_ldsm_x4(r, addr)                four 8x8 16-bit tiles from shared
@@ -55,6 +56,14 @@ FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int vali
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(dst), "l"(src), "r"(valid ? 16 : 0));
+#endif
+}
+
+/* One 4-byte word (a page index), in the same commit groups as the tiles. */
+FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src)
+{
+#if defined(FMHAI_DEVICE_HAS_MMA_SM80)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(dst), "l"(src));
 #endif
 }
 
@@ -199,6 +208,10 @@ FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int vali
     fmhai_u32x4 v = {0u, 0u, 0u, 0u};
     if (valid) v = *(const fmhai_u32x4 *)src;
     *(FMHAI_LDS fmhai_u32x4 *)dst = v;
+}
+FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src)
+{
+    *(FMHAI_LDS uint32_t *)dst = *(const uint32_t *)src;
 }
 FMHAI_DEVICE void fmhai_copy_async16_part(fmhai_smem_t dst, const void *src, int bytes)
 {
