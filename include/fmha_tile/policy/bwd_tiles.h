@@ -32,8 +32,8 @@
  * Like FlashAttention-2's backward: 8 warps own 128 keys and sweep 64 query
  * rows (hdim 64: 128) at a time, one block per SM. Measured on an H100 with
  * bench/bench_bwd.cu (bf16, 2k-8k): hdim 64 128 x 128 beat 64 x 128 by
- * 12-16%; hdim 128 64 x 128 beat 64 x 64 (4 warps) by 25% and equals its
- * single-buffered variant. hdim 256 uses 4 warps and two sweeps;
+ * 12-16%; hdim 128 64 x 128 beat 64 x 64 (4 warps) by 25% and 128 x 128 by
+ * 3-4%, and equals its single-buffered variant. hdim 256 uses 4 warps and two sweeps;
  * its single-buffered row fits an sm_80 (163 KB of shared memory), the
  * double-buffered one only sm_90 (201 KB). */
 /* (a tuning build may predefine the hdim 64/128 rows) */
