@@ -140,6 +140,72 @@ FMHAI_DEVICE const char *fmhai_page_base(const fmhai_kv_src *s, int page, int of
                  : s->base + (uint32_t)page * (uint32_t)s->page_bytes;
 }
 
+/* Page class 3 (pages of >= FMHAI_PAGE_RUN tokens, LINEAR): the tile is
+ * runs of FMHAI_PAGE_RUN rows that each lie in one page, whose page indices
+ * were staged in shared memory ahead (s->run_pages; a global read here would
+ * stall the copies behind it). Thread (r0, c) copies chunk c of rows r0,
+ * r0 + rstep, ..: its offset inside a run, (r0 % RUN) rows and c chunks, is
+ * formed once per tile (tb); per run of `span` rows (RUN, or rstep when a
+ * thread's rows are further apart: one row per run), the run's page offset
+ * and its first token's offset in the page are added, in 32 bits when the
+ * pool is under 4 GB (OFF64 == 0: every page offset fits; no 64-bit
+ * multiply), and the thread's rows follow a running pointer. The indices of
+ * a tile are read with vector loads. Thread counts whose row step neither
+ * divides nor is a multiple of RUN (3 or 6 warps) take the per-row form. */
+FMHAI_DEVICE void fmhai_load_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int tok0, int s_k,
+                                  int hd, int bn, int rstep, int r0, int c, int col_ok,
+                                  int page_mask, int64_t chunk_bytes, int lin, const int OFF64)
+{
+    const int RUN = FMHAI_PAGE_RUN;
+    if (RUN % rstep != 0 && rstep % RUN != 0) {
+#pragma unroll
+        for (int i = 0; i < bn / rstep; ++i) {
+            const int r = r0 + i * rstep, tok = tok0 + r;
+            const char *g = fmhai_page_base(s, s->run_pages[r / RUN], OFF64) +
+                            (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
+            fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), g, col_ok && tok < s_k);
+        }
+        return;
+    }
+    const int span = rstep > RUN ? rstep : RUN;
+    const int64_t gstep = rstep * s->row_bytes;
+    /* opaque: formed here per tile (one add), not held across the GEMMs */
+    const char *tb = (const char *)fmhai_opaque_ptr(s->base + (int64_t)(r0 % RUN) * s->row_bytes +
+                                                    c * chunk_bytes);
+    const int rv = s_k - tok0 - r0;   /* this thread's row r0 + k is valid while k < rv */
+    int rp[8];                        /* run page indices (<= 8 runs: tile_n <= 128) */
+    if (span == RUN && (bn / RUN) % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < bn / RUN; q += 4) {
+            const int4 v = *(const int4 *)(s->run_pages + q);
+            rp[q] = v.x; rp[q + 1] = v.y; rp[q + 2] = v.z; rp[q + 3] = v.w;
+        }
+    } else if (span == RUN && (bn / RUN) % 2 == 0) {
+#pragma unroll
+        for (int q = 0; q < bn / RUN; q += 2) {
+            const int2 v = *(const int2 *)(s->run_pages + q);
+            rp[q] = v.x; rp[q + 1] = v.y;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < bn / span; ++j) rp[j] = s->run_pages[(j * span + r0) / RUN];
+    }
+#pragma unroll
+    for (int j = 0; j < bn / span; ++j) {
+        const int q = (j * span + r0) / RUN;   /* the run's index in the tile (span == RUN: j) */
+        const int in_page = (tok0 + q * RUN) & page_mask;
+        const char *g = OFF64 ? tb + ((int64_t)rp[j] * s->page_bytes + (int64_t)in_page * s->row_bytes)
+                              : tb + ((uint32_t)rp[j] * (uint32_t)s->page_bytes +
+                                      (uint32_t)in_page * (uint32_t)s->row_bytes);
+#pragma unroll
+        for (int i = 0; i < span / rstep; ++i) {
+            const int k = j * span + i * rstep;
+            fmhai_copy_async16(dst + fmhai_tile_off(r0 + k, c, hd, lin), g, col_ok && k < rv);
+            g += gstep;
+        }
+    }
+}
+
 FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
                                       int d, int hd, int bn, int nthreads, int tid,
                                       int paging, int page_log2, int off64, int vec, int lin)
@@ -182,26 +248,12 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
     const int r0 = tid / chunks, c = tid % chunks;
     const int col_ok = c * 8 < d;
     if (paging == 3) {
-        /* Pages of >= FMHAI_PAGE_RUN tokens: the tile is runs of `span` rows
-         * that each lie in one page (span = FMHAI_PAGE_RUN, or rstep when a
-         * thread's rows are further apart: one row per run). Per run: one
-         * page index, from shared memory where it was staged ahead (a global
-         * read here would stall the copies behind it), one row address, then
-         * a running pointer down the run. */
-        const int span = rstep > FMHAI_PAGE_RUN ? rstep : FMHAI_PAGE_RUN;
-        const int64_t gstep = rstep * s->row_bytes;
-#pragma unroll
-        for (int j = 0; j < bn / span; ++j) {
-            const int r = j * span + r0, tok = tok0 + r;   /* this thread's first row of the run */
-            const char *g = fmhai_page_base(s, s->run_pages[r / FMHAI_PAGE_RUN], off64) +
-                            (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
-#pragma unroll
-            for (int i = 0; i < span / rstep; ++i) {
-                fmhai_copy_async16(dst + fmhai_tile_off(r0 + j * span + i * rstep, c, hd, lin), g,
-                                   col_ok && tok + i * rstep < s_k);
-                g += gstep;
-            }
-        }
+        if (off64)
+            fmhai_load_runs(dst, s, tok0, s_k, hd, bn, rstep, r0, c, col_ok, page_mask, chunk_bytes,
+                            lin, 1);
+        else
+            fmhai_load_runs(dst, s, tok0, s_k, hd, bn, rstep, r0, c, col_ok, page_mask, chunk_bytes,
+                            lin, 0);
         return;
     }
 #pragma unroll
