@@ -108,6 +108,8 @@ struct dim3 {
 /* ---- vector types ------------------------------------------------------------ */
 struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 struct __attribute__((aligned(8))) uint2 { unsigned x, y; };
+struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
+struct __attribute__((aligned(8))) int2 { int x, y; };
 struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
 struct __attribute__((aligned(8))) float2 { float x, y; };
 static __device__ __forceinline__ float2 make_float2(float x, float y) { float2 v = { x, y }; return v; }

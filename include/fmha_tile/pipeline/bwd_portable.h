@@ -65,18 +65,6 @@
 #include "fwd_portable.h"
 
 /* ---- small primitives ------------------------------------------------------ */
-/* 4-byte global->shared copy, zero-filled when !valid (LSE and D rows). */
-FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src, int valid)
-{
-#if defined(FMHA_PLATFORM_NVIDIA)
-#  if defined(FMHAI_DEVICE_HAS_MMA_SM80)
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 4 : 0));
-#  endif
-#else
-    *(FMHAI_LDS uint32_t *)dst = valid ? *(const uint32_t *)src : 0u;
-#endif
-}
-
 FMHAI_DEVICE void fmhai_st_shared_u32(fmhai_smem_t dst, uint32_t v)
 {
 #if defined(FMHA_PLATFORM_NVIDIA)

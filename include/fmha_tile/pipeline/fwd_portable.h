@@ -275,7 +275,7 @@ FMHAI_DEVICE void fmhai_stage_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int 
 {
     if (tid < bn / FMHAI_PAGE_RUN)
         fmhai_copy_async4(dst + 4 * tid,
-                          s->pages + min((n * bn + tid * FMHAI_PAGE_RUN) >> page_log2, s->last_page));
+                          s->pages + min((n * bn + tid * FMHAI_PAGE_RUN) >> page_log2, s->last_page), 1);
 }
 
 /* VECTORIZED V tile n, transposed into shared memory as [hd][bn]: each

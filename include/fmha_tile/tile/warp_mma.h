@@ -5,7 +5,8 @@
  * scope first and destination first (ThunderKittens style):
  *   fmhai_copy_async16(dst_smem, src, valid)   16-byte global->shared copy;
  *                                              zero-fills when !valid
- *   fmhai_copy_async4(dst_smem, src)           4-byte global->shared copy
+ *   fmhai_copy_async4(dst_smem, src, valid)    4-byte global->shared copy
+ *                                              (zero-filled when !valid)
  *   fmhai_copy_commit() / fmhai_copy_wait(n)   group the copies; wait until at
  *                                              most n groups are in flight
  *   fmhai_warp_ldsm_x4(r, addr)                four 8x8 16-bit tiles from shared
@@ -60,10 +61,10 @@ FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int vali
 }
 
 /* One 4-byte word (a page index), in the same commit groups as the tiles. */
-FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src)
+FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src, int valid)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80)
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(dst), "l"(src));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 4 : 0));
 #endif
 }
 
@@ -209,9 +210,9 @@ FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int vali
     if (valid) v = *(const fmhai_u32x4 *)src;
     *(FMHAI_LDS fmhai_u32x4 *)dst = v;
 }
-FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src)
+FMHAI_DEVICE void fmhai_copy_async4(fmhai_smem_t dst, const void *src, int valid)
 {
-    *(FMHAI_LDS uint32_t *)dst = *(const uint32_t *)src;
+    *(FMHAI_LDS uint32_t *)dst = valid ? *(const uint32_t *)src : 0u;
 }
 FMHAI_DEVICE void fmhai_copy_async16_part(fmhai_smem_t dst, const void *src, int bytes)
 {
