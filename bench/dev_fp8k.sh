@@ -57,6 +57,7 @@ echo "fp8 checks passed: $(grep -c '^PASS .*fp8' $B/test_prefill.log)"
 last=$(tail -n 1 $B/test_prefill.log)
 echo "test_prefill: $last (exit $trc, $(( $(date +%s) - t0 )) s; log $B/test_prefill.log)"
 case "$last" in
+    "0 passed, 0 failed") echo "FAIL: nothing ran (no GPU?)"; exit 1 ;;
     *" 0 failed") [ $trc -eq 0 ] || exit 1 ;;
     *) exit 1 ;;
 esac
