@@ -4,9 +4,10 @@
  *
  * Default: a representative subset, fp16 and bf16 at head dims 64, 128 and
  * 256, each with every feature on (MASK + SOFTCAP + ALIBI) and every feature
- * off, on the GFX9 tuned tiles (12 kernels), and the backward's three stages
- * (4 kernels). With FMHA_AMD_CHECK_FULL: the library's whole default forward
- * and backward sets (about 5x the time).
+ * off, on the GFX9 tuned tiles (12 kernels), two FP8-KV batch prefill
+ * kernels, and the backward's three stages (4 kernels). With
+ * FMHA_AMD_CHECK_FULL: the library's whole default forward and backward sets
+ * and the same FP8 kernels (about 5x the time).
  */
 #include "fmha_tile.h"
 
@@ -18,6 +19,12 @@
     X(BWD_CONVERT_DQ, FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            BF16, 64,  NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
+/* FP8 (e4m3) KV batch prefill: the e4m3 K ldmatrix path (64- and 32-key
+ * tiles) and the V decode, page classes 3 and 1. */
+#define AMD_CHECK_FP8(X)                                                                          \
+    X(PREFILL, FP8, 128, MASK,   NOSOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)           \
+    X(PREFILL, FP8, 256, NOMASK, NOSOFTCAP, 1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+
 #if !defined(FMHA_AMD_CHECK_FULL)
 #  define AMD_CHECK_HD(X, dt, hd)                                                        \
     X(FWD, dt, hd, MASK,   SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
@@ -25,10 +32,10 @@
 #  define AMD_CHECK_SET(X)                                                               \
     AMD_CHECK_HD(X, FP16, 64) AMD_CHECK_HD(X, FP16, 128) AMD_CHECK_HD(X, FP16, 256)      \
     AMD_CHECK_HD(X, BF16, 64) AMD_CHECK_HD(X, BF16, 128) AMD_CHECK_HD(X, BF16, 256)      \
-    AMD_CHECK_BWD(X)
+    AMD_CHECK_FP8(X) AMD_CHECK_BWD(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
-#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_BWD_SET(X)
+#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_FULL_SET)
 #endif
 

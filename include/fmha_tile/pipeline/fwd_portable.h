@@ -28,10 +28,11 @@
  * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
  * stores O through shared memory with 16-byte stores.
  *
- * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit,
+ * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit
+ * (FP8 KV: the K slots hold the e4m3 K tiles instead),
  * then (page class 1) the staged row offsets [2][K, V][tile_n] int64 or
  * (page class 3) the staged run page indices [4][8] int32,
- * then (FP8 KV only) the e4m3 landing tiles, per-page descales and query row
+ * then (FP8 KV only) V's e4m3 landing tiles, per-page descales and query row
  * scales (see "FP8 (e4m3) KV" below); 16-bit tile
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
  * are free of bank conflicts. Out-of-range rows and head-dim columns past d
@@ -58,17 +59,31 @@ FMHAI_DEVICE int fmhai_swz(int r, int c, int hd)
     return r * hd * 2 + ((c ^ (r & 7)) << 4);
 }
 
+/* e4m3 tiles of rb-byte rows read by ldmatrix (K): 16-byte chunk c of row r
+ * sits at chunk c ^ key. An ldmatrix phase reads one chunk of 8 consecutive
+ * rows, so their chunks must fall in 8 distinct 16-byte bank groups: rows of
+ * a multiple of 128 bytes XOR with r % 8; rows of 64 (or 192) bytes, two rows
+ * a 128-byte line, XOR with (r / 2) % 4 (stays inside 4-chunk groups). */
+FMHAI_DEVICE int fmhai_swz8_key(int r, int rb)
+{
+    return rb % 128 == 0 ? (r & 7) : ((r >> 1) & 3);
+}
+FMHAI_DEVICE int fmhai_swz8(int r, int c, int rb)
+{
+    return r * rb + ((c ^ fmhai_swz8_key(r, rb)) << 4);
+}
+
 /* Cooperative async copy of a rows x hd tile into a swizzled shared tile: row
  * stride and 16-byte chunk stride in bytes (16 for rows stored contiguously;
  * VECTORIZED K pages interleave chunks). Rows >= rows_valid and columns >= d
- * are zero-filled. lin: unswizzled rows (the e4m3 landing tiles, whose rows
- * can be narrower than the 8-chunk swizzle; hd and d then count byte pairs).
- * Each thread walks one column chunk down the rows with a running pointer
- * (kept opaque so the compiler does not precompute one 64-bit address per
- * row and hold them all in registers). */
+ * are zero-filled. lin (e4m3 landing tiles; hd and d then count byte pairs):
+ * 1 unswizzled rows (V, decoded by the copying thread), 2 rows swizzled for
+ * ldmatrix (K, fmhai_swz8). Each thread walks one column chunk down the rows
+ * with a running pointer (kept opaque so the compiler does not precompute one
+ * 64-bit address per row and hold them all in registers). */
 FMHAI_DEVICE int fmhai_tile_off(int r, int c, int hd, int lin)
 {
-    return lin ? r * hd * 2 + c * 16 : fmhai_swz(r, c, hd);
+    return lin == 2 ? fmhai_swz8(r, c, hd * 2) : lin ? r * hd * 2 + c * 16 : fmhai_swz(r, c, hd);
 }
 
 FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64_t row_bytes,
@@ -316,11 +331,15 @@ FMHAI_DEVICE void fmhai_block_load_v(fmhai_smem_t dst, const fmhai_kv_src *s, in
 /* ---- FP8 (e4m3) KV ---------------------------------------------------------
  * FP8 kernels compute in fp16: every e4m3 value is an fp16 normal and the
  * conversion is one instruction per pair on sm_89+ (P in [0, 1] keeps more
- * bits in fp16 than in bf16; O leaves as bf16). e4m3 tiles land unswizzled
- * ([bn][hd] bytes) by cp.async; after its wait, each thread decodes the
- * chunks it copied itself into the 16-bit tile the GEMMs read, then a barrier
- * publishes them. NaN codes decode to NaN on sm_89+ (a cache stores none;
- * rows past s_k are zero-filled, never read). */
+ * bits in fp16 than in bf16; O leaves as bf16). e4m3 tiles land by cp.async
+ * ([bn][hd] bytes). K is swizzled (fmhai_swz8) and read by the S GEMM itself:
+ * an ldmatrix of e4m3 rows gives each lane four bytes that decode to its B
+ * fragment in a permuted head-dim order, and the queries are stored in that
+ * order (fmhai_warp_ldsm_x4_e4m3, fmhai_load_q_f16). V (transposed by its
+ * ldmatrix) lands unswizzled; after its wait, each thread decodes the chunks
+ * it copied itself into the 16-bit V tile, then a barrier publishes them.
+ * NaN codes decode to NaN on sm_89+ (a cache stores none; rows past s_k are
+ * zero-filled, never read). */
 FMHAI_DEVICE void fmhai_convert_tile8(fmhai_smem_t dst, fmhai_smem_t src, int rows, int hd,
                                       int nthreads, int tid)
 {
@@ -348,7 +367,10 @@ FMHAI_DEVICE void fmhai_convert_tile8(fmhai_smem_t dst, fmhai_smem_t src, int ro
 }
 
 /* Queries of an FP8 kernel, read once per block with plain loads into the
- * swizzled fp16 Q tile (the first loop barrier publishes it). e4m3 queries
+ * swizzled fp16 Q tile (the first loop barrier publishes it), each 16-column
+ * chunk in the head-dim order of the e4m3 K fragments (fmhai_warp_ldsm_x4_e4m3
+ * in tile/warp_mma.h: columns 4i, 4i+1 to slots 2i, 2i+1 of the chunk's low
+ * half, columns 4i+2, 4i+3 to the same slots of its high half). e4m3 queries
  * convert exactly. bf16 queries can exceed fp16's range, so each row is
  * scaled by a power of two 2^-e that brings its largest |q| below 2^15
  * (exact but for values under 2^-24 of the row's largest); 2^e goes to
@@ -368,12 +390,17 @@ FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const cha
             const uint4 v = *(const uint4 *)(src + r * row_bytes + c * 16);
             x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
         }
-        if (q8) {
-            uint32_t y[8];
-            fmhai_e4m3x4_to_f16(x[0], y); fmhai_e4m3x4_to_f16(x[1], y + 2);
-            fmhai_e4m3x4_to_f16(x[2], y + 4); fmhai_e4m3x4_to_f16(x[3], y + 6);
-            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c, hd), y);
-            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c + 1, hd), y + 4);
+        if (q8) {   /* one 16-column chunk: word i holds columns 4i .. 4i+3 */
+            uint32_t lo[4], hi[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                uint32_t y[2];
+                fmhai_e4m3x4_to_f16(x[i], y);
+                lo[i] = y[0];
+                hi[i] = y[1];
+            }
+            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c, hd), lo);
+            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c + 1, hd), hi);
         } else {
             /* row max |q| over the row's chunk threads (consecutive lanes) */
             uint32_t mx = 0u;
@@ -389,21 +416,26 @@ FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const cha
             for (int e = 0; e < 4; ++e)
                 y[e] = fmhai_pack2(__uint_as_float(x[e] << 16) * down,
                                    __uint_as_float(x[e] & 0xffff0000u) * down, 0);
-            fmhai_lds_store16(dst + fmhai_swz(r, c, hd), y);
+            /* half (c % 2) of a 16-column chunk: pairs 0 and 2 go to the low
+             * 8 slots, pairs 1 and 3 to the high 8, at word 2 * (c % 2) */
+            const int at = 8 * (c & 1);
+            fmhai_lds_store8(dst + fmhai_swz(r, c & ~1, hd) + at, y[0], y[2]);
+            fmhai_lds_store8(dst + fmhai_swz(r, c | 1, hd) + at, y[1], y[3]);
             if (c == 0) sRowScale[r] = __uint_as_float((uint32_t)(127 + sh) << 23);
         }
     }
 }
 
 /* K or V tile n into its slot: 16-bit KV straight into the GEMM tile, e4m3
- * KV into the landing tile (d and hd in byte pairs there). */
+ * KV into the landing tile (d and hd in byte pairs there; K swizzled for the
+ * GEMM's ldmatrix, V unswizzled for the decode). */
 FMHAI_DEVICE void fmhai_issue_kv(fmhai_smem_t dst16, fmhai_smem_t dst8, const fmhai_kv_src *s,
                                  int is_v, int n, int s_k, int d, int hd, int bn, int nthreads,
                                  int tid, int paging, int page_log2, int off64, int vec, int kv8)
 {
     if (kv8)
         fmhai_block_load_kv(dst8, s, n, s_k, d / 2, hd / 2, bn, nthreads, tid, paging, page_log2,
-                            off64, 0, 1);
+                            off64, 0, is_v ? 1 : 2);
     else if (is_v)
         fmhai_block_load_v(dst16, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, vec);
     else
@@ -422,6 +454,15 @@ FMHAI_DEVICE fmhai_smem_t fmhai_ldsm_base(fmhai_smem_t tile, int row_bytes_off, 
 FMHAI_DEVICE fmhai_smem_t fmhai_ldsm_at(fmhai_smem_t base, int kk)
 {
     return fmhai_smem_xor(base, (kk % 4) << 5) + (kk / 4) * 128;
+}
+/* The same for e4m3 tiles of rb-byte rows (fmhai_swz8): base = tile + row *
+ * rb + (fmhai_swz8_key(row, rb) << 4), the row starting at a multiple of 128
+ * bytes (64 when rb is not a multiple of 128); chunk kk is then one XOR (on
+ * the bits the key covers) and a constant away. */
+FMHAI_DEVICE fmhai_smem_t fmhai_ldsm8_at(fmhai_smem_t base, int kk, int rb)
+{
+    const int m = rb % 128 == 0 ? 7 : 3;
+    return fmhai_smem_xor(base, (kk & m) << 4) + (kk & ~m) * 16;
 }
 
 /* Split schedule, once per tile: publish tile it+1's staged page offsets
@@ -547,13 +588,15 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     fmhai_smem_t sK = sQ + BM * HD * 2;
     fmhai_smem_t sV = sK + ST * BN * HD * 2;
     const int kv_tile_bytes = BN * HD * 2;
-    /* fp8: landing tiles after the staged page offsets or indices, then the
-     * per-page descales of four tiles [4][K,V][BN] */
+    /* fp8: the e4m3 K tiles, read by the S GEMM, in the (otherwise unused)
+     * 16-bit K slots: 2 * ST of them fit there. V's landing tiles after the
+     * staged page offsets or indices, then the per-page descales of four
+     * tiles [4][K,V][BN] */
     const int extra0 = (BM + 2 * ST * BN) * HD * 2 + FMHAI_PAGE_SMEM_BYTES(PAGING, BN);
-    fmhai_smem_t sK8 = sQ + extra0;
-    fmhai_smem_t sV8 = sK8 + ST * BN * HD;
+    fmhai_smem_t sK8 = sK;
+    fmhai_smem_t sV8 = sQ + extra0;
     const int kv8_tile_bytes = BN * HD;
-    float *sScale = (float *)(smem + extra0 + 2 * ST * BN * HD);
+    float *sScale = (float *)(smem + extra0 + ST * BN * HD);
     float *sRowScale = sScale + 8 * BN;     /* [BM]: bf16 queries' row scales */
     const int OUT_BF16 = is_bf16 || KV8;   /* FP8 kernels compute in fp16, emit bf16 */
 
@@ -576,10 +619,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      *   per tile, loads issued while no score registers are live. */
     /* fp8 KV with one stage: the landing tiles let K+V[it+1] stream in
      * during all of tile it's work, so it runs the ring's bookkeeping with
-     * depth 2 (F8S) on single slots: at the top, wait; barrier (every warp is
-     * done with tile it-1's slots); decode; barrier; issue tile it+1 into the
-     * landing chunks this thread just decoded. Nothing is copied or decoded
-     * mid-tile, where the score registers are live. */
+     * depth 2 (F8S): at the top, wait; barrier (every warp is done with tile
+     * it-1); decode V; barrier; issue tile it+1: V into the landing chunks
+     * this thread just decoded, K into the e4m3 K slot tile it-1 used (two K
+     * slots, tile j in slot j % 2: the S GEMM reads K's landing tile). Nothing
+     * is copied or decoded mid-tile, where the score registers are live. */
     const int F8S = KV8 && ST == 1;
     const int SPLIT = (ST == 1) && !KV8;
     const int STE = F8S ? 2 : ST;             /* ring depth for tile indices */
@@ -676,6 +720,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const fmhai_smem_t q_base = fmhai_ldsm_base(sQ, (warp_row0 + lane % 16) * HD * 2, lane / 16, lane % 8);
     const fmhai_smem_t k_base = fmhai_ldsm_base(sK, (((lane / 8) / 2) * 8 + lane % 8) * HD * 2,
                                                 (lane / 8) % 2, lane % 8);
+    /* e4m3 K (fmhai_swz8 rows of HD bytes): lane l addresses key l of a
+     * 32-key group, so lane/8 picks the 8-key tile */
+    const fmhai_smem_t k8_base = sK8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
     const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HD * 2,
                                                 (lane / 8) / 2, lane % 8);
     const fmhai_smem_t vt_base = fmhai_ldsm_base(sV, (((lane / 8) / 2) * 8 + lane % 8) * BN * 2,
@@ -683,13 +730,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
-        const int buf = F8S ? 0 : it % ST;
+        const int buf = F8S ? 0 : it % ST, kbuf = it % STE;   /* V slot, K slot */
         fmhai_copy_wait(SPLIT ? 0 : STE - 2);
         if (F8S) __syncthreads();
-        if (KV8) {   /* decode this thread's chunks of tile it */
-            fmhai_convert_tile8(sK + buf * kv_tile_bytes, sK8 + buf * kv8_tile_bytes, BN, HD, NT, tid);
+        if (KV8)   /* decode this thread's chunks of V tile it */
             fmhai_convert_tile8(sV + buf * kv_tile_bytes, sV8 + buf * kv8_tile_bytes, BN, HD, NT, tid);
-        }
         __syncthreads();
         if (it == 0 && Q_IN_REGS) {
 #pragma unroll
@@ -714,7 +759,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
         {   /* split: V[it]; ring: K and V of tile it + ST - 1 */
             const int j = SPLIT ? it : it + STE - 1;
-            const int slot = F8S ? 0 : j % ST;
+            const int slot = F8S ? 0 : j % ST, kslot = j % STE;
             if (j < n_iters) {
                 const int nn = n_hi - 1 - j;
                 if (STAGE_PAGES) {
@@ -723,7 +768,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 }
                 if (STAGE_RUNS) ksrc.run_pages = vsrc.run_pages = sRun + (j & 3) * 8;
                 if (!SPLIT)
-                    fmhai_issue_kv(sK + slot * kv_tile_bytes, sK8 + slot * kv8_tile_bytes,
+                    fmhai_issue_kv(sK + kslot * kv_tile_bytes, sK8 + kslot * kv8_tile_bytes,
                                    &ksrc, 0, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
                                    p->kv_off64, KV_VEC, KV8);
                 fmhai_issue_kv(sV + slot * kv_tile_bytes, sV8 + slot * kv8_tile_bytes, &vsrc,
@@ -758,15 +803,29 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     fmhai_warp_ldsm_x4(qa[mt], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
                 }
             }
+            if (KV8) {   /* e4m3 K: 32 keys of column chunk kk per ldmatrix */
 #pragma unroll
-            for (int np = 0; np < BN / 16; ++np) {
-                uint32_t kb[4];
-                fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
-                                           np * 16 * HD * 2);
+                for (int np = 0; np < BN / 32; ++np) {
+                    uint32_t kf[4][2];
+                    fmhai_warp_ldsm_x4_e4m3(kf, fmhai_ldsm8_at(k8_base, kk, HD) +
+                                                    kbuf * kv8_tile_bytes + np * 32 * HD);
 #pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb, is_bf16);
-                    fmhai_warp_mma_16816(acc_s[mt][2 * np + 1], qa[mt], kb + 2, is_bf16);
+                    for (int m = 0; m < 4; ++m)
+#pragma unroll
+                        for (int mt = 0; mt < MT; ++mt)
+                            fmhai_warp_mma_16816(acc_s[mt][4 * np + m], qa[mt], kf[m], is_bf16);
+                }
+            } else {
+#pragma unroll
+                for (int np = 0; np < BN / 16; ++np) {
+                    uint32_t kb[4];
+                    fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
+                                               np * 16 * HD * 2);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb, is_bf16);
+                        fmhai_warp_mma_16816(acc_s[mt][2 * np + 1], qa[mt], kb + 2, is_bf16);
+                    }
                 }
             }
         }

@@ -89,14 +89,14 @@
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V
  * (16-bit). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
  * int64; class 3, the staged run page indices [4][8] int32 (4 tiles in
- * flight at most, 8 runs of a 128-key tile); fp8 KV, the e4m3 landing tiles
- * [K,V][st][bn][hd], the per-page descales [4][K,V][bn] fp32 and the query
- * rows' scales [bm] fp32. */
+ * flight at most, 8 runs of a 128-key tile); fp8 KV, V's e4m3 landing tiles
+ * [st][bn][hd] (K's, read by the GEMM, take the 16-bit K slots), the
+ * per-page descales [4][K,V][bn] fp32 and the query rows' scales [bm] fp32. */
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
 #define FMHAI_PAGE_SMEM_BYTES(paging, bn) ((paging) == 1 ? 32 * (bn) : (paging) == 3 ? 4 * 8 * 4 : 0)
 #define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)                                 \
     (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn, vec), bn) + \
-     ((kv8) ? 2 * (st) * (bn) * (hd) + 32 * (bn) + 4 * (bm) : 0))
+     ((kv8) ? (st) * (bn) * (hd) + 32 * (bn) + 4 * (bm) : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands
  * into these page-size classes, per family. A kernel built for page size P
@@ -138,7 +138,9 @@
       "FP8 KV rows are batch prefill rows with LINEAR pages")                              \
     C(fp8_tiles_split_over_threads,                                                        \
       !(kv8) || ((w) >= 1 && ((bn) * (hd) / 16) % ((w) * 32) == 0 && ((w) * 32) % ((hd) / 16) == 0), \
-      "FP8 KV: tile_n*hd/16 must be a multiple of the thread count")
+      "FP8 KV: tile_n*hd/16 must be a multiple of the thread count")                     \
+    C(fp8_tile_n_multiple_of_32, !(kv8) || (bn) % 32 == 0,                                 \
+      "FP8 KV: tile_n must be a multiple of 32 (one e4m3 K ldmatrix covers 32 keys)")
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \
     FMHA_STATIC_ASSERT(cond, "fmha_tile constraint " #name " violated: " msg);

@@ -14,7 +14,11 @@
  *   fmhai_warp_mma_16816(c, a, b, is_bf16)     c[16x8] += a[16x16] * b[16x8]
  *   fmhai_pack2(x, y, is_bf16)                 two floats -> packed fp16/bf16
  *   fmhai_lds_load16 / fmhai_lds_store16       16 bytes shared <-> registers
+ *   fmhai_lds_store8                           8 bytes registers -> shared
  *   fmhai_e4m3x4_to_f16(x, y)                  four e4m3 codes -> two f16x2, exact
+ *   fmhai_warp_ldsm_x4_e4m3(b, addr)           four 8-key e4m3 K tiles from shared,
+ *                                              decoded to f16 B fragments in a
+ *                                              permuted head-dim order (below)
  * Fragment layouts are those of mma.sync.m16n8k16 on NVIDIA: lane l holds rows
  * l/4 and l/4+8, columns 2*(l%4) and 2*(l%4)+1 of each 16x8 accumulator.
  *
@@ -153,6 +157,10 @@ FMHAI_DEVICE void fmhai_lds_store16(fmhai_smem_t a, const uint32_t *v)
 {
     asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
                  :: "r"(a), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
+}
+FMHAI_DEVICE void fmhai_lds_store8(fmhai_smem_t a, uint32_t x, uint32_t y)
+{
+    asm volatile("st.shared.v2.b32 [%0], {%1,%2};\n" :: "r"(a), "r"(x), "r"(y));
 }
 
 /* Four e4m3 codes (byte i = element i) -> f16 pairs y[0] = (0, 1), y[1] =
@@ -334,6 +342,12 @@ FMHAI_DEVICE void fmhai_lds_store16(fmhai_smem_t a, const uint32_t *v)
     const fmhai_u32x4 x = { v[0], v[1], v[2], v[3] };
     *(FMHAI_LDS fmhai_u32x4 *)a = x;
 }
+FMHAI_DEVICE void fmhai_lds_store8(fmhai_smem_t a, uint32_t x, uint32_t y)
+{
+    typedef uint32_t fmhai_u32x2 __attribute__((ext_vector_type(2)));
+    const fmhai_u32x2 v = { x, y };
+    *(FMHAI_LDS fmhai_u32x2 *)a = v;
+}
 /* Four e4m3 codes -> two f16 pairs, exact (see the NVIDIA version). */
 FMHAI_DEVICE void fmhai_e4m3x4_to_f16(uint32_t x, uint32_t *y)
 {
@@ -359,5 +373,29 @@ FMHAI_DEVICE void fmhai_sync_warp(void)
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
 #endif
+
+/* ---- e4m3 K fragments straight from shared memory (both platforms) --------
+ * ldmatrix moves bytes (the AMD emulation too): over a tile whose 16-byte
+ * rows are e4m3 keys (16 head-dim columns of one key per row), lane (g, t)
+ * receives bytes 4t..4t+3 of row g, i.e. K[g][4t .. 4t+3]. Decoded, those
+ * are the mma.m16n8k16 B fragment (b0b1 = k slots 2t, 2t+1; b2b3 = slots
+ * 2t+8, 2t+9) once the head-dim columns of each 16-column chunk are taken in
+ * the order
+ *     slot    0 1 2 3 4 5  6  7   8 9 10 11 12 13 14 15
+ *     column  0 1 4 5 8 9 12 13   2 3  6  7 10 11 14 15
+ * A permutation of k applied to both operands leaves Q K^T unchanged, so the
+ * queries are stored in that order (fmhai_load_q_f16) and K needs no 16-bit
+ * copy in shared memory: no decode round trip through it, half the ldmatrix
+ * bytes. */
+
+/* b[i] = the B fragment (16 columns x 8 keys) of the 8x16-byte e4m3 tile
+ * whose row addresses lanes 8i .. 8i+7 supply. */
+FMHAI_DEVICE void fmhai_warp_ldsm_x4_e4m3(uint32_t (*b)[2], fmhai_smem_t addr)
+{
+    uint32_t r[4];
+    fmhai_warp_ldsm_x4(r, addr);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) fmhai_e4m3x4_to_f16(r[i], b[i]);
+}
 
 #endif /* FMHA_TILE_WARP_MMA_H */
