@@ -143,11 +143,16 @@ $(BUILD)/tests/test_bwd_chain: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a \
 	    -DFMHAI_BWD_MAX_SPLITS=1 $< -o $@
 
+# the same tests with every row single-buffered (the one-stage schedule)
+$(BUILD)/tests/test_bwd_stage1: tests/gpu/test_bwd_stage1.cu tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a $< -o $@
+
 $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 $< -o $@
 
-nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain
+nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1
 bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:

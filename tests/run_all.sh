@@ -71,6 +71,7 @@ if [ "$mode" = "--all" ]; then
         run_suite gpu_prefill "$build/tests/test_prefill"
         run_suite gpu_bwd "$build/tests/test_bwd"
         run_suite gpu_bwd_chain "$build/tests/test_bwd_chain"
+        run_suite gpu_bwd_stage1 "$build/tests/test_bwd_stage1"
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi

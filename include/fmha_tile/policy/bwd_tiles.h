@@ -36,14 +36,16 @@
  * 3-4%, and equals its single-buffered variant. hdim 256 uses 4 warps and two sweeps;
  * its single-buffered row fits an sm_80 (163 KB of shared memory), the
  * double-buffered one only sm_90 (201 KB). */
-/* (a tuning build may predefine the hdim 64/128 rows) */
+/* (a tuning or test build may predefine these rows) */
 #ifndef FMHAI_TILES_SM80_BWD_64
 /*                                                     arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_SM80_BWD_64(Y, ...)   Y(__VA_ARGS__, SM80,   128,   128,    8,     2)
 #define FMHAI_TILES_SM80_BWD_128(Y, ...)  Y(__VA_ARGS__, SM80,    64,   128,    8,     2)
 #endif
+#ifndef FMHAI_TILES_SM80_BWD_256
 #define FMHAI_TILES_SM80_BWD_256(Y, ...)  Y(__VA_ARGS__, SM80,    64,    64,    4,     2) \
                                           Y(__VA_ARGS__, SM80,    64,    64,    4,     1)
+#endif
 /* the streaming stages: tile_m rows per block (tile_n, stages unused) */
 #define FMHAI_TILES_SM80_BWD_AUX(Y, ...)  Y(__VA_ARGS__, SM80,    64,     0,    4,     1)
 
