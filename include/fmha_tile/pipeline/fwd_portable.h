@@ -370,15 +370,12 @@ FMHAI_DEVICE void fmhai_convert_tile8(fmhai_smem_t dst, fmhai_smem_t src, int ro
  * swizzled fp16 Q tile (the first loop barrier publishes it), each 16-column
  * chunk in the head-dim order of the e4m3 K fragments (fmhai_warp_ldsm_x4_e4m3
  * in tile/warp_mma.h: columns 4i, 4i+1 to slots 2i, 2i+1 of the chunk's low
- * half, columns 4i+2, 4i+3 to the same slots of its high half; lo8 chunks,
- * FMHAI_FP8K_LO8: columns 4i, 4i+2 to the low half, 4i+1, 4i+3 to the high).
- * e4m3 queries convert exactly. bf16 queries can exceed fp16's range, so each
- * row is scaled by a power of two 2^-e that brings its largest |q| below 2^15
+ * half, columns 4i+2, 4i+3 to the same slots of its high half). e4m3 queries
+ * convert exactly. bf16 queries can exceed fp16's range, so each row is
+ * scaled by a power of two 2^-e that brings its largest |q| below 2^15
  * (exact but for values under 2^-24 of the row's largest); 2^e goes to
- * sRowScale[row] and multiplies the row's scores. Mixed decodes (0 <
- * FMHAI_FP8K_INT < 4): lo8 K chunks carry 2^-8, which the logit scale undoes,
- * so the other chunks' queries take 2^-8 here (exact for e4m3 queries; bf16
- * rows are then scaled up as well as down, to a largest |q| in [2^14, 2^15)). */
+ * sRowScale[row] and multiplies the row's scores (folded into its exp2 scale
+ * on the plain path). */
 FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const char *src,
                                    int64_t row_bytes, int rows, int rows_valid, int d, int hd,
                                    int nthreads, int tid, int q8)
@@ -399,20 +396,7 @@ FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const cha
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 uint32_t y[2];
-#if FMHAI_FP8K_INT > 0
-                if (FMHAI_FP8K_LO8(c)) {   /* lo8 order, times 2^8 back: exact */
-                    fmhai_e4m3x4_to_f16_lo8(x[i], y);
-                    asm("mul.rn.f16x2 %0, %0, %2;\n mul.rn.f16x2 %1, %1, %2;\n"
-                        : "+r"(y[0]), "+r"(y[1]) : "r"(0x5c005c00u));
-                } else {
-                    fmhai_e4m3x4_to_f16(x[i], y);
-                    if (FMHAI_FP8K_INT < 4)   /* times 2^-8: exact for e4m3 */
-                        asm("mul.rn.f16x2 %0, %0, %2;\n mul.rn.f16x2 %1, %1, %2;\n"
-                            : "+r"(y[0]), "+r"(y[1]) : "r"(0x1c001c00u));
-                }
-#else
                 fmhai_e4m3x4_to_f16(x[i], y);
-#endif
                 lo[i] = y[0];
                 hi[i] = y[1];
             }
@@ -426,35 +410,18 @@ FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const cha
             for (int o = 1; o < chunks; o <<= 1) mx = max(mx, __float_as_uint(fmhai_shfl_xor(__uint_as_float(mx), o)));
             /* bf16 exponent field of the max: 2^(ex-127) <= max < 2^(ex-126) */
             const int ex = (int)(mx >> 7) & 0xff;
-            const int MIX = FMHAI_FP8K_INT > 0 && FMHAI_FP8K_INT < 4;
-            const int sh = max(ex - 127 - 14, MIX ? -100 : 0);    /* max * 2^-sh < 2^15 */
-            float down = __uint_as_float((uint32_t)(127 - sh) << 23);
-            const int lo8 = FMHAI_FP8K_LO8(c >> 1);
-            if (MIX && !lo8) down *= 0.00390625f;
+            const int sh = max(ex - 127 - 14, 0);    /* max * 2^-sh < 2^15 */
+            const float down = __uint_as_float((uint32_t)(127 - sh) << 23);
             uint32_t y[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                y[e] = fmhai_pack2(__uint_as_float(x[e] << 16) * down,
+                                   __uint_as_float(x[e] & 0xffff0000u) * down, 0);
+            /* half (c % 2) of a 16-column chunk: pairs 0 and 2 go to the low
+             * 8 slots, pairs 1 and 3 to the high 8, at word 2 * (c % 2) */
             const int at = 8 * (c & 1);
-            if (lo8) {
-                /* lo8 order: half (c % 2) of a 16-column chunk: its even
-                 * columns to the low 8 slots, odd ones to the high 8 */
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    y[e] = fmhai_pack2(__uint_as_float(x[2 * e] << 16) * down,
-                                       __uint_as_float(x[2 * e + 1] << 16) * down, 0);
-                    y[2 + e] = fmhai_pack2(__uint_as_float(x[2 * e] & 0xffff0000u) * down,
-                                           __uint_as_float(x[2 * e + 1] & 0xffff0000u) * down, 0);
-                }
-                fmhai_lds_store8(dst + fmhai_swz(r, c & ~1, hd) + at, y[0], y[1]);
-                fmhai_lds_store8(dst + fmhai_swz(r, c | 1, hd) + at, y[2], y[3]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    y[e] = fmhai_pack2(__uint_as_float(x[e] << 16) * down,
-                                       __uint_as_float(x[e] & 0xffff0000u) * down, 0);
-                /* half (c % 2) of a 16-column chunk: pairs 0 and 2 go to the
-                 * low 8 slots, pairs 1 and 3 to the high 8, at word 2 * (c % 2) */
-                fmhai_lds_store8(dst + fmhai_swz(r, c & ~1, hd) + at, y[0], y[2]);
-                fmhai_lds_store8(dst + fmhai_swz(r, c | 1, hd) + at, y[1], y[3]);
-            }
+            fmhai_lds_store8(dst + fmhai_swz(r, c & ~1, hd) + at, y[0], y[2]);
+            fmhai_lds_store8(dst + fmhai_swz(r, c | 1, hd) + at, y[1], y[3]);
             if (c == 0) sRowScale[r] = __uint_as_float((uint32_t)(127 + sh) << 23);
         }
     }
@@ -643,7 +610,6 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         if (Q8 && p->q_descale) qk_ds = *p->q_descale;
         if (p->k_descale) qk_ds *= *p->k_descale;
         if (p->v_descale) v_ds = *p->v_descale;
-        if (FMHAI_FP8K_INT > 0) qk_ds *= 256.f;   /* lo8 K chunks carry 2^-8 */
     }
 
     /* ---- prologue ---------------------------------------------------------
@@ -746,9 +712,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const float scale_log2 = p->scale_log2 * qk_ds, softcap_pre = p->softcap_pre * qk_ds;
     const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
     /* bf16 queries' row scales (FP8): on the plain path they fold into the
-     * row's exp2 scale (max and the mask commute with a positive factor);
-     * soft cap / ALiBi multiply the scores by them first */
-    const int ROW_FOLD = KV8 && !Q8 && FMHAI_FP8_ROW_FOLD && !SOFTCAP && !ALIBI;
+     * row's exp2 scale (max and the mask commute with a positive factor;
+     * measured 2-3% faster than multiplying the scores); soft cap / ALiBi
+     * multiply the scores by them first */
+    const int ROW_FOLD = KV8 && !Q8 && !SOFTCAP && !ALIBI;
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
 
@@ -847,8 +814,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 for (int np = 0; np < BN / 32; ++np) {
                     uint32_t kf[4][2];
                     fmhai_warp_ldsm_x4_e4m3(kf, fmhai_ldsm8_at(k8_base, kk, HD) +
-                                                    kbuf * kv8_tile_bytes + np * 32 * HD,
-                                            FMHAI_FP8K_LO8(kk));
+                                                    kbuf * kv8_tile_bytes + np * 32 * HD);
 #pragma unroll
                     for (int m = 0; m < 4; ++m)
 #pragma unroll

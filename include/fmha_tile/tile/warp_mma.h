@@ -388,46 +388,16 @@ FMHAI_DEVICE void fmhai_sync_warp(void)
  * copy in shared memory: no decode round trip through it, half the ldmatrix
  * bytes. */
 
-/* Integer decode (OCP e4m3, NVIDIA): four codes -> f16 pairs y[0] = (0, 2),
- * y[1] = (1, 3), each value times 2^-8, exact (subnormal codes too): the sign
- * to bit 15, exponent and mantissa to bits 7..13 of each half, five integer
- * operations and no conversion. The caller folds the 2^8 into its scale. */
-FMHAI_DEVICE void fmhai_e4m3x4_to_f16_lo8(uint32_t x, uint32_t *y)
-{
-    y[0] = ((x << 8) & 0x80008000u) | ((x << 7) & 0x3f803f80u);
-    y[1] = (x & 0x80008000u) | ((x >> 1) & 0x3f803f80u);
-}
-
-/* Which 16-column chunks kk of e4m3 K the S GEMM decodes with the integer
- * trick (times 2^-8, pairs (0, 2), (1, 3): "lo8" chunks) rather than the
- * conversion instruction: FMHAI_FP8K_INT of every 4 (chunks kk % 4 <
- * FMHAI_FP8K_INT). Both decodes are exact; splitting them balances the
- * conversion pipe against the integer pipe. NVIDIA only (AMD: 0). */
-#if !defined(FMHA_PLATFORM_NVIDIA)
-#undef FMHAI_FP8K_INT
-#define FMHAI_FP8K_INT 0
-#elif !defined(FMHAI_FP8K_INT)
-#define FMHAI_FP8K_INT 0
-#endif
-#define FMHAI_FP8K_LO8(kk) (((kk) & 3) < FMHAI_FP8K_INT)
-/* FP8 kernels with bf16 queries: 1 folds each row's power-of-two query scale
- * into its exp2 scale instead of multiplying the scores (plain path). */
-#ifndef FMHAI_FP8_ROW_FOLD
-#define FMHAI_FP8_ROW_FOLD 0
-#endif
-
 /* b[i] = the B fragment (16 columns x 8 keys) of the 8x16-byte e4m3 tile
- * whose row addresses lanes 8i .. 8i+7 supply; lo8: integer-decoded, in the
- * lo8 order and times 2^-8. */
-FMHAI_DEVICE void fmhai_warp_ldsm_x4_e4m3(uint32_t (*b)[2], fmhai_smem_t addr, int lo8)
+ * whose row addresses lanes 8i .. 8i+7 supply. Decoded by cvt: an exact
+ * integer-bit decode (times 2^-8) measured slower on H100, in full or for
+ * part of the chunks (fp8/bf16 prefill 0.74-0.80 against 0.84-0.90). */
+FMHAI_DEVICE void fmhai_warp_ldsm_x4_e4m3(uint32_t (*b)[2], fmhai_smem_t addr)
 {
     uint32_t r[4];
     fmhai_warp_ldsm_x4(r, addr);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        if (lo8) fmhai_e4m3x4_to_f16_lo8(r[i], b[i]);
-        else fmhai_e4m3x4_to_f16(r[i], b[i]);
-    }
+    for (int i = 0; i < 4; ++i) fmhai_e4m3x4_to_f16(r[i], b[i]);
 }
 
 #endif /* FMHA_TILE_WARP_MMA_H */
