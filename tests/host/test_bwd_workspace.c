@@ -114,6 +114,9 @@ static void test_default_set(void)
                                                                   "bwd_tile_n_16_keys_per_warp"),
           "tile_n != 16 * warps rejected by name");
     CHECK(fmhai_bwd_row_violation(0, 128, 96, 128, 8, 2) != NULL, "tile_m 96 rejected");
+    CHECK(fmhai_bwd_row_violation(0, 192, 64, 128, 8, 2) &&
+              strstr(fmhai_bwd_row_violation(0, 192, 64, 128, 8, 2), "bwd_threads_cover_row_chunks"),
+          "hd192 with 8 warps rejected (256 threads do not split a 24-chunk row)");
     CHECK(fmhai_bwd_row_violation(0, 128, 128, 128, 8, 2) != NULL, "hd 128 with tile_m 128 rejected (registers)");
     CHECK(fmhai_bwd_row_violation(1, 128, 64, 16, 4, 1) != NULL, "aux row with tile_n rejected");
     CHECK(fmhai_bwd_row_violation(0, 128, 64, 128, 8, 2) == NULL && fmhai_bwd_row_violation(1, 128, 64, 0, 4, 1) == NULL,

@@ -99,6 +99,10 @@ static void test_constraints(void)
 {
     const char *v;
     CHECK(fmhai_fwd_row_violation(128, 128, 64, 4, 1, 0, 0, 0) == NULL, "tuned hd128 row is valid");
+    v = fmhai_fwd_row_violation(192, 64, 64, 4, 1, 0, 0, 0);
+    CHECK(v && strstr(v, "threads_cover_row_chunks"),
+          "hd192 with 4 warps rejected (128 threads do not split a 24-chunk row: rows would be skipped)");
+    CHECK(fmhai_fwd_row_violation(192, 48, 64, 3, 1, 0, 0, 0) == NULL, "hd192 with 3 warps is valid");
     v = fmhai_fwd_row_violation(96, 128, 64, 4, 1, 0, 0, 0);
     CHECK(v && strstr(v, "hdim_64_128_192_256"), "hdim 96 kernel rejected by name");
     v = fmhai_fwd_row_violation(128, 100, 64, 4, 1, 0, 0, 0);

@@ -133,6 +133,9 @@
       "tile_n must be 16 * warps (each warp owns 16 keys)")                                \
     C(bwd_tile_m_64_or_128, (bm) == 64 || (bm) == 128, "tile_m must be 64 or 128")         \
     C(bwd_stages_1_or_2, (st) == 1 || (st) == 2, "stages must be 1 or 2")                  \
+    C(bwd_threads_cover_row_chunks, (w) >= 1 && ((w) * 32) % ((hd) / 8) == 0,              \
+      "warps*32 must be a multiple of hdim/8: each copy pass gives every thread one "      \
+      "16-byte chunk of a row (hdim 192 needs 3 or 6 warps)")                              \
     C(bwd_threads_cover_tile_m, (w) * 32 >= (bm),                                          \
       "warps * 32 must be >= tile_m (one thread loads each row's LSE and D)")              \
     C(bwd_tiles_split_over_threads,                                                        \

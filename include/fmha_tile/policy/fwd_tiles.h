@@ -123,6 +123,9 @@
     C(tile_n_multiple_of_16, (bn) % 16 == 0 && (bn) >= 16 && (bn) <= 128,                  \
       "tile_n must be a multiple of 16 in 16..128")                                        \
     C(stages_1_to_3, (st) >= 1 && (st) <= 3, "stages must be 1..3")                        \
+    C(threads_cover_row_chunks, (w) >= 1 && ((w) * 32) % ((hd) / 8) == 0,                  \
+      "warps*32 must be a multiple of hdim/8: each copy pass gives every thread one "      \
+      "16-byte chunk of a row (hdim 192 needs 3 or 6 warps)")                              \
     C(tiles_split_over_threads,                                                            \
       (w) >= 1 && ((bn) * (hd) / 8) % ((w) * 32) == 0 && ((bm) * (hd) / 8) % ((w) * 32) == 0, \
       "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count")                 \
