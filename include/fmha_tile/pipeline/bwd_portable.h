@@ -373,6 +373,34 @@ FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd
     if (p->dq_direct) fmhai_bwd_rowdot(p, s, h, m0, sD + slot, 0, is_bf16, HD, BM, NT, tid);
 }
 
+/* acc[QW/8][4] = A B^T over the head dim: A is this warp's 16 key rows
+ * (ldmatrix base a, K or V), B the QW query rows of a slice (base b, Q or
+ * dO; rows HD*2 bytes apart). S^T = K Q^T and dP^T = V dO^T. The k-steps
+ * unroll by 8 (all of hd 128): one at a time, each MMA waited on its
+ * ldmatrix (the profile's top stall). Bases are hidden from the optimiser so
+ * that the swizzled addresses are formed here, not held across the step. */
+FMHAI_DEVICE void fmhai_bwd_gemm_abt(float (*acc)[4], fmhai_smem_t a, fmhai_smem_t b, int HD, int QW,
+                                     int is_bf16)
+{
+    const fmhai_smem_t a_base = fmhai_opaque_smem(a), b_base = fmhai_opaque_smem(b);
+#pragma unroll
+    for (int nt = 0; nt < QW / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
+#pragma unroll 8
+    for (int kk = 0; kk < HD / 16; ++kk) {
+        uint32_t fa[4];
+        fmhai_warp_ldsm_x4(fa, fmhai_ldsm_at(a_base, kk));
+#pragma unroll
+        for (int np = 0; np < QW / 16; ++np) {
+            uint32_t fb[4];
+            fmhai_warp_ldsm_x4(fb, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
+            fmhai_warp_mma_16816(acc[2 * np], fa, fb, is_bf16);
+            fmhai_warp_mma_16816(acc[2 * np + 1], fa, fb + 2, is_bf16);
+        }
+    }
+}
+
 /* 16 keys x hd accumulator of this warp -> dK or dV rows (16-bit, 4-byte
  * stores straight from the fragments). */
 FMHAI_DEVICE void fmhai_bwd_store_kv(char *dst, int64_t row_stride, const float (*acc)[4], float mul, int key0,
@@ -545,34 +573,13 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                                   (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
             /* The query tile in QW-column slices: S^T, P^T, dP^T and dS^T of
              * one slice are live at a time (32 keys x 16 rows of fp32 each),
-             * which keeps dK and dV in registers. The k-steps of S^T and dP^T
-             * unroll by 8 (all of hd 128): one k-step at a time, each MMA
-             * waited on its ldmatrix (the profile's top stall; +4-8%); the
-             * other phases' k-steps stay loops. */
+             * which keeps dK and dV in registers. S^T and dP^T come from
+             * fmhai_bwd_gemm_abt; the other phases' k-steps stay loops. */
 #pragma unroll 1
             for (int q0 = 0; q0 < BM; q0 += QW) {
                 /* ---- S^T = K Q^T ---------------------------------------------- */
                 float acc_s[QW / 8][4];
-#pragma unroll
-                for (int nt = 0; nt < QW / 8; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) acc_s[nt][e] = 0.f;
-                {
-                    const fmhai_smem_t a_base = fmhai_opaque_smem(kA);
-                    const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + q0 * HD * 2);
-#pragma unroll 8
-                    for (int kk = 0; kk < HD / 16; ++kk) {
-                        uint32_t ka[4];
-                        fmhai_warp_ldsm_x4(ka, fmhai_ldsm_at(a_base, kk));
-#pragma unroll
-                        for (int np = 0; np < QW / 16; ++np) {
-                            uint32_t qb[4];
-                            fmhai_warp_ldsm_x4(qb, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
-                            fmhai_warp_mma_16816(acc_s[2 * np], ka, qb, is_bf16);
-                            fmhai_warp_mma_16816(acc_s[2 * np + 1], ka, qb + 2, is_bf16);
-                        }
-                    }
-                }
+                fmhai_bwd_gemm_abt(acc_s, kA, qBi + q0 * HD * 2, HD, QW, is_bf16);
 
                 /* ---- P^T (and, soft cap, P^T * (1 - tanh^2) for dS) -------------- */
                 uint32_t pa[QW / 16][4];
@@ -622,26 +629,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
 
                 /* ---- dP^T = V dO^T --------------------------------------------- */
                 float acc_p[QW / 8][4];
-#pragma unroll
-                for (int nt = 0; nt < QW / 8; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) acc_p[nt][e] = 0.f;
-                {
-                    const fmhai_smem_t a_base = fmhai_opaque_smem(kA + VK);
-                    const fmhai_smem_t b_base = fmhai_opaque_smem(qBi + OQ + q0 * HD * 2);
-#pragma unroll 8
-                    for (int kk = 0; kk < HD / 16; ++kk) {
-                        uint32_t va[4];
-                        fmhai_warp_ldsm_x4(va, fmhai_ldsm_at(a_base, kk));
-#pragma unroll
-                        for (int np = 0; np < QW / 16; ++np) {
-                            uint32_t ob[4];
-                            fmhai_warp_ldsm_x4(ob, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
-                            fmhai_warp_mma_16816(acc_p[2 * np], va, ob, is_bf16);
-                            fmhai_warp_mma_16816(acc_p[2 * np + 1], va, ob + 2, is_bf16);
-                        }
-                    }
-                }
+                fmhai_bwd_gemm_abt(acc_p, kA + VK, qBi + OQ + q0 * HD * 2, HD, QW, is_bf16);
                 /* ---- dS^T = P^T (dP^T - D) -------------------------------------- */
                 uint32_t dsa[QW / 16][4];
 #pragma unroll
