@@ -59,6 +59,19 @@ FMHAI_DEVICE int fmhai_swz(int r, int c, int hd)
     return r * hd * 2 + ((c ^ (r & 7)) << 4);
 }
 
+/* VECTORIZED K and V^T tiles are chunk-major: 16-byte chunk c of row r at
+ * (c * rows + r) * 16, the order the page stores them in (K: a chunk column
+ * of consecutive tokens; V: a token group of consecutive d). A warp's copies
+ * are then contiguous in global and in shared memory alike; with row-major
+ * rows each lane wrote its own 16 bytes into a different shared row, which
+ * splits every 32-byte sector in two and fetched each twice from L2. An
+ * ldmatrix phase reads one chunk of 8 consecutive rows: 128 contiguous bytes,
+ * conflict-free without a swizzle. */
+FMHAI_DEVICE int fmhai_cmaj(int r, int c, int rows)
+{
+    return (c * rows + r) << 4;
+}
+
 /* e4m3 tiles of rb-byte rows read by ldmatrix (K): 16-byte chunk c of row r
  * sits at chunk c ^ key. An ldmatrix phase reads one chunk of 8 consecutive
  * rows, so their chunks must fall in 8 distinct 16-byte bank groups: rows of
@@ -237,7 +250,34 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
         /* VECTORIZED K: a token's 16-byte chunks sit page_size*16 bytes apart
          * and consecutive tokens 16 bytes apart, so consecutive threads take
          * consecutive tokens of one chunk column (coalesced reads). */
-        const int one_page = paging == 2 || ((1 << page_log2) % bn) == 0;
+        const int one_page = paging == 2;   /* class 1: staged row offsets */
+        if (one_page && nthreads % bn == 0) {
+            /* the tile is a [hd/8][bn] array of 16-byte chunks, chunk rows
+             * chunk_bytes apart: a plain unswizzled tile copy of it lands
+             * chunk-major (fmhai_cmaj) */
+            fmhai_block_load_tile(dst, fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
+                                           (int64_t)(tok0 & page_mask) * 16,
+                                  chunk_bytes, 16, hd / 8, d / 8, min(s_k - tok0, bn) * 8, bn * 8,
+                                  nthreads, tid, 1);
+            return;
+        }
+        if (nthreads % bn == 0) {
+            /* a thread keeps one token (row) and walks chunk columns: its
+             * row's address is formed once per tile */
+            const int r = tid % bn, tok = tok0 + r, cstep = nthreads / bn;
+            const char *row = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
+                                             (int64_t)(tok & page_mask) * 16
+                            : s->row_offs ? s->base + s->row_offs[r]
+                                          : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                                                (int64_t)(tok & page_mask) * 16;
+#pragma unroll
+            for (int i = 0; i < bn * (hd / 8) / nthreads; ++i) {
+                const int c = tid / bn + i * cstep;
+                const int ok = c * 8 < d && tok < s_k;
+                fmhai_copy_async16(dst + fmhai_cmaj(r, c, bn), ok ? row + c * chunk_bytes : s->base, ok);
+            }
+            return;
+        }
         const char *tile = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
                                           (int64_t)(tok0 & page_mask) * 16
                                     : s->base;
@@ -249,7 +289,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
                                           : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
                                                 (int64_t)(tok & page_mask) * 16;
             const int ok = c * 8 < d && tok < s_k;
-            fmhai_copy_async16(dst + fmhai_swz(r, c, hd), ok ? row + c * chunk_bytes : s->base, ok);
+            fmhai_copy_async16(dst + fmhai_cmaj(r, c, bn), ok ? row + c * chunk_bytes : s->base, ok);
         }
         return;
     }
@@ -293,28 +333,72 @@ FMHAI_DEVICE void fmhai_stage_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int 
                           s->pages + min((n * bn + tid * FMHAI_PAGE_RUN) >> page_log2, s->last_page), 1);
 }
 
-/* VECTORIZED V tile n, transposed into shared memory as [hd][bn]: each
- * 16-byte chunk of a page holds 8 consecutive tokens of one d, which is one
- * chunk of a V^T row. Pages hold whole 8-token groups (page_size % 8 == 0);
- * a group that runs past s_k copies only its valid tokens and zero-fills the
- * rest, rows past d are zero-filled. The group stride is d * 16 bytes. */
+/* VECTORIZED V tile n, transposed into shared memory as V^T (chunk-major
+ * [bn/8][hd][8], fmhai_cmaj): each 16-byte chunk of a page holds 8
+ * consecutive tokens of one d, which is one chunk of a V^T row. Pages hold
+ * whole 8-token groups (page_size % 8 == 0); a group that runs past s_k
+ * copies only its valid tokens and zero-fills the rest (FULL == 0: the
+ * tile's last groups), rows past d are zero-filled. The group stride is
+ * d * 16 bytes. When the threads cover whole groups (nthreads % hd == 0) a
+ * thread keeps one d row and walks the groups: in a one-page tile (class 2)
+ * with a running pointer, otherwise from each group's staged offset. */
+FMHAI_DEVICE void fmhai_vt_copy(fmhai_smem_t dst, const fmhai_kv_src *s, const char *tile,
+                                int one_page, int tok0, int s_k, int d, int hd, int bn,
+                                int nthreads, int tid, int page_log2, int off64, const int FULL)
+{
+    const int row = tid % hd, kstep = nthreads / hd, k0 = tid / hd;
+    const int page_mask = (1 << page_log2) - 1;
+    const int64_t gstep = kstep * s->chunk_bytes;
+    const char *g = (const char *)fmhai_opaque_ptr(tile + k0 * s->chunk_bytes + row * 16);
+#pragma unroll
+    for (int i = 0; i < bn / 8 / kstep; ++i) {
+        const int kc = k0 + i * kstep, tok = tok0 + kc * 8;
+        const char *src = one_page ? g
+                        : (s->row_offs ? s->base + s->row_offs[kc * 8]
+                                       : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                                             (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes) +
+                              row * 16;
+        if (FULL) {
+            fmhai_copy_async16(dst + fmhai_cmaj(row, kc, hd), row < d ? src : s->base, row < d);
+        } else {
+            const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
+            fmhai_copy_async16_part(dst + fmhai_cmaj(row, kc, hd), valid ? src : s->base, valid * 2);
+        }
+        if (one_page) g = (const char *)fmhai_opaque_ptr(g + gstep);
+    }
+}
+
 FMHAI_DEVICE void fmhai_block_load_vt(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
-                                      int d, int hd, int bn, int nthreads, int tid,
+                                      int d, int hd, int bn, int nthreads, int tid, int paging,
                                       int page_log2, int off64)
 {
     const int groups = bn / 8, tok0 = n * bn, page_mask = (1 << page_log2) - 1;
+    /* a tile in one page (class 2; class 1 reads its staged row offsets for
+     * every page size): its first group's address, read once per tile */
+    const int one_page = paging == 2;
+    const char *tile = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
+                                      (int64_t)((tok0 & page_mask) >> 3) * s->chunk_bytes
+                                : s->base;
+    if (nthreads % hd == 0) {
+        if (s_k - tok0 >= bn)
+            fmhai_vt_copy(dst, s, tile, one_page, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 1);
+        else
+            fmhai_vt_copy(dst, s, tile, one_page, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 0);
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < hd * groups / nthreads; ++i) {
         /* consecutive threads take consecutive d rows of one 8-token group:
          * 16-byte chunks that are contiguous in the page */
         const int idx = tid + i * nthreads;
         const int row = idx % hd, kc = idx / hd, tok = tok0 + kc * 8;
-        const char *g = (s->row_offs ? s->base + s->row_offs[kc * 8]
-                                     : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
-                                           (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes) +
+        const char *g = (one_page ? tile + kc * s->chunk_bytes
+                         : s->row_offs ? s->base + s->row_offs[kc * 8]
+                                       : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                                             (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes) +
                         row * 16;
         const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
-        fmhai_copy_async16_part(dst + fmhai_swz(row, kc, bn), valid ? g : s->base, valid * 2);
+        fmhai_copy_async16_part(dst + fmhai_cmaj(row, kc, hd), valid ? g : s->base, valid * 2);
     }
 }
 
@@ -323,7 +407,7 @@ FMHAI_DEVICE void fmhai_block_load_v(fmhai_smem_t dst, const fmhai_kv_src *s, in
                                      int page_log2, int off64, int vec)
 {
     if (vec)
-        fmhai_block_load_vt(dst, s, n, s_k, d, hd, bn, nthreads, tid, page_log2, off64);
+        fmhai_block_load_vt(dst, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64);
     else
         fmhai_block_load_kv(dst, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, 0, 0);
 }
@@ -731,8 +815,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const fmhai_smem_t k8_base = sK8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
     const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HD * 2,
                                                 (lane / 8) / 2, lane % 8);
-    const fmhai_smem_t vt_base = fmhai_ldsm_base(sV, (((lane / 8) / 2) * 8 + lane % 8) * BN * 2,
-                                                 (lane / 8) % 2, lane % 8);
+    /* VECTORIZED (chunk-major, fmhai_cmaj): K lane/8 picks (column half, key
+     * half) of 16 keys x 16 columns; V^T lane/8 picks (key half, d half) */
+    const fmhai_smem_t kc_base = sK + fmhai_cmaj(((lane / 8) / 2) * 8 + lane % 8, (lane / 8) % 2, BN);
+    const fmhai_smem_t vt_base = sV + fmhai_cmaj(((lane / 8) / 2) * 8 + lane % 8, (lane / 8) % 2, HD);
 
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
@@ -825,8 +911,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
                 for (int np = 0; np < BN / 16; ++np) {
                     uint32_t kb[4];
-                    fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
-                                               np * 16 * HD * 2);
+                    if (KV_VEC)
+                        fmhai_warp_ldsm_x4(kb, kc_base + buf * kv_tile_bytes + kk * 2 * BN * 16 + np * 256);
+                    else
+                        fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
+                                                   np * 16 * HD * 2);
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
                         fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb, is_bf16);
@@ -970,8 +1059,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             for (int kp = 0; kp < BN / 16; ++kp) {
                 uint32_t vb[4];
                 if (KV_VEC)
-                    fmhai_warp_ldsm_x4(vb, fmhai_ldsm_at(vt_base, kp) + buf * kv_tile_bytes +
-                                               dn * 16 * BN * 2);
+                    fmhai_warp_ldsm_x4(vb, vt_base + buf * kv_tile_bytes + kp * 2 * HD * 16 + dn * 256);
                 else
                     fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * kv_tile_bytes +
                                                  kp * 16 * HD * 2);
