@@ -26,7 +26,7 @@
  *   bench_prefill [--pages 1,16,64,1024] [--tables sglang,vllm] [--layouts linear]
  *                 [--batch 8] [--h 32] [--h_k 8] [--sq 1024] [--sk 2048:3840]
  *                 [--kv_prec bf16|fp8] [--kv_scale tensor|page|none] [--fp8_vs_bf16]
- *                 [--json out.json] [--strict] [--quick]
+ *                 [--q_prec bf16|fp8] [--json out.json] [--strict] [--quick]
  *
  * FP8 KV (e4m3, LINEAR pages only, bf16 queries, bf16 output). The pools are
  * quantised from the same bf16 K/V: stored = e4m3(real / descale) with power-of-two
@@ -35,6 +35,9 @@
  * that dequantised K/V (rounding level again).
  *   --kv_prec fp8   the paged runs of the default table use fp8 KV; the contiguous
  *                   anchor stays bf16 fmha_fwd (same shapes and FLOPs).
+ *   --q_prec fp8    the fp8 KV runs take e4m3 queries too (descale 1): Q is rounded
+ *                   to e4m3 once, and every run (bf16 ones and the reference too)
+ *                   sees those rounded values, so the outputs stay comparable.
  *   --fp8_vs_bf16   fp8 KV against bf16 KV at equal shapes: for every page size and
  *                   table, bf16 paged and fp8 paged on the same shuffled pages; then
  *                   the contiguous case, where each sequence's K/V is one run of
@@ -154,6 +157,17 @@ static __global__ void bench_to_pages8_kernel(const uint16_t *src, uint8_t *pool
     }
 }
 
+/* --q_prec fp8: q8 = e4m3(q) (descale 1, saturating) and q = its bf16 value, exact. */
+static __global__ void bench_q_to_e4m3_kernel(uint16_t *q, uint8_t *q8, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
+    for (; i < n; i += step) {
+        const uint8_t c = (uint8_t)__nv_cvt_float_to_fp8(bench_bf16_to_f32(q[i]), __NV_SATFINITE, __NV_E4M3);
+        q8[i] = c;
+        q[i] = bench_f32_to_bf16(bench_e4m3_to_f32(c));
+    }
+}
+
 static void bench_grid(size_t n, int *grid)
 {
     size_t g = (n + 255) / 256;
@@ -174,6 +188,7 @@ typedef struct bench_opts {
     int kv8;                           /* --kv_prec fp8: paged runs on fp8 KV   */
     fmha_kv_scale kv_scale;            /* fp8 descales                          */
     int fp8_vs_bf16;                   /* the fp8-vs-bf16 mode                  */
+    int q8;                            /* --q_prec fp8                          */
 } bench_opts;
 
 static void bench_usage(FILE *f)
@@ -182,7 +197,7 @@ static void bench_usage(FILE *f)
             "usage: bench_prefill [--pages 1,16,64,1024] [--tables sglang,vllm] [--layouts linear,vectorized]\n"
             "                     [--batch 8] [--h 32] [--h_k 8] [--sq 1024] [--sk 2048:3840|list]\n"
             "                     [--kv_prec bf16|fp8] [--kv_scale tensor|page|none] [--fp8_vs_bf16]\n"
-            "                     [--json out.json] [--strict] [--quick]\n"
+            "                     [--q_prec bf16|fp8] [--json out.json] [--strict] [--quick]\n"
             "  bf16 queries, hdim 128, causal bottom-right; paged fmha_batch_prefill (bf16 or fp8 KV) vs\n"
             "  contiguous group-mode fmha_fwd; --fp8_vs_bf16: fp8 KV vs bf16 KV, paged and contiguous.\n");
 }
@@ -247,6 +262,10 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
             if (!strcmp(val, "bf16")) o->kv8 = 0;
             else if (!strcmp(val, "fp8")) o->kv8 = 1;
             else { fprintf(stderr, "bench_prefill: --kv_prec must be bf16 or fp8\n"); return -1; }
+        } else if (!strcmp(a, "--q_prec")) {
+            if (!strcmp(val, "bf16")) o->q8 = 0;
+            else if (!strcmp(val, "fp8")) o->q8 = 1;
+            else { fprintf(stderr, "bench_prefill: --q_prec must be bf16 or fp8\n"); return -1; }
         } else if (!strcmp(a, "--kv_scale")) {
             if (!strcmp(val, "none")) o->kv_scale = FMHA_KV_SCALE_NONE;
             else if (!strcmp(val, "tensor")) o->kv_scale = FMHA_KV_SCALE_PER_TENSOR;
@@ -298,6 +317,7 @@ typedef struct bench_copy {
     uint16_t *q, *k, *v, *o_contig, *o_paged;   /* q/o [tq, h, d], k/v [tk, h_k, d] */
     uint16_t *kpool, *vpool;                    /* for the page size being measured */
     uint8_t *kpool8, *vpool8;                   /* the same pages, e4m3              */
+    uint8_t *q8;                                /* --q_prec fp8: Q in e4m3           */
 } bench_copy;
 
 typedef struct bench_problem {
@@ -313,6 +333,7 @@ typedef struct bench_problem {
     int32_t *d_indptr, *d_indices, *d_last, *d_bt, *d_seqk, *d_tok_page, *d_tok_slot;
     /* fp8 KV: descales and the dequantised K/V of copy 0 ([tk, h_k, d] bf16) */
     fmha_kv_scale kv_scale;
+    int q8;                      /* fp8 KV runs take e4m3 queries               */
     float tensor_ds;             /* PER_TENSOR descale (NONE: 1)                 */
     float *d_tensor_ds;          /* [0] K, [1] V                                 */
     float *d_page_ds_k, *d_page_ds_v;   /* PER_PAGE: [n_total][h_k]             */
@@ -362,6 +383,7 @@ static void make_prefill_args(const bench_problem *pb, const bench_copy *c, int 
     a->kv_scale = FMHA_KV_SCALE_NONE;
     if (fp8) {   /* same strides: fp8 elements are bytes */
         a->k_pool = c->kpool8; a->v_pool = c->vpool8;
+        if (pb->q8) { a->q_dtype = FMHA_DTYPE_FP8; a->q = c->q8; }
         a->kv_scale = pb->kv_scale;
         if (pb->kv_scale == FMHA_KV_SCALE_PER_TENSOR) {
             a->k_descale = pb->d_tensor_ds; a->v_descale = pb->d_tensor_ds + 1;
@@ -718,6 +740,10 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMalloc((void **)&c->v, nk * 2));
         bench_grid(nq, &grid);
         bench_fill_kernel<<<grid, 256, 0, st>>>(c->q, nq, 0x100u + 16u * (uint32_t)s);
+        if (opt.q8) {
+            CUDA_CHECK(cudaMalloc((void **)&c->q8, nq));
+            bench_q_to_e4m3_kernel<<<grid, 256, 0, st>>>(c->q, c->q8, nq);
+        }
         bench_grid(nk, &grid);
         bench_fill_kernel<<<grid, 256, 0, st>>>(c->k, nk, 0x101u + 16u * (uint32_t)s);
         bench_fill_kernel<<<grid, 256, 0, st>>>(c->v, nk, 0x102u + 16u * (uint32_t)s);
@@ -725,6 +751,7 @@ int main(int argc, char **argv)
     }
     /* fp8 KV: descales and the dequantised copy-0 K/V */
     pb.kv_scale = opt.kv_scale;
+    pb.q8 = opt.q8;
     pb.tensor_ds = opt.kv_scale == FMHA_KV_SCALE_PER_TENSOR ? 1.0f / 256.0f : 1.0f;
     if (opt.kv8 || opt.fp8_vs_bf16) {
         const float tds[2] = { pb.tensor_ds, pb.tensor_ds };
@@ -747,7 +774,8 @@ int main(int argc, char **argv)
            pb.sk[0], pb.sk[pb.batch - 1], pb.tk, pb.flops * 1e-12);
     printf("bench_prefill: contiguous kernel %s\n", fwd_kernel);
     if (opt.kv8 || opt.fp8_vs_bf16)
-        printf("bench_prefill: fp8 KV (e4m3), descales %s\n", kv_scale_name(opt.kv_scale));
+        printf("bench_prefill: fp8 KV (e4m3), descales %s, %s queries\n", kv_scale_name(opt.kv_scale),
+               opt.q8 ? "e4m3" : "bf16");
     fflush(stdout);
 
     if (opt.fp8_vs_bf16) {
@@ -880,6 +908,7 @@ int main(int argc, char **argv)
 
     for (s = 0; s < BENCH_SETS; s++) {
         bench_copy *c = &pb.set[s];
+        if (c->q8) CUDA_CHECK(cudaFree(c->q8));
         CUDA_CHECK(cudaFree(c->q)); CUDA_CHECK(cudaFree(c->o_contig)); CUDA_CHECK(cudaFree(c->o_paged));
         CUDA_CHECK(cudaFree(c->k)); CUDA_CHECK(cudaFree(c->v));
     }

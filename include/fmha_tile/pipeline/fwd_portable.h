@@ -89,9 +89,9 @@ FMHAI_DEVICE int fmhai_swz8(int r, int c, int rb)
 /* Cooperative async copy of a rows x hd tile into a swizzled shared tile: row
  * stride and 16-byte chunk stride in bytes (16 for rows stored contiguously;
  * VECTORIZED K pages interleave chunks). Rows >= rows_valid and columns >= d
- * are zero-filled. lin (e4m3 landing tiles; hd and d then count byte pairs):
- * 1 unswizzled rows (V, decoded by the copying thread), 2 rows swizzled for
- * ldmatrix (K, fmhai_swz8). Each thread walks one column chunk down the rows
+ * are zero-filled. lin: 1 unswizzled rows (VECTORIZED K's chunk-major
+ * tile), 2 e4m3 rows swizzled for ldmatrix (fmhai_swz8; hd and d then count
+ * byte pairs). Each thread walks one column chunk down the rows
  * with a running pointer (kept opaque so the compiler does not precompute one
  * 64-bit address per row and hold them all in registers). */
 FMHAI_DEVICE int fmhai_tile_off(int r, int c, int hd, int lin)
@@ -416,39 +416,16 @@ FMHAI_DEVICE void fmhai_block_load_v(fmhai_smem_t dst, const fmhai_kv_src *s, in
  * FP8 kernels compute in fp16: every e4m3 value is an fp16 normal and the
  * conversion is one instruction per pair on sm_89+ (P in [0, 1] keeps more
  * bits in fp16 than in bf16; O leaves as bf16). e4m3 tiles land by cp.async
- * ([bn][hd] bytes). K is swizzled (fmhai_swz8) and read by the S GEMM itself:
- * an ldmatrix of e4m3 rows gives each lane four bytes that decode to its B
- * fragment in a permuted head-dim order, and the queries are stored in that
- * order (fmhai_warp_ldsm_x4_e4m3, fmhai_load_q_f16). V (transposed by its
- * ldmatrix) lands unswizzled; after its wait, each thread decodes the chunks
- * it copied itself into the 16-bit V tile, then a barrier publishes them.
- * NaN codes decode to NaN on sm_89+ (a cache stores none; rows past s_k are
+ * ([bn][hd] bytes, swizzled by fmhai_swz8) and the GEMMs read them directly,
+ * decoding in registers: an ldmatrix of e4m3 K rows gives each lane four
+ * bytes that decode to its B fragment in a permuted head-dim order, and the
+ * queries are stored in that order (fmhai_warp_ldsm_x4_e4m3,
+ * fmhai_load_q_f16); a transposed ldmatrix of e4m3 V rows gives each lane a
+ * 2 keys x 2 d block that decodes to the B fragments of two MMAs, one for
+ * the even and one for the odd d of the chunk (fmhai_warp_ldsm_x4_t_e4m3),
+ * so O's accumulators hold d in that order until the epilogue. NaN codes
+ * decode to NaN on sm_89+ (a cache stores none; rows past s_k are
  * zero-filled, never read). */
-FMHAI_DEVICE void fmhai_convert_tile8(fmhai_smem_t dst, fmhai_smem_t src, int rows, int hd,
-                                      int nthreads, int tid)
-{
-    const int chunks = hd / 16, rstep = nthreads / chunks;
-    const int r0 = tid / chunks, c = tid % chunks;
-    /* Bank-conflict free: the 16-byte reads are consecutive per lane; the
-     * 8 lanes of a quarter warp write 8 distinct 16-byte bank groups when
-     * lanes c >= 4 of a row write their odd half first (rows of 8+ chunks;
-     * the two rows of a quarter warp at hd 64 already differ in parity). */
-    const int first = chunks >= 8 ? (c >> 2) & 1 : 0;
-#pragma unroll
-    for (int i = 0; i < rows / rstep; ++i) {
-        const int r = r0 + i * rstep;
-        uint32_t x[4];
-        fmhai_lds_load16(x, src + r * hd + c * 16);
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const int hf = k ^ first;       /* selects, not a dynamic index */
-            uint32_t y[4];
-            fmhai_e4m3x4_to_f16(hf ? x[2] : x[0], y);
-            fmhai_e4m3x4_to_f16(hf ? x[3] : x[1], y + 2);
-            fmhai_lds_store16(dst + fmhai_swz(r, 2 * c + hf, hd), y);
-        }
-    }
-}
 
 /* Queries of an FP8 kernel, read once per block with plain loads into the
  * swizzled fp16 Q tile (the first loop barrier publishes it), each 16-column
@@ -512,15 +489,15 @@ FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const cha
 }
 
 /* K or V tile n into its slot: 16-bit KV straight into the GEMM tile, e4m3
- * KV into the landing tile (d and hd in byte pairs there; K swizzled for the
- * GEMM's ldmatrix, V unswizzled for the decode). */
+ * KV into its e4m3 tile (d and hd in byte pairs there; swizzled for the
+ * GEMMs' ldmatrix). */
 FMHAI_DEVICE void fmhai_issue_kv(fmhai_smem_t dst16, fmhai_smem_t dst8, const fmhai_kv_src *s,
                                  int is_v, int n, int s_k, int d, int hd, int bn, int nthreads,
                                  int tid, int paging, int page_log2, int off64, int vec, int kv8)
 {
     if (kv8)
         fmhai_block_load_kv(dst8, s, n, s_k, d / 2, hd / 2, bn, nthreads, tid, paging, page_log2,
-                            off64, 0, is_v ? 1 : 2);
+                            off64, 0, 2);
     else if (is_v)
         fmhai_block_load_v(dst16, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, vec);
     else
@@ -673,15 +650,15 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     fmhai_smem_t sK = sQ + BM * HD * 2;
     fmhai_smem_t sV = sK + ST * BN * HD * 2;
     const int kv_tile_bytes = BN * HD * 2;
-    /* fp8: the e4m3 K tiles, read by the S GEMM, in the (otherwise unused)
-     * 16-bit K slots: 2 * ST of them fit there. V's landing tiles after the
-     * staged page offsets or indices, then the per-page descales of four
-     * tiles [4][K,V][BN] */
+    /* fp8: the e4m3 K and V tiles, read by the GEMMs, in the (otherwise
+     * unused) 16-bit K and V slots: 2 * ST of each fit there. The per-page
+     * descales of four tiles [4][K,V][BN] after the staged page offsets or
+     * indices */
     const int extra0 = (BM + 2 * ST * BN) * HD * 2 + FMHAI_PAGE_SMEM_BYTES(PAGING, BN);
     fmhai_smem_t sK8 = sK;
-    fmhai_smem_t sV8 = sQ + extra0;
+    fmhai_smem_t sV8 = sV;
     const int kv8_tile_bytes = BN * HD;
-    float *sScale = (float *)(smem + extra0 + ST * BN * HD);
+    float *sScale = (float *)(smem + extra0);
     float *sRowScale = sScale + 8 * BN;     /* [BM]: bf16 queries' row scales */
     const int OUT_BF16 = is_bf16 || KV8;   /* FP8 kernels compute in fp16, emit bf16 */
 
@@ -702,13 +679,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * stages >= 2 (ring): groups Q, (K+V)[0] .. (K+V)[ST-2]; each tile loads
      *   (K+V)[it+ST-1] at the top into the slot tile it-1 freed, one barrier
      *   per tile, loads issued while no score registers are live. */
-    /* fp8 KV with one stage: the landing tiles let K+V[it+1] stream in
-     * during all of tile it's work, so it runs the ring's bookkeeping with
-     * depth 2 (F8S): at the top, wait; barrier (every warp is done with tile
-     * it-1); decode V; barrier; issue tile it+1: V into the landing chunks
-     * this thread just decoded, K into the e4m3 K slot tile it-1 used (two K
-     * slots, tile j in slot j % 2: the S GEMM reads K's landing tile). Nothing
-     * is copied or decoded mid-tile, where the score registers are live. */
+    /* fp8 KV with one stage: two e4m3 tiles fit in each 16-bit slot, so it
+     * runs the ring with depth 2 (F8S): at the top, wait; barrier (every warp
+     * is done with tile it-1); issue tile it+1 into the slots tile it-1 used
+     * (tile j in slot j % 2). Nothing is copied mid-tile, where the score
+     * registers are live. */
     const int F8S = KV8 && ST == 1;
     const int SPLIT = (ST == 1) && !KV8;
     const int STE = F8S ? 2 : ST;             /* ring depth for tile indices */
@@ -813,6 +788,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     /* e4m3 K (fmhai_swz8 rows of HD bytes): lane l addresses key l of a
      * 32-key group, so lane/8 picks the 8-key tile */
     const fmhai_smem_t k8_base = sK8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
+    const fmhai_smem_t v8_base = sV8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
     const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HD * 2,
                                                 (lane / 8) / 2, lane % 8);
     /* VECTORIZED (chunk-major, fmhai_cmaj): K lane/8 picks (column half, key
@@ -822,11 +798,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
-        const int buf = F8S ? 0 : it % ST, kbuf = it % STE;   /* V slot, K slot */
+        /* 16-bit V slot; e4m3 K and V slot */
+        const int buf = it % ST, kbuf = it % STE;
         fmhai_copy_wait(SPLIT ? 0 : STE - 2);
-        if (F8S) __syncthreads();
-        if (KV8)   /* decode this thread's chunks of V tile it */
-            fmhai_convert_tile8(sV + buf * kv_tile_bytes, sV8 + buf * kv8_tile_bytes, BN, HD, NT, tid);
         __syncthreads();
         if (it == 0 && Q_IN_REGS) {
 #pragma unroll
@@ -851,7 +825,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         }
         {   /* split: V[it]; ring: K and V of tile it + ST - 1 */
             const int j = SPLIT ? it : it + STE - 1;
-            const int slot = F8S ? 0 : j % ST, kslot = j % STE;
+            const int slot = j % ST, kslot = j % STE;
             if (j < n_iters) {
                 const int nn = n_hi - 1 - j;
                 if (STAGE_PAGES) {
@@ -863,7 +837,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     fmhai_issue_kv(sK + kslot * kv_tile_bytes, sK8 + kslot * kv8_tile_bytes,
                                    &ksrc, 0, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
                                    p->kv_off64, KV_VEC, KV8);
-                fmhai_issue_kv(sV + slot * kv_tile_bytes, sV8 + slot * kv8_tile_bytes, &vsrc,
+                fmhai_issue_kv(sV + slot * kv_tile_bytes, sV8 + kslot * kv8_tile_bytes, &vsrc,
                                1, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64,
                                KV_VEC, KV8);
             }
@@ -1052,9 +1026,30 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
         /* ---- O += P V ------------------------------------------------------ */
         /* d outer, keys inner: one swizzled V address per d chunk pair. V is
-         * [keys][d] (transposed ldmatrix) or, VECTORIZED, V^T [d][keys]. */
+         * [keys][d] (transposed ldmatrix) or, VECTORIZED, V^T [d][keys]. e4m3
+         * V: 32 keys of d chunk dn per ldmatrix; acc_o[2 dn] takes the even d
+         * of the chunk, acc_o[2 dn + 1] the odd ones. */
 #pragma unroll
-        for (int dn = 0; dn < HD / 16; ++dn) {
+        for (int dn = 0; dn < HD / 16 && KV8; ++dn) {
+#pragma unroll
+            for (int kq = 0; kq < BN / 32; ++kq) {
+                uint32_t vf[4][2];
+                fmhai_warp_ldsm_x4_t_e4m3(vf, fmhai_ldsm8_at(v8_base, dn, HD) + kbuf * kv8_tile_bytes +
+                                                  kq * 32 * HD);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const uint32_t ve[2] = {vf[2 * h][0], vf[2 * h + 1][0]};
+                    const uint32_t vo[2] = {vf[2 * h][1], vf[2 * h + 1][1]};
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        fmhai_warp_mma_16816(acc_o[mt][2 * dn], pa[mt][2 * kq + h], ve, is_bf16);
+                        fmhai_warp_mma_16816(acc_o[mt][2 * dn + 1], pa[mt][2 * kq + h], vo, is_bf16);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int dn = 0; dn < HD / 16 && !KV8; ++dn) {
 #pragma unroll
             for (int kp = 0; kp < BN / 16; ++kp) {
                 uint32_t vb[4];
@@ -1118,7 +1113,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int dt = 0; dt < HD / 8; ++dt)
+        for (int dt = 0; dt < HD / 8 && !KV8; ++dt)
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 int r = warp_row0 + mt * 16 + g + 8 * hf;
@@ -1128,6 +1123,20 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #else
                 *(uint32_t *)(sQ + fmhai_swz(r, dt, HD) + 4 * t) = v2;
 #endif
+            }
+    /* e4m3 V: lane t holds d 4t .. 4t+3 of each 16-column chunk dn, the even
+     * ones in acc_o[2 dn], the odd ones in acc_o[2 dn + 1] */
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int dn = 0; dn < HD / 16 && KV8; ++dn)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                int r = warp_row0 + mt * 16 + g + 8 * hf;
+                const float *e = acc_o[mt][2 * dn], *o = acc_o[mt][2 * dn + 1];
+                fmhai_lds_store8(sQ + fmhai_swz(r, 2 * dn + (t >> 1), HD) + 8 * (t & 1),
+                                 fmhai_pack2(e[2 * hf], o[2 * hf], 1),
+                                 fmhai_pack2(e[2 * hf + 1], o[2 * hf + 1], 1));
             }
     fmhai_sync_warp();
     char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch +

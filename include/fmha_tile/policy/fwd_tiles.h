@@ -89,14 +89,14 @@
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V
  * (16-bit). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
  * int64; class 3, the staged run page indices [4][8] int32 (4 tiles in
- * flight at most, 8 runs of a 128-key tile); fp8 KV, V's e4m3 landing tiles
- * [st][bn][hd] (K's, read by the GEMM, take the 16-bit K slots), the
- * per-page descales [4][K,V][bn] fp32 and the query rows' scales [bm] fp32. */
+ * flight at most, 8 runs of a 128-key tile); fp8 KV (whose e4m3 K and V
+ * tiles take the 16-bit slots), the per-page descales [4][K,V][bn] fp32 and
+ * the query rows' scales [bm] fp32. */
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
 #define FMHAI_PAGE_SMEM_BYTES(paging, bn) ((paging) == 1 ? 32 * (bn) : (paging) == 3 ? 4 * 8 * 4 : 0)
 #define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)                                 \
     (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn, vec), bn) + \
-     ((kv8) ? (st) * (bn) * (hd) + 32 * (bn) + 4 * (bm) : 0))
+     ((kv8) ? 32 * (bn) + 4 * (bm) : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands
  * into these page-size classes, per family. A kernel built for page size P

@@ -19,6 +19,8 @@
  *   fmhai_warp_ldsm_x4_e4m3(b, addr)           four 8-key e4m3 K tiles from shared,
  *                                              decoded to f16 B fragments in a
  *                                              permuted head-dim order (below)
+ *   fmhai_warp_ldsm_x4_t_e4m3(b, addr)         four 8-key e4m3 V tiles, decoded to
+ *                                              the B fragments of even and odd d
  * Fragment layouts are those of mma.sync.m16n8k16 on NVIDIA: lane l holds rows
  * l/4 and l/4+8, columns 2*(l%4) and 2*(l%4)+1 of each 16x8 accumulator.
  *
@@ -398,6 +400,35 @@ FMHAI_DEVICE void fmhai_warp_ldsm_x4_e4m3(uint32_t (*b)[2], fmhai_smem_t addr)
     fmhai_warp_ldsm_x4(r, addr);
 #pragma unroll
     for (int i = 0; i < 4; ++i) fmhai_e4m3x4_to_f16(r[i], b[i]);
+}
+
+/* ---- e4m3 V fragments straight from shared memory ---------------------------
+ * The transposed ldmatrix moves 16-bit pairs: over 8 e4m3 key rows of 16
+ * bytes (16 d of one key per row), lane (g, t) receives the byte pairs
+ * (d 2g, 2g+1) of keys 2t and 2t+1, i.e. the 2 x 2 block
+ *     bytes 0 1 2 3 = V[2t][2g] V[2t][2g+1] V[2t+1][2g] V[2t+1][2g+1].
+ * Reordered to (0, 2, 1, 3) and decoded, it gives the B fragment slot pair
+ * (keys 2t, 2t+1) of d 2g and of d 2g+1: two mma.m16n8k16 B operands, one
+ * whose 8 columns are the chunk's even d and one the odd d. The product's
+ * column n is then d 2n (even MMA) or 2n+1 (odd MMA), so lane t's two
+ * accumulator columns of each are d 4t, 4t+2 and 4t+1, 4t+3: together the
+ * contiguous d 4t .. 4t+3, stored in that order by the epilogue.
+ *
+ * b[i] = the (even d, odd d) fragment halves of the 8 keys whose row
+ * addresses lanes 8i .. 8i+7 supply. */
+FMHAI_DEVICE void fmhai_warp_ldsm_x4_t_e4m3(uint32_t (*b)[2], fmhai_smem_t addr)
+{
+    uint32_t r[4];
+    fmhai_warp_ldsm_x4_t(r, addr);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if defined(FMHA_PLATFORM_NVIDIA)
+        const uint32_t x = __byte_perm(r[i], 0, 0x3120);
+#else
+        const uint32_t x = (r[i] & 0xff0000ffu) | ((r[i] >> 8) & 0xff00u) | ((r[i] << 8) & 0xff0000u);
+#endif
+        fmhai_e4m3x4_to_f16(x, b[i]);
+    }
 }
 
 #endif /* FMHA_TILE_WARP_MMA_H */
