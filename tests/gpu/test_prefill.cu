@@ -21,7 +21,7 @@
  *
  * Checked per problem: fmha_batch_prefill_check selects a kernel of the right dtype,
  * the smallest fitting head dim and the right page class (default set: the page-1
- * kernel below page 16 (VECTORIZED: below 64), the page-16 kernel for 16 and 32, the
+ * kernel below page 16, the page-16 kernel for 16 and 32, the
  * page-64 kernel from 64 up; other sets: the largest kernel page size <= the
  * problem's); fmha_batch_prefill_check_pages accepts the
  * tables; one launch on a non-blocking stream (or a captured CUDA graph) writes every
@@ -54,7 +54,7 @@
  * (statuses, messages naming the sequence, nothing launched); and, in the full run
  * only, large_pool_*: K and V pools of 4.5 GiB each with every accessed page past the
  * 4 GiB mark (64-bit page offsets), page 8 (staged per-row offsets), page 16 (one
- * lookup per 16-row run; VECTORIZED: per row) and page 1024 (one page per key tile),
+ * lookup per 16-row run) and page 1024 (one page per key tile),
  * batch 1 and 4, LINEAR and VECTORIZED, bf16 and fp8 (for fp8 KV the page offsets
  * are bytes). A pool that cannot be allocated
  * prints a SKIP line for that problem.
@@ -83,8 +83,8 @@
 #include "test_util.h"
 #include "../ref/fmha_ref.h"
 
-/* Everything the library offers for batch prefill (page classes 1, 16 and 64;
- * VECTORIZED 1 and 64). */
+/* Everything the library offers for batch prefill (page classes 1, 16 and 64,
+ * both layouts). */
 DECL_FMHA_KERNEL_SET(prefill_set, FMHA_DEFAULT_PREFILL_SET)
 
 /* Explicit page columns: page 4 (not a tuned class; staged per-row offsets, serves
@@ -1238,14 +1238,14 @@ static int expected_kernel_hdim(const fmha_kernel_set *set, fmha_dtype dt, fmha_
 }
 
 /* The page class a problem of page size P must get: in the default set 1 below
- * 16, 16 below 64 (VECTORIZED: 1 below 64) and 64 from there; in any set, the
+ * 16, 16 below 64 and 64 from there (both layouts); in any set, the
  * largest kernel page size <= P among the kernels that differ from the chosen
  * one only in their page size. */
 static int expected_page_class(const fmha_kernel_set *set, const fmha_kernel_info *chosen, int P)
 {
     int i, best = -1, n = fmha_set_size(set);
     if (set == &prefill_set)
-        return P >= 64 ? 64 : P >= 16 && chosen->kv_layout == FMHA_KV_LAYOUT_LINEAR ? 16 : 1;
+        return P >= 64 ? 64 : P >= 16 ? 16 : 1;
     for (i = 0; i < n; i++) {
         const fmha_kernel_info *k = fmha_set_kernel(set, i);
         if (k && k->family == FMHA_FAMILY_BATCH_PREFILL && k->dtype == chosen->dtype && k->hdim == chosen->hdim &&
@@ -2084,7 +2084,7 @@ static void test_plans(void)
     /* default set, LINEAR (m 0, 1) and VECTORIZED (m 2, page >= 8) */
     for (m = 0; m < 3; m++)
         for (i = 0; i < 11; i++) {
-            const int want = pages[i] >= 64 ? 64 : pages[i] >= 16 && m != 2 ? 16 : 1;
+            const int want = pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
             if (m == 2 && pages[i] < 8) continue;
             a = m == 1 ? e.vl : e.sg;
             a.page_size = pages[i];
@@ -2137,7 +2137,8 @@ static void test_plans(void)
 
 /* The default prefill set: LINEAR pages for 3 KV dtypes (fp16, bf16, fp8) x 3
  * hdims x mask x soft cap x page classes {1, 16, 64}; VECTORIZED pages for the
- * masked fp16/bf16 rows of each, page classes {1, 64} (fp8 KV is LINEAR only). */
+ * masked fp16/bf16 rows of each, the same page classes (fp8 KV is LINEAR
+ * only). */
 static void test_registry(void)
 {
     static const int hds[3] = { 64, 128, 256 }, pgs[3] = { 1, 64, 16 };
@@ -2150,7 +2151,7 @@ static void test_registry(void)
                 for (hd = 0; hd < 3; hd++)
                     for (m = lay; m < 2; m++)          /* VECTORIZED: masked rows only */
                         for (sc = 0; sc < 2; sc++)
-                            for (pg = 0; pg < 3 - lay; pg++) {   /* VECTORIZED: no class 16 */
+                            for (pg = 0; pg < 3; pg++) {
                                 int found = 0;
                                 for (i = 0; i < n; i++) {
                                     const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
@@ -2168,7 +2169,7 @@ static void test_registry(void)
             if (k && k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) nvec++;
             if (k && k->dtype == FMHA_DTYPE_FP8) n8++;
         }
-        if (nlin >= 108 && nvec >= 24 && n8 >= 36 && !missing) tu_pass("registry_prefill_set_covers_all_features");
+        if (nlin >= 108 && nvec >= 36 && n8 >= 36 && !missing) tu_pass("registry_prefill_set_covers_all_features");
         else tu_fail("registry_prefill_set_covers_all_features",
                      "%d kernels (%d linear, %d vectorized, %d fp8), %d combinations missing (first: %s)", n, nlin, nvec,
                      n8, missing, miss);
@@ -2183,8 +2184,7 @@ static void test_registry(void)
             if (!k->name || !strstr(k->name, "batch_prefill") || !strstr(k->name, part) ||
                 k->family != FMHA_FAMILY_BATCH_PREFILL || k->has_alibi || k->tile_m <= 0 || k->tile_n <= 0 ||
                 k->warps <= 0 || k->stages <= 0 ||
-                (k->page_size != 1 && k->page_size != 64 &&
-                 (k->page_size != 16 || k->kv_layout != FMHA_KV_LAYOUT_LINEAR)) ||
+                (k->page_size != 1 && k->page_size != 16 && k->page_size != 64) ||
                 (k->dtype == FMHA_DTYPE_FP8 && k->kv_layout != FMHA_KV_LAYOUT_LINEAR))
                 bad = i;
         }

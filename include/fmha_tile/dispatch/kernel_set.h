@@ -130,7 +130,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 
 /* K/V source of the pipeline (FMHAI_PAGING, policy/fwd_tiles.h): 0
  * contiguous, 1 pages of any size (staged row offsets), 2 pages that are
- * multiples of the tile, 3 LINEAR pages of 16+ tokens below the tile size. */
+ * multiples of the tile, 3 pages of 16+ tokens below the tile size. */
 #define FMHAI_KV8(dt) (FMHAI_DT_##dt == FMHA_DTYPE_FP8)
 #define FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)                     \
     (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
@@ -152,7 +152,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
             fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn,  \
                                w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,            \
-                               FMHAI_PAGING(pg, bn, FMHAI_VEC_##fam), FMHAI_VEC_##fam,          \
+                               FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam,                           \
                                FMHAI_KV8(dt));                                                  \
     }
 #  define FMHAI_KFN(kid) ((const void *)kid)

@@ -19,21 +19,21 @@
  *
  * K/V sources (batch prefill reuses this pipeline): contiguous rows, or a
  * paged cache read through a page table (fmhai_block_load_kv). Pages that
- * hold whole tiles cost one page-index read per tile; LINEAR pages of 16+
- * tokens (page class 3) have one page index per 16-row run copied into shared
+ * hold whole tiles cost one page-index read per tile; pages of 16+ tokens
+ * (page class 3) have one page index per 16-row run copied into shared
  * memory a tile or more ahead; smaller pages have each row's byte offset
- * staged in shared memory one tile ahead. VECTORIZED
- * pages load K with interleaved chunks and stage V transposed (V^T [hd][tile_n],
- * read with non-transposed ldmatrix).
+ * staged in shared memory one tile ahead. VECTORIZED pages land K and V^T
+ * chunk-major, in the page's own order (fmhai_cmaj; V^T is read with
+ * non-transposed ldmatrix).
  * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
  * stores O through shared memory with 16-byte stores.
  *
  * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit
- * (FP8 KV: the K slots hold the e4m3 K tiles instead),
+ * (FP8 KV: the K and V slots hold the e4m3 tiles instead),
  * then (page class 1) the staged row offsets [2][K, V][tile_n] int64 or
  * (page class 3) the staged run page indices [4][8] int32,
- * then (FP8 KV only) V's e4m3 landing tiles, per-page descales and query row
- * scales (see "FP8 (e4m3) KV" below); 16-bit tile
+ * then (FP8 KV only) per-page descales and query row scales (see "FP8
+ * (e4m3) KV" below); 16-bit tile
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
  * are free of bank conflicts. Out-of-range rows and head-dim columns past d
  * are zero-filled by the copy, so padding never meets garbage (no 0 * NaN).
@@ -234,6 +234,20 @@ FMHAI_DEVICE void fmhai_load_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int t
     }
 }
 
+/* VECTORIZED pages below the tile (class 1 or 3): the address of tile row r
+ * (token tok0 + r) in K (chunk 0 of the token) or of the V group holding it:
+ * class 3 from its run's staged page index, class 1 from the staged row
+ * offset (the prologue's tiles, staged by nobody, look the page up). */
+FMHAI_DEVICE const char *fmhai_vec_at(const fmhai_kv_src *s, int paging, int r, int tok0,
+                                      int page_log2, int off64, int is_v)
+{
+    const int tok = tok0 + r, in_page = tok & ((1 << page_log2) - 1);
+    const int64_t off = is_v ? (int64_t)(in_page >> 3) * s->chunk_bytes : (int64_t)in_page * 16;
+    if (paging == 3) return fmhai_page_base(s, s->run_pages[r / FMHAI_PAGE_RUN], off64) + off;
+    if (s->row_offs) return s->base + s->row_offs[r];
+    return fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) + off;
+}
+
 FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
                                       int d, int hd, int bn, int nthreads, int tid,
                                       int paging, int page_log2, int off64, int vec, int lin)
@@ -250,7 +264,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
         /* VECTORIZED K: a token's 16-byte chunks sit page_size*16 bytes apart
          * and consecutive tokens 16 bytes apart, so consecutive threads take
          * consecutive tokens of one chunk column (coalesced reads). */
-        const int one_page = paging == 2;   /* class 1: staged row offsets */
+        const int one_page = paging == 2;
         if (one_page && nthreads % bn == 0) {
             /* the tile is a [hd/8][bn] array of 16-byte chunks, chunk rows
              * chunk_bytes apart: a plain unswizzled tile copy of it lands
@@ -265,11 +279,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
             /* a thread keeps one token (row) and walks chunk columns: its
              * row's address is formed once per tile */
             const int r = tid % bn, tok = tok0 + r, cstep = nthreads / bn;
-            const char *row = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
-                                             (int64_t)(tok & page_mask) * 16
-                            : s->row_offs ? s->base + s->row_offs[r]
-                                          : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
-                                                (int64_t)(tok & page_mask) * 16;
+            const char *row = fmhai_vec_at(s, paging, r, tok0, page_log2, off64, 0);
 #pragma unroll
             for (int i = 0; i < bn * (hd / 8) / nthreads; ++i) {
                 const int c = tid / bn + i * cstep;
@@ -284,10 +294,7 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
 #pragma unroll
         for (int i = 0; i < bn * (hd / 8) / nthreads; ++i) {
             const int idx = tid + i * nthreads, r = idx % bn, c = idx / bn, tok = tok0 + r;
-            const char *row = one_page ? tile + r * 16
-                            : s->row_offs ? s->base + s->row_offs[r]
-                                          : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
-                                                (int64_t)(tok & page_mask) * 16;
+            const char *row = one_page ? tile + r * 16 : fmhai_vec_at(s, paging, r, tok0, page_log2, off64, 0);
             const int ok = c * 8 < d && tok < s_k;
             fmhai_copy_async16(dst + fmhai_cmaj(r, c, bn), ok ? row + c * chunk_bytes : s->base, ok);
         }
@@ -341,23 +348,19 @@ FMHAI_DEVICE void fmhai_stage_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int 
  * tile's last groups), rows past d are zero-filled. The group stride is
  * d * 16 bytes. When the threads cover whole groups (nthreads % hd == 0) a
  * thread keeps one d row and walks the groups: in a one-page tile (class 2)
- * with a running pointer, otherwise from each group's staged offset. */
+ * with a running pointer, otherwise from each group's run page index or
+ * staged offset (fmhai_vec_at). */
 FMHAI_DEVICE void fmhai_vt_copy(fmhai_smem_t dst, const fmhai_kv_src *s, const char *tile,
-                                int one_page, int tok0, int s_k, int d, int hd, int bn,
+                                int paging, int tok0, int s_k, int d, int hd, int bn,
                                 int nthreads, int tid, int page_log2, int off64, const int FULL)
 {
-    const int row = tid % hd, kstep = nthreads / hd, k0 = tid / hd;
-    const int page_mask = (1 << page_log2) - 1;
+    const int row = tid % hd, kstep = nthreads / hd, k0 = tid / hd, one_page = paging == 2;
     const int64_t gstep = kstep * s->chunk_bytes;
     const char *g = (const char *)fmhai_opaque_ptr(tile + k0 * s->chunk_bytes + row * 16);
 #pragma unroll
     for (int i = 0; i < bn / 8 / kstep; ++i) {
         const int kc = k0 + i * kstep, tok = tok0 + kc * 8;
-        const char *src = one_page ? g
-                        : (s->row_offs ? s->base + s->row_offs[kc * 8]
-                                       : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
-                                             (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes) +
-                              row * 16;
+        const char *src = one_page ? g : fmhai_vec_at(s, paging, kc * 8, tok0, page_log2, off64, 1) + row * 16;
         if (FULL) {
             fmhai_copy_async16(dst + fmhai_cmaj(row, kc, hd), row < d ? src : s->base, row < d);
         } else {
@@ -381,9 +384,9 @@ FMHAI_DEVICE void fmhai_block_load_vt(fmhai_smem_t dst, const fmhai_kv_src *s, i
                                 : s->base;
     if (nthreads % hd == 0) {
         if (s_k - tok0 >= bn)
-            fmhai_vt_copy(dst, s, tile, one_page, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 1);
+            fmhai_vt_copy(dst, s, tile, paging, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 1);
         else
-            fmhai_vt_copy(dst, s, tile, one_page, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 0);
+            fmhai_vt_copy(dst, s, tile, paging, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 0);
         return;
     }
 #pragma unroll
@@ -393,10 +396,7 @@ FMHAI_DEVICE void fmhai_block_load_vt(fmhai_smem_t dst, const fmhai_kv_src *s, i
         const int idx = tid + i * nthreads;
         const int row = idx % hd, kc = idx / hd, tok = tok0 + kc * 8;
         const char *g = (one_page ? tile + kc * s->chunk_bytes
-                         : s->row_offs ? s->base + s->row_offs[kc * 8]
-                                       : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
-                                             (int64_t)((tok & page_mask) >> 3) * s->chunk_bytes) +
-                        row * 16;
+                                  : fmhai_vec_at(s, paging, kc * 8, tok0, page_log2, off64, 1)) + row * 16;
         const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
         fmhai_copy_async16_part(dst + fmhai_cmaj(row, kc, hd), valid ? g : s->base, valid * 2);
     }
@@ -881,15 +881,23 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                         for (int mt = 0; mt < MT; ++mt)
                             fmhai_warp_mma_16816(acc_s[mt][4 * np + m], qa[mt], kf[m], is_bf16);
                 }
+            } else if (KV_VEC) {   /* the chunk's K fragments first, then the MMAs */
+                uint32_t kb[FMHAI_FWD_MAX_BN / 16][4];
+#pragma unroll
+                for (int np = 0; np < BN / 16; ++np)
+                    fmhai_warp_ldsm_x4(kb[np], kc_base + buf * kv_tile_bytes + kk * 2 * BN * 16 + np * 256);
+#pragma unroll
+                for (int np = 0; np < BN / 16; ++np)
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb[np], is_bf16);
+                        fmhai_warp_mma_16816(acc_s[mt][2 * np + 1], qa[mt], kb[np] + 2, is_bf16);
+                    }
             } else {
 #pragma unroll
                 for (int np = 0; np < BN / 16; ++np) {
                     uint32_t kb[4];
-                    if (KV_VEC)
-                        fmhai_warp_ldsm_x4(kb, kc_base + buf * kv_tile_bytes + kk * 2 * BN * 16 + np * 256);
-                    else
-                        fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
-                                                   np * 16 * HD * 2);
+                    fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes + np * 16 * HD * 2);
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
                         fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb, is_bf16);

@@ -77,14 +77,15 @@
  * pg (smallest page size served, 0: not paged) and tile_n:
  *   0  contiguous rows (forward)
  *   1  pages of any size: each row's byte offset staged in shared memory one
- *      tile ahead (VECTORIZED rows use it for every page smaller than the tile)
+ *      tile ahead
  *   2  pages that are multiples of the tile: one page index per tile
- *   3  LINEAR pages of at least FMHAI_PAGE_RUN tokens, smaller than the tile:
- *      one page index per run of FMHAI_PAGE_RUN rows, copied into shared
- *      memory (cp.async) a tile or more ahead of the tile's K/V copies */
+ *   3  pages of at least FMHAI_PAGE_RUN tokens, smaller than the tile: one
+ *      page index per run of FMHAI_PAGE_RUN rows, copied into shared memory
+ *      (cp.async) a tile or more ahead of the tile's K/V copies
+ * LINEAR and VECTORIZED pages use the same classes. */
 #define FMHAI_PAGE_RUN 16
-#define FMHAI_PAGING(pg, bn, vec) \
-    ((pg) == 0 ? 0 : (pg) % (bn) == 0 ? 2 : ((vec) || (pg) < FMHAI_PAGE_RUN) ? 1 : 3)
+#define FMHAI_PAGING(pg, bn) \
+    ((pg) == 0 ? 0 : (pg) % (bn) == 0 ? 2 : (pg) < FMHAI_PAGE_RUN ? 1 : 3)
 
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V
  * (16-bit). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
@@ -95,20 +96,20 @@
 #define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
 #define FMHAI_PAGE_SMEM_BYTES(paging, bn) ((paging) == 1 ? 32 * (bn) : (paging) == 3 ? 4 * 8 * 4 : 0)
 #define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)                                 \
-    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn, vec), bn) + \
+    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn), bn) + \
      ((kv8) ? 32 * (bn) + 4 * (bm) : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands
  * into these page-size classes, per family. A kernel built for page size P
  * serves every power-of-two page size >= P and selection takes the largest P
- * that fits, so with 64-key tiles LINEAR pages 1..8 run class 1, 16..32
- * class 3, 64 and up class 2; VECTORIZED pages (8 and up) keep 1 and 64.
+ * that fits, so with 64-key tiles pages 1..8 run class 1 (VECTORIZED pages
+ * start at 8), 16..32 class 3, 64 and up class 2.
  * (A tuning build may predefine them.) */
 #ifndef FMHAI_TUNED_PAGES_PREFILL
 #define FMHAI_TUNED_PAGES_PREFILL(Z, ...)     Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 64)
 #endif
 #ifndef FMHAI_TUNED_PAGES_PREFILL_VEC
-#define FMHAI_TUNED_PAGES_PREFILL_VEC(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 64)
+#define FMHAI_TUNED_PAGES_PREFILL_VEC(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 64)
 #endif
 
 /* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page,
