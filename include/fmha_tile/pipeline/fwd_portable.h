@@ -354,13 +354,41 @@ FMHAI_DEVICE void fmhai_vt_copy(fmhai_smem_t dst, const fmhai_kv_src *s, const c
                                 int paging, int tok0, int s_k, int d, int hd, int bn,
                                 int nthreads, int tid, int page_log2, int off64, const int FULL)
 {
-    const int row = tid % hd, kstep = nthreads / hd, k0 = tid / hd, one_page = paging == 2;
+    /* k0 = tid / hd is 0 when the threads are one group wide */
+    const int row = tid % hd, kstep = nthreads / hd, k0 = kstep == 1 ? 0 : tid / hd, one_page = paging == 2;
     const int64_t gstep = kstep * s->chunk_bytes;
     const char *g = (const char *)fmhai_opaque_ptr(tile + k0 * s->chunk_bytes + row * 16);
+    /* class 3: the tile's run page indices in registers (16-byte loads); with
+     * one or two groups per thread row step, a group's run is known at
+     * compile time (k0 <= 1), else it is read per group */
+    const int GPR = FMHAI_PAGE_RUN / 8;   /* groups per run */
+    int rp[FMHAI_FWD_MAX_BN / FMHAI_PAGE_RUN];
+    if (paging == 3 && kstep <= GPR && (bn / FMHAI_PAGE_RUN) % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < bn / FMHAI_PAGE_RUN; q += 4) {
+            const int4 v = *(const int4 *)(s->run_pages + q);
+            rp[q] = v.x; rp[q + 1] = v.y; rp[q + 2] = v.z; rp[q + 3] = v.w;
+        }
+    }
+    const char *rb = s->base + row * 16;
 #pragma unroll
     for (int i = 0; i < bn / 8 / kstep; ++i) {
         const int kc = k0 + i * kstep, tok = tok0 + kc * 8;
-        const char *src = one_page ? g : fmhai_vec_at(s, paging, kc * 8, tok0, page_log2, off64, 1) + row * 16;
+        const char *src;
+        if (one_page) {
+            src = g;
+        } else if (paging == 3) {
+            /* the run's page (tok0 is a multiple of the tile, so of the page:
+             * the group's slot in its page is kc's low bits), in 32 bits
+             * below 4 GB */
+            const int pg = kstep <= GPR && (bn / FMHAI_PAGE_RUN) % 4 == 0 ? rp[(i * kstep) / GPR]
+                                                                         : s->run_pages[kc / GPR];
+            const uint32_t slot = (uint32_t)(kc & ((1 << (page_log2 - 3)) - 1)) * (uint32_t)s->chunk_bytes;
+            src = off64 ? rb + ((int64_t)pg * s->page_bytes + slot)
+                        : rb + ((uint32_t)pg * (uint32_t)s->page_bytes + slot);
+        } else {
+            src = fmhai_vec_at(s, paging, kc * 8, tok0, page_log2, off64, 1) + row * 16;
+        }
         if (FULL) {
             fmhai_copy_async16(dst + fmhai_cmaj(row, kc, hd), row < d ? src : s->base, row < d);
         } else {
