@@ -9,7 +9,7 @@
 #   3. paged vs contiguous at pages 1, 16, 64, 1024, both tables, LINEAR and
 #      VECTORIZED;
 #   4. fp8 KV vs bf16 KV at pages 1, 16, 1024 (SGLang), per-tensor then
-#      per-page descales (FP8=0 skips it).
+#      per-page descales, bf16 then e4m3 queries (FP8=0 skips it).
 #
 # Environment: NVCC, BUILD (default build/dev), REBUILD=1, TESTS=full|quick,
 # FP8=1|0. Exit status: non-zero when a build or a test fails, or a
@@ -55,9 +55,11 @@ rc=0
 echo "== bench_prefill --layouts linear,vectorized"
 $BP --layouts linear,vectorized || rc=1
 if [ "${FP8:-1}" = 1 ]; then
-    for s in tensor page; do
-        echo "== bench_prefill --pages 1,16,1024 --tables sglang --fp8_vs_bf16 --kv_scale $s"
-        $BP --pages 1,16,1024 --tables sglang --fp8_vs_bf16 --kv_scale $s || rc=1
+    for q in bf16 fp8; do
+        for s in tensor page; do
+            echo "== bench_prefill --pages 1,16,1024 --tables sglang --fp8_vs_bf16 --kv_scale $s --q_prec $q"
+            $BP --pages 1,16,1024 --tables sglang --fp8_vs_bf16 --kv_scale $s --q_prec $q || rc=1
+        done
     done
 fi
 exit $rc
