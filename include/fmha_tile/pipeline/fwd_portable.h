@@ -909,11 +909,18 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                         for (int mt = 0; mt < MT; ++mt)
                             fmhai_warp_mma_16816(acc_s[mt][4 * np + m], qa[mt], kf[m], is_bf16);
                 }
-            } else if (KV_VEC) {   /* the chunk's K fragments first, then the MMAs */
+            } else if (KV_VEC || PAGING != 0) {
+                /* paged kernels: the chunk's K fragments first, then the MMAs (the
+                 * compiler otherwise keeps one ldmatrix in flight there; the
+                 * contiguous forward measured the same either way) */
                 uint32_t kb[FMHAI_FWD_MAX_BN / 16][4];
 #pragma unroll
                 for (int np = 0; np < BN / 16; ++np)
-                    fmhai_warp_ldsm_x4(kb[np], kc_base + buf * kv_tile_bytes + kk * 2 * BN * 16 + np * 256);
+                    if (KV_VEC)
+                        fmhai_warp_ldsm_x4(kb[np], kc_base + buf * kv_tile_bytes + kk * 2 * BN * 16 + np * 256);
+                    else
+                        fmhai_warp_ldsm_x4(kb[np], fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
+                                                       np * 16 * HD * 2);
 #pragma unroll
                 for (int np = 0; np < BN / 16; ++np)
 #pragma unroll
