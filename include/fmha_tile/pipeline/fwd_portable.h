@@ -897,18 +897,19 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     fmhai_warp_ldsm_x4(qa[mt], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
                 }
             }
-            if (KV8) {   /* e4m3 K: 32 keys of column chunk kk per ldmatrix */
+            if (KV8) {   /* e4m3 K: 32 keys of column chunk kk per ldmatrix, all loaded first */
+                uint32_t kf[FMHAI_FWD_MAX_BN / 32][4][2];
 #pragma unroll
-                for (int np = 0; np < BN / 32; ++np) {
-                    uint32_t kf[4][2];
-                    fmhai_warp_ldsm_x4_e4m3(kf, fmhai_ldsm8_at(k8_base, kk, HD) +
-                                                    kbuf * kv8_tile_bytes + np * 32 * HD);
+                for (int np = 0; np < BN / 32; ++np)
+                    fmhai_warp_ldsm_x4_e4m3(kf[np], fmhai_ldsm8_at(k8_base, kk, HD) +
+                                                        kbuf * kv8_tile_bytes + np * 32 * HD);
+#pragma unroll
+                for (int np = 0; np < BN / 32; ++np)
 #pragma unroll
                     for (int m = 0; m < 4; ++m)
 #pragma unroll
                         for (int mt = 0; mt < MT; ++mt)
-                            fmhai_warp_mma_16816(acc_s[mt][4 * np + m], qa[mt], kf[m], is_bf16);
-                }
+                            fmhai_warp_mma_16816(acc_s[mt][4 * np + m], qa[mt], kf[np][m], is_bf16);
             } else if (KV_VEC || PAGING != 0) {
                 /* paged kernels: the chunk's K fragments first, then the MMAs (the
                  * compiler otherwise keeps one ldmatrix in flight there; the
