@@ -100,6 +100,13 @@ DECL_FMHA_KERNEL_SET(prefill_set, FMHA_DEFAULT_PREFILL_SET)
     X(PREFILL, FP8,  128, MASK, NOSOFTCAP, 128, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(page4_set, PAGE4_SET)
 
+/* VECTORIZED with only the page-16 kernel (one page index per 16-row run):
+ * it serves pages from 16 up, where a 64-key tile starts inside a page. */
+#define VEC16_SET(X)                                                                      \
+    X(PREFILL_VEC, BF16, 128, MASK, NOSOFTCAP, 16, 128,      64,       4,        1)       \
+    X(PREFILL_VEC, FP16, 64,  MASK, NOSOFTCAP, 16, 128,      64,       8,        1)
+DECL_FMHA_KERNEL_SET(vec16_set, VEC16_SET)
+
 /* Page 16 with three stages (no tuned row has them): class 3's staged run
  * indices two tiles ahead of the copies, bf16 and fp8 KV. */
 #define STAGES3_SET(X)                                                                    \
@@ -250,6 +257,7 @@ static void cfg_name(pf_cfg *c)
         if (c->q8 && c->r8q != R8_MID) n += (size_t)snprintf(s + n, cap - n, "_q%s", r8_str[c->r8q]);
     }
     if (c->set == &page4_set) n += (size_t)snprintf(s + n, cap - n, "_page4set");
+    if (c->set == &vec16_set) n += (size_t)snprintf(s + n, cap - n, "_vec16set");
     if (c->set == &stages3_set) n += (size_t)snprintf(s + n, cap - n, "_stages3set");
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
 }
@@ -589,6 +597,15 @@ static void build_configs(void)
          * larger garbage value is not tried: if the kernel used it, the reads would
          * leave the pool and could abort the whole run) */
         c = cfg_make(B, 2, lq2, lk2, 4, 2, 128, 16, SG); c.vec = 1; c.vec_ts = -1;
+        add(c, 0);
+        /* the page-16 kernel alone (vec16_set) on pages of 32, 256 and 1024:
+         * tiles that start inside a page; fp16 d64 with 8 warps (four groups
+         * per thread row step) */
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 128, 256, SG); c.vec = 1; c.set = &vec16_set;
+        add(c, 1);
+        c = cfg_make(B, 2, lq2, lk2, 4, 2, 128, 32, VL); c.vec = 1; c.set = &vec16_set;
+        add(c, 0);
+        c = cfg_make(F, 2, lq2, lk2, 4, 2, 64, 1024, SG); c.vec = 1; c.set = &vec16_set;
         add(c, 0);
     }
 

@@ -378,12 +378,13 @@ FMHAI_DEVICE void fmhai_vt_copy(fmhai_smem_t dst, const fmhai_kv_src *s, const c
         if (one_page) {
             src = g;
         } else if (paging == 3) {
-            /* the run's page (tok0 is a multiple of the tile, so of the page:
-             * the group's slot in its page is kc's low bits), in 32 bits
-             * below 4 GB */
+            /* the run's page and the group's slot in it (a class-16 kernel
+             * serves pages of any size from 16 up, so tok0 need not start a
+             * page), in 32 bits below 4 GB */
             const int pg = kstep <= GPR && (bn / FMHAI_PAGE_RUN) % 4 == 0 ? rp[(i * kstep) / GPR]
                                                                          : s->run_pages[kc / GPR];
-            const uint32_t slot = (uint32_t)(kc & ((1 << (page_log2 - 3)) - 1)) * (uint32_t)s->chunk_bytes;
+            const uint32_t slot = (uint32_t)(((tok0 >> 3) + kc) & ((1 << (page_log2 - 3)) - 1)) *
+                                  (uint32_t)s->chunk_bytes;
             src = off64 ? rb + ((int64_t)pg * s->page_bytes + slot)
                         : rb + ((uint32_t)pg * (uint32_t)s->page_bytes + slot);
         } else {
