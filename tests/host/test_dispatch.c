@@ -5,7 +5,8 @@
  * their table rows but no kernels, and selection runs against the device
  * described by fmhai_test_device. Covers wildcard expansion, explicit rows,
  * the constraint list, validation errors, selection scoring and its
- * independence from row order, the "closest kernel" message and JSON export.
+ * independence from row order, the "closest kernel" message, JSON export and
+ * the batch prefill page classes of the default set.
  * Last line: "N passed, M failed".
  */
 #include <stdio.h>
@@ -39,6 +40,7 @@ DECL_FMHA_KERNEL_SET(set_a, SET_A)
 DECL_FMHA_KERNEL_SET(set_a_rev, SET_A_REV)
 
 DECL_FMHA_KERNEL_SET(set_default, FMHA_DEFAULT_FWD_SET)
+DECL_FMHA_KERNEL_SET(set_prefill, FMHA_DEFAULT_PREFILL_SET)
 
 /* A wildcard row whose explicit column matches no tuned row would not build:
  *   X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 48, FMHA_ANY, FMHA_ANY, FMHA_ANY)
@@ -238,6 +240,71 @@ static void test_selection(void)
     fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
 }
 
+/* Batch prefill over the default set: the page class each page size gets, for
+ * LINEAR and VECTORIZED pages (1 below 16, 16 below the 64-key tile, 64 from
+ * there), and fp8 KV (LINEAR only). Plans only (host mode: nothing runs). */
+static fmha_batch_prefill_args prefill_args(int page, int vec)
+{
+    fmha_batch_prefill_args a;
+    memset(&a, 0, sizeof(a));
+    a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16;
+    a.batch = 2; a.nhead_q = 8; a.nhead_k = 2; a.max_seqlen_q = 300;
+    a.hdim_q = a.hdim_v = 128;
+    a.q = (const void *)0x10000; a.o = (void *)0x40000; a.seqstart_q = (const int32_t *)0x60000;
+    a.stride_q = a.stride_o = 8 * 128; a.nhead_stride_q = a.nhead_stride_o = 128;
+    a.k_pool = (const void *)0x20000; a.v_pool = (const void *)0x30000;
+    a.num_total_pages = 4096; a.page_size = page;
+    a.kv_layout = vec ? FMHA_KV_LAYOUT_VECTORIZED : FMHA_KV_LAYOUT_LINEAR;
+    a.page_stride_k = a.page_stride_v = (int64_t)page * 2 * 128;
+    a.token_stride_k = a.token_stride_v = vec ? 0 : 2 * 128;
+    a.nhead_stride_k = a.nhead_stride_v = vec ? (int64_t)page * 128 : 128;
+    a.page_table = FMHA_PAGE_TABLE_SGLANG_1D;
+    a.kv_indptr = (const int32_t *)0x70000; a.kv_page_indices = (const int32_t *)0x80000;
+    a.kv_last_page_lens = (const int32_t *)0x90000;
+    a.kv_scale = FMHA_KV_SCALE_NONE;
+    a.scale = 0.088f;
+    a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_left = -1; a.window_right = 0;
+    return a;
+}
+
+static void test_prefill_classes(void)
+{
+    static const int pages[11] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 2048 };
+    int i, lay, ok = 1, ok8 = 1;
+    char why[200] = "";
+    for (lay = 0; lay < 2; ++lay)
+        for (i = 0; i < 11; ++i) {
+            const int P = pages[i], want = P >= 64 ? 64 : P >= 16 ? 16 : 1;
+            fmha_batch_prefill_args a;
+            fmha_fwd_plan plan;
+            fmha_status st;
+            if (lay && P < 8) continue;   /* VECTORIZED pages hold whole 8-token groups */
+            a = prefill_args(P, lay);
+            st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
+            if (st != FMHA_OK || plan.kernel->page_size != want ||
+                plan.kernel->kv_layout != (lay ? FMHA_KV_LAYOUT_VECTORIZED : FMHA_KV_LAYOUT_LINEAR)) {
+                if (ok) snprintf(why, sizeof(why), "%s page %d: %s %s", lay ? "vectorized" : "linear", P,
+                                 fmha_status_str(st), st == FMHA_OK ? plan.kernel->name : fmha_last_error());
+                ok = 0;
+            }
+            if (!lay) {   /* fp8 KV, bf16 queries: the same classes */
+                a.kv_dtype = FMHA_DTYPE_FP8;
+                a.page_stride_k = a.page_stride_v = (int64_t)P * 2 * 128;
+                st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
+                if (st != FMHA_OK || plan.kernel->page_size != want || plan.kernel->dtype != FMHA_DTYPE_FP8) ok8 = 0;
+            }
+        }
+    if (!ok) printf("  %s\n", why);
+    CHECK(ok, "prefill default set: page classes 1 / 16 / 64 for LINEAR and VECTORIZED pages");
+    CHECK(ok8, "prefill default set: fp8 KV gets the same page classes");
+    {
+        fmha_batch_prefill_args a = prefill_args(16, 1);
+        a.kv_dtype = FMHA_DTYPE_FP8;
+        CHECK(fmha_batch_prefill_check(&set_prefill, &a, NULL) == FMHA_ERR_UNSUPPORTED,
+              "prefill: VECTORIZED fp8 KV is unsupported");
+    }
+}
+
 static void test_json(void)
 {
     char big[65536], small[16];
@@ -258,6 +325,7 @@ int main(void)
 {
     test_expansion();
     test_constraints();
+    test_prefill_classes();
     test_validation();
     test_selection();
     test_json();
