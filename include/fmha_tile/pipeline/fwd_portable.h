@@ -168,6 +168,28 @@ FMHAI_DEVICE const char *fmhai_page_base(const fmhai_kv_src *s, int page, int of
                  : s->base + (uint32_t)page * (uint32_t)s->page_bytes;
 }
 
+/* The n run page indices of a tile (class 3) from shared memory into
+ * registers, with the widest loads n allows (the slot is 32-byte aligned). */
+FMHAI_DEVICE void fmhai_runs_to_regs(int *rp, const int32_t *runs, int n)
+{
+    if (n % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < n; q += 4) {
+            const int4 v = *(const int4 *)(runs + q);
+            rp[q] = v.x; rp[q + 1] = v.y; rp[q + 2] = v.z; rp[q + 3] = v.w;
+        }
+    } else if (n % 2 == 0) {
+#pragma unroll
+        for (int q = 0; q < n; q += 2) {
+            const int2 v = *(const int2 *)(runs + q);
+            rp[q] = v.x; rp[q + 1] = v.y;
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < n; ++q) rp[q] = runs[q];
+    }
+}
+
 /* Page class 3 (pages of >= FMHAI_PAGE_RUN tokens, LINEAR): the tile is
  * runs of FMHAI_PAGE_RUN rows that each lie in one page, whose page indices
  * were staged in shared memory ahead (s->run_pages; a global read here would
@@ -202,18 +224,8 @@ FMHAI_DEVICE void fmhai_load_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int t
                                                     c * chunk_bytes);
     const int rv = s_k - tok0 - r0;   /* this thread's row r0 + k is valid while k < rv */
     int rp[8];                        /* run page indices (<= 8 runs: tile_n <= 128) */
-    if (span == RUN && (bn / RUN) % 4 == 0) {
-#pragma unroll
-        for (int q = 0; q < bn / RUN; q += 4) {
-            const int4 v = *(const int4 *)(s->run_pages + q);
-            rp[q] = v.x; rp[q + 1] = v.y; rp[q + 2] = v.z; rp[q + 3] = v.w;
-        }
-    } else if (span == RUN && (bn / RUN) % 2 == 0) {
-#pragma unroll
-        for (int q = 0; q < bn / RUN; q += 2) {
-            const int2 v = *(const int2 *)(s->run_pages + q);
-            rp[q] = v.x; rp[q + 1] = v.y;
-        }
+    if (span == RUN && (bn / RUN) % 2 == 0) {
+        fmhai_runs_to_regs(rp, s->run_pages, bn / RUN);
     } else {
 #pragma unroll
         for (int j = 0; j < bn / span; ++j) rp[j] = s->run_pages[(j * span + r0) / RUN];
@@ -275,26 +287,21 @@ FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, i
                                   nthreads, tid, 1);
             return;
         }
-        if (nthreads % bn == 0) {
-            /* a thread keeps one token (row) and walks chunk columns: its
-             * row's address is formed once per tile */
-            const int r = tid % bn, tok = tok0 + r, cstep = nthreads / bn;
-            const char *row = fmhai_vec_at(s, paging, r, tok0, page_log2, off64, 0);
-#pragma unroll
-            for (int i = 0; i < bn * (hd / 8) / nthreads; ++i) {
-                const int c = tid / bn + i * cstep;
-                const int ok = c * 8 < d && tok < s_k;
-                fmhai_copy_async16(dst + fmhai_cmaj(r, c, bn), ok ? row + c * chunk_bytes : s->base, ok);
-            }
-            return;
-        }
+        /* ROW: the threads cover whole chunk columns, so a thread keeps one
+         * token (row) and walks chunk columns, its row's address formed once
+         * per tile; otherwise each copy finds its own row */
+        const int ROW = nthreads % bn == 0;
         const char *tile = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
                                           (int64_t)(tok0 & page_mask) * 16
                                     : s->base;
+        const char *trow = ROW ? fmhai_vec_at(s, paging, tid % bn, tok0, page_log2, off64, 0) : s->base;
 #pragma unroll
         for (int i = 0; i < bn * (hd / 8) / nthreads; ++i) {
-            const int idx = tid + i * nthreads, r = idx % bn, c = idx / bn, tok = tok0 + r;
-            const char *row = one_page ? tile + r * 16 : fmhai_vec_at(s, paging, r, tok0, page_log2, off64, 0);
+            const int idx = tid + i * nthreads;
+            const int r = ROW ? tid % bn : idx % bn, c = ROW ? tid / bn + i * (nthreads / bn) : idx / bn;
+            const int tok = tok0 + r;
+            const char *row = ROW ? trow : one_page ? tile + r * 16
+                                                    : fmhai_vec_at(s, paging, r, tok0, page_log2, off64, 0);
             const int ok = c * 8 < d && tok < s_k;
             fmhai_copy_async16(dst + fmhai_cmaj(r, c, bn), ok ? row + c * chunk_bytes : s->base, ok);
         }
@@ -363,13 +370,8 @@ FMHAI_DEVICE void fmhai_vt_copy(fmhai_smem_t dst, const fmhai_kv_src *s, const c
      * compile time (k0 <= 1), else it is read per group */
     const int GPR = FMHAI_PAGE_RUN / 8;   /* groups per run */
     int rp[FMHAI_FWD_MAX_BN / FMHAI_PAGE_RUN];
-    if (paging == 3 && kstep <= GPR && (bn / FMHAI_PAGE_RUN) % 4 == 0) {
-#pragma unroll
-        for (int q = 0; q < bn / FMHAI_PAGE_RUN; q += 4) {
-            const int4 v = *(const int4 *)(s->run_pages + q);
-            rp[q] = v.x; rp[q + 1] = v.y; rp[q + 2] = v.z; rp[q + 3] = v.w;
-        }
-    }
+    const int RP = paging == 3 && kstep <= GPR && (bn / FMHAI_PAGE_RUN) % 4 == 0;
+    if (RP) fmhai_runs_to_regs(rp, s->run_pages, bn / FMHAI_PAGE_RUN);
     const char *rb = s->base + row * 16;
 #pragma unroll
     for (int i = 0; i < bn / 8 / kstep; ++i) {
@@ -381,8 +383,7 @@ FMHAI_DEVICE void fmhai_vt_copy(fmhai_smem_t dst, const fmhai_kv_src *s, const c
             /* the run's page and the group's slot in it (a class-16 kernel
              * serves pages of any size from 16 up, so tok0 need not start a
              * page), in 32 bits below 4 GB */
-            const int pg = kstep <= GPR && (bn / FMHAI_PAGE_RUN) % 4 == 0 ? rp[(i * kstep) / GPR]
-                                                                         : s->run_pages[kc / GPR];
+            const int pg = RP ? rp[(i * kstep) / GPR] : s->run_pages[kc / GPR];
             const uint32_t slot = (uint32_t)(((tok0 >> 3) + kc) & ((1 << (page_log2 - 3)) - 1)) *
                                   (uint32_t)s->chunk_bytes;
             src = off64 ? rb + ((int64_t)pg * s->page_bytes + slot)
