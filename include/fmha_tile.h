@@ -77,6 +77,7 @@
 /* backward: dot_do_o, dq_dk_dv, convert_dq (fmha_bwd_plan_make, fmha_bwd) */
 #if !defined(FMHA_PLATFORM_HOST_ONLY)
 #  include "fmha_tile/pipeline/bwd_portable.h"
+#  include "fmha_tile/pipeline/bwd_sm90.h"
 #endif
 #include "fmha_tile/policy/bwd_tiles.h"
 #include "fmha_tile/kernel/bwd.h"

@@ -83,11 +83,13 @@ static int layout_sane(const fmhai_bwd_layout *L)
 
 static void test_default_set(void)
 {
-    int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0;
+    int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0, n90 = 0;
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, i);
         int aux = k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET;
+        if (!aux && k->arch == FMHA_ARCH_SM90A) aux = 2;
         fam[k->family]++;
+        n90 += aux == 2;
         if (fmhai_bwd_row_violation(aux, k->hdim, k->tile_m, k->tile_n, k->warps, k->stages)) bad++;
         if (k->has_alibi) bad++;
     }
@@ -96,6 +98,13 @@ static void test_default_set(void)
           "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims x 4 variants, one "
           "dot_do_o and convert_dq each");
     CHECK(bad == 0, "every backward row meets its constraints and has no ALiBi");
+#if !defined(FMHA_PLATFORM_AMD)
+    CHECK(n90 == 32, "default backward set: a wgmma dq_dk_dv row for every hdim 64 and 128 row (2 dtypes x 2 hdims "
+                     "x 4 variants x BWD and BWD_DET)");
+#endif
+    CHECK(fmhai_bwd_row_violation(2, 256, 64, 128, 8, 2) != NULL && fmhai_bwd_row_violation(2, 128, 64, 64, 4, 2) &&
+              fmhai_bwd_row_violation(2, 64, 64, 128, 8, 2) == NULL,
+          "wgmma rows: hdim 64/128 with the 64 x 128, 8-warp block only");
     {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, 0);
         CHECK(k && strstr(k->name, "fmha_bwd_dq_dk_dv_d64_fp16_nmask_nsoftcap_b") == k->name,

@@ -37,38 +37,54 @@
 #define FMHAI_AUX_BWD_DOT_DO_O 1
 #define FMHAI_AUX_BWD_CONVERT_DQ 1
 
+/* dq_dk_dv's pipeline per arch: its name, body and shared memory (the
+ * Hopper rows of policy/bwd_tiles.h run pipeline/bwd_sm90.h). */
+#define FMHAI_BWD_PIPE_SM80 "portable_mma"
+#define FMHAI_BWD_PIPE_GFX9 "portable_mma"
+#define FMHAI_BWD_PIPE_SM90A "wgmma"
+#define FMHAI_BWD_FN_SM80 fmhai_bwd_dq_dk_dv
+#define FMHAI_BWD_FN_GFX9 fmhai_bwd_dq_dk_dv
+#define FMHAI_BWD_FN_SM90A fmhai_bwd_dq_dk_dv_sm90
+#define FMHAI_BWD_SMEM_SM80 FMHAI_BWD_SMEM_BYTES
+#define FMHAI_BWD_SMEM_GFX9 FMHAI_BWD_SMEM_BYTES
+#define FMHAI_BWD_SMEM_SM90A FMHAI_BWD90_SMEM_BYTES
+#define FMHAI_BWD_IS90_SM80 0
+#define FMHAI_BWD_IS90_GFX9 0
+#define FMHAI_BWD_IS90_SM90A 1
+
 #define FMHAI_KNAME_BWD(dt, hd, mask, sc, bm, bn, w, st, arch)                            \
     "fmha_bwd_dq_dk_dv_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc          \
-    "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+    "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_BWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_BWD_DET(dt, hd, mask, sc, bm, bn, w, st, arch)                        \
     "fmha_bwd_dq_dk_dv_det_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc      \
-    "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+    "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_BWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_BWD_DOT_DO_O(dt, hd, mask, sc, bm, bn, w, st, arch) \
     "fmha_bwd_dot_do_o_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_BWD_CONVERT_DQ(dt, hd, mask, sc, bm, bn, w, st, arch) \
     "fmha_bwd_convert_dq_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
 
 /* Dynamic shared memory of a row. */
-#define FMHAI_SMEM_BWD(hd, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
-#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
-#define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st) 0
-#define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st) 0
+#define FMHAI_SMEM_BWD(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(hd, bm, bn, st)
+#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(hd, bm, bn, st)
+#define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st, arch) 0
+#define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st, arch) 0
 
 /* The body each family's kernel calls. */
-#define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, bm, bn, w, st)                             \
-    fmhai_bwd_dq_dk_dv(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,         \
-                       FMHAI_ON_##mask, FMHAI_ON_##sc, 0)
-#define FMHAI_BODY_BWD_DET(p, smem, dt, hd, mask, sc, bm, bn, w, st)                         \
-    fmhai_bwd_dq_dk_dv(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,         \
-                       FMHAI_ON_##mask, FMHAI_ON_##sc, 1)
-#define FMHAI_BODY_BWD_DOT_DO_O(p, smem, dt, hd, mask, sc, bm, bn, w, st) \
+#define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch)                       \
+    FMHAI_BWD_FN_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,          \
+                        FMHAI_ON_##mask, FMHAI_ON_##sc, 0)
+#define FMHAI_BODY_BWD_DET(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch)                   \
+    FMHAI_BWD_FN_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,          \
+                        FMHAI_ON_##mask, FMHAI_ON_##sc, 1)
+#define FMHAI_BODY_BWD_DOT_DO_O(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch) \
     fmhai_bwd_dot_do_o(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
-#define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, bm, bn, w, st) \
+#define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch) \
     fmhai_bwd_convert_dq(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
 
 /* Compile-time checks of a row: its family's constraints, no ALiBi, and no
  * mask or soft cap on the streaming stages. */
-#define FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st)                                 \
+#define FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st, arch)                           \
+    FMHAI_CAT(FMHAI_BWD90_CHECKS_, FMHAI_BWD_IS90_##arch)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)  \
     FMHA_STATIC_ASSERT(!FMHAI_ON_##al, "fmha_tile constraint bwd_no_alibi violated: the backward "   \
                                        "has no ALiBi (column 6 must be NOALIBI)");                  \
     FMHA_STATIC_ASSERT(!FMHAI_AUX_##fam || (!FMHAI_ON_##mask && !FMHAI_ON_##sc),                     \
@@ -78,33 +94,35 @@
                        "fmha_tile constraint bwd_det_even_warps violated: a BWD_DET row needs an even " \
                        "warp count (its dQ adds read through the step's Q and dO buffers)");          \
     FMHAI_CAT(FMHAI_BWD_CHECKS_, FMHAI_AUX_##fam)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)
+#define FMHAI_BWD90_CHECKS_0(C, hd, bm, bn, w, st)
+#define FMHAI_BWD90_CHECKS_1 FMHAI_BWD90_CONSTRAINTS
 #define FMHAI_BWD_CHECKS_0 FMHAI_BWD_CONSTRAINTS
 #define FMHAI_BWD_CHECKS_1 FMHAI_BWD_AUX_CONSTRAINTS
 
 /* ---- pass 1: kernels ------------------------------------------------------------ */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
 #  define FMHAI_KERNEL_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st)
+    FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st, arch)
 #else
 #  define FMHAI_KERNEL_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st)                                    \
+    FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st, arch)                              \
     static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_BWD_MIN_BLOCKS(w))                  \
     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(        \
         const FMHAI_GRID_CONSTANT fmhai_bwd_params p)                                             \
     {                                                                                             \
         extern __shared__ __align__(128) char fmhai_smem[];                                       \
         if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                         \
-            FMHAI_BODY_##fam(&p, fmhai_smem, dt, hd, mask, sc, bm, bn, w, st);                    \
+            FMHAI_BODY_##fam(&p, fmhai_smem, dt, hd, mask, sc, bm, bn, w, st, arch);              \
     }
 #endif
 
 /* ---- pass 2: table entries -------------------------------------------------------- */
 #define FMHAI_ENTRY_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, bm, bn, w, st, arch), FMHAI_FAM_##fam,                 \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, 0, bm, bn, w, st, "portable_mma",       \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, 0, bm, bn, w, st, FMHAI_BWD_PIPE_##arch, \
         FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR },                                   \
       FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
-      FMHAI_SMEM_##fam(hd, bm, bn, st),                                                            \
+      FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 #define FMHAI_COUNT_ROW_BWD FMHAI_COUNT_ROW

@@ -347,19 +347,11 @@ FMHAI_DEVICE void fmhai_bwd_next_pos(int *mi, int *hq, int n_m, int head_ratio)
     }
 }
 
-/* Issues the copies of sweep step jt (query head h, rows m0..): the Q and
- * dO tiles into stage buffer `qbuf`, LSE and D into slot jt & 1 (D computed
- * here when dQ is direct). */
-FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int h, int m0,
-                                      fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD, int is_bf16,
-                                      int HD, int BM, int NT, int tid)
+/* LSE and D of sweep step jt (query head h, rows m0..) into slot jt & 1 (D
+ * computed here when dQ is direct). */
+FMHAI_DEVICE void fmhai_bwd_load_rowstats(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int h, int m0,
+                                          float *sLse, float *sD, int is_bf16, int HD, int BM, int NT, int tid)
 {
-    const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
-    const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
-    fmhai_block_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, 16, BM, s->s_q - m0, p->d, HD, NT,
-                          tid, 0);
-    fmhai_block_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, 16, BM, s->s_q - m0, p->d, HD,
-                          NT, tid, 0);
     const int slot = (jt & 1) * BM;
     if (tid < BM) {
         const int i = m0 + tid, ok = i < s->s_q;
@@ -371,6 +363,83 @@ FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd
                               p->dsum + s->dsum_off + (int64_t)h * s->dsum_head + (ok ? i : 0), ok);
     }
     if (p->dq_direct) fmhai_bwd_rowdot(p, s, h, m0, sD + slot, 0, is_bf16, HD, BM, NT, tid);
+}
+
+/* Issues the copies of sweep step jt (query head h, rows m0..): the Q and
+ * dO tiles into stage buffer `qbuf`, LSE and D into slot jt & 1. */
+FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int h, int m0,
+                                      fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD, int is_bf16,
+                                      int HD, int BM, int NT, int tid)
+{
+    const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
+    const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
+    fmhai_block_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, 16, BM, s->s_q - m0, p->d, HD, NT,
+                          tid, 0);
+    fmhai_block_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, 16, BM, s->s_q - m0, p->d, HD,
+                          NT, tid, 0);
+    fmhai_bwd_load_rowstats(p, s, jt, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
+}
+
+/* Key j is visible to query i when *c_lo <= j - i <= *c_hi (BIG: no bound). */
+FMHAI_DEVICE void fmhai_bwd_window(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int HAS_MASK, int BIG,
+                                   int *c_lo, int *c_hi)
+{
+    *c_lo = -BIG;
+    *c_hi = BIG;
+    if (HAS_MASK && p->mask_kind != FMHA_MASK_NONE) {
+        const int off = p->mask_kind == FMHA_MASK_BOTTOM_RIGHT ? s->s_k - s->s_q : 0;
+        if (p->window_left >= 0) *c_lo = off - p->window_left;
+        if (p->window_right >= 0) *c_hi = off + p->window_right;
+    }
+}
+
+/* P^T of one 16 x 8 n-tile of S^T, in place: c[2 * hf + e] is key j + 8 * hf,
+ * query i + e. c becomes P^T (soft cap: times 1 - tanh^2, dS's factor) and
+ * pk[hf] the 16-bit P^T pair of row hf. Masked entries and keys past s_k are
+ * 0 (never exp of -inf). */
+FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fmhai_bwd_params *p, int need_mask,
+                                    int j, int i, int s_k, int c_lo, int c_hi, int SOFTCAP, int is_bf16)
+{
+    const float LOG2E = 1.4426950408889634f;
+    const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        float pv[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const float x = c[2 * hf + e];
+            float dfac = 1.f;
+            if (SOFTCAP) {
+                const float th = tanhf(x * p->softcap_pre);
+                pv[e] = fmhai_exp2(th * p->softcap_post_log2 - l2[e]);
+                dfac = 1.f - th * th;
+            } else {
+                pv[e] = fmhai_exp2(x * p->scale_log2 - l2[e]);
+            }
+            if (need_mask) {
+                const int jj = j + 8 * hf, ii = i + e;
+                if (jj >= s_k || jj - ii < c_lo || jj - ii > c_hi) pv[e] = 0.f;
+            }
+            c[2 * hf + e] = pv[e] * dfac;
+        }
+        pk[hf] = fmhai_pack2(pv[0], pv[1], is_bf16);
+    }
+}
+
+/* Deterministic dQ: how many of the earlier key tiles of this tile's split
+ * (split, split + nsplits, ... < n) see query tile m0. Warp-uniform; the
+ * lanes count 32 tiles at a time. */
+FMHAI_DEVICE int fmhai_bwd_det_need(const fmhai_bwd_seq *s, int n, int split, int m0, int BM, int BN, int masked,
+                                    int c_lo, int c_hi, int BIG, int lane)
+{
+    int need = 0;
+    for (int k0 = split; k0 < n; k0 += 32 * s->nsplits) {
+        const int k = k0 + lane * s->nsplits;
+        int lo, hi;
+        fmhai_bwd_m_range(s, k, BM, BN, masked, c_lo, c_hi, BIG, &lo, &hi);
+        need += fmhai_count_lanes(k < n && lo * BM <= m0 && m0 < hi * BM);
+    }
+    return need;
 }
 
 /* acc[QW/8][4] = A B^T over the head dim: A is this warp's 16 key rows
@@ -434,7 +503,6 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
     const int RW = FMHAI_BWD_DQ_RW(BM, HD, NW); /* dQ rows of a warp          */
     const int CT = FMHAI_BWD_DQ_CT(BM, HD, NW); /* dQ columns of a warp       */
     const int CW = FMHAI_BWD_DQ_CW(BM, HD, NW); /* ... in chunks of CW        */
-    const float LOG2E = 1.4426950408889634f;
     const int BIG = 1 << 30;
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -450,12 +518,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
     const int n_tiles = p->dq_direct ? 1 : (s.s_k + BN - 1) / BN;
 
     /* ---- mask: key j is visible to query i when c_lo <= j - i <= c_hi ---- */
-    int c_lo = -BIG, c_hi = BIG;
-    if (HAS_MASK && p->mask_kind != FMHA_MASK_NONE) {
-        const int off = p->mask_kind == FMHA_MASK_BOTTOM_RIGHT ? s.s_k - s.s_q : 0;
-        if (p->window_left >= 0) c_lo = off - p->window_left;
-        if (p->window_right >= 0) c_hi = off + p->window_right;
-    }
+    int c_lo, c_hi;
+    fmhai_bwd_window(p, &s, HAS_MASK, BIG, &c_lo, &c_hi);
 
     /* ---- shared memory ---------------------------------------------------- */
     const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
@@ -586,29 +650,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
 #pragma unroll
                 for (int nt = 0; nt < QW / 8; ++nt) {
                     const int col = q0 + nt * 8 + 2 * t;    /* first of this lane's two columns */
-                    const float2 lse = fmhai_ld_shared_f2(sLse_a + 4 * (slot + col));
-                    const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
-#pragma unroll
-                    for (int hf = 0; hf < 2; ++hf) {
-                        float pv[2];
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            const float x = acc_s[nt][2 * hf + e];
-                            float dfac = 1.f;
-                            if (SOFTCAP) {
-                                const float th = tanhf(x * p->softcap_pre);
-                                pv[e] = fmhai_exp2(th * p->softcap_post_log2 - l2[e]);
-                                dfac = 1.f - th * th;
-                            } else {
-                                pv[e] = fmhai_exp2(x * p->scale_log2 - l2[e]);
-                            }
-                            if (need_mask) {
-                                const int j = j0 + key0 + g + 8 * hf, i = m0 + col + e;
-                                if (j >= s.s_k || j - i < c_lo || j - i > c_hi) pv[e] = 0.f;
-                            }
-                            acc_s[nt][2 * hf + e] = pv[e] * dfac;
-                        }
-                        if (dv_step) pa[nt / 2][(nt % 2) * 2 + hf] = fmhai_pack2(pv[0], pv[1], is_bf16);
+                    uint32_t pk[2];
+                    fmhai_bwd_p_ntile(acc_s[nt], pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
+                                      j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16);
+                    if (dv_step) {
+                        pa[nt / 2][(nt % 2) * 2] = pk[0];
+                        pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
                     }
                 }
 
@@ -677,13 +724,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                 const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
                 int32_t *sem = det ? p->dq_sem + s.acc_off / p->d + row0 : 0;
                 if (det && warp == 0) {
-                    int need = 0;
-                    for (int k0 = split; k0 < n; k0 += 32 * s.nsplits) {
-                        const int k = k0 + lane * s.nsplits;
-                        int lo, hi;
-                        fmhai_bwd_m_range(&s, k, BM, BN, masked, c_lo, c_hi, BIG, &lo, &hi);
-                        need += fmhai_count_lanes(k < n && lo * BM <= m0 && m0 < hi * BM);
-                    }
+                    const int need = fmhai_bwd_det_need(&s, n, split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane);
                     if (lane == 0)
                         while (fmhai_ld_acquire(sem) < need) { }
                 }

@@ -57,14 +57,28 @@
 #define FMHAI_TILES_GFX9_BWD_256(Y, ...)  Y(__VA_ARGS__, GFX9,    64,    32,    2,     1)
 #define FMHAI_TILES_GFX9_BWD_AUX(Y, ...)  Y(__VA_ARGS__, GFX9,    64,     0,    4,     1)
 
+/* ---- NVIDIA Hopper, wgmma pipeline (pipeline/bwd_sm90.h; sm_90a only) ------
+ * Tried before the portable rows on an sm_90 device (the registry ranks
+ * arch-specific pipelines first); hdim 256 has no row and stays portable.
+ * Block shape fixed by the pipeline: 64 x 128, 8 warps (two warpgroups of
+ * 64 keys), Q and dO double-buffered. */
+#ifndef FMHAI_TILES_SM90A_BWD_64
+/*                                                     arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_BWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,    64,   128,    8,     2)
+#define FMHAI_TILES_SM90A_BWD_128(Y, ...) Y(__VA_ARGS__, SM90A,    64,   128,    8,     2)
+#endif
+#define FMHAI_BWD90_MAX_BM 64
+
 #if defined(FMHA_PLATFORM_AMD)
 #  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_GFX9_BWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_GFX9_BWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_GFX9_BWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_GFX9_BWD_AUX(Y, __VA_ARGS__)
 #else
-#  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_SM80_BWD_64(Y, __VA_ARGS__)
-#  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_SM80_BWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_SM90A_BWD_64(Y, __VA_ARGS__) \
+                                      FMHAI_TILES_SM80_BWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_SM90A_BWD_128(Y, __VA_ARGS__) \
+                                      FMHAI_TILES_SM80_BWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_SM80_BWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_SM80_BWD_AUX(Y, __VA_ARGS__)
 #endif
@@ -149,6 +163,16 @@
     C(bwd_shared_memory_227k, FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,         \
       "shared memory of the tile must fit in 227 KB")
 
+/* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
+#define FMHAI_BWD90_CONSTRAINTS(C, hd, bm, bn, w, st)                                      \
+    C(bwd90_hdim_64_128, (hd) == 64 || (hd) == 128, "the wgmma pipeline has head dims 64 and 128") \
+    C(bwd90_block_64x128_w8_s2, (bm) == 64 && (bn) == 128 && (w) == 8 && (st) == 2,         \
+      "the wgmma pipeline's block is tile_m 64, tile_n 128, 8 warps, 2 stages")
+
+/* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
+ * layout plus 1024 bytes to align the swizzle atoms. */
+#define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024)
+
 /* C(...) over a dot_do_o / convert_dq row. */
 #define FMHAI_BWD_AUX_CONSTRAINTS(C, hd, bm, bn, w, st)                                    \
     C(bwd_aux_hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,            \
@@ -158,11 +182,14 @@
       "tile_m (rows per block) must be a multiple of 8 in 8..256")                         \
     C(bwd_aux_unused_columns, (bn) == 0 && (st) == 1, "tile_n must be 0 and stages 1")
 
-/* NULL when the row is valid, else "constraint_name: message". aux: a
- * dot_do_o or convert_dq row. */
+/* NULL when the row is valid, else "constraint_name: message". aux: 1 a
+ * dot_do_o or convert_dq row, 2 a dq_dk_dv row of the Hopper pipeline. */
 static inline const char *fmhai_bwd_row_violation(int aux, int hd, int bm, int bn, int w, int st)
 {
-    if (aux) {
+    if (aux == 2) {   /* a Hopper dq_dk_dv row */
+        FMHAI_BWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
+        FMHAI_BWD90_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
+    } else if (aux) {
         FMHAI_BWD_AUX_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
     } else {
         FMHAI_BWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)

@@ -1,0 +1,304 @@
+/*
+ * Hopper backward pipeline (sm_90a): dq_dk_dv with wgmma.
+ *
+ * The same algorithm and block shape as the portable pipeline (bwd_portable.h:
+ * a block owns BN = 128 keys of one KV head, 8 warps, warp w owns keys
+ * 16w..16w+15, the query tiles of every query head of the group are swept,
+ * dK and dV accumulate in registers), with the five products on warpgroup
+ * MMAs. Warpgroup g (warps 4g..4g+3) owns keys 64g..64g+63, so its 64-row
+ * wgmma accumulators hold exactly the rows the portable warps hold, in the
+ * same fragment layout; the element-wise work (P^T, dS^T, masks, soft cap)
+ * is shared with the portable pipeline. Per query tile (BM rows):
+ *     S^T  = K Q^T        SS, K-major A (K rows) and B (Q rows)     async
+ *     dP^T = V dO^T       SS, same operand roles                    async
+ *     P^T from S^T (wait for S^T only; dP^T still runs)
+ *     dV  += P^T dO       RS: P^T from registers, dO MN-major        async
+ *     dS^T = P^T (dP^T - D) (wait for dP^T; dV still runs); dS^T -> shared
+ *     dK  += dS^T Q       RS: dS^T from registers, Q MN-major        async
+ *     barrier (every warp's dS^T in shared memory)
+ *     dQ   = dS K         SS, both MN-major: dS^T [keys][rows] as A, K as
+ *                         B; warpgroup g computes head-dim columns
+ *                         g*hd/2 .. (g+1)*hd/2 - 1 over all 128 keys
+ *     wait for everything; dQ -> dq_acc (fp32 atomics, the deterministic
+ *     ordered adds of the portable pipeline, or dQ itself when direct)
+ * Tiles load with cp.async into the 128-byte-swizzled layout of
+ * tile/warpgroup_mma.h (the K and Q tiles are read K-major by S^T and
+ * MN-major by dQ and dK without a second copy). Q and dO are double-buffered:
+ * the next step's tiles load during the whole step.
+ *
+ * Rows: hdim 64 and 128, BM 64, BN 128, 8 warps, 2 stages (policy/
+ * bwd_tiles.h); other head dims use the portable pipeline.
+ *
+ * Shared memory (1024-byte aligned from the dynamic base): K [BN][hd], V
+ * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], LSE and D [2][BM].
+ */
+#ifndef FMHA_TILE_PIPELINE_BWD_SM90_H
+#define FMHA_TILE_PIPELINE_BWD_SM90_H
+
+#include "../tile/warpgroup_mma.h"
+#include "bwd_portable.h"
+
+#if defined(FMHA_PLATFORM_NVIDIA)
+
+/* Q-like tile of sweep step jt into a stage buffer (wgmma layout), and its
+ * LSE and D. */
+FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int h, int m0,
+                                        fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD, int is_bf16,
+                                        int HD, int BM, int NT, int tid)
+{
+    const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
+    const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
+    fmhai_wg_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, BM, s->s_q - m0, p->d, HD, NT, tid);
+    fmhai_wg_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, BM, s->s_q - m0, p->d, HD, NT, tid);
+    fmhai_bwd_load_rowstats(p, s, jt, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
+}
+
+/* acc[64 x BM] = A B^T over the head dim, A this warpgroup's 64 rows of a
+ * [BN][hd] tile (K or V), B a [BM][hd] tile (Q or dO); one commit group. */
+FMHAI_DEVICE void fmhai_bwd90_abt(float *acc, fmhai_smem_t a, fmhai_smem_t b, int HD, int BM, int BN, int wg,
+                                  int is_bf16)
+{
+    const uint64_t da = fmhai_wg_desc(fmhai_opaque_smem(a + wg * 64 * 128), 16, 1024);
+    const uint64_t db = fmhai_wg_desc(fmhai_opaque_smem(b), 16, 1024);
+#pragma unroll
+    for (int k = 0; k < HD / 16; ++k)
+        fmhai_wg_mma_ss_kk_n64(acc, da + (uint64_t)(((k / 4) * BN * 128 + (k % 4) * 32) >> 4),
+                               db + (uint64_t)(((k / 4) * BM * 128 + (k % 4) * 32) >> 4), k > 0, is_bf16);
+    fmhai_wg_commit();
+}
+
+/* acc[64 x hd] += A[64 x BM] B, A as BM/16 register fragments, B a [BM][hd]
+ * tile read MN-major; one commit group. */
+FMHAI_DEVICE void fmhai_bwd90_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int HD, int BM, int is_bf16)
+{
+    const uint64_t db = fmhai_wg_desc(fmhai_opaque_smem(b), BM * 128, 1024);
+#pragma unroll
+    for (int kq = 0; kq < BM / 16; ++kq) {
+        if (HD == 128) fmhai_wg_mma_rs_t_n128(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
+        else fmhai_wg_mma_rs_t_n64(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
+    }
+    fmhai_wg_commit();
+}
+
+FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
+                                          const int HD, const int BM, const int BN, const int NW, const int ST,
+                                          const int HAS_MASK, const int SOFTCAP, const int DET)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    const int NT = NW * 32;
+    const int BIG = 1 << 30;
+    const int DQN = HD / 2;   /* dQ columns of a warpgroup */
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4, wg = warp / 4;
+    const int hk = (int)blockIdx.y, b = (int)blockIdx.z;
+    (void)ST;
+
+    fmhai_bwd_seq s;
+    fmhai_bwd_seq_of(p, b, &s);
+    if (s.nsplits <= 0) return;
+    const int det = DET && !p->dq_direct;
+    const int n_tiles = p->dq_direct ? 1 : (s.s_k + BN - 1) / BN;
+    int c_lo, c_hi;
+    fmhai_bwd_window(p, &s, HAS_MASK, BIG, &c_lo, &c_hi);
+
+    /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
+    const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
+    const fmhai_smem_t sK = (raw + 1023u) & ~1023u;
+    const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
+    const fmhai_smem_t sV = sK + kv_bytes, sQ = sV + kv_bytes, sdO = sQ + 2 * q_bytes, sdS = sdO + 2 * q_bytes;
+    float *sLse = (float *)(smem_raw + (sdS - raw) + BN * BM * 2);   /* [2][BM] */
+    float *sD = sLse + 2 * BM;                                        /* [2][BM] */
+    const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD);
+    const int key0 = warp * 16;   /* this warp's first key in the tile */
+
+    const char *k_seq = (const char *)p->k + 2 * ((int64_t)s.b_eff * p->k_batch + (int64_t)s.k_start * p->k_row +
+                                                  (int64_t)hk * p->k_head);
+    const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
+                                                  (int64_t)hk * p->v_head);
+    const int masked = HAS_MASK && !p->dq_direct;
+    int32_t *pend = 0;   /* deterministic, thread 0: counter of the last dQ adds, not yet published */
+    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
+        const int j0 = n * BN;
+        const int split = det ? n % s.nsplits : 0;
+        int m_lo, m_hi;
+        fmhai_bwd_m_range(&s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
+        const int n_m = m_hi - m_lo;
+        const int m_dir = det ? -1 : 1, m_first = det ? m_hi - 1 : m_lo;   /* as the portable pipeline */
+        const int n_steps = n_m * p->head_ratio;
+
+        fmhai_copy_wait(0);
+        __syncthreads();
+        fmhai_wg_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN, s.s_k - j0, p->d, HD, NT, tid);
+        fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s.s_k - j0, p->d, HD, NT, tid);
+        if (n_steps > 0)
+            fmhai_bwd90_load_step(p, &s, 0, hk * p->head_ratio, m_first * BM, sQ, sdO, sLse, sD, is_bf16, HD, BM,
+                                  NT, tid);
+        fmhai_copy_commit();
+
+        float acc_dv[FMHAI_FWD_MAX_HD / 2], acc_dk[FMHAI_FWD_MAX_HD / 2];
+#pragma unroll
+        for (int i = 0; i < HD / 2; ++i) { acc_dv[i] = 0.f; acc_dk[i] = 0.f; }
+
+        int mi = 0, hq = 0;
+#pragma unroll 1
+        for (int jt = 0; jt < n_steps; ++jt) {
+            const int buf = jt & 1, slot = (jt & 1) * BM;
+            const int m0 = (m_first + m_dir * mi) * BM;
+            const int h = hk * p->head_ratio + hq;
+            int nmi = mi, nhq = hq;
+            fmhai_bwd_next_pos(&nmi, &nhq, n_m, p->head_ratio);
+
+            /* this step's tiles have landed (and are visible to wgmma); every
+             * warp is done with the previous step's buffers */
+            fmhai_copy_wait(0);
+            fmhai_wg_fence_smem();
+            __syncthreads();
+            if (det && pend) {
+                if (tid == 0) fmhai_add_release(pend, 1);
+                pend = 0;
+            }
+            if (jt + 1 < n_steps)
+                fmhai_bwd90_load_step(p, &s, jt + 1, hk * p->head_ratio + nhq, (m_first + m_dir * nmi) * BM,
+                                      sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse, sD, is_bf16, HD,
+                                      BM, NT, tid);
+            fmhai_copy_commit();
+            const fmhai_smem_t q_s = sQ + buf * q_bytes, do_s = sdO + buf * q_bytes;
+
+            /* ---- S^T and dP^T, both in flight -------------------------------- */
+            float acc_s[FMHAI_BWD90_MAX_BM / 2], acc_p[FMHAI_BWD90_MAX_BM / 2];
+            fmhai_wg_fence();
+            fmhai_bwd90_abt(acc_s, sK, q_s, HD, BM, BN, wg, is_bf16);
+            fmhai_bwd90_abt(acc_p, sV, do_s, HD, BM, BN, wg, is_bf16);
+            fmhai_wg_wait(1);
+            fmhai_wg_fence_acc(acc_s, BM / 2);
+
+            /* ---- P^T; dV += P^T dO ------------------------------------------ */
+            const int need_mask = (j0 + BN > s.s_k) ||
+                                  (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
+            uint32_t pa[FMHAI_BWD90_MAX_BM / 16][4];
+#pragma unroll
+            for (int nt = 0; nt < BM / 8; ++nt) {
+                const int col = nt * 8 + 2 * t;
+                uint32_t pk[2];
+                fmhai_bwd_p_ntile(acc_s + 4 * nt, pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
+                                  j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16);
+                pa[nt / 2][(nt % 2) * 2] = pk[0];
+                pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
+            }
+            fmhai_wg_fence();
+            fmhai_bwd90_rs(acc_dv, pa, do_s, HD, BM, is_bf16);
+            fmhai_wg_wait(1);   /* dP^T done (dV may run on) */
+            fmhai_wg_fence_acc(acc_p, BM / 2);
+
+            /* ---- dS^T = P^T (dP^T - D): registers and shared; dK += dS^T Q ---- */
+            uint32_t dsa[FMHAI_BWD90_MAX_BM / 16][4];
+#pragma unroll
+            for (int nt = 0; nt < BM / 8; ++nt) {
+                const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + nt * 8 + 2 * t));
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const uint32_t v = fmhai_pack2(acc_s[4 * nt + 2 * hf] * (acc_p[4 * nt + 2 * hf] - dd.x),
+                                                   acc_s[4 * nt + 2 * hf + 1] * (acc_p[4 * nt + 2 * hf + 1] - dd.y),
+                                                   is_bf16);
+                    dsa[nt / 2][(nt % 2) * 2 + hf] = v;
+                    fmhai_st_shared_u32(sdS + fmhai_wg_tile_off(key0 + g + 8 * hf, nt, BN) + 4 * t, v);
+                }
+            }
+            fmhai_wg_fence();
+            fmhai_bwd90_rs(acc_dk, dsa, q_s, HD, BM, is_bf16);
+            fmhai_wg_fence_smem();
+            __syncthreads();   /* dS^T of every warp in shared memory */
+
+            /* ---- dQ = dS K: this warpgroup's DQN columns ---------------------- */
+            float acc_q[FMHAI_FWD_MAX_HD / 4];
+            {
+                const int c0 = wg * DQN;
+                const uint64_t da = fmhai_wg_desc(fmhai_opaque_smem(sdS), BN * 128, 1024);
+                const uint64_t db =
+                    fmhai_wg_desc(fmhai_opaque_smem(sK + (c0 / 64) * BN * 128 + (c0 % 64) * 2), BN * 128, 1024);
+                fmhai_wg_fence();
+#pragma unroll
+                for (int kk = 0; kk < BN / 16; ++kk) {
+                    const uint64_t step = (uint64_t)(kk * 2048 >> 4);
+                    if (DQN == 64) fmhai_wg_mma_ss_tt_n64(acc_q, da + step, db + step, kk > 0, is_bf16);
+                    else fmhai_wg_mma_ss_tt_n32(acc_q, da + step, db + step, kk > 0, is_bf16);
+                }
+                fmhai_wg_commit();
+            }
+            fmhai_wg_wait(0);
+            fmhai_wg_fence_acc(acc_q, DQN / 2);
+            fmhai_wg_fence_acc(acc_dv, HD / 2);
+            fmhai_wg_fence_acc(acc_dk, HD / 2);
+
+            /* ---- dQ out ------------------------------------------------------- */
+            const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
+            float *acc_row = p->dq_acc + s.acc_off + row0 * p->d;
+            if (det) {
+                /* the slice's earlier key tiles that see this query tile first */
+                int32_t *sem = p->dq_sem + s.acc_off / p->d + row0;
+                if (warp == 0) {
+                    const int need = fmhai_bwd_det_need(&s, n, split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane);
+                    if (lane == 0)
+                        while (fmhai_ld_acquire(sem) < need) { }
+                }
+                __syncthreads();
+                pend = sem;   /* published by thread 0 after the next barrier */
+            }
+            float2 prev[FMHAI_FWD_MAX_HD / 4];   /* deterministic: the slice's sums so far */
+            if (det) {
+#pragma unroll
+                for (int nt = 0; nt < DQN / 8; ++nt)
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const int r = 16 * (warp % 4) + g + 8 * hf, col = wg * DQN + nt * 8 + 2 * t;
+                        prev[2 * nt + hf] = make_float2(0.f, 0.f);
+                        if (m0 + r < s.s_q && col < p->d)
+                            prev[2 * nt + hf] = __ldcg((const float2 *)(acc_row + (int64_t)r * p->d + col));
+                    }
+            }
+#pragma unroll
+            for (int nt = 0; nt < DQN / 8; ++nt)
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int r = 16 * (warp % 4) + g + 8 * hf, col = wg * DQN + nt * 8 + 2 * t;
+                    if (m0 + r >= s.s_q || col >= p->d) continue;
+                    const float x = acc_q[4 * nt + 2 * hf], y = acc_q[4 * nt + 2 * hf + 1];
+                    if (p->dq_direct) {
+                        char *dq = (char *)p->dq +
+                                   2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0 + r);
+                        *(uint32_t *)(dq + 2 * col) = fmhai_pack2(x * p->scale, y * p->scale, is_bf16);
+                    } else if (det) {
+                        const float2 v = prev[2 * nt + hf];
+                        fmhai_st_cg_f2(acc_row + (int64_t)r * p->d + col, make_float2(v.x + x, v.y + y));
+                    } else {
+                        fmhai_atomic_add2(p->dq_acc + s.acc_off + ((int64_t)h * s.s_q + m0 + r) * p->d + col, x, y);
+                    }
+                }
+            mi = nmi;
+            hq = nhq;
+        }
+
+        if (det && pend) {
+            __syncthreads();
+            if (tid == 0) fmhai_add_release(pend, 1);
+            pend = 0;
+        }
+
+        /* ---- dK (times scale) and dV of the tile ----------------------------- */
+        char *dk = (char *)p->dk + 2 * ((int64_t)s.b_eff * p->dk_batch + (int64_t)(s.k_start + j0) * p->dk_row +
+                                        (int64_t)hk * p->dk_head);
+        char *dv = (char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch + (int64_t)(s.k_start + j0) * p->dv_row +
+                                        (int64_t)hk * p->dv_head);
+        fmhai_bwd_store_kv(dv, p->dv_row, (const float (*)[4])acc_dv, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+        fmhai_bwd_store_kv(dk, p->dk_row, (const float (*)[4])acc_dk, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD,
+                           lane);
+    }
+    fmhai_copy_wait(0);
+#else
+    (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)ST; (void)HAS_MASK;
+    (void)SOFTCAP; (void)DET;
+#endif
+}
+
+#endif /* FMHA_PLATFORM_NVIDIA */
+#endif /* FMHA_TILE_PIPELINE_BWD_SM90_H */
