@@ -102,9 +102,10 @@ static void test_default_set(void)
     CHECK(n90 == 32, "default backward set: a wgmma dq_dk_dv row for every hdim 64 and 128 row (2 dtypes x 2 hdims "
                      "x 4 variants x BWD and BWD_DET)");
 #endif
-    CHECK(fmhai_bwd_row_violation(2, 256, 64, 128, 8, 2) != NULL && fmhai_bwd_row_violation(2, 128, 64, 64, 4, 2) &&
-              fmhai_bwd_row_violation(2, 64, 64, 128, 8, 2) == NULL,
-          "wgmma rows: hdim 64/128 with the 64 x 128, 8-warp block only");
+    CHECK(fmhai_bwd_row_violation(2, 256, 64, 128, 12, 2) != NULL && fmhai_bwd_row_violation(2, 128, 64, 64, 8, 2) &&
+              fmhai_bwd_row_violation(2, 64, 64, 128, 12, 2) == NULL &&
+              fmhai_bwd_row_violation(2, 128, 64, 128, 12, 2) == NULL,
+          "wgmma rows: hdim 64/128 with the 64 x 128, 12-warp block only");
     {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, 0);
         CHECK(k && strstr(k->name, "fmha_bwd_dq_dk_dv_d64_fp16_nmask_nsoftcap_b") == k->name,

@@ -81,10 +81,9 @@
 #define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch) \
     fmhai_bwd_convert_dq(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
 
-/* Compile-time checks of a row: its family's constraints, no ALiBi, and no
- * mask or soft cap on the streaming stages. */
+/* Compile-time checks of a row: its family's (and pipeline's) constraints,
+ * no ALiBi, and no mask or soft cap on the streaming stages. */
 #define FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st, arch)                           \
-    FMHAI_CAT(FMHAI_BWD90_CHECKS_, FMHAI_BWD_IS90_##arch)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)  \
     FMHA_STATIC_ASSERT(!FMHAI_ON_##al, "fmha_tile constraint bwd_no_alibi violated: the backward "   \
                                        "has no ALiBi (column 6 must be NOALIBI)");                  \
     FMHA_STATIC_ASSERT(!FMHAI_AUX_##fam || (!FMHAI_ON_##mask && !FMHAI_ON_##sc),                     \
@@ -93,11 +92,13 @@
     FMHA_STATIC_ASSERT(FMHAI_FAM_##fam != FMHA_FAMILY_BWD_DET || (w) % 2 == 0,                       \
                        "fmha_tile constraint bwd_det_even_warps violated: a BWD_DET row needs an even " \
                        "warp count (its dQ adds read through the step's Q and dO buffers)");          \
-    FMHAI_CAT(FMHAI_BWD_CHECKS_, FMHAI_AUX_##fam)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st)
-#define FMHAI_BWD90_CHECKS_0(C, hd, bm, bn, w, st)
-#define FMHAI_BWD90_CHECKS_1 FMHAI_BWD90_CONSTRAINTS
-#define FMHAI_BWD_CHECKS_0 FMHAI_BWD_CONSTRAINTS
-#define FMHAI_BWD_CHECKS_1 FMHAI_BWD_AUX_CONSTRAINTS
+    FMHAI_CAT(FMHAI_BWD_CHECKS_, FMHAI_CAT(FMHAI_BWD_IS90_##arch, FMHAI_AUX_##fam))(FMHAI_CONSTRAINT_ASSERT, \
+                                                                            hd, bm, bn, w, st)
+/* checks by (Hopper pipeline, streaming stage) */
+#define FMHAI_BWD_CHECKS_00 FMHAI_BWD_CONSTRAINTS
+#define FMHAI_BWD_CHECKS_01 FMHAI_BWD_AUX_CONSTRAINTS
+#define FMHAI_BWD_CHECKS_10 FMHAI_BWD90_CONSTRAINTS
+#define FMHAI_BWD_CHECKS_11 FMHAI_BWD_AUX_CONSTRAINTS
 
 /* ---- pass 1: kernels ------------------------------------------------------------ */
 #if defined(FMHA_PLATFORM_HOST_ONLY)

@@ -80,18 +80,117 @@ FMHAI_DEVICE void fmhai_bwd90_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_
     fmhai_wg_commit();
 }
 
+/* Sweep of one key tile: its query tiles m_first, m_first + m_dir, ...
+ * (n_m of them, for each query head of the group: n_steps steps). */
+typedef struct fmhai_bwd90_tile {
+    int j0, split, n_m, m_first, m_dir, n_steps;
+} fmhai_bwd90_tile;
+
+FMHAI_DEVICE void fmhai_bwd90_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int n, int BM, int BN,
+                                      int det, int masked, int c_lo, int c_hi, int BIG, fmhai_bwd90_tile *T)
+{
+    int m_lo, m_hi;
+    fmhai_bwd_m_range(s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
+    T->j0 = n * BN;
+    T->split = det ? n % s->nsplits : 0;
+    T->n_m = m_hi - m_lo;
+    T->m_dir = det ? -1 : 1;   /* as the portable pipeline */
+    T->m_first = det ? m_hi - 1 : m_lo;
+    T->n_steps = T->n_m * p->head_ratio;
+}
+
+/* Named barriers of the pipeline (0 is __syncthreads, unused here). */
+#define FMHAI_BWD90_BAR_MMA 1        /* the two MMA warpgroups (256 threads)   */
+#define FMHAI_BWD90_BAR_WRITER 2     /* the dQ writer warpgroup (128)           */
+#define FMHAI_BWD90_BAR_FULL 3       /* + buffer: dQ tile written (384)         */
+#define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dQ tile consumed (384)        */
+
+/* The dQ writer warpgroup: follows the MMA warpgroups' sweep and, per step,
+ * takes the step's fp32 dQ tile from shared buffer tau & 1 and adds it to
+ * dq_acc with fp32 vector atomics (deterministic: into the split's slice,
+ * after the slice's earlier key tiles that see the query tile, then
+ * published), or writes dQ itself (dq_direct). The MMA warpgroups only wait
+ * for it when both buffers are full. Registers: 24 (setmaxnreg). */
+FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, const float *sdQ,
+                                        int is_bf16, int HD, int BM, int BN, int det, int masked, int c_lo,
+                                        int c_hi, int BIG, int n_tiles, int wtid)
+{
+    const int QS = HD + 8;   /* fp32 row stride of a dQ buffer */
+    const int lane = wtid % 32;
+    int total = 0;           /* steps of the whole walk: the last two hand no buffer back */
+    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
+        fmhai_bwd90_tile T;
+        fmhai_bwd90_tile_of(p, s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
+        total += T.n_steps;
+    }
+    if (total > 0) fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, 384);
+    if (total > 1) fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, 384);
+    int tau = 0;
+    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
+        fmhai_bwd90_tile T;
+        fmhai_bwd90_tile_of(p, s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
+        int mi = 0, hq = 0;
+#pragma unroll 1
+        for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
+            const int m0 = (T.m_first + T.m_dir * mi) * BM, h = (int)blockIdx.y * p->head_ratio + hq;
+            const int rows = min(BM, s->s_q - m0);
+            const float *buf = sdQ + (tau & 1) * BM * QS;
+            fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
+            fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
+            const int64_t row0 = ((int64_t)h * s->nsplits + T.split) * s->s_q + m0;
+            float *acc = p->dq_acc + s->acc_off + row0 * p->d;   /* the step's rows of its slice */
+            int32_t *sem = det ? p->dq_sem + s->acc_off / p->d + row0 : 0;
+            if (det) {
+                if (wtid < 32) {
+                    const int need = fmhai_bwd_det_need(s, n, T.split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane);
+                    if (lane == 0)
+                        while (fmhai_ld_acquire(sem) < need) { }
+                }
+                fmhai_bar_sync(FMHAI_BWD90_BAR_WRITER, 128);
+            }
+            /* 16-byte pieces: a warp covers 32 consecutive pieces of a row.
+             * Deterministic adds are vector atomics too: the slice's adders
+             * of this query tile take turns (the counter), so the order of
+             * the additions is fixed and the sums are reproducible. */
+            const int pieces = HD / 4;
+#pragma unroll 2
+            for (int idx = wtid; idx < BM * pieces; idx += 128) {
+                const int r = idx / pieces, c = (idx % pieces) * 4;
+                if (r >= rows || c >= p->d) continue;
+                const float4 v = *(const float4 *)(buf + r * QS + c);
+                if (p->dq_direct) {
+                    char *dq = (char *)p->dq +
+                               2 * (fmhai_bwd_row_off(s, p->dq_row, p->dq_head, p->dq_batch, h, m0 + r) + c);
+                    uint2 w;
+                    w.x = fmhai_pack2(v.x * p->scale, v.y * p->scale, is_bf16);
+                    w.y = fmhai_pack2(v.z * p->scale, v.w * p->scale, is_bf16);
+                    *(uint2 *)dq = w;
+                } else {
+                    atomicAdd((float4 *)(acc + (int64_t)r * p->d + c), v);
+                }
+            }
+            if (det) {   /* every writer thread's adds, then one release */
+                fmhai_bar_sync(FMHAI_BWD90_BAR_WRITER, 128);
+                if (wtid == 0) fmhai_add_release(sem, 1);
+            }
+            if (tau + 2 < total) fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
+        }
+    }
+}
+
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
                                           const int HD, const int BM, const int BN, const int NW, const int ST,
                                           const int HAS_MASK, const int SOFTCAP, const int DET)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    const int NT = NW * 32;
+    const int NT = 256;       /* threads of the two MMA warpgroups */
     const int BIG = 1 << 30;
     const int DQN = HD / 2;   /* dQ columns of a warpgroup */
+    const int QS = HD + 8;    /* fp32 row stride of a dQ buffer (conflict-free fragment stores) */
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
     const int hk = (int)blockIdx.y, b = (int)blockIdx.z;
-    (void)ST;
+    (void)ST; (void)NW;
 
     fmhai_bwd_seq s;
     fmhai_bwd_seq_of(p, b, &s);
@@ -100,6 +199,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int n_tiles = p->dq_direct ? 1 : (s.s_k + BN - 1) / BN;
     int c_lo, c_hi;
     fmhai_bwd_window(p, &s, HAS_MASK, BIG, &c_lo, &c_hi);
+    const int masked = HAS_MASK && !p->dq_direct;
 
     /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
     const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
@@ -108,30 +208,33 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const fmhai_smem_t sV = sK + kv_bytes, sQ = sV + kv_bytes, sdO = sQ + 2 * q_bytes, sdS = sdO + 2 * q_bytes;
     float *sLse = (float *)(smem_raw + (sdS - raw) + BN * BM * 2);   /* [2][BM] */
     float *sD = sLse + 2 * BM;                                        /* [2][BM] */
-    const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD);
-    const int key0 = warp * 16;   /* this warp's first key in the tile */
+    float *sdQ = sD + 2 * BM;                                         /* [2][BM][QS] */
+    const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
 
+    if (warp >= 8) {   /* the dQ writer warpgroup */
+        fmhai_wg_setmaxnreg_dec24();
+        fmhai_bwd90_dq_writer(p, &s, sdQ, is_bf16, HD, BM, BN, det, masked, c_lo, c_hi, BIG, n_tiles, tid - NT);
+        return;
+    }
+    fmhai_wg_setmaxnreg_inc240();
+
+    const int key0 = warp * 16;   /* this warp's first key in the tile */
     const char *k_seq = (const char *)p->k + 2 * ((int64_t)s.b_eff * p->k_batch + (int64_t)s.k_start * p->k_row +
                                                   (int64_t)hk * p->k_head);
     const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
                                                   (int64_t)hk * p->v_head);
-    const int masked = HAS_MASK && !p->dq_direct;
-    int32_t *pend = 0;   /* deterministic, thread 0: counter of the last dQ adds, not yet published */
+    int tau = 0;   /* steps so far over the block's key tiles: the dQ buffer is tau & 1 */
     for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
-        const int j0 = n * BN;
-        const int split = det ? n % s.nsplits : 0;
-        int m_lo, m_hi;
-        fmhai_bwd_m_range(&s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
-        const int n_m = m_hi - m_lo;
-        const int m_dir = det ? -1 : 1, m_first = det ? m_hi - 1 : m_lo;   /* as the portable pipeline */
-        const int n_steps = n_m * p->head_ratio;
+        fmhai_bwd90_tile T;
+        fmhai_bwd90_tile_of(p, &s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
+        const int j0 = T.j0;
 
         fmhai_copy_wait(0);
-        __syncthreads();
+        fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
         fmhai_wg_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN, s.s_k - j0, p->d, HD, NT, tid);
         fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s.s_k - j0, p->d, HD, NT, tid);
-        if (n_steps > 0)
-            fmhai_bwd90_load_step(p, &s, 0, hk * p->head_ratio, m_first * BM, sQ, sdO, sLse, sD, is_bf16, HD, BM,
+        if (T.n_steps > 0)
+            fmhai_bwd90_load_step(p, &s, 0, hk * p->head_ratio, T.m_first * BM, sQ, sdO, sLse, sD, is_bf16, HD, BM,
                                   NT, tid);
         fmhai_copy_commit();
 
@@ -141,24 +244,18 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 
         int mi = 0, hq = 0;
 #pragma unroll 1
-        for (int jt = 0; jt < n_steps; ++jt) {
+        for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
             const int buf = jt & 1, slot = (jt & 1) * BM;
-            const int m0 = (m_first + m_dir * mi) * BM;
-            const int h = hk * p->head_ratio + hq;
-            int nmi = mi, nhq = hq;
-            fmhai_bwd_next_pos(&nmi, &nhq, n_m, p->head_ratio);
+            const int m0 = (T.m_first + T.m_dir * mi) * BM;
+            fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
 
             /* this step's tiles have landed (and are visible to wgmma); every
              * warp is done with the previous step's buffers */
             fmhai_copy_wait(0);
             fmhai_wg_fence_smem();
-            __syncthreads();
-            if (det && pend) {
-                if (tid == 0) fmhai_add_release(pend, 1);
-                pend = 0;
-            }
-            if (jt + 1 < n_steps)
-                fmhai_bwd90_load_step(p, &s, jt + 1, hk * p->head_ratio + nhq, (m_first + m_dir * nmi) * BM,
+            fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
+            if (jt + 1 < T.n_steps)
+                fmhai_bwd90_load_step(p, &s, jt + 1, hk * p->head_ratio + hq, (T.m_first + T.m_dir * mi) * BM,
                                       sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse, sD, is_bf16, HD,
                                       BM, NT, tid);
             fmhai_copy_commit();
@@ -187,7 +284,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             }
             fmhai_wg_fence();
             fmhai_bwd90_rs(acc_dv, pa, do_s, HD, BM, is_bf16);
-            fmhai_wg_wait(1);   /* dP^T done (dV may run on) */
+            fmhai_wg_wait(0);   /* dP^T and dV done: P^T's registers are free */
             fmhai_wg_fence_acc(acc_p, BM / 2);
 
             /* ---- dS^T = P^T (dP^T - D): registers and shared; dK += dS^T Q ---- */
@@ -207,7 +304,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_wg_fence();
             fmhai_bwd90_rs(acc_dk, dsa, q_s, HD, BM, is_bf16);
             fmhai_wg_fence_smem();
-            __syncthreads();   /* dS^T of every warp in shared memory */
+            fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);   /* dS^T of every warp in shared memory */
 
             /* ---- dQ = dS K: this warpgroup's DQN columns ---------------------- */
             float acc_q[FMHAI_FWD_MAX_HD / 4];
@@ -230,58 +327,20 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_wg_fence_acc(acc_dv, HD / 2);
             fmhai_wg_fence_acc(acc_dk, HD / 2);
 
-            /* ---- dQ out ------------------------------------------------------- */
-            const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
-            float *acc_row = p->dq_acc + s.acc_off + row0 * p->d;
-            if (det) {
-                /* the slice's earlier key tiles that see this query tile first */
-                int32_t *sem = p->dq_sem + s.acc_off / p->d + row0;
-                if (warp == 0) {
-                    const int need = fmhai_bwd_det_need(&s, n, split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane);
-                    if (lane == 0)
-                        while (fmhai_ld_acquire(sem) < need) { }
-                }
-                __syncthreads();
-                pend = sem;   /* published by thread 0 after the next barrier */
-            }
-            float2 prev[FMHAI_FWD_MAX_HD / 4];   /* deterministic: the slice's sums so far */
-            if (det) {
+            /* ---- dQ tile -> the writer's buffer ------------------------------ */
+            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
+            {
+                const fmhai_smem_t qb = sdQ_a + (tau & 1) * BM * QS * 4;
 #pragma unroll
                 for (int nt = 0; nt < DQN / 8; ++nt)
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {
                         const int r = 16 * (warp % 4) + g + 8 * hf, col = wg * DQN + nt * 8 + 2 * t;
-                        prev[2 * nt + hf] = make_float2(0.f, 0.f);
-                        if (m0 + r < s.s_q && col < p->d)
-                            prev[2 * nt + hf] = __ldcg((const float2 *)(acc_row + (int64_t)r * p->d + col));
+                        fmhai_lds_store8(qb + (r * QS + col) * 4, __float_as_uint(acc_q[4 * nt + 2 * hf]),
+                                         __float_as_uint(acc_q[4 * nt + 2 * hf + 1]));
                     }
             }
-#pragma unroll
-            for (int nt = 0; nt < DQN / 8; ++nt)
-#pragma unroll
-                for (int hf = 0; hf < 2; ++hf) {
-                    const int r = 16 * (warp % 4) + g + 8 * hf, col = wg * DQN + nt * 8 + 2 * t;
-                    if (m0 + r >= s.s_q || col >= p->d) continue;
-                    const float x = acc_q[4 * nt + 2 * hf], y = acc_q[4 * nt + 2 * hf + 1];
-                    if (p->dq_direct) {
-                        char *dq = (char *)p->dq +
-                                   2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0 + r);
-                        *(uint32_t *)(dq + 2 * col) = fmhai_pack2(x * p->scale, y * p->scale, is_bf16);
-                    } else if (det) {
-                        const float2 v = prev[2 * nt + hf];
-                        fmhai_st_cg_f2(acc_row + (int64_t)r * p->d + col, make_float2(v.x + x, v.y + y));
-                    } else {
-                        fmhai_atomic_add2(p->dq_acc + s.acc_off + ((int64_t)h * s.s_q + m0 + r) * p->d + col, x, y);
-                    }
-                }
-            mi = nmi;
-            hq = nhq;
-        }
-
-        if (det && pend) {
-            __syncthreads();
-            if (tid == 0) fmhai_add_release(pend, 1);
-            pend = 0;
+            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
         }
 
         /* ---- dK (times scale) and dV of the tile ----------------------------- */

@@ -60,12 +60,12 @@
 /* ---- NVIDIA Hopper, wgmma pipeline (pipeline/bwd_sm90.h; sm_90a only) ------
  * Tried before the portable rows on an sm_90 device (the registry ranks
  * arch-specific pipelines first); hdim 256 has no row and stays portable.
- * Block shape fixed by the pipeline: 64 x 128, 8 warps (two warpgroups of
- * 64 keys), Q and dO double-buffered. */
+ * Block shape fixed by the pipeline: 64 x 128, 12 warps (two MMA warpgroups
+ * of 64 keys each and the dQ writer warpgroup), Q and dO double-buffered. */
 #ifndef FMHAI_TILES_SM90A_BWD_64
 /*                                                     arch   tile_m tile_n warps stages */
-#define FMHAI_TILES_SM90A_BWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,    64,   128,    8,     2)
-#define FMHAI_TILES_SM90A_BWD_128(Y, ...) Y(__VA_ARGS__, SM90A,    64,   128,    8,     2)
+#define FMHAI_TILES_SM90A_BWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,    64,   128,   12,     2)
+#define FMHAI_TILES_SM90A_BWD_128(Y, ...) Y(__VA_ARGS__, SM90A,    64,   128,   12,     2)
 #endif
 #define FMHAI_BWD90_MAX_BM 64
 
@@ -164,14 +164,18 @@
       "shared memory of the tile must fit in 227 KB")
 
 /* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
+/* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
+ * layout, 1024 bytes to align the swizzle atoms, and two fp32 dQ tiles
+ * (rows padded by 8 floats) handed to the writer warpgroup. */
+#define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) \
+    (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024 + 2 * (bm) * ((hd) + 8) * 4)
+
 #define FMHAI_BWD90_CONSTRAINTS(C, hd, bm, bn, w, st)                                      \
     C(bwd90_hdim_64_128, (hd) == 64 || (hd) == 128, "the wgmma pipeline has head dims 64 and 128") \
-    C(bwd90_block_64x128_w8_s2, (bm) == 64 && (bn) == 128 && (w) == 8 && (st) == 2,         \
-      "the wgmma pipeline's block is tile_m 64, tile_n 128, 8 warps, 2 stages")
-
-/* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
- * layout plus 1024 bytes to align the swizzle atoms. */
-#define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024)
+    C(bwd90_block_64x128_w12_s2, (bm) == 64 && (bn) == 128 && (w) == 12 && (st) == 2,       \
+      "the wgmma pipeline's block is tile_m 64, tile_n 128, 12 warps, 2 stages")            \
+    C(bwd90_shared_memory_227k, FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,      \
+      "shared memory of the tile must fit in 227 KB")
 
 /* C(...) over a dot_do_o / convert_dq row. */
 #define FMHAI_BWD_AUX_CONSTRAINTS(C, hd, bm, bn, w, st)                                    \
@@ -187,7 +191,6 @@
 static inline const char *fmhai_bwd_row_violation(int aux, int hd, int bm, int bn, int w, int st)
 {
     if (aux == 2) {   /* a Hopper dq_dk_dv row */
-        FMHAI_BWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
         FMHAI_BWD90_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
     } else if (aux) {
         FMHAI_BWD_AUX_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)

@@ -20,6 +20,10 @@
  *   fmhai_wg_load_tile(...)                 cooperative cp.async of a tile
  *   fmhai_wg_fence() / _commit() / _wait(n) wgmma.fence, commit_group,
  *                                           wait_group n (n <= 3)
+ *   fmhai_bar_sync / fmhai_bar_arrive       named barriers (producer/consumer
+ *                                           hand-offs between warpgroups)
+ *   fmhai_wg_setmaxnreg_inc240 / _dec24     rebalance registers between
+ *                                           warpgroups
  *   fmhai_wg_fence_acc(d, n)                keeps the compiler from moving
  *                                           accumulator reads or writes across
  *                                           an asynchronous MMA
@@ -107,6 +111,34 @@ FMHAI_DEVICE void fmhai_wg_fence_smem(void)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+/* Named barriers: `count` threads (a multiple of 32) meet at barrier id
+ * (1..15; 0 is __syncthreads). arrive does not wait: a producer signals a
+ * consumer that syncs on the same id with the total count. */
+FMHAI_DEVICE void fmhai_bar_sync(int id, int count)
+{
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+}
+FMHAI_DEVICE void fmhai_bar_arrive(int id, int count)
+{
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+}
+
+/* Register budget of the calling warpgroup (every warp of it calls). A
+ * 384-thread block starts at 168 a thread; two warpgroups at 240 and one at
+ * 24 keep the total (2 * 240 + 24 = 3 * 168): a larger sum never completes. */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc240(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+#endif
+}
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec24(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
 #endif
 }
 
