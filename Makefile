@@ -148,11 +148,23 @@ $(BUILD)/tests/test_bwd_stage1: tests/gpu/test_bwd_stage1.cu tests/gpu/test_bwd.
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a $< -o $@
 
+# the same tests without the Hopper rows: the portable pipeline's tuned rows
+# on an sm_90 GPU (sm_90a only)
+$(BUILD)/tests/test_bwd_portable: tests/gpu/test_bwd_portable.cu tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a $< -o $@
+
+# the warpgroup (wgmma) primitives against a CPU product (sm_90a only)
+$(BUILD)/tests/test_wgmma: tests/gpu/test_wgmma.cu tests/gpu/test_util.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a $< -o $@
+
 $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 $< -o $@
 
-nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1
+nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1 \
+            $(BUILD)/tests/test_bwd_portable $(BUILD)/tests/test_wgmma
 bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:

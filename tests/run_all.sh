@@ -72,6 +72,8 @@ if [ "$mode" = "--all" ]; then
         run_suite gpu_bwd "$build/tests/test_bwd"
         run_suite gpu_bwd_chain "$build/tests/test_bwd_chain"
         run_suite gpu_bwd_stage1 "$build/tests/test_bwd_stage1"
+        run_suite gpu_bwd_portable "$build/tests/test_bwd_portable"
+        run_suite gpu_wgmma "$build/tests/test_wgmma"
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi

@@ -19,7 +19,8 @@
  * and finite, padding and guards untouched, exact zeros where no key or
  * query is visible (rows that see no key, keys no row sees), rel-L2 of each
  * gradient within fp16 5e-3 / bf16 2e-2; deterministic problems are run three
- * times and must agree bit for bit. Then: prepare_workspace_async and
+ * times (as scheduled, then forced to one row of blocks walking all units
+ * and to one block per unit and key tile) and must agree bit for bit. Then: prepare_workspace_async and
  * fmha_bwd captured in a CUDA graph and replayed with new seqstarts (and new
  * inputs), each replay checked against the reference; the API contract (a
  * missing stage fails at plan time, a too-small workspace or ALiBi is refused
@@ -672,7 +673,12 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
     make_args(c, &r, &plan, &a);
     for (run = 0; ok && run < nrun; ++run) {
         poison_grads(&r);
+        /* deterministic: run 1 as fmha_bwd schedules it, run 2 with one row
+         * of blocks walking every unit, run 3 with a block per unit: same
+         * bits */
+        fmhai_bwd_det_rows_force = run == 0 ? -1 : run == 1 ? 1 : 0;
         st = fmha_bwd(&plan, &a, (void *)stream);
+        fmhai_bwd_det_rows_force = -1;
         if (st != FMHA_OK) {
             snprintf(why, sizeof(why), "fmha_bwd: %s: %s", fmha_status_str(st), fmha_last_error());
             ok = 0;

@@ -311,6 +311,19 @@ static void test_job(void)
     }
 }
 
+/* The deterministic schedule's rows of blocks: one wave of gx-block rows,
+ * the units dealt evenly. */
+static void test_det_rows(void)
+{
+    CHECK(fmhai_bwd_det_rows(128, 16, 132, 0) == 8 && fmhai_bwd_det_rows(32, 64, 132, 0) == 2 &&
+              fmhai_bwd_det_rows(100, 16, 132, 0) == 8,
+          "det schedule: 128 units of 16 tiles on 132 SMs in 8 rows, 32 of 64 in 2, 100 of 16 in 8 (12 or 13 each)");
+    CHECK(fmhai_bwd_det_rows(3, 16, 132, 0) == 3 && fmhai_bwd_det_rows(8, 256, 132, 0) == 1 &&
+              fmhai_bwd_det_rows(0, 16, 132, 0) == 1,
+          "det schedule: fewer units than rows, more tiles than SMs, no units");
+    CHECK(fmhai_bwd_det_rows(128, 16, 132, 1) == 0, "det schedule: a masked problem keeps one block per unit");
+}
+
 static void test_selection(void)
 {
     fmha_bwd_plan plan;
@@ -441,6 +454,7 @@ static void test_validation(void)
 int main(void)
 {
     test_default_set();
+    test_det_rows();
     test_plan_batch();
     test_plan_group();
     test_pack();

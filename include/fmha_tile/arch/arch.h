@@ -32,6 +32,7 @@ typedef struct fmhai_device {
     int is_amd;
     int cc;            /* NVIDIA: major*10+minor (90 for H100); AMD: gfx id in hex (0x942) */
     int smem_optin;    /* bytes of shared memory a block may opt in to */
+    int sms;           /* multiprocessors (compute units on AMD) */
 } fmhai_device;
 
 static inline int fmhai_arch_runs_on(fmha_arch a, const fmhai_device *d)

@@ -259,6 +259,11 @@ static inline fmha_status fmhai_bwd_launch(const fmha_bwd_plan *plan, int stage,
 #endif
 }
 
+/* Tests only: -1 lets fmha_bwd choose the deterministic schedule's rows
+ * (kernel/bwd.h, fmhai_bwd_det_rows), 0 forces one block per unit, k > 0 k
+ * rows; the results are the same bits either way. */
+static int fmhai_bwd_det_rows_force = -1;
+
 FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *args, void *stream)
 {
     fmhai_bwd_layout L;
@@ -281,7 +286,18 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
         if (st != FMHA_OK) return st;
     }
     gx = plan->dq_direct ? 1 : (max_sk + tn - 1) / tn;
-    st = fmhai_bwd_launch(plan, 1, &p, gx, args->nhead_k, args->batch, stream);
+    if (args->is_deterministic && !plan->dq_direct) {
+        fmhai_device dev;
+        int ordinal = 0;
+        st = fmhai_current_device(&dev, &ordinal);
+        if (st != FMHA_OK) return st;
+        p.unit_rows = fmhai_bwd_det_rows_force >= 0
+                          ? fmhai_bwd_det_rows_force
+                          : fmhai_bwd_det_rows((int64_t)args->nhead_k * args->batch, gx, dev.sms,
+                                               p.mask_kind != FMHA_MASK_NONE);
+    }
+    st = fmhai_bwd_launch(plan, 1, &p, gx, p.unit_rows > 0 ? p.unit_rows : args->nhead_k,
+                          p.unit_rows > 0 ? 1 : args->batch, stream);
     if (st != FMHA_OK || plan->dq_direct) return st;
     return fmhai_bwd_launch(plan, 2, &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch, stream);
 }

@@ -120,7 +120,7 @@
 /* ---- pass 2: table entries -------------------------------------------------------- */
 #define FMHAI_ENTRY_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, bm, bn, w, st, arch), FMHAI_FAM_##fam,                 \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, 0, bm, bn, w, st, FMHAI_BWD_PIPE_##arch, \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, 0, bm, bn, w, st, FMHAI_CAT(FMHAI_BWD_PIPE_, arch), \
         FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR },                                   \
       FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \

@@ -51,7 +51,7 @@ struct fmha_kernel_set {
 /* ---- device --------------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
 /* Host-only builds (unit tests) select for the device this hook describes. */
-static fmhai_device fmhai_test_device = { 0, 90, 227 * 1024 };
+static fmhai_device fmhai_test_device = { 0, 90, 227 * 1024, 132 };
 #endif
 
 /* Device properties are read once per device ordinal and cached (the launch
@@ -67,7 +67,7 @@ static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
 #else
     static fmhai_device cache[FMHAI_MAX_DEVICES];
     static int cached[FMHAI_MAX_DEVICES];
-    int dev = 0, major = 0, minor = 0, smem = 0;
+    int dev = 0, major = 0, minor = 0, smem = 0, sms = 0;
     if (hipGetDevice(&dev) != hipSuccess) {
         (void)hipGetLastError();
         return fmhai_fail(FMHA_ERR_DEVICE, "cannot query the current device");
@@ -79,7 +79,8 @@ static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
     }
     if (hipDeviceGetAttribute(&major, hipDeviceAttributeComputeCapabilityMajor, dev) != hipSuccess ||
         hipDeviceGetAttribute(&minor, hipDeviceAttributeComputeCapabilityMinor, dev) != hipSuccess ||
-        hipDeviceGetAttribute(&smem, hipDeviceAttributeMaxSharedMemoryPerBlockOptin, dev) != hipSuccess) {
+        hipDeviceGetAttribute(&smem, hipDeviceAttributeMaxSharedMemoryPerBlockOptin, dev) != hipSuccess ||
+        hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, dev) != hipSuccess) {
         (void)hipGetLastError();
         return fmhai_fail(FMHA_ERR_DEVICE, "cannot query device %d", dev);
     }
@@ -96,6 +97,7 @@ static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
     d->cc = major * 10 + minor;
 #  endif
     d->smem_optin = smem;
+    d->sms = sms;
     *ordinal = dev;
     if (dev >= 0 && dev < FMHAI_MAX_DEVICES) {
         cache[dev] = *d;
@@ -223,7 +225,7 @@ static inline const char *fmhai_mask_str(const fmhai_problem *pb)
 static inline fmha_status fmhai_select(const fmha_kernel_set *set, const fmhai_problem *pb,
                                        int *chosen)
 {
-    fmhai_device dev = { 0, 0, 0 };
+    fmhai_device dev = { 0, 0, 0, 0 };
     int ordinal = 0, best = -1, closest = -1, closest_miss = 1 << 30, i;
     const char *closest_field = 0;
     fmha_status st = fmhai_current_device(&dev, &ordinal);

@@ -97,6 +97,30 @@ static inline int fmhai_bwd_nsplits(const fmha_bwd_traits *t, int tile_n)
     return ns < 1 ? 1 : ns;
 }
 
+/* Deterministic schedule. The key tiles of a split add their dQ into a
+ * query tile one after the other in tile order (the counters), so the
+ * order of the additions is fixed whatever the schedule, which only decides
+ * the waiting. The tiles of a chain run side by side (grid x = key tiles)
+ * and each waits on its predecessor at every query tile: the chain fills
+ * like a pipeline, one handshake per tile. With one block per (KV head,
+ * entry) unit every unit pays that fill; without a mask `rows` rows of
+ * blocks keep their key tile from unit to unit instead (grid y = rows), so
+ * a row fills once. rows: enough rows of gx blocks to fill the
+ * multiprocessors once, dealt so that the rows get equal numbers of units;
+ * 0 (one block per unit) with a mask, where a block column would keep the
+ * same, long or short, causal tile in every unit while the one-per-unit
+ * grid lets the hardware balance them (and the short tiles, last in their
+ * chains, hide the fill). */
+static inline int fmhai_bwd_det_rows(int64_t units, int gx, int sms, int masked)
+{
+    int64_t per = gx > 0 ? sms / gx : 1, rounds;
+    if (masked) return 0;
+    if (per < 1) per = 1;
+    if (units <= per) return units < 1 ? 1 : (int)units;
+    rounds = (units + per - 1) / per;
+    return (int)((units + rounds - 1) / rounds);
+}
+
 /* One key tile per sequence: dq_dk_dv writes dQ itself, no workspace. */
 static inline int fmhai_bwd_dq_direct(const fmha_bwd_traits *t, int tile_n)
 {
@@ -336,6 +360,7 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
     p->dsum_rows = a->is_group_mode ? a->seqlen_q : 0;
     p->seqlen_q = a->seqlen_q; p->seqlen_k = a->seqlen_k;
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
+    p->batch = a->batch;
     p->d = a->hdim_q;
     p->nsplits = plan->nsplits;
     p->deterministic = a->is_deterministic != 0;

@@ -43,6 +43,10 @@ typedef struct fmhai_bwd_params {
     int deterministic;           /* key tile n adds into slice n % nsplits, after
                                     the slice's earlier key tiles (dq_sem)          */
     int dq_direct;               /* dq_dk_dv writes dQ (one key tile per sequence)  */
+    int batch;
+    int unit_rows;               /* 0: one (KV head, entry) unit per block (grid
+                                    y = KV heads, z = entries); else grid y rows
+                                    of blocks walk the units (deterministic)       */
     int mask_kind;               /* fmha_mask_type (NONE when the window is (-1,-1)) */
     int window_left, window_right;
     float scale;                 /* dQ and dK scale                                 */

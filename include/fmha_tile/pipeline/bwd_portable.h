@@ -133,6 +133,20 @@ FMHAI_DEVICE int fmhai_ld_acquire(const int32_t *p)
     return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 #endif
 }
+/* The counter polled without ordering (no L1 invalidation per poll); one
+ * fmhai_ld_acquire after it orders what follows. */
+FMHAI_DEVICE int fmhai_ld_relaxed(const int32_t *p)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+    int v = 0;
+#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+#  endif
+    return v;
+#else
+    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#endif
+}
 FMHAI_DEVICE void fmhai_add_release(int32_t *p, int v)
 {
 #if defined(FMHA_PLATFORM_NVIDIA)
@@ -426,13 +440,27 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
     }
 }
 
+/* The i-th (KV head, batch entry) unit a block walks, or -1 past its last;
+ * unit u is KV head u % nhead_k of entry u / nhead_k. One unit per block
+ * from grid y and z, or (unit_rows) grid y rows of blocks that keep their
+ * key tile from unit to unit: row y takes units y, y + unit_rows, ... */
+FMHAI_DEVICE int fmhai_bwd_unit_at(const fmhai_bwd_params *p, int i)
+{
+    const int nhk = p->nhead_q / p->head_ratio, units = nhk * p->batch;
+    int u;
+    if (p->unit_rows <= 0) return i == 0 ? (int)blockIdx.y + nhk * (int)blockIdx.z : -1;
+    u = (int)blockIdx.y + i * p->unit_rows;
+    return u < units ? u : -1;
+}
+
 /* Deterministic dQ: how many of the earlier key tiles of this tile's split
- * (split, split + nsplits, ... < n) see query tile m0. Warp-uniform; the
- * lanes count 32 tiles at a time. */
+ * (split, split + nsplits, ... < n) see query tile m0: without a mask all
+ * of them; with one the lanes count 32 tiles at a time (warp-uniform). */
 FMHAI_DEVICE int fmhai_bwd_det_need(const fmhai_bwd_seq *s, int n, int split, int m0, int BM, int BN, int masked,
                                     int c_lo, int c_hi, int BIG, int lane)
 {
     int need = 0;
+    if (!masked) return (n - split) / s->nsplits;
     for (int k0 = split; k0 < n; k0 += 32 * s->nsplits) {
         const int k = k0 + lane * s->nsplits;
         int lo, hi;
@@ -491,9 +519,11 @@ FMHAI_DEVICE void fmhai_bwd_store_kv(char *dst, int64_t row_stride, const float 
     }
 }
 
-FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
-                                     const int BM, const int BN, const int NW, const int ST,
-                                     const int HAS_MASK, const int SOFTCAP, const int DET)
+/* dq_dk_dv of one (KV head hk, batch entry b) unit. */
+FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
+                                          const int BM, const int BN, const int NW, const int ST,
+                                          const int HAS_MASK, const int SOFTCAP, const int DET, const int hk,
+                                          const int b)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -507,7 +537,6 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
-    const int hk = (int)blockIdx.y, b = (int)blockIdx.z;
 
     fmhai_bwd_seq s;
     fmhai_bwd_seq_of(p, b, &s);
@@ -880,6 +909,16 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
     }
     fmhai_copy_wait(0);
 #endif
+}
+
+FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
+                                     const int BM, const int BN, const int NW, const int ST,
+                                     const int HAS_MASK, const int SOFTCAP, const int DET)
+{
+    for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
+        const int nhk = p->nhead_q / p->head_ratio;
+        fmhai_bwd_dq_dk_dv_unit(p, smem, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, DET, u % nhk, u / nhk);
+    }
 }
 
 #endif /* FMHA_TILE_PIPELINE_BWD_PORTABLE_H */

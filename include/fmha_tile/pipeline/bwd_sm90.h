@@ -99,81 +99,130 @@ FMHAI_DEVICE void fmhai_bwd90_tile_of(const fmhai_bwd_params *p, const fmhai_bwd
     T->n_steps = T->n_m * p->head_ratio;
 }
 
-/* Named barriers of the pipeline (0 is __syncthreads, unused here). */
-#define FMHAI_BWD90_BAR_MMA 1        /* the two MMA warpgroups (256 threads)   */
-#define FMHAI_BWD90_BAR_WRITER 2     /* the dQ writer warpgroup (128)           */
-#define FMHAI_BWD90_BAR_FULL 3       /* + buffer: dQ tile written (384)         */
-#define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dQ tile consumed (384)        */
+/* One (KV head, batch entry) unit of the walk (fmhai_bwd_unit_at). */
+typedef struct fmhai_bwd90_unit {
+    fmhai_bwd_seq s;
+    int hk, det, n_tiles, masked, c_lo, c_hi;
+} fmhai_bwd90_unit;
 
-/* The dQ writer warpgroup: follows the MMA warpgroups' sweep and, per step,
- * takes the step's fp32 dQ tile from shared buffer tau & 1 and adds it to
- * dq_acc with fp32 vector atomics (deterministic: into the split's slice,
- * after the slice's earlier key tiles that see the query tile, then
- * published), or writes dQ itself (dq_direct). The MMA warpgroups only wait
- * for it when both buffers are full. Registers: 24 (setmaxnreg). */
-FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, const float *sdQ,
-                                        int is_bf16, int HD, int BM, int BN, int det, int masked, int c_lo,
-                                        int c_hi, int BIG, int n_tiles, int wtid)
+/* 0 when the unit has nothing to do (an entry the packing rejected). */
+FMHAI_DEVICE int fmhai_bwd90_unit_of(const fmhai_bwd_params *p, int u, int HAS_MASK, int DET, int BN, int BIG,
+                                     fmhai_bwd90_unit *U)
+{
+    const int nhk = p->nhead_q / p->head_ratio;
+    U->hk = u % nhk;
+    fmhai_bwd_seq_of(p, u / nhk, &U->s);
+    U->det = DET && !p->dq_direct;
+    U->n_tiles = p->dq_direct ? 1 : (U->s.s_k + BN - 1) / BN;
+    U->masked = HAS_MASK && !p->dq_direct;
+    fmhai_bwd_window(p, &U->s, HAS_MASK, BIG, &U->c_lo, &U->c_hi);
+    return U->s.nsplits > 0;
+}
+
+/* Named barriers of the pipeline (0 is __syncthreads, unused here). The dQ
+ * buffers are handed between the MMA warpgroups (256 threads) and the
+ * writer threads of the buffer (FMHAI_BWD90_HANDOFF(det) in all). */
+#define FMHAI_BWD90_BAR_MMA 1        /* the two MMA warpgroups                  */
+#define FMHAI_BWD90_BAR_FULL 3       /* + buffer: dQ tile written               */
+#define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dQ tile consumed              */
+#define FMHAI_BWD90_BAR_PAIR 7       /* + pair: the writer pair's two warps     */
+#define FMHAI_BWD90_HANDOFF(det) ((det) ? 256 + 64 : 256 + 128)
+
+/* dst[0..3] += v with one fp32 vector reduction (no return value). */
+FMHAI_DEVICE void fmhai_red_add_f4(float *dst, float4 v)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(v.x), "f"(v.y), "f"(v.z),
+                 "f"(v.w)
+                 : "memory");
+#else
+    (void)dst; (void)v;
+#endif
+}
+
+/* What the writer needs of a step, written by the MMA warpgroups with the
+ * step's dQ tile (rows < 0: the walk is over). Four slots: slot
+ * tau & 3 was last read two hand-backs of its buffer ago. */
+typedef struct fmhai_bwd90_rec {
+    float *acc;      /* dq_acc row m0 of the step's slice                     */
+    int32_t *sem;    /* deterministic: the query tile's counter               */
+    char *dq;        /* dq_direct: dQ row m0                                  */
+    int rows;        /* valid rows (<= BM)                                    */
+    int need;        /* deterministic: arrivals to wait for                   */
+} fmhai_bwd90_rec;
+
+/* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
+ * buffer tau & 1 and its record. Non-deterministic, its 4 warps add every
+ * tile to dq_acc with fp32 vector atomics, or write dQ itself (dq_direct).
+ * Deterministic, warp pair b takes the steps of buffer b (two steps in
+ * flight, so one pair's wait for its turn and for its adds to land never
+ * holds up the other buffer) and adds into the split's slice once the
+ * slice's earlier key tiles that see the query tile have added theirs (the
+ * counter): the adders take turns, so the order of the additions is fixed
+ * and the sums are reproducible; each of the pair's two warps then
+ * publishes its adds with a release add (2 arrivals a tile). The MMA
+ * warpgroups only wait for the writer when both buffers are full. It keeps
+ * no walk state (24 registers, setmaxnreg). */
+FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
+                                        const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int det,
+                                        int wtid)
 {
     const int QS = HD + 8;   /* fp32 row stride of a dQ buffer */
-    const int lane = wtid % 32;
-    int total = 0;           /* steps of the whole walk: the last two hand no buffer back */
-    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
-        fmhai_bwd90_tile T;
-        fmhai_bwd90_tile_of(p, s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
-        total += T.n_steps;
+    const int lane = wtid % 32, pair = det ? wtid / 64 : 0;
+    const int WT = det ? 64 : 128, wid = wtid % WT;   /* threads of a step, and this one's index */
+    const int pieces = HD / 4;                        /* 16-byte pieces of a row */
+    if (det) {
+        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + pair, FMHAI_BWD90_HANDOFF(det));
+    } else {
+        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, FMHAI_BWD90_HANDOFF(det));
+        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, FMHAI_BWD90_HANDOFF(det));
     }
-    if (total > 0) fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, 384);
-    if (total > 1) fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, 384);
-    int tau = 0;
-    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
-        fmhai_bwd90_tile T;
-        fmhai_bwd90_tile_of(p, s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
-        int mi = 0, hq = 0;
-#pragma unroll 1
-        for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
-            const int m0 = (T.m_first + T.m_dir * mi) * BM, h = (int)blockIdx.y * p->head_ratio + hq;
-            const int rows = min(BM, s->s_q - m0);
-            const float *buf = sdQ + (tau & 1) * BM * QS;
-            fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
-            fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
-            const int64_t row0 = ((int64_t)h * s->nsplits + T.split) * s->s_q + m0;
-            float *acc = p->dq_acc + s->acc_off + row0 * p->d;   /* the step's rows of its slice */
-            int32_t *sem = det ? p->dq_sem + s->acc_off / p->d + row0 : 0;
-            if (det) {
-                if (wtid < 32) {
-                    const int need = fmhai_bwd_det_need(s, n, T.split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane);
-                    if (lane == 0)
-                        while (fmhai_ld_acquire(sem) < need) { }
-                }
-                fmhai_bar_sync(FMHAI_BWD90_BAR_WRITER, 128);
+    for (int k = pair;; k += det ? 2 : 1) {   /* step k: buffer k & 1, record k & 3 */
+        const int b = k & 1;
+        const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
+        fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, FMHAI_BWD90_HANDOFF(det));
+        const int rows = rk->rows;
+        if (rows < 0) break;
+        float *acc = rk->acc;
+        char *dq = rk->dq;
+        int32_t *sem = rk->sem;
+        if (det) {
+            if (wid == 0) {
+                const int need = 2 * rk->need;
+                while (fmhai_ld_relaxed(sem) < need) { }
+                (void)fmhai_ld_acquire(sem);
             }
-            /* 16-byte pieces: a warp covers 32 consecutive pieces of a row.
-             * Deterministic adds are vector atomics too: the slice's adders
-             * of this query tile take turns (the counter), so the order of
-             * the additions is fixed and the sums are reproducible. */
-            const int pieces = HD / 4;
+            fmhai_bar_sync(FMHAI_BWD90_BAR_PAIR + pair, 64);
+        }
+        /* a thread keeps one 16-byte column piece and walks the rows: a
+         * warp covers 32 consecutive pieces (whole 512-byte rows at hdim
+         * 128) */
+        const int rstep = WT / pieces, c = (wid % pieces) * 4;
+        const float *sb = sdQ + b * BM * QS + (wid / pieces) * QS + c;
+        if (c < p->d) {
+            if (p->dq_direct) {
+                char *dst = dq + 2 * ((int64_t)(wid / pieces) * p->dq_row + c);
 #pragma unroll 2
-            for (int idx = wtid; idx < BM * pieces; idx += 128) {
-                const int r = idx / pieces, c = (idx % pieces) * 4;
-                if (r >= rows || c >= p->d) continue;
-                const float4 v = *(const float4 *)(buf + r * QS + c);
-                if (p->dq_direct) {
-                    char *dq = (char *)p->dq +
-                               2 * (fmhai_bwd_row_off(s, p->dq_row, p->dq_head, p->dq_batch, h, m0 + r) + c);
+                for (int r = wid / pieces; r < rows; r += rstep, sb += rstep * QS, dst += 2 * rstep * p->dq_row) {
+                    const float4 v = *(const float4 *)sb;
                     uint2 w;
                     w.x = fmhai_pack2(v.x * p->scale, v.y * p->scale, is_bf16);
                     w.y = fmhai_pack2(v.z * p->scale, v.w * p->scale, is_bf16);
-                    *(uint2 *)dq = w;
-                } else {
-                    atomicAdd((float4 *)(acc + (int64_t)r * p->d + c), v);
+                    *(uint2 *)dst = w;
                 }
+            } else {
+                float *dst = acc + (int64_t)(wid / pieces) * p->d + c;
+                const int64_t dstep = (int64_t)rstep * p->d;
+#pragma unroll 4
+                for (int r = wid / pieces; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
+                    fmhai_red_add_f4(dst, *(const float4 *)sb);
             }
-            if (det) {   /* every writer thread's adds, then one release */
-                fmhai_bar_sync(FMHAI_BWD90_BAR_WRITER, 128);
-                if (wtid == 0) fmhai_add_release(sem, 1);
-            }
-            if (tau + 2 < total) fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
+        }
+        /* the buffer is read (the adds took their values at issue) */
+        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, FMHAI_BWD90_HANDOFF(det));
+        if (det) {   /* each warp publishes its own adds */
+            fmhai_sync_warp();
+            if (lane == 0) fmhai_add_release(sem, 1);
         }
     }
 }
@@ -189,17 +238,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int QS = HD + 8;    /* fp32 row stride of a dQ buffer (conflict-free fragment stores) */
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
-    const int hk = (int)blockIdx.y, b = (int)blockIdx.z;
     (void)ST; (void)NW;
-
-    fmhai_bwd_seq s;
-    fmhai_bwd_seq_of(p, b, &s);
-    if (s.nsplits <= 0) return;
-    const int det = DET && !p->dq_direct;
-    const int n_tiles = p->dq_direct ? 1 : (s.s_k + BN - 1) / BN;
-    int c_lo, c_hi;
-    fmhai_bwd_window(p, &s, HAS_MASK, BIG, &c_lo, &c_hi);
-    const int masked = HAS_MASK && !p->dq_direct;
 
     /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
     const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
@@ -209,21 +248,27 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     float *sLse = (float *)(smem_raw + (sdS - raw) + BN * BM * 2);   /* [2][BM] */
     float *sD = sLse + 2 * BM;                                        /* [2][BM] */
     float *sdQ = sD + 2 * BM;                                         /* [2][BM][QS] */
+    volatile fmhai_bwd90_rec *rec = (volatile fmhai_bwd90_rec *)(sdQ + 2 * BM * QS);   /* [4] */
     const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
 
     if (warp >= 8) {   /* the dQ writer warpgroup */
         fmhai_wg_setmaxnreg_dec24();
-        fmhai_bwd90_dq_writer(p, &s, sdQ, is_bf16, HD, BM, BN, det, masked, c_lo, c_hi, BIG, n_tiles, tid - NT);
+        fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, DET && !p->dq_direct, tid - NT);
         return;
     }
     fmhai_wg_setmaxnreg_inc240();
 
     const int key0 = warp * 16;   /* this warp's first key in the tile */
+    int tau = 0;   /* steps so far over the block's key tiles: the dQ buffer is tau & 1 */
+    for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
+    fmhai_bwd90_unit U;
+    if (!fmhai_bwd90_unit_of(p, u, HAS_MASK, DET, BN, BIG, &U)) continue;
+    const fmhai_bwd_seq s = U.s;
+    const int hk = U.hk, det = U.det, n_tiles = U.n_tiles, masked = U.masked, c_lo = U.c_lo, c_hi = U.c_hi;
     const char *k_seq = (const char *)p->k + 2 * ((int64_t)s.b_eff * p->k_batch + (int64_t)s.k_start * p->k_row +
                                                   (int64_t)hk * p->k_head);
     const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
                                                   (int64_t)hk * p->v_head);
-    int tau = 0;   /* steps so far over the block's key tiles: the dQ buffer is tau & 1 */
     for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
         fmhai_bwd90_tile T;
         fmhai_bwd90_tile_of(p, &s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
@@ -246,7 +291,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 #pragma unroll 1
         for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
             const int buf = jt & 1, slot = (jt & 1) * BM;
-            const int m0 = (T.m_first + T.m_dir * mi) * BM;
+            const int m0 = (T.m_first + T.m_dir * mi) * BM, h = hk * p->head_ratio + hq;
             fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
 
             /* this step's tiles have landed (and are visible to wgmma); every
@@ -328,7 +373,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_wg_fence_acc(acc_dk, HD / 2);
 
             /* ---- dQ tile -> the writer's buffer ------------------------------ */
-            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
+            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), FMHAI_BWD90_HANDOFF(det));
             {
                 const fmhai_smem_t qb = sdQ_a + (tau & 1) * BM * QS * 4;
 #pragma unroll
@@ -340,7 +385,24 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                          __float_as_uint(acc_q[4 * nt + 2 * hf + 1]));
                     }
             }
-            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
+            if (warp == 0) {   /* the step's record */
+                const int64_t row0 = ((int64_t)h * s.nsplits + T.split) * s.s_q + m0;
+                const int need = det ? fmhai_bwd_det_need(&s, n, T.split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane)
+                                     : 0;
+                if (lane == 0) {
+                    volatile fmhai_bwd90_rec *r = rec + (tau & 3);
+                    if (p->dq_direct)
+                        r->dq = (char *)p->dq + 2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0);
+                    else
+                        r->acc = p->dq_acc + s.acc_off + row0 * p->d;
+                    if (det) {
+                        r->sem = p->dq_sem + s.acc_off / p->d + row0;
+                        r->need = need;
+                    }
+                    r->rows = min(BM, s.s_q - m0);
+                }
+            }
+            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), FMHAI_BWD90_HANDOFF(det));
         }
 
         /* ---- dK (times scale) and dV of the tile ----------------------------- */
@@ -351,6 +413,19 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
         fmhai_bwd_store_kv(dv, p->dv_row, (const float (*)[4])acc_dv, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
         fmhai_bwd_store_kv(dk, p->dk_row, (const float (*)[4])acc_dk, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD,
                            lane);
+    }
+    }
+    /* end of the walk: an end record for each writer of a buffer
+     * (deterministic: both pairs; otherwise the next buffer, and the other
+     * buffer's last hand-back is taken so that every arrival is matched) */
+    {
+        const int det_all = DET && !p->dq_direct;
+        for (int k = 0; k < 2; ++k, ++tau) {
+            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), FMHAI_BWD90_HANDOFF(det_all));
+            if (k == 1 && !det_all) break;
+            if (tid == 0) rec[tau & 3].rows = -1;
+            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), FMHAI_BWD90_HANDOFF(det_all));
+        }
     }
     fmhai_copy_wait(0);
 #else

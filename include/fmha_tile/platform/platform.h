@@ -73,6 +73,7 @@ typedef cudaFuncAttributes hipFuncAttributes;
 #  define hipDeviceAttributeComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
 #  define hipDeviceAttributeComputeCapabilityMinor cudaDevAttrComputeCapabilityMinor
 #  define hipDeviceAttributeMaxSharedMemoryPerBlockOptin cudaDevAttrMaxSharedMemoryPerBlockOptin
+#  define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #  define hipFuncGetAttributes cudaFuncGetAttributes
 #  define hipFuncSetAttribute cudaFuncSetAttribute
 #  define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
