@@ -120,13 +120,12 @@ FMHAI_DEVICE int fmhai_bwd90_unit_of(const fmhai_bwd_params *p, int u, int HAS_M
 }
 
 /* Named barriers of the pipeline (0 is __syncthreads, unused here). The dQ
- * buffers are handed between the MMA warpgroups (256 threads) and the
- * writer threads of the buffer (FMHAI_BWD90_HANDOFF(det) in all). */
-#define FMHAI_BWD90_BAR_MMA 1        /* the two MMA warpgroups                  */
+ * buffers are handed between the MMA warpgroups and the writer (all 384
+ * threads meet at FULL and EMPTY). */
+#define FMHAI_BWD90_BAR_MMA 1        /* the two MMA warpgroups (256 threads)    */
 #define FMHAI_BWD90_BAR_FULL 3       /* + buffer: dQ tile written               */
 #define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dQ tile consumed              */
-#define FMHAI_BWD90_BAR_PAIR 7       /* + pair: the writer pair's two warps     */
-#define FMHAI_BWD90_HANDOFF(det) ((det) ? 256 + 64 : 256 + 128)
+#define FMHAI_BWD90_BAR_WRITER 7     /* the writer warpgroup (128)              */
 
 /* dst[0..3] += v with one fp32 vector reduction (no return value). */
 FMHAI_DEVICE void fmhai_red_add_f4(float *dst, float4 v)
@@ -152,15 +151,12 @@ typedef struct fmhai_bwd90_rec {
 } fmhai_bwd90_rec;
 
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
- * buffer tau & 1 and its record. Non-deterministic, its 4 warps add every
- * tile to dq_acc with fp32 vector atomics, or write dQ itself (dq_direct).
- * Deterministic, warp pair b takes the steps of buffer b (two steps in
- * flight, so one pair's wait for its turn and for its adds to land never
- * holds up the other buffer) and adds into the split's slice once the
- * slice's earlier key tiles that see the query tile have added theirs (the
- * counter): the adders take turns, so the order of the additions is fixed
- * and the sums are reproducible; each of the pair's two warps then
- * publishes its adds with a release add (2 arrivals a tile). The MMA
+ * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
+ * atomics, or writes dQ itself (dq_direct). Deterministic, it first waits
+ * until the slice's earlier key tiles that see the query tile have added
+ * theirs (the counter): the adders take turns, so the order of the
+ * additions is fixed and the sums are reproducible; each of its 4 warps
+ * then publishes its adds with a release add (4 arrivals a tile). The MMA
  * warpgroups only wait for the writer when both buffers are full. It keeps
  * no walk state (24 registers, setmaxnreg). */
 FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
@@ -168,42 +164,37 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
                                         int wtid)
 {
     const int QS = HD + 8;   /* fp32 row stride of a dQ buffer */
-    const int lane = wtid % 32, pair = det ? wtid / 64 : 0;
-    const int WT = det ? 64 : 128, wid = wtid % WT;   /* threads of a step, and this one's index */
+    const int lane = wtid % 32;
     const int pieces = HD / 4;                        /* 16-byte pieces of a row */
-    if (det) {
-        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + pair, FMHAI_BWD90_HANDOFF(det));
-    } else {
-        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, FMHAI_BWD90_HANDOFF(det));
-        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, FMHAI_BWD90_HANDOFF(det));
-    }
-    for (int k = pair;; k += det ? 2 : 1) {   /* step k: buffer k & 1, record k & 3 */
+    fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, 384);
+    fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, 384);
+    for (int k = 0;; ++k) {   /* step k: buffer k & 1, record k & 3 */
         const int b = k & 1;
         const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
-        fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, FMHAI_BWD90_HANDOFF(det));
+        fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, 384);
         const int rows = rk->rows;
         if (rows < 0) break;
         float *acc = rk->acc;
         char *dq = rk->dq;
         int32_t *sem = rk->sem;
         if (det) {
-            if (wid == 0) {
-                const int need = 2 * rk->need;
+            if (wtid == 0) {
+                const int need = 4 * rk->need;   /* each warp arrives */
                 while (fmhai_ld_relaxed(sem) < need) { }
                 (void)fmhai_ld_acquire(sem);
             }
-            fmhai_bar_sync(FMHAI_BWD90_BAR_PAIR + pair, 64);
+            fmhai_bar_sync(FMHAI_BWD90_BAR_WRITER, 128);
         }
         /* a thread keeps one 16-byte column piece and walks the rows: a
          * warp covers 32 consecutive pieces (whole 512-byte rows at hdim
          * 128) */
-        const int rstep = WT / pieces, c = (wid % pieces) * 4;
-        const float *sb = sdQ + b * BM * QS + (wid / pieces) * QS + c;
+        const int rstep = 128 / pieces, r0 = wtid / pieces, c = (wtid % pieces) * 4;
+        const float *sb = sdQ + b * BM * QS + r0 * QS + c;
         if (c < p->d) {
             if (p->dq_direct) {
-                char *dst = dq + 2 * ((int64_t)(wid / pieces) * p->dq_row + c);
+                char *dst = dq + 2 * ((int64_t)r0 * p->dq_row + c);
 #pragma unroll 2
-                for (int r = wid / pieces; r < rows; r += rstep, sb += rstep * QS, dst += 2 * rstep * p->dq_row) {
+                for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += 2 * rstep * p->dq_row) {
                     const float4 v = *(const float4 *)sb;
                     uint2 w;
                     w.x = fmhai_pack2(v.x * p->scale, v.y * p->scale, is_bf16);
@@ -211,15 +202,15 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
                     *(uint2 *)dst = w;
                 }
             } else {
-                float *dst = acc + (int64_t)(wid / pieces) * p->d + c;
+                float *dst = acc + (int64_t)r0 * p->d + c;
                 const int64_t dstep = (int64_t)rstep * p->d;
 #pragma unroll 4
-                for (int r = wid / pieces; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
+                for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
                     fmhai_red_add_f4(dst, *(const float4 *)sb);
             }
         }
         /* the buffer is read (the adds took their values at issue) */
-        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, FMHAI_BWD90_HANDOFF(det));
+        fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
         if (det) {   /* each warp publishes its own adds */
             fmhai_sync_warp();
             if (lane == 0) fmhai_add_release(sem, 1);
@@ -373,7 +364,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_wg_fence_acc(acc_dk, HD / 2);
 
             /* ---- dQ tile -> the writer's buffer ------------------------------ */
-            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), FMHAI_BWD90_HANDOFF(det));
+            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
             {
                 const fmhai_smem_t qb = sdQ_a + (tau & 1) * BM * QS * 4;
 #pragma unroll
@@ -402,7 +393,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                     r->rows = min(BM, s.s_q - m0);
                 }
             }
-            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), FMHAI_BWD90_HANDOFF(det));
+            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
         }
 
         /* ---- dK (times scale) and dV of the tile ----------------------------- */
@@ -415,18 +406,13 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                            lane);
     }
     }
-    /* end of the walk: an end record for each writer of a buffer
-     * (deterministic: both pairs; otherwise the next buffer, and the other
-     * buffer's last hand-back is taken so that every arrival is matched) */
-    {
-        const int det_all = DET && !p->dq_direct;
-        for (int k = 0; k < 2; ++k, ++tau) {
-            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), FMHAI_BWD90_HANDOFF(det_all));
-            if (k == 1 && !det_all) break;
-            if (tid == 0) rec[tau & 3].rows = -1;
-            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), FMHAI_BWD90_HANDOFF(det_all));
-        }
-    }
+    /* end of the walk: an end record in the next buffer; the other
+     * buffer's last hand-back is taken too, so that every arrival is
+     * matched */
+    fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
+    if (tid == 0) rec[tau & 3].rows = -1;
+    fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
+    fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + ((tau + 1) & 1), 384);
     fmhai_copy_wait(0);
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)ST; (void)HAS_MASK;
