@@ -453,6 +453,51 @@ FMHAI_DEVICE int fmhai_bwd_unit_at(const fmhai_bwd_params *p, int i)
     return u < units ? u : -1;
 }
 
+/* One (KV head, batch entry) unit of the walk (fmhai_bwd_unit_at): the
+ * entry, its key tiles (dQ direct: one; with no keys at all, one empty tile
+ * still writes the zero dQ rows) and its mask window. */
+typedef struct fmhai_bwd_unit {
+    fmhai_bwd_seq s;
+    int hk, det, n_tiles, masked, c_lo, c_hi;
+} fmhai_bwd_unit;
+
+/* 0 when the unit has nothing to do (an entry the packing rejected). */
+FMHAI_DEVICE int fmhai_bwd_unit_of(const fmhai_bwd_params *p, int u, int HAS_MASK, int DET, int BN, int BIG,
+                                   fmhai_bwd_unit *U)
+{
+    const int nhk = p->nhead_q / p->head_ratio;
+    U->hk = u % nhk;
+    fmhai_bwd_seq_of(p, u / nhk, &U->s);
+    U->det = DET && !p->dq_direct;   /* compile-time 0 in the atomics kernels */
+    U->n_tiles = p->dq_direct ? 1 : (U->s.s_k + BN - 1) / BN;
+    U->masked = HAS_MASK && !p->dq_direct;
+    fmhai_bwd_window(p, &U->s, HAS_MASK, BIG, &U->c_lo, &U->c_hi);
+    return U->s.nsplits > 0;
+}
+
+/* Sweep of key tile n: its query tiles m_first, m_first + m_dir, ... (n_m
+ * of them, for each query head of the group: n_steps steps). Deterministic
+ * tiles go from the last query tile down, so the key tiles of a chain start
+ * at the same query tile (causal: not each at its own diagonal, waiting for
+ * the earlier ones to climb there); non-deterministic tiles go up, so the
+ * atomics of causal tiles spread over different query tiles. */
+typedef struct fmhai_bwd_tile {
+    int j0, split, n_m, m_first, m_dir, n_steps;
+} fmhai_bwd_tile;
+
+FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int n, int BM, int BN,
+                                    int det, int masked, int c_lo, int c_hi, int BIG, fmhai_bwd_tile *T)
+{
+    int m_lo, m_hi;
+    fmhai_bwd_m_range(s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
+    T->j0 = n * BN;
+    T->split = det ? n % s->nsplits : 0;
+    T->n_m = m_hi - m_lo;
+    T->m_dir = det ? -1 : 1;
+    T->m_first = det ? m_hi - 1 : m_lo;
+    T->n_steps = T->n_m * p->head_ratio;
+}
+
 /* Deterministic dQ: how many of the earlier key tiles of this tile's split
  * (split, split + nsplits, ... < n) see query tile m0: without a mask all
  * of them; with one the lanes count 32 tiles at a time (warp-uniform). */
@@ -519,11 +564,10 @@ FMHAI_DEVICE void fmhai_bwd_store_kv(char *dst, int64_t row_stride, const float 
     }
 }
 
-/* dq_dk_dv of one (KV head hk, batch entry b) unit. */
+/* dq_dk_dv of one (KV head, batch entry) unit. */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
                                           const int BM, const int BN, const int NW, const int ST,
-                                          const int HAS_MASK, const int SOFTCAP, const int DET, const int hk,
-                                          const int b)
+                                          const int HAS_MASK, const int SOFTCAP, const fmhai_bwd_unit *U)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -537,18 +581,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
-
-    fmhai_bwd_seq s;
-    fmhai_bwd_seq_of(p, b, &s);
-    if (s.nsplits <= 0) return;
-    const int det = DET && !p->dq_direct;   /* compile-time 0 in the atomics kernel */
-    /* dQ direct: one key tile; with no keys at all, one empty tile still
-     * writes the zero dQ rows */
-    const int n_tiles = p->dq_direct ? 1 : (s.s_k + BN - 1) / BN;
-
-    /* ---- mask: key j is visible to query i when c_lo <= j - i <= c_hi ---- */
-    int c_lo, c_hi;
-    fmhai_bwd_window(p, &s, HAS_MASK, BIG, &c_lo, &c_hi);
+    const fmhai_bwd_seq s = U->s;
+    const int hk = U->hk, det = U->det, n_tiles = U->n_tiles, masked = U->masked;
+    const int c_lo = U->c_lo, c_hi = U->c_hi;   /* key j visible to query i: c_lo <= j - i <= c_hi */
 
     /* ---- shared memory ---------------------------------------------------- */
     const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
@@ -583,22 +618,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
     const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
                                                   (int64_t)hk * p->v_head);
 
-    const int masked = HAS_MASK && !p->dq_direct;
     int32_t *pend = 0;   /* deterministic, thread 0: counter of the last dQ adds, not yet published */
     for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
-        const int j0 = n * BN;                  /* first key of the tile */
-        const int split = det ? n % s.nsplits : 0;
-        /* query tiles that can see a key of this tile */
-        int m_lo, m_hi;
-        fmhai_bwd_m_range(&s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
-        const int n_m = m_hi - m_lo;
-        /* sweep order: deterministic tiles go from the last query tile down,
-         * so the key tiles of a chain start at the same query tile (causal:
-         * not each at its own diagonal, waiting for the earlier ones to
-         * climb there); non-deterministic tiles go up, so the atomics of
-         * causal tiles spread over different query tiles */
-        const int m_dir = det ? -1 : 1, m_first = det ? m_hi - 1 : m_lo;
-        const int n_it = n_m * p->head_ratio;
+        fmhai_bwd_tile T;   /* the query tiles that can see a key of this tile, in sweep order */
+        fmhai_bwd_tile_of(p, &s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
+        const int j0 = T.j0, split = T.split, n_m = T.n_m, m_dir = T.m_dir, m_first = T.m_first;
+        const int n_it = T.n_steps;
         const int n_steps = (TWO_SWEEPS ? 2 : 1) * n_it;
 
         /* every copy has landed and every warp is done with the previous
@@ -916,8 +941,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, cons
                                      const int HAS_MASK, const int SOFTCAP, const int DET)
 {
     for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
-        const int nhk = p->nhead_q / p->head_ratio;
-        fmhai_bwd_dq_dk_dv_unit(p, smem, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, DET, u % nhk, u / nhk);
+        fmhai_bwd_unit U;
+        if (fmhai_bwd_unit_of(p, u, HAS_MASK, DET, BN, 1 << 30, &U))
+            fmhai_bwd_dq_dk_dv_unit(p, smem, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, &U);
     }
 }
 

@@ -80,45 +80,6 @@ FMHAI_DEVICE void fmhai_bwd90_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_
     fmhai_wg_commit();
 }
 
-/* Sweep of one key tile: its query tiles m_first, m_first + m_dir, ...
- * (n_m of them, for each query head of the group: n_steps steps). */
-typedef struct fmhai_bwd90_tile {
-    int j0, split, n_m, m_first, m_dir, n_steps;
-} fmhai_bwd90_tile;
-
-FMHAI_DEVICE void fmhai_bwd90_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int n, int BM, int BN,
-                                      int det, int masked, int c_lo, int c_hi, int BIG, fmhai_bwd90_tile *T)
-{
-    int m_lo, m_hi;
-    fmhai_bwd_m_range(s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
-    T->j0 = n * BN;
-    T->split = det ? n % s->nsplits : 0;
-    T->n_m = m_hi - m_lo;
-    T->m_dir = det ? -1 : 1;   /* as the portable pipeline */
-    T->m_first = det ? m_hi - 1 : m_lo;
-    T->n_steps = T->n_m * p->head_ratio;
-}
-
-/* One (KV head, batch entry) unit of the walk (fmhai_bwd_unit_at). */
-typedef struct fmhai_bwd90_unit {
-    fmhai_bwd_seq s;
-    int hk, det, n_tiles, masked, c_lo, c_hi;
-} fmhai_bwd90_unit;
-
-/* 0 when the unit has nothing to do (an entry the packing rejected). */
-FMHAI_DEVICE int fmhai_bwd90_unit_of(const fmhai_bwd_params *p, int u, int HAS_MASK, int DET, int BN, int BIG,
-                                     fmhai_bwd90_unit *U)
-{
-    const int nhk = p->nhead_q / p->head_ratio;
-    U->hk = u % nhk;
-    fmhai_bwd_seq_of(p, u / nhk, &U->s);
-    U->det = DET && !p->dq_direct;
-    U->n_tiles = p->dq_direct ? 1 : (U->s.s_k + BN - 1) / BN;
-    U->masked = HAS_MASK && !p->dq_direct;
-    fmhai_bwd_window(p, &U->s, HAS_MASK, BIG, &U->c_lo, &U->c_hi);
-    return U->s.nsplits > 0;
-}
-
 /* Named barriers of the pipeline (0 is __syncthreads, unused here). The dQ
  * buffers are handed between the MMA warpgroups and the writer (all 384
  * threads meet at FULL and EMPTY). */
@@ -252,8 +213,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int key0 = warp * 16;   /* this warp's first key in the tile */
     int tau = 0;   /* steps so far over the block's key tiles: the dQ buffer is tau & 1 */
     for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
-    fmhai_bwd90_unit U;
-    if (!fmhai_bwd90_unit_of(p, u, HAS_MASK, DET, BN, BIG, &U)) continue;
+    fmhai_bwd_unit U;
+    if (!fmhai_bwd_unit_of(p, u, HAS_MASK, DET, BN, BIG, &U)) continue;
     const fmhai_bwd_seq s = U.s;
     const int hk = U.hk, det = U.det, n_tiles = U.n_tiles, masked = U.masked, c_lo = U.c_lo, c_hi = U.c_hi;
     const char *k_seq = (const char *)p->k + 2 * ((int64_t)s.b_eff * p->k_batch + (int64_t)s.k_start * p->k_row +
@@ -261,8 +222,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
                                                   (int64_t)hk * p->v_head);
     for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
-        fmhai_bwd90_tile T;
-        fmhai_bwd90_tile_of(p, &s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
+        fmhai_bwd_tile T;
+        fmhai_bwd_tile_of(p, &s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
         const int j0 = T.j0;
 
         fmhai_copy_wait(0);
