@@ -22,7 +22,8 @@
  * times (as scheduled, then forced to one row of blocks walking all units
  * and to one block per unit and key tile) and must agree bit for bit. Then: prepare_workspace_async and
  * fmha_bwd captured in a CUDA graph and replayed with new seqstarts (and new
- * inputs), each replay checked against the reference; the API contract (a
+ * inputs), each replay checked against the reference; the deterministic
+ * ordering count against a plain count on random windows; the API contract (a
  * missing stage fails at plan time, a too-small workspace or ALiBi is refused
  * and nothing is written, seqstarts beyond the plan's bounds are refused).
  *
@@ -791,6 +792,60 @@ static void test_graph(cudaStream_t stream, uint64_t seed)
 /* ============================================================================
  * API contract
  * ========================================================================== */
+/* The deterministic ordering count (fmhai_bwd_det_need, closed-form) against
+ * a plain count over the tiles with fmhai_bwd_m_range, on random lengths,
+ * windows, splits and tiles, for chains in tile order and reversed: a count too high hangs the ordered adds, one too
+ * low lets a tile add out of turn. One thread per random problem; each
+ * checks every (tile, query tile) pair and counts disagreements. */
+__global__ void need_check_kernel(uint64_t seed, int problems, int *bad)
+{
+    const int BIG = 1 << 30, id = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    uint64_t x = seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(id + 1));
+    fmhai_bwd_seq s;
+    int BM, BN, c_lo, c_hi, masked, n, m, k, n_tiles, rev, errs = 0;
+    if (id >= problems) return;
+#define NEXT(mod) ((int)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (mod))
+    memset(&s, 0, sizeof(s));
+    s.s_q = 1 + NEXT(700);
+    s.s_k = 1 + NEXT(700);
+    s.nsplits = 1 + NEXT(5);
+    BM = NEXT(2) ? 64 : 128;
+    BN = NEXT(2) ? 64 : 128;
+    masked = NEXT(4) != 0;
+    c_lo = NEXT(3) == 0 ? -BIG : NEXT(900) - 450;
+    c_hi = NEXT(3) == 0 ? BIG : (c_lo == -BIG ? NEXT(900) - 450 : c_lo + NEXT(400));
+#undef NEXT
+    n_tiles = (s.s_k + BN - 1) / BN;
+    for (rev = 0; rev < 2; ++rev)
+        for (n = 0; n < n_tiles; ++n)
+            for (m = 0; m * BM < s.s_q; ++m) {
+                int want = 0, lo, hi;
+                for (k = n % s.nsplits; k < n_tiles; k += s.nsplits) {
+                    if (rev ? k <= n : k >= n) continue;   /* the tiles that add before n */
+                    fmhai_bwd_m_range(&s, k, BM, BN, masked, c_lo, c_hi, BIG, &lo, &hi);
+                    want += lo <= m && m < hi;
+                }
+                errs += want != fmhai_bwd_det_need(n, n_tiles, rev, n % s.nsplits, s.nsplits, m * BM, s.s_q, s.s_k, BM,
+                                                   BN, masked, c_lo, c_hi, BIG);
+            }
+    if (errs) atomicAdd(bad, errs);
+}
+
+static void test_need(uint64_t seed)
+{
+    static const char *name = "bwd_det_order_count_matches_plain_count";
+    const int problems = 4096;
+    int *d_bad = (int *)tu_dmalloc(sizeof(int)), bad = -1;
+    if (!tu_selected(name)) { TU_CUDA(cudaFree(d_bad)); return; }
+    TU_CUDA(cudaMemset(d_bad, 0, sizeof(int)));
+    need_check_kernel<<<problems / 128, 128>>>(seed, problems, d_bad);
+    TU_CUDA(cudaGetLastError());
+    TU_CUDA(cudaMemcpy(&bad, d_bad, sizeof(int), cudaMemcpyDeviceToHost));
+    TU_CUDA(cudaFree(d_bad));
+    if (bad == 0) tu_pass(name);
+    else tu_fail(name, "%d (key tile, query tile) pairs disagree over %d problems", bad, problems);
+}
+
 static void test_api(cudaStream_t stream, uint64_t seed)
 {
     bwd_cfg c = cfg_batch(FMHA_DTYPE_BF16, 2, 4, 2, 100, 300, 128);
@@ -904,6 +959,7 @@ int main(int argc, char **argv)
     cfgs.work = cfg_work_at;
     rc = tu_begin(argc, argv, "test_bwd", usage_extra, &cfgs, &args, &stream);
     if (rc >= 0) return rc;
+    test_need(args.seed);
     test_api(stream, args.seed);
     test_graph(stream, args.seed + 5);
     for (i = 0; i < g_ncfg; i++)

@@ -177,6 +177,13 @@ static void test_plan_batch(void)
     t = batch_traits(FMHA_DTYPE_FP16, 1, 1, 1, 16384, 16384, 64, 1);
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
     CHECK(st == FMHA_OK && plan.nsplits == FMHAI_BWD_MAX_SPLITS, "deterministic splits capped at FMHAI_BWD_MAX_SPLITS");
+    t = batch_traits(FMHA_DTYPE_FP16, 1, 16, 16, 16384, 16384, 128, 1);
+    t.mask_type = FMHA_MASK_TOP_LEFT; t.window_left = -1; t.window_right = 0;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.nsplits == 1, "deterministic with a mask (reversed chains, no waiting): one split");
+    t.window_left = 256;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.nsplits == 1, "deterministic with a sliding window: one split");
 
     /* one key tile per sequence: dQ direct, no workspace */
     t = batch_traits(FMHA_DTYPE_BF16, 3, 4, 1, 500, 100, 64, 1);

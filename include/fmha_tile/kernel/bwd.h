@@ -90,6 +90,9 @@ static inline int fmhai_bwd_nsplits(const fmha_bwd_traits *t, int tile_n)
     int64_t units = (int64_t)t->batch * t->nhead_k;
     int tiles = (fmhai_bwd_max_sk(t) + tile_n - 1) / tile_n, ns;
     if (!t->is_deterministic) return 1;
+    /* masked: the chains run in reverse (fmhai_bwd_unit_of) and nothing
+     * waits, so more slices would only spread the adds over more memory */
+    if (fmhai_bwd_masked(t->mask_type, t->window_left, t->window_right)) return 1;
     if (units < 1) units = 1;
     ns = (int)((FMHAI_BWD_DET_BLOCKS + units - 1) / units);
     if (ns > FMHAI_BWD_MAX_SPLITS) ns = FMHAI_BWD_MAX_SPLITS;
@@ -98,19 +101,19 @@ static inline int fmhai_bwd_nsplits(const fmha_bwd_traits *t, int tile_n)
 }
 
 /* Deterministic schedule. The key tiles of a split add their dQ into a
- * query tile one after the other in tile order (the counters), so the
+ * query tile one after the other in chain order (the counters), so the
  * order of the additions is fixed whatever the schedule, which only decides
- * the waiting. The tiles of a chain run side by side (grid x = key tiles)
- * and each waits on its predecessor at every query tile: the chain fills
- * like a pipeline, one handshake per tile. With one block per (KV head,
- * entry) unit every unit pays that fill; without a mask `rows` rows of
- * blocks keep their key tile from unit to unit instead (grid y = rows), so
- * a row fills once. rows: enough rows of gx blocks to fill the
- * multiprocessors once, dealt so that the rows get equal numbers of units;
- * 0 (one block per unit) with a mask, where a block column would keep the
- * same, long or short, causal tile in every unit while the one-per-unit
- * grid lets the hardware balance them (and the short tiles, last in their
- * chains, hide the fill). */
+ * the waiting. The tiles of a chain run side by side (grid x = key tiles).
+ * Without a mask each waits on its predecessor at every query tile: the
+ * chain fills like a pipeline, one handshake per tile, paid once per unit
+ * with one block per (KV head, entry) unit, so `rows` rows of blocks keep
+ * their key tile from unit to unit instead (grid y = rows) and a row fills
+ * once. rows: enough rows of gx blocks to fill the multiprocessors once,
+ * dealt so that the rows get equal numbers of units. With a mask the
+ * chains run in reverse and nothing waits (pipeline/bwd_portable.h,
+ * fmhai_bwd_tile_of): 0, one block per unit, where a block column would
+ * keep the same, long or short, causal tile in every unit while the
+ * one-per-unit grid lets the hardware balance them. */
 static inline int fmhai_bwd_det_rows(int64_t units, int gx, int sms, int masked)
 {
     int64_t per = gx > 0 ? sms / gx : 1, rounds;

@@ -188,6 +188,7 @@ typedef struct fmhai_bwd_seq {
     int s_q, s_k, q_start, k_start, b_eff;
     int nsplits;           /* dq_acc slices of the entry (0: skip the entry) */
     int64_t acc_off;       /* first dq_acc element of the entry              */
+    int64_t acc_row;       /* acc_off / d: its first row (and counter)       */
     int64_t dsum_off;      /* D of (entry, head 0, row 0)                    */
     int64_t dsum_head;     /* D's head stride                                */
 } fmhai_bwd_seq;
@@ -202,6 +203,7 @@ FMHAI_DEVICE void fmhai_bwd_seq_of(const fmhai_bwd_params *p, int b, fmhai_bwd_s
         s->b_eff = 0;
         s->nsplits = p->ws_nsplits ? p->ws_nsplits[b] : 1;
         s->acc_off = p->ws_offsets ? p->ws_offsets[b] : 0;
+        s->acc_row = s->acc_off / p->d;   /* once per entry, not per step */
         s->dsum_head = p->dsum_rows;
         s->dsum_off = s->q_start;
     } else {
@@ -211,7 +213,8 @@ FMHAI_DEVICE void fmhai_bwd_seq_of(const fmhai_bwd_params *p, int b, fmhai_bwd_s
         s->s_k = p->seqlen_k;
         s->b_eff = b;
         s->nsplits = p->nsplits;
-        s->acc_off = (int64_t)b * p->nhead_q * p->nsplits * p->seqlen_q * p->d;
+        s->acc_row = (int64_t)b * p->nhead_q * p->nsplits * p->seqlen_q;
+        s->acc_off = s->acc_row * p->d;
         s->dsum_head = p->seqlen_q;
         s->dsum_off = (int64_t)b * p->nhead_q * p->seqlen_q;
     }
@@ -301,7 +304,7 @@ FMHAI_DEVICE void fmhai_bwd_dot_do_o(const fmhai_bwd_params *p, const int is_bf1
             for (int idx = tid; idx < rows * d4; idx += NT)
                 *(float4 *)(acc + (int64_t)idx * 4) = zero4;
             if (p->dq_sem)
-                for (int r = tid; r < rows; r += NT) p->dq_sem[s.acc_off / p->d + row0 + r] = 0;
+                for (int r = tid; r < rows; r += NT) p->dq_sem[s.acc_row + row0 + r] = 0;
         }
     }
 }
@@ -459,6 +462,7 @@ FMHAI_DEVICE int fmhai_bwd_unit_at(const fmhai_bwd_params *p, int i)
 typedef struct fmhai_bwd_unit {
     fmhai_bwd_seq s;
     int hk, det, n_tiles, masked, c_lo, c_hi;
+    int rev;   /* deterministic with a mask: chains in reverse tile order (fmhai_bwd_tile_of) */
 } fmhai_bwd_unit;
 
 /* 0 when the unit has nothing to do (an entry the packing rejected). */
@@ -471,48 +475,68 @@ FMHAI_DEVICE int fmhai_bwd_unit_of(const fmhai_bwd_params *p, int u, int HAS_MAS
     U->det = DET && !p->dq_direct;   /* compile-time 0 in the atomics kernels */
     U->n_tiles = p->dq_direct ? 1 : (U->s.s_k + BN - 1) / BN;
     U->masked = HAS_MASK && !p->dq_direct;
+    U->rev = DET && HAS_MASK;   /* compile-time (and harmless with one tile when dQ is direct) */
     fmhai_bwd_window(p, &U->s, HAS_MASK, BIG, &U->c_lo, &U->c_hi);
     return U->s.nsplits > 0;
 }
 
-/* Sweep of key tile n: its query tiles m_first, m_first + m_dir, ... (n_m
- * of them, for each query head of the group: n_steps steps). Deterministic
- * tiles go from the last query tile down, so the key tiles of a chain start
- * at the same query tile (causal: not each at its own diagonal, waiting for
- * the earlier ones to climb there); non-deterministic tiles go up, so the
- * atomics of causal tiles spread over different query tiles. */
+/* Sweep of the key tile n that grid column x takes: its query tiles
+ * m_first, m_first + m_dir, ... (n_m of them, for each query head of the
+ * group: n_steps steps). Non-deterministic tiles go up from their first
+ * visible query tile, so the atomics of causal tiles spread over different
+ * query tiles. Deterministic tiles without a mask go from the last query
+ * tile down: every tile sees every query tile, so the tiles of a chain
+ * start together and each follows its predecessor one hand-off behind.
+ * With a mask (rev) the chains run in reverse: the column takes tile
+ * n_tiles - 1 - x, the tiles sweep up as the atomics do, and at a query
+ * tile the later key tiles add first. The window moves with the key, so a
+ * later tile's first visible query tile is never earlier: it reached every
+ * query tile at least as early in its sweep as the tiles after it in the
+ * chain, which the hardware launched first (lower x); no tile waits. */
 typedef struct fmhai_bwd_tile {
+    int n;   /* the key tile */
     int j0, split, n_m, m_first, m_dir, n_steps;
 } fmhai_bwd_tile;
 
-FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int n, int BM, int BN,
-                                    int det, int masked, int c_lo, int c_hi, int BIG, fmhai_bwd_tile *T)
+FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int x, int n_tiles, int rev,
+                                    int BM, int BN, int det, int masked, int c_lo, int c_hi, int BIG,
+                                    fmhai_bwd_tile *T)
 {
     int m_lo, m_hi;
-    fmhai_bwd_m_range(s, n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
-    T->j0 = n * BN;
-    T->split = det ? n % s->nsplits : 0;
+    T->n = rev ? n_tiles - 1 - x : x;
+    fmhai_bwd_m_range(s, T->n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
+    T->j0 = T->n * BN;
+    T->split = det ? T->n % s->nsplits : 0;
     T->n_m = m_hi - m_lo;
-    T->m_dir = det ? -1 : 1;
-    T->m_first = det ? m_hi - 1 : m_lo;
+    T->m_dir = det && !rev ? -1 : 1;
+    T->m_first = det && !rev ? m_hi - 1 : m_lo;
     T->n_steps = T->n_m * p->head_ratio;
 }
 
-/* Deterministic dQ: how many of the earlier key tiles of this tile's split
- * (split, split + nsplits, ... < n) see query tile m0: without a mask all
- * of them; with one the lanes count 32 tiles at a time (warp-uniform). */
-FMHAI_DEVICE int fmhai_bwd_det_need(const fmhai_bwd_seq *s, int n, int split, int m0, int BM, int BN, int masked,
-                                    int c_lo, int c_hi, int BIG, int lane)
+/* Deterministic dQ: how many of the key tiles before tile n in its split's
+ * chain (split, split + nsplits, ... < n; rev: > n, down from the last)
+ * see query tile m0. The window's bounds move with the key, so the key
+ * tiles that see a query tile are one range [ka, kb] (fmhai_bwd_m_range
+ * inverted) and the count is closed-form: no loop over the tiles, few
+ * registers where the step's accumulators live. */
+FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int split, int ns, int m0, int s_q, int s_k,
+                                    int BM, int BN, int masked, int c_lo, int c_hi, int BIG)
 {
-    int need = 0;
-    if (!masked) return (n - split) / s->nsplits;
-    for (int k0 = split; k0 < n; k0 += 32 * s->nsplits) {
-        const int k = k0 + lane * s->nsplits;
-        int lo, hi;
-        fmhai_bwd_m_range(s, k, BM, BN, masked, c_lo, c_hi, BIG, &lo, &hi);
-        need += fmhai_count_lanes(k < n && lo * BM <= m0 && m0 < hi * BM);
+    int ka = rev ? n + 1 : 0, kb = rev ? n_tiles - 1 : n - 1, first;
+    if (masked) {
+        if (c_lo != -BIG) {   /* a tile's last key must reach row m0's first visible key */
+            const int x = m0 + c_lo;
+            if (x > s_k - 1) return 0;
+            if (x > 0) ka = max(ka, x / BN);
+        }
+        if (c_hi != BIG) {    /* a tile's first key must be visible to the tile's last row */
+            const int y = min(m0 + BM, s_q) - 1 + c_hi;
+            if (y < 0) return 0;
+            kb = min(kb, y / BN);
+        }
     }
-    return need;
+    first = ka + ((split - ka) % ns + ns) % ns;
+    return first > kb ? 0 : (kb - first) / ns + 1;
 }
 
 /* acc[QW/8][4] = A B^T over the head dim: A is this warp's 16 key rows
@@ -619,10 +643,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                                                   (int64_t)hk * p->v_head);
 
     int32_t *pend = 0;   /* deterministic, thread 0: counter of the last dQ adds, not yet published */
-    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
+    for (int x = (int)blockIdx.x; x < n_tiles; x += (int)gridDim.x) {
         fmhai_bwd_tile T;   /* the query tiles that can see a key of this tile, in sweep order */
-        fmhai_bwd_tile_of(p, &s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
-        const int j0 = T.j0, split = T.split, n_m = T.n_m, m_dir = T.m_dir, m_first = T.m_first;
+        fmhai_bwd_tile_of(p, &s, x, n_tiles, U->rev, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
+        const int n = T.n, j0 = T.j0, split = T.split, n_m = T.n_m, m_dir = T.m_dir, m_first = T.m_first;
         const int n_it = T.n_steps;
         const int n_steps = (TWO_SWEEPS ? 2 : 1) * n_it;
 
@@ -776,9 +800,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                  * them (a lane per tile) and thread 0 waits for their
                  * arrivals before the barrier. */
                 const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
-                int32_t *sem = det ? p->dq_sem + s.acc_off / p->d + row0 : 0;
+                int32_t *sem = det ? p->dq_sem + s.acc_row + row0 : 0;
                 if (det && warp == 0) {
-                    const int need = fmhai_bwd_det_need(&s, n, split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane);
+                    const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN, masked,
+                                                         c_lo, c_hi, BIG);
                     if (lane == 0)
                         while (fmhai_ld_acquire(sem) < need) { }
                 }

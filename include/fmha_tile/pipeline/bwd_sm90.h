@@ -221,10 +221,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                                   (int64_t)hk * p->k_head);
     const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
                                                   (int64_t)hk * p->v_head);
-    for (int n = (int)blockIdx.x; n < n_tiles; n += (int)gridDim.x) {
+    for (int x = (int)blockIdx.x; x < n_tiles; x += (int)gridDim.x) {
         fmhai_bwd_tile T;
-        fmhai_bwd_tile_of(p, &s, n, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
-        const int j0 = T.j0;
+        fmhai_bwd_tile_of(p, &s, x, n_tiles, U.rev, BM, BN, DET, masked, c_lo, c_hi, BIG, &T);
+        const int n = T.n, j0 = T.j0;
 
         fmhai_copy_wait(0);
         fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
@@ -286,6 +286,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 
             /* ---- dS^T = P^T (dP^T - D): registers and shared; dK += dS^T Q ---- */
             uint32_t dsa[FMHAI_BWD90_MAX_BM / 16][4];
+            /* this thread's dS^T row in shared memory (fmhai_wg_tile_off: row
+             * key0 + g (+ 8), chunk nt at (nt ^ g) * 16), formed here: held
+             * across the step, its 16 store addresses were spilled */
+            const fmhai_smem_t ds_row = fmhai_opaque_smem(sdS + (key0 + g) * 128 + 4 * t);
 #pragma unroll
             for (int nt = 0; nt < BM / 8; ++nt) {
                 const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + nt * 8 + 2 * t));
@@ -295,7 +299,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                                    acc_s[4 * nt + 2 * hf + 1] * (acc_p[4 * nt + 2 * hf + 1] - dd.y),
                                                    is_bf16);
                     dsa[nt / 2][(nt % 2) * 2 + hf] = v;
-                    fmhai_st_shared_u32(sdS + fmhai_wg_tile_off(key0 + g + 8 * hf, nt, BN) + 4 * t, v);
+                    fmhai_st_shared_u32(ds_row + (nt >> 3) * BN * 128 + hf * 8 * 128 + (((nt & 7) ^ g) << 4), v);
                 }
             }
             fmhai_wg_fence();
@@ -337,22 +341,20 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                          __float_as_uint(acc_q[4 * nt + 2 * hf + 1]));
                     }
             }
-            if (warp == 0) {   /* the step's record */
-                const int64_t row0 = ((int64_t)h * s.nsplits + T.split) * s.s_q + m0;
-                const int need = det ? fmhai_bwd_det_need(&s, n, T.split, m0, BM, BN, masked, c_lo, c_hi, BIG, lane)
-                                     : 0;
-                if (lane == 0) {
-                    volatile fmhai_bwd90_rec *r = rec + (tau & 3);
-                    if (p->dq_direct)
-                        r->dq = (char *)p->dq + 2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0);
-                    else
-                        r->acc = p->dq_acc + s.acc_off + row0 * p->d;
-                    if (det) {
-                        r->sem = p->dq_sem + s.acc_off / p->d + row0;
-                        r->need = need;
-                    }
-                    r->rows = min(BM, s.s_q - m0);
+            if (tid == 0) {   /* the step's record */
+                volatile fmhai_bwd90_rec *r = rec + (tau & 3);
+                if (p->dq_direct) {
+                    r->dq = (char *)p->dq + 2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0);
+                } else if (det) {
+                    const int64_t row = ((int64_t)h * s.nsplits + T.split) * s.s_q + m0;
+                    r->acc = p->dq_acc + s.acc_off + row * p->d;
+                    r->sem = p->dq_sem + s.acc_row + row;
+                    r->need = fmhai_bwd_det_need(n, n_tiles, U.rev, T.split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
+                                                 masked, c_lo, c_hi, BIG);
+                } else {
+                    r->acc = p->dq_acc + s.acc_off + ((int64_t)h * s.nsplits * s.s_q + m0) * p->d;
                 }
+                r->rows = min(BM, s.s_q - m0);
             }
             fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
         }

@@ -59,10 +59,15 @@ FMHAI_DEVICE int fmhai_wg_tile_off(int r, int c, int rows)
 }
 
 /* rows x hd tile from global rows `row_bytes` apart; rows >= rows_valid and
- * columns >= d are zero-filled. Each thread keeps one column chunk. */
+ * columns >= d are zero-filled. Each thread keeps one column chunk. The
+ * base and thread index are hidden from the optimiser: otherwise the
+ * swizzled addresses of every call site are hoisted out of the caller's
+ * loop and held (or spilled) across the whole step; forming them here
+ * costs a few integer instructions per call. */
 FMHAI_DEVICE void fmhai_wg_load_tile(fmhai_smem_t dst, const char *src, int64_t row_bytes, int rows,
                                      int rows_valid, int d, int hd, int nthreads, int tid)
 {
+    asm volatile("" : "+r"(dst), "+r"(tid));
     const int chunks = hd / 8, rstep = nthreads / chunks;
     const int r0 = tid / chunks, c = tid % chunks;
     const int col_ok = c * 8 < d;
