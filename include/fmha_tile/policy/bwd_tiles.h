@@ -85,12 +85,14 @@
 
 /* ---- workspace and splits ----------------------------------------------------
  * Deterministic mode gives each batch entry nsplits dq_acc slices; key tile
- * n adds into slice n % nsplits in key-tile order (see the pipeline), and
- * convert_dq sums the slices in slice order. More slices mean shorter
- * chains of key tiles waiting on one another and a larger workspace. nsplits
- * is the smallest count that gives FMHAI_BWD_DET_BLOCKS (key-tile chains)
- * over all KV heads and batch entries, at most the key tiles and at most
- * FMHAI_BWD_MAX_SPLITS. It depends on the problem only (not on the device),
+ * n adds into slice n % nsplits in chain order (tile order, reversed with a
+ * mask: see fmhai_bwd_tile_of), and convert_dq sums the slices in slice
+ * order. Without a mask, more slices mean shorter chains of key tiles
+ * waiting on one another and a larger workspace: nsplits is the smallest
+ * count that gives FMHAI_BWD_DET_BLOCKS (key-tile chains) over all KV heads
+ * and batch entries, at most the key tiles and at most
+ * FMHAI_BWD_MAX_SPLITS. With a mask nothing waits and nsplits is 1
+ * (fmhai_bwd_nsplits). It depends on the problem only (not on the device),
  * so a workspace size is known on any host and results are reproducible
  * across devices. */
 #ifndef FMHAI_BWD_DET_BLOCKS
