@@ -68,6 +68,7 @@
 #if !defined(FMHA_PLATFORM_HOST_ONLY)
 #  include "fmha_tile/tile/warp_mma.h"
 #  include "fmha_tile/pipeline/fwd_portable.h"
+#  include "fmha_tile/pipeline/fwd_sm90.h"
 #endif
 #include "fmha_tile/policy/fwd_tiles.h"
 #include "fmha_tile/kernel/fwd.h"

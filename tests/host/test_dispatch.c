@@ -75,7 +75,9 @@ static const char *chosen(const fmha_kernel_set *s, const fmha_fwd_args *a)
 static void test_expansion(void)
 {
     int i, n = fmha_set_size(&set_a), found_explicit = 0, all_valid = 1, filtered_ok = 1;
-    CHECK(n == 5, "wildcard rows expand to one tuned row per arch table (5 enabled kernels)");
+    /* hdim 64/128 wildcard rows: a Hopper (wgmma) and a portable row each;
+     * hdim 256 and the explicit row: one */
+    CHECK(n == 8, "wildcard rows expand to one tuned row per arch table (8 enabled kernels)");
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&set_a, i);
         if (fmhai_fwd_row_violation(k->hdim, k->tile_m, k->tile_n, k->warps, k->stages, k->page_size, k->kv_layout, k->dtype == FMHA_DTYPE_FP8)) all_valid = 0;
@@ -87,13 +89,14 @@ static void test_expansion(void)
     CHECK(all_valid, "every expanded row meets the constraints");
     CHECK(found_explicit, "explicit row is built as written");
     CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
-    CHECK(fmha_set_size(&set_default) == 48, "default set: 2 dtypes x 3 hdims x 8 feature rows");
+    CHECK(fmha_set_size(&set_default) == 80, "default set: 2 dtypes x 8 feature rows x (2 + 2 + 1) arch rows (hdim 64/128/256)");
     CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
           "fmha_set_kernel out of range gives NULL");
     {
-        const fmha_kernel_info *k = fmha_set_kernel(&set_a, 0);
-        CHECK(strstr(k->name, "fmha_fwd_d128_bf16_mask") == k->name && strstr(k->name, "_sm80"),
-              "kernel names are self-describing");
+        const fmha_kernel_info *k = fmha_set_kernel(&set_a, 0), *k1 = fmha_set_kernel(&set_a, 1);
+        CHECK(strstr(k->name, "fmha_fwd_d128_bf16_mask") == k->name && strstr(k->name, "_b128x128_w8_s2_wgmma_sm90a") &&
+                  strstr(k1->name, "fmha_fwd_d128_bf16_mask") == k1->name && strstr(k1->name, "_portable_mma_sm80"),
+              "kernel names are self-describing (pipeline and arch included)");
     }
 }
 

@@ -75,10 +75,16 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_DTS_FP16 "fp16"
 #define FMHAI_DTS_BF16 "bf16"
 #define FMHAI_DTS_FP8 "fp8kv"
-/* which tuned table a dtype's wildcard rows expand into (policy/fwd_tiles.h) */
-#define FMHAI_TTAB_FP16 FWD
-#define FMHAI_TTAB_BF16 FWD
-#define FMHAI_TTAB_FP8 FP8
+/* which tuned table a family's wildcard rows of a dtype expand into
+ * (policy/fwd_tiles.h): the contiguous forward has its own (Hopper rows) */
+#define FMHAI_TTAB_FWD_FP16 FWDX
+#define FMHAI_TTAB_FWD_BF16 FWDX
+#define FMHAI_TTAB_PREFILL_FP16 FWD
+#define FMHAI_TTAB_PREFILL_BF16 FWD
+#define FMHAI_TTAB_PREFILL_FP8 FP8
+#define FMHAI_TTAB_PREFILL_VEC_FP16 FWD
+#define FMHAI_TTAB_PREFILL_VEC_BF16 FWD
+#define FMHAI_TTAB_PREFILL_VEC_FP8 FP8
 #define FMHAI_ON_MASK 1
 #define FMHAI_ON_NOMASK 0
 #define FMHAI_ON_SOFTCAP 1
@@ -100,9 +106,6 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_LAYOUT_FWD FMHA_KV_LAYOUT_LINEAR
 #define FMHAI_LAYOUT_PREFILL FMHA_KV_LAYOUT_LINEAR
 #define FMHAI_LAYOUT_PREFILL_VEC FMHA_KV_LAYOUT_VECTORIZED
-#define FMHAI_PIPE_PREFILL_VEC "portable_mma"
-#define FMHAI_PIPE_FWD "portable_mma"
-#define FMHAI_PIPE_PREFILL "portable_mma"
 #define FMHAI_ARCHS_SM80 "sm80"
 #define FMHAI_ARCHS_SM90A "sm90a"
 #define FMHAI_ARCHS_GFX9 "gfx9"
@@ -120,13 +123,13 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* Self-describing kernel names (CK style). */
 #define FMHAI_KNAME_FWD(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                    \
     "fmha_fwd_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc FMHAI_ONS_##al     \
-    "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+    "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_PREFILL(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                \
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
-    "_linear_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+    "_linear_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_PREFILL_VEC(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)            \
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
-    "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_portable_mma_" FMHAI_ARCHS_##arch
+    "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 
 /* K/V source of the pipeline (FMHAI_PAGING, policy/fwd_tiles.h): 0
  * contiguous, 1 pages of any size (staged row offsets), 2 pages that are
@@ -136,24 +139,30 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
      FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st))
 
+/* The pipeline body of a row's arch (the Hopper one serves contiguous 16-bit
+ * rows only, FMHAI_FWD90_CONSTRAINTS). */
+#define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
+#define FMHAI_FWD_BODY_GFX9 fmhai_fwd_portable
+#define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8) \
+    fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al)
+
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))
+    FMHAI_CAT(FMHAI_FWD_CHECKS_, arch)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))
 #  define FMHAI_KFN(kid) 0
 #else
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))       \
-    static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_FWD_MIN_BLOCKS(hd, bm, w))         \
+    FMHAI_CAT(FMHAI_FWD_CHECKS_, arch)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))     \
+    static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_CAT(FMHAI_FWD_MINB_, arch)(hd, bm, w))         \
     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(      \
         const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                           \
     {                                                                                           \
         extern __shared__ __align__(128) char fmhai_smem[];                                     \
         if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
-            fmhai_fwd_portable(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn,  \
-                               w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,            \
-                               FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam,                           \
-                               FMHAI_KV8(dt));                                                  \
+            FMHAI_CAT(FMHAI_FWD_BODY_, arch)(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, \
+                                  w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,         \
+                                  FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt));        \
     }
 #  define FMHAI_KFN(kid) ((const void *)kid)
 #endif
@@ -162,9 +171,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
-        FMHAI_PIPE_##fam, FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                     \
+        FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                \
       FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
-      FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt)),                \
+      FMHAI_CAT(FMHAI_FWD_SMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt)),                  \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
@@ -175,8 +184,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_TILEROWS_0(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
     R(fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
 #define FMHAI_TILEROWS_1(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
-    FMHAI_CAT(FMHAI_TILES_, FMHAI_CAT(FMHAI_TTAB_##dt, _##hd))(R, fam, dt, hd, mask, sc, al, upg, pg, \
-                                                             bm, bn, w, st)
+    FMHAI_CAT(FMHAI_TILES_, FMHAI_CAT(FMHAI_TTAB_##fam##_##dt, _##hd))(R, fam, dt, hd, mask, sc, al, upg, \
+                                                                     pg, bm, bn, w, st)
 #define FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)                     \
     FMHAI_CAT(FMHAI_TILEROWS_, FMHAI_ANY4(bm, bn, w, st))(R, fam, dt, hd, mask, sc, al, upg, pg, \
                                                           bm, bn, w, st)

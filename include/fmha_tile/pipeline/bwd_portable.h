@@ -74,17 +74,6 @@ FMHAI_DEVICE void fmhai_st_shared_u32(fmhai_smem_t dst, uint32_t v)
 #endif
 }
 
-/* Hides a shared address from the optimiser: a GEMM phase re-derives its
- * swizzled addresses from it, instead of every phase's addresses being
- * hoisted out of the loop and held in registers for its whole length. */
-FMHAI_DEVICE fmhai_smem_t fmhai_opaque_smem(fmhai_smem_t a)
-{
-#if defined(FMHA_PLATFORM_NVIDIA)
-    asm volatile("" : "+r"(a));
-#endif
-    return a;
-}
-
 FMHAI_DEVICE float2 fmhai_ld_shared_f2(fmhai_smem_t src)
 {
     float2 v;

@@ -53,33 +53,6 @@ FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd_params *p, const fmhai_b
     fmhai_bwd_load_rowstats(p, s, jt, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
 }
 
-/* acc[64 x BM] = A B^T over the head dim, A this warpgroup's 64 rows of a
- * [BN][hd] tile (K or V), B a [BM][hd] tile (Q or dO); one commit group. */
-FMHAI_DEVICE void fmhai_bwd90_abt(float *acc, fmhai_smem_t a, fmhai_smem_t b, int HD, int BM, int BN, int wg,
-                                  int is_bf16)
-{
-    const uint64_t da = fmhai_wg_desc(fmhai_opaque_smem(a + wg * 64 * 128), 16, 1024);
-    const uint64_t db = fmhai_wg_desc(fmhai_opaque_smem(b), 16, 1024);
-#pragma unroll
-    for (int k = 0; k < HD / 16; ++k)
-        fmhai_wg_mma_ss_kk_n64(acc, da + (uint64_t)(((k / 4) * BN * 128 + (k % 4) * 32) >> 4),
-                               db + (uint64_t)(((k / 4) * BM * 128 + (k % 4) * 32) >> 4), k > 0, is_bf16);
-    fmhai_wg_commit();
-}
-
-/* acc[64 x hd] += A[64 x BM] B, A as BM/16 register fragments, B a [BM][hd]
- * tile read MN-major; one commit group. */
-FMHAI_DEVICE void fmhai_bwd90_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int HD, int BM, int is_bf16)
-{
-    const uint64_t db = fmhai_wg_desc(fmhai_opaque_smem(b), BM * 128, 1024);
-#pragma unroll
-    for (int kq = 0; kq < BM / 16; ++kq) {
-        if (HD == 128) fmhai_wg_mma_rs_t_n128(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
-        else fmhai_wg_mma_rs_t_n64(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
-    }
-    fmhai_wg_commit();
-}
-
 /* Named barriers of the pipeline (0 is __syncthreads, unused here). The dQ
  * buffers are handed between the MMA warpgroups and the writer (all 384
  * threads meet at FULL and EMPTY). */
@@ -261,8 +234,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             /* ---- S^T and dP^T, both in flight -------------------------------- */
             float acc_s[FMHAI_BWD90_MAX_BM / 2], acc_p[FMHAI_BWD90_MAX_BM / 2];
             fmhai_wg_fence();
-            fmhai_bwd90_abt(acc_s, sK, q_s, HD, BM, BN, wg, is_bf16);
-            fmhai_bwd90_abt(acc_p, sV, do_s, HD, BM, BN, wg, is_bf16);
+            fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16);
+            fmhai_wg_gemm_abt(acc_p, fmhai_opaque_smem(sV + wg * 64 * 128), BN, fmhai_opaque_smem(do_s), BM, HD, is_bf16);
             fmhai_wg_wait(1);
             fmhai_wg_fence_acc(acc_s, BM / 2);
 
@@ -280,7 +253,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
             }
             fmhai_wg_fence();
-            fmhai_bwd90_rs(acc_dv, pa, do_s, HD, BM, is_bf16);
+            fmhai_wg_gemm_rs(acc_dv, pa, do_s, HD, BM, is_bf16);
             fmhai_wg_wait(0);   /* dP^T and dV done: P^T's registers are free */
             fmhai_wg_fence_acc(acc_p, BM / 2);
 
@@ -303,7 +276,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 }
             }
             fmhai_wg_fence();
-            fmhai_bwd90_rs(acc_dk, dsa, q_s, HD, BM, is_bf16);
+            fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16);
             fmhai_wg_fence_smem();
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);   /* dS^T of every warp in shared memory */
 

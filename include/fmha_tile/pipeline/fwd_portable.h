@@ -581,6 +581,50 @@ FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, const int32
     fmhai_copy_commit();
 }
 
+/* The key tiles a query tile [m0, m_last] visits (mask window, bottom-right
+ * offset): [n_lo, n_hi), n_iters of them, visited from n_hi - 1 down;
+ * [f_lo, f_hi) need no mask. Query row i sees keys [i + c_lo, i + c_hi)
+ * (unbounded sides far away). */
+typedef struct fmhai_fwd_keys {
+    int n_lo, n_hi, n_iters, f_lo, f_hi, c_lo, c_hi;
+} fmhai_fwd_keys;
+
+FMHAI_DEVICE void fmhai_fwd_keys_of(const fmhai_fwd_params *p, int HAS_MASK, int m0, int m_last, int s_q, int s_k,
+                                    int BN, fmhai_fwd_keys *W)
+{
+    int left = -1, right = -1, off = 0;
+    if (HAS_MASK && p->mask_kind != FMHA_MASK_NONE) {
+        left = p->window_left;
+        right = p->window_right;
+        off = p->mask_kind == FMHA_MASK_BOTTOM_RIGHT ? s_k - s_q : 0;
+    }
+    /* visible keys of the tile: [k_lo, k_hi); mask-free tiles: [f_lo, f_hi) */
+    int k_hi = s_k, k_lo = 0, f_hi_key = s_k, f_lo = 0;
+    if (right >= 0) {
+        k_hi = min(s_k, m_last + off + right + 1);
+        f_hi_key = min(s_k, m0 + off + right + 1);
+    }
+    if (left >= 0) {
+        k_lo = max(0, m0 + off - left);
+        int lo_key = m_last + off - left;
+        f_lo = lo_key > 0 ? (lo_key + BN - 1) / BN : 0;
+    }
+    int n_lo = k_lo / BN;
+    int n_hi = k_hi > k_lo ? (k_hi + BN - 1) / BN : n_lo;
+    int f_hi = f_hi_key > 0 ? f_hi_key / BN : 0;
+    int n_iters = n_hi - n_lo;
+    /* query row i sees keys [i + c_lo, i + c_hi) (unbounded sides far away) */
+    int c_hi = right >= 0 ? off + right + 1 : (1 << 30);
+    int c_lo = left >= 0 ? off - left : -(1 << 30);
+    W->n_lo = n_lo;
+    W->n_hi = n_hi;
+    W->n_iters = n_iters;
+    W->f_lo = f_lo;
+    W->f_hi = f_hi;
+    W->c_lo = c_lo;
+    W->c_hi = c_hi;
+}
+
 FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                      const int is_bf16, const int HD, const int BM,
                                      const int BN, const int NW, const int ST,
@@ -628,30 +672,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int hk = h / p->head_ratio;
     const int m_last = min(m0 + BM, s_q) - 1;
 
-    int left = -1, right = -1, off = 0;
-    if (HAS_MASK && p->mask_kind != FMHA_MASK_NONE) {
-        left = p->window_left;
-        right = p->window_right;
-        off = p->mask_kind == FMHA_MASK_BOTTOM_RIGHT ? s_k - s_q : 0;
-    }
-    /* visible keys of the tile: [k_lo, k_hi); mask-free tiles: [f_lo, f_hi) */
-    int k_hi = s_k, k_lo = 0, f_hi_key = s_k, f_lo = 0;
-    if (right >= 0) {
-        k_hi = min(s_k, m_last + off + right + 1);
-        f_hi_key = min(s_k, m0 + off + right + 1);
-    }
-    if (left >= 0) {
-        k_lo = max(0, m0 + off - left);
-        int lo_key = m_last + off - left;
-        f_lo = lo_key > 0 ? (lo_key + BN - 1) / BN : 0;
-    }
-    const int n_lo = k_lo / BN;
-    const int n_hi = k_hi > k_lo ? (k_hi + BN - 1) / BN : n_lo;
-    const int f_hi = f_hi_key > 0 ? f_hi_key / BN : 0;
-    const int n_iters = n_hi - n_lo;
-    /* query row i sees keys [i + c_lo, i + c_hi) (unbounded sides far away) */
-    const int c_hi = right >= 0 ? off + right + 1 : (1 << 30);
-    const int c_lo = left >= 0 ? off - left : -(1 << 30);
+    fmhai_fwd_keys W;
+    fmhai_fwd_keys_of(p, HAS_MASK, m0, m_last, s_q, s_k, BN, &W);
+    const int n_hi = W.n_hi, f_lo = W.f_lo, f_hi = W.f_hi, n_iters = W.n_iters, c_hi = W.c_hi, c_lo = W.c_lo;
 
     /* element sizes: e4m3 KV (and queries) take one byte */
     const int Q8 = KV8 && p->q_fp8;

@@ -29,6 +29,17 @@
 #define FMHAI_TILES_SM80_FWD_128(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    4,     1)
 #define FMHAI_TILES_SM80_FWD_256(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    8,     1)
 
+/* ---- NVIDIA Hopper, wgmma pipeline (pipeline/fwd_sm90.h; sm_90a only) ------
+ * The contiguous forward (FWD rows) only; tried before the portable rows on
+ * an sm_90 device (the registry ranks arch-specific pipelines first). Block
+ * shape fixed by the pipeline: 128 query rows on two warpgroups of 64, key
+ * tiles of 128 in a 2-stage ring. */
+#ifndef FMHAI_TILES_SM90A_FWD_64
+/*                                                  arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,    8,     2)
+#define FMHAI_TILES_SM90A_FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,    8,     2)
+#endif
+
 /* FP8 (e4m3) KV batch prefill rows: the landing tiles and the decode add
  * registers and shared memory, so these have their own rows. Chosen on an
  * H100 with bench/bench_prefill.cu --fp8_vs_bf16 (a tuning build may
@@ -47,8 +58,8 @@
 #define FMHAI_TILES_GFX9_FWD_256(Y, ...) Y(__VA_ARGS__, GFX9,   64,     32,    4,     1)
 
 /* The rows a wildcard expands into on this platform (FWD: fp16/bf16 rows of
- * every family; FP8: e4m3-KV prefill rows), and the arch an explicit row is
- * built for. */
+ * the prefill families; FWDX: of the contiguous forward, Hopper rows first;
+ * FP8: e4m3-KV prefill rows), and the arch an explicit row is built for. */
 #if defined(FMHA_PLATFORM_AMD)
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
@@ -56,6 +67,9 @@
 #  define FMHAI_TILES_FWD_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDX_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDX_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH GFX9
 #else
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -64,8 +78,26 @@
 #  define FMHAI_TILES_FWD_64(Y, ...)  FMHAI_TILES_SM80_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_128(Y, ...) FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWD_256(Y, ...) FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDX_64(Y, ...)  FMHAI_TILES_SM90A_FWD_64(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDX_128(Y, ...) FMHAI_TILES_SM90A_FWD_128(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
+
+/* Per-arch pieces of a forward row: the pipeline's name, its shared memory
+ * and the blocks per SM it is built for. The Hopper pipeline aligns its
+ * tiles to 1024 bytes (swizzle atoms) and runs one block per SM. */
+#define FMHAI_FWD_PIPE_SM80 "portable_mma"
+#define FMHAI_FWD_PIPE_GFX9 "portable_mma"
+#define FMHAI_FWD_PIPE_SM90A "wgmma"
+#define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
+#define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
+#define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + 1024)
+#define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
+#define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
+#define FMHAI_FWD_MINB_SM90A(hd, bm, w) 1
 
 /* Blocks per SM the compiler must fit in registers (__launch_bounds__).
  * Rows-per-warp x head dim of 256 (e.g. 32 x 128, 16 x 256) needs the whole
@@ -145,6 +177,19 @@
       "FP8 KV: tile_n*hd/16 must be a multiple of the thread count")                     \
     C(fp8_tile_n_multiple_of_32, !(kv8) || (bn) % 32 == 0,                                 \
       "FP8 KV: tile_n must be a multiple of 32 (one e4m3 K ldmatrix covers 32 keys)")
+
+/* C(...) over a row of the Hopper pipeline (on top of the above). */
+#define FMHAI_FWD90_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                        \
+    C(fwd90_hdim_64_128, (hd) == 64 || (hd) == 128, "the wgmma forward has head dims 64 and 128") \
+    C(fwd90_block_128x128_8_warps_2_stages, (bm) == 128 && (bn) == 128 && (w) == 8 && (st) == 2, \
+      "the wgmma forward's block is 128 x 128, 8 warps, 2 stages")                         \
+    C(fwd90_contiguous_16_bit, (pg) == 0 && !(vec) && !(kv8),                              \
+      "the wgmma forward reads contiguous 16-bit K/V (FWD rows)")                           \
+    C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
+      "shared memory of the tile must fit in 227 KB")
+#define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
+#define FMHAI_FWD_CHECKS_GFX9(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
+#define FMHAI_FWD_CHECKS_SM90A(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__) FMHAI_FWD90_CONSTRAINTS(C, __VA_ARGS__)
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \
     FMHA_STATIC_ASSERT(cond, "fmha_tile constraint " #name " violated: " msg);

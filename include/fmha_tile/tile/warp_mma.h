@@ -57,6 +57,14 @@ FMHAI_DEVICE const void *fmhai_opaque_ptr(const void *p)
     asm volatile("" : "+l"(p));
     return p;
 }
+/* Hides a shared address from the optimiser: a GEMM phase re-derives its
+ * swizzled addresses from it, instead of every phase's addresses being
+ * hoisted out of the loop and held in registers for its whole length. */
+FMHAI_DEVICE fmhai_smem_t fmhai_opaque_smem(fmhai_smem_t a)
+{
+    asm volatile("" : "+r"(a));
+    return a;
+}
 
 FMHAI_DEVICE void fmhai_copy_async16(fmhai_smem_t dst, const void *src, int valid)
 {
@@ -209,6 +217,7 @@ FMHAI_DEVICE fmhai_smem_t fmhai_smem_xor(fmhai_smem_t a, int x)
     return (fmhai_smem_t)(uintptr_t)((uint32_t)(uintptr_t)a ^ (uint32_t)x);
 }
 FMHAI_DEVICE const void *fmhai_opaque_ptr(const void *p) { return p; }
+FMHAI_DEVICE fmhai_smem_t fmhai_opaque_smem(fmhai_smem_t a) { return a; }
 
 FMHAI_DEVICE uint32_t fmhai_lds_u32(fmhai_smem_t p) { return (uint32_t)(uintptr_t)p; }
 FMHAI_DEVICE uint32_t fmhai_lds_load_u32(uint32_t lds) { return *(const FMHAI_LDS uint32_t *)(uintptr_t)lds; }

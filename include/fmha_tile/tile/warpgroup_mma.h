@@ -33,6 +33,8 @@
  *   fmhai_wg_mma_rs_t_n{64,128}             d += A B, A in registers (the
  *                                           mma.sync m16n8k16 A fragment of
  *                                           the warp's 16 rows), B MN-major
+ *   fmhai_wg_gemm_abt / fmhai_wg_gemm_rs    a whole product over K of the two
+ *                                           kinds above, one commit group
  * Accumulator layout: warp w of the warpgroup holds rows 16w..16w+15 in the
  * mma.sync m16n8 C layout, n-tile j (columns 8j..8j+7) in d[4j..4j+3]. The
  * fp32 accumulate flag is a run-time value (0 clears d).
@@ -306,6 +308,37 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_t_n128(float *d, const uint32_t *a, uint64_t b
 #endif
 }
 
+/* acc[64 x N] = A B^T over K columns (one commit group): A is 64 rows at
+ * `a` of a tile whose 64-column panels hold a_rows rows, B an N-row tile
+ * (N = 64 or 128); both K-major (fmhai_wg_load_tile's layout). */
+FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
+                                    int is_bf16)
+{
+    const uint64_t da = fmhai_wg_desc(a, 16, 1024);
+    const uint64_t db = fmhai_wg_desc(b, 16, 1024);
+#pragma unroll
+    for (int k = 0; k < K / 16; ++k) {
+        const uint64_t oa = (uint64_t)(((k / 4) * a_rows * 128 + (k % 4) * 32) >> 4);
+        const uint64_t ob = (uint64_t)(((k / 4) * N * 128 + (k % 4) * 32) >> 4);
+        if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0, is_bf16);
+        else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0, is_bf16);
+    }
+    fmhai_wg_commit();
+}
+
+/* acc[64 x N] += A[64 x K] B (one commit group): A as K/16 register
+ * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
+ * read MN-major (N = 64 or 128). */
+FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16)
+{
+    const uint64_t db = fmhai_wg_desc(b, K * 128, 1024);
+#pragma unroll
+    for (int kq = 0; kq < K / 16; ++kq) {
+        if (N == 128) fmhai_wg_mma_rs_t_n128(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
+        else fmhai_wg_mma_rs_t_n64(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
+    }
+    fmhai_wg_commit();
+}
 
 #endif /* FMHA_PLATFORM_NVIDIA */
 #endif /* FMHA_TILE_WARPGROUP_MMA_H */

@@ -1,0 +1,234 @@
+/*
+ * Hopper forward pipeline (sm_90a): the contiguous forward with wgmma.
+ *
+ * The portable pipeline's algorithm (fwd_portable.h: one block per query
+ * tile, key tiles from the last visible one down so the masked tiles come
+ * first, online softmax in base 2, P kept in registers) with both products
+ * on warpgroup MMAs. A block of two warpgroups owns BM = 128 query rows,
+ * 64 per warpgroup; warp w of a warpgroup holds rows 16w..16w+15 in the
+ * mma.sync accumulator layout, so the score and softmax code is the
+ * portable one's. Per key tile n (BN = 128 keys, ring of 2 K+V stages):
+ *     wait tile n; barrier; issue tile n-1 into the other stage
+ *     S  = Q K^T      SS: Q (this warpgroup's 64 rows) and K, K-major
+ *     soft cap / ALiBi / mask (mask only on tiles that need it)
+ *     online softmax; P -> 16-bit A fragments
+ *     O += P V        RS: P from registers, V read MN-major
+ * Tiles load with cp.async into the 128-byte-swizzled layout of
+ * tile/warpgroup_mma.h. The epilogue normalises O, writes LSE (-inf for
+ * rows that saw no key) and stores O from the fragments.
+ *
+ * Rows: hdim 64 and 128, BM 128, BN 128, 8 warps, 2 stages (policy/
+ * fwd_tiles.h); batch prefill and other head dims use the portable
+ * pipeline.
+ *
+ * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
+ * K [2][BN][hd], V [2][BN][hd].
+ */
+#ifndef FMHA_TILE_PIPELINE_FWD_SM90_H
+#define FMHA_TILE_PIPELINE_FWD_SM90_H
+
+#include "../tile/warpgroup_mma.h"
+#include "fwd_portable.h"
+
+#if defined(FMHA_PLATFORM_NVIDIA)
+
+FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
+                                 const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
+                                 const int SOFTCAP, const int ALIBI)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    const int NT = 256;
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4, wg = warp / 4;
+    (void)NW; (void)ST;
+
+    /* ---- which rows, which keys (as the portable pipeline) --------------- */
+    const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
+    const int h = (int)blockIdx.y, b = (int)blockIdx.z;
+    int s_q = p->seqlen_q, s_k = p->seqlen_k, q_start = 0, k_start = 0, b_eff = b;
+    if (p->seqstart_q) {
+        q_start = p->seqstart_q[b];
+        s_q = p->seqstart_q[b + 1] - q_start;
+        k_start = p->seqstart_k[b];
+        s_k = p->seqstart_k[b + 1] - k_start;
+        b_eff = 0;
+    }
+    const int m0 = m_block * BM;
+    if (m0 >= s_q) return;
+    const int hk = h / p->head_ratio;
+    fmhai_fwd_keys W;
+    fmhai_fwd_keys_of(p, HAS_MASK, m0, min(m0 + BM, s_q) - 1, s_q, s_k, BN, &W);
+
+    const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
+                        (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
+    const char *k_seq = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch + (int64_t)k_start * p->k_row +
+                                                  (int64_t)hk * p->k_head);
+    const char *v_seq = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch + (int64_t)k_start * p->v_row +
+                                                  (int64_t)hk * p->v_head);
+
+    /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
+    const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
+    const fmhai_smem_t sQ = (raw + 1023u) & ~1023u;
+    const int kv_bytes = BN * HD * 2;
+    const fmhai_smem_t sK = sQ + BM * HD * 2, sV = sK + 2 * kv_bytes;
+
+    /* ---- prologue: Q and key tile 0 -------------------------------------- */
+    fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, NT, tid);
+    if (W.n_iters > 0) {
+        const int j0 = (W.n_hi - 1) * BN;
+        fmhai_wg_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN, s_k - j0, p->d, HD, NT, tid);
+        fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s_k - j0, p->d, HD, NT, tid);
+    }
+    fmhai_copy_commit();
+
+    float acc_o[FMHAI_FWD_MAX_HD / 2];
+    float row_max[2], row_sum[2];
+#pragma unroll
+    for (int i = 0; i < HD / 2; ++i) acc_o[i] = 0.f;
+    row_max[0] = row_max[1] = NEG_INF;
+    row_sum[0] = row_sum[1] = 0.f;
+    const float scale_log2 = p->scale_log2;
+    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    float slope = 0.f;
+    if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
+    const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
+
+#pragma unroll 1
+    for (int it = 0; it < W.n_iters; ++it) {
+        const int n = W.n_hi - 1 - it, buf = it & 1;
+        /* tile it has landed and is visible to wgmma; every warp is done
+         * with tile it-1, whose stage the next copies overwrite */
+        fmhai_copy_wait(0);
+        fmhai_wg_fence_smem();
+        __syncthreads();
+        if (it + 1 < W.n_iters) {
+            const int j1 = (n - 1) * BN;
+            fmhai_wg_load_tile(sK + (buf ^ 1) * kv_bytes, k_seq + 2 * (int64_t)j1 * p->k_row, 2 * p->k_row, BN,
+                               s_k - j1, p->d, HD, NT, tid);
+            fmhai_wg_load_tile(sV + (buf ^ 1) * kv_bytes, v_seq + 2 * (int64_t)j1 * p->v_row, 2 * p->v_row, BN,
+                               s_k - j1, p->d, HD, NT, tid);
+        }
+        fmhai_copy_commit();
+
+        /* ---- S = Q K^T ----------------------------------------------------- */
+        float acc_s[FMHAI_FWD_MAX_BN / 2];
+        fmhai_wg_fence();
+        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
+                          fmhai_opaque_smem(sK + buf * kv_bytes), BN, HD, is_bf16);
+        fmhai_wg_wait(0);
+        fmhai_wg_fence_acc(acc_s, BN / 2);
+
+        /* ---- logits: soft cap, ALiBi, mask --------------------------------- */
+        if (SOFTCAP || ALIBI) {
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    float x = acc_s[4 * nt + e];
+                    if (SOFTCAP) x = tanhf(x * p->softcap_pre) * p->softcap_post_log2;
+                    else x *= scale_log2;
+                    if (ALIBI) {   /* bottom-right aligned distance |i + s_k - s_q - j| */
+                        const int i = m0 + row0 + 8 * (e / 2), j = n * BN + nt * 8 + 2 * t + (e % 2);
+                        x -= slope * fabsf((float)(i + s_k - s_q - j));
+                    }
+                    acc_s[4 * nt + e] = x;
+                }
+        }
+        if (!(n >= W.f_lo && n < W.f_hi)) {
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                const int i = m0 + row0 + 8 * hf, base = n * BN + 2 * t;
+                const int hi = min(s_k, i + W.c_hi) - base, lo = i + W.c_lo - base;
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int col = nt * 8 + e;
+                        if (col < lo || col >= hi) acc_s[4 * nt + 2 * hf + e] = NEG_INF;
+                    }
+            }
+        }
+
+        /* ---- online softmax (base 2); P -> A fragments --------------------- */
+        uint32_t pa[FMHAI_FWD_MAX_BN / 16][4];
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float mx = row_max[hf];
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(acc_s[4 * nt + 2 * hf], acc_s[4 * nt + 2 * hf + 1]));
+            mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
+            mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+            /* a row with no visible key yet keeps max -inf: 0 instead, so that
+             * exp2(-inf - 0) = 0, not NaN */
+            const float ms = (mx == NEG_INF) ? 0.f : mx * sl2;
+            const float alpha = fmhai_exp2(row_max[hf] * sl2 - ms);
+            row_max[hf] = mx;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float pv = fmhai_exp2(acc_s[4 * nt + 2 * hf + e] * sl2 - ms);
+                    acc_s[4 * nt + 2 * hf + e] = pv;
+                    sum += pv;
+                }
+            row_sum[hf] = row_sum[hf] * alpha + sum;
+#pragma unroll
+            for (int dt = 0; dt < HD / 8; ++dt) {
+                acc_o[4 * dt + 2 * hf] *= alpha;
+                acc_o[4 * dt + 2 * hf + 1] *= alpha;
+            }
+        }
+#pragma unroll
+        for (int kp = 0; kp < BN / 16; ++kp) {
+            pa[kp][0] = fmhai_pack2(acc_s[8 * kp + 0], acc_s[8 * kp + 1], is_bf16);
+            pa[kp][1] = fmhai_pack2(acc_s[8 * kp + 2], acc_s[8 * kp + 3], is_bf16);
+            pa[kp][2] = fmhai_pack2(acc_s[8 * kp + 4], acc_s[8 * kp + 5], is_bf16);
+            pa[kp][3] = fmhai_pack2(acc_s[8 * kp + 6], acc_s[8 * kp + 7], is_bf16);
+        }
+
+        /* ---- O += P V ------------------------------------------------------- */
+        fmhai_wg_fence_acc(acc_o, HD / 2);
+        fmhai_wg_fence();
+        fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16);
+        fmhai_wg_wait(0);
+        fmhai_wg_fence_acc(acc_o, HD / 2);
+    }
+
+    /* ---- epilogue ------------------------------------------------------------ */
+    fmhai_copy_wait(0);
+    const float LN2 = 0.6931471805599453f;
+    char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch + (int64_t)(q_start + m0) * p->o_row +
+                                      (int64_t)h * p->o_head);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        float sum = row_sum[hf];
+        sum += fmhai_shfl_xor(sum, 1);
+        sum += fmhai_shfl_xor(sum, 2);
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        const int row = row0 + 8 * hf;
+        if (m0 + row >= s_q) continue;
+        if (p->lse && t == 0) {
+            const float lse = sum > 0.f ? (row_max[hf] * sl2) * LN2 + logf(sum) : NEG_INF;
+            const int64_t li = p->seqstart_q ? (int64_t)h * p->lse_head + q_start + m0 + row
+                                             : (int64_t)b * p->lse_batch + (int64_t)h * p->lse_head + m0 + row;
+            p->lse[li] = lse;
+        }
+        char *orow = o_ptr + 2 * (int64_t)row * p->o_row;
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt) {
+            const int col = dt * 8 + 2 * t;
+            if (col < p->d)
+                *(uint32_t *)(orow + 2 * col) =
+                    fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv, acc_o[4 * dt + 2 * hf + 1] * inv, is_bf16);
+        }
+    }
+#else
+    (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)ST; (void)HAS_MASK;
+    (void)SOFTCAP; (void)ALIBI;
+#endif
+}
+
+#endif /* FMHA_PLATFORM_NVIDIA */
+#endif /* FMHA_TILE_PIPELINE_FWD_SM90_H */
