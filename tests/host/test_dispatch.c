@@ -80,7 +80,10 @@ static void test_expansion(void)
     CHECK(n == 8, "wildcard rows expand to one tuned row per arch table (8 enabled kernels)");
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&set_a, i);
-        if (fmhai_fwd_row_violation(k->hdim, k->tile_m, k->tile_n, k->warps, k->stages, k->page_size, k->kv_layout, k->dtype == FMHA_DTYPE_FP8)) all_valid = 0;
+        if ((k->arch == FMHA_ARCH_SM90A ? fmhai_fwd90_row_violation : fmhai_fwd_row_violation)(
+                k->hdim, k->tile_m, k->tile_n, k->warps, k->stages, k->page_size, k->kv_layout,
+                k->dtype == FMHA_DTYPE_FP8))
+            all_valid = 0;
         if (k->hdim == 64 && k->dtype == FMHA_DTYPE_BF16 && k->tile_m == 64 && k->tile_n == 32 &&
             k->warps == 4 && k->stages == 2)
             found_explicit = 1;
@@ -94,7 +97,7 @@ static void test_expansion(void)
           "fmha_set_kernel out of range gives NULL");
     {
         const fmha_kernel_info *k = fmha_set_kernel(&set_a, 0), *k1 = fmha_set_kernel(&set_a, 1);
-        CHECK(strstr(k->name, "fmha_fwd_d128_bf16_mask") == k->name && strstr(k->name, "_b128x128_w8_s2_wgmma_sm90a") &&
+        CHECK(strstr(k->name, "fmha_fwd_d128_bf16_mask") == k->name && strstr(k->name, "_b128x128_w12_s3_wgmma_sm90a") &&
                   strstr(k1->name, "fmha_fwd_d128_bf16_mask") == k1->name && strstr(k1->name, "_portable_mma_sm80"),
               "kernel names are self-describing (pipeline and arch included)");
     }

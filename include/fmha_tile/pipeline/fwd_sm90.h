@@ -4,11 +4,14 @@
  * The portable pipeline's algorithm (fwd_portable.h: one block per query
  * tile, key tiles from the last visible one down so the masked tiles come
  * first, online softmax in base 2, P kept in registers) with both products
- * on warpgroup MMAs. A block of two warpgroups owns BM = 128 query rows,
- * 64 per warpgroup; warp w of a warpgroup holds rows 16w..16w+15 in the
- * mma.sync accumulator layout, so the score and softmax code is the
- * portable one's. Per key tile n (BN = 128 keys, ring of 2 K+V stages):
- *     wait tile n; barrier; issue tile n-1 into the other stage
+ * on warpgroup MMAs. A block of three warpgroups owns BM = 128 query rows:
+ * two MMA warpgroups of 64 rows each (warp w of a warpgroup holds rows
+ * 16w..16w+15 in the mma.sync accumulator layout, so the score and softmax
+ * code is the portable one's) and a load warpgroup that fills a 2-stage
+ * K/V ring (BN = 128 keys) with cp.async and hands each stage over with
+ * named barriers (FULL: landed; EMPTY: both MMA warpgroups are done with
+ * it). The MMA warpgroups wait on nothing but their tiles, so one runs its
+ * softmax while the other's products use the tensor cores. Per key tile:
  *     S  = Q K^T      SS: Q (this warpgroup's 64 rows) and K, K-major
  *     soft cap / ALiBi / mask (mask only on tiles that need it)
  *     online softmax; P -> 16-bit A fragments
@@ -17,7 +20,7 @@
  * tile/warpgroup_mma.h. The epilogue normalises O, writes LSE (-inf for
  * rows that saw no key) and stores O from the fragments.
  *
- * Rows: hdim 64 and 128, BM 128, BN 128, 8 warps, 2 stages (policy/
+ * Rows: hdim 64 and 128, BM 128, BN 128, 12 warps, 2 stages (policy/
  * fwd_tiles.h); batch prefill and other head dims use the portable
  * pipeline.
  *
@@ -32,16 +35,22 @@
 
 #if defined(FMHA_PLATFORM_NVIDIA)
 
+/* Named barriers of the ring (0 is __syncthreads, unused): stage s landed
+ * (FULL + s) and stage s free (EMPTY + s), 384 threads each: the load
+ * warpgroup's 128 and the MMA warpgroups' 256. */
+#define FMHAI_FWD90_BAR_FULL 1    /* .. 1 + stages - 1 */
+#define FMHAI_FWD90_BAR_EMPTY 4   /* .. 4 + stages - 1 (stages <= 3) */
+
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int ALIBI)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    const int NT = 256;
+    const int NT = 256;   /* threads of the two MMA warpgroups */
     const float NEG_INF = -__int_as_float(0x7f800000);
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
-    (void)NW; (void)ST;
+    (void)NW;
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
     const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
@@ -71,16 +80,38 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
     const fmhai_smem_t sQ = (raw + 1023u) & ~1023u;
     const int kv_bytes = BN * HD * 2;
-    const fmhai_smem_t sK = sQ + BM * HD * 2, sV = sK + 2 * kv_bytes;
+    const fmhai_smem_t sK = sQ + BM * HD * 2, sV = sK + ST * kv_bytes;
 
-    /* ---- prologue: Q and key tile 0 -------------------------------------- */
-    fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, NT, tid);
-    if (W.n_iters > 0) {
-        const int j0 = (W.n_hi - 1) * BN;
-        fmhai_wg_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN, s_k - j0, p->d, HD, NT, tid);
-        fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s_k - j0, p->d, HD, NT, tid);
+    /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
+    if (warp >= 8) {
+        const int ltid = tid - NT;
+        fmhai_wg_setmaxnreg_dec40();
+        /* each tile is handed over (FULL) as soon as it has landed; tile j
+         * goes into stage j % ST once both MMA warpgroups are done with tile
+         * j - ST (EMPTY) */
+        for (int j = 0; j < W.n_iters; ++j) {
+            const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
+            if (j >= 1) {
+                fmhai_copy_wait(0);
+                fmhai_wg_fence_smem();
+                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (j - 1) % ST, 384);
+            }
+            if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, 384);
+            if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
+            fmhai_wg_load_tile(sK + st * kv_bytes, k_seq + 2 * (int64_t)jk * p->k_row, 2 * p->k_row, BN, s_k - jk,
+                               p->d, HD, 128, ltid);
+            fmhai_wg_load_tile(sV + st * kv_bytes, v_seq + 2 * (int64_t)jk * p->v_row, 2 * p->v_row, BN, s_k - jk,
+                               p->d, HD, 128, ltid);
+            fmhai_copy_commit();
+        }
+        if (W.n_iters > 0) {
+            fmhai_copy_wait(0);
+            fmhai_wg_fence_smem();
+            fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (W.n_iters - 1) % ST, 384);
+        }
+        return;
     }
-    fmhai_copy_commit();
+    fmhai_wg_setmaxnreg_inc232();
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];
     float row_max[2], row_sum[2];
@@ -96,20 +127,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
 
 #pragma unroll 1
     for (int it = 0; it < W.n_iters; ++it) {
-        const int n = W.n_hi - 1 - it, buf = it & 1;
-        /* tile it has landed and is visible to wgmma; every warp is done
-         * with tile it-1, whose stage the next copies overwrite */
-        fmhai_copy_wait(0);
-        fmhai_wg_fence_smem();
-        __syncthreads();
-        if (it + 1 < W.n_iters) {
-            const int j1 = (n - 1) * BN;
-            fmhai_wg_load_tile(sK + (buf ^ 1) * kv_bytes, k_seq + 2 * (int64_t)j1 * p->k_row, 2 * p->k_row, BN,
-                               s_k - j1, p->d, HD, NT, tid);
-            fmhai_wg_load_tile(sV + (buf ^ 1) * kv_bytes, v_seq + 2 * (int64_t)j1 * p->v_row, 2 * p->v_row, BN,
-                               s_k - j1, p->d, HD, NT, tid);
-        }
-        fmhai_copy_commit();
+        const int n = W.n_hi - 1 - it, buf = it % ST;
+        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + buf, 384);   /* tile it (and Q) landed */
 
         /* ---- S = Q K^T ----------------------------------------------------- */
         float acc_s[FMHAI_FWD_MAX_BN / 2];
@@ -194,10 +213,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16);
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_o, HD / 2);
+        /* the stage is free for tile it + ST (the load warpgroup waits only
+         * for the stages it refills) */
+        if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, 384);
     }
 
     /* ---- epilogue ------------------------------------------------------------ */
-    fmhai_copy_wait(0);
     const float LN2 = 0.6931471805599453f;
     char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch + (int64_t)(q_start + m0) * p->o_row +
                                       (int64_t)h * p->o_head);
@@ -225,7 +246,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
     }
 #else
-    (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)ST; (void)HAS_MASK;
+    (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
     (void)SOFTCAP; (void)ALIBI;
 #endif
 }

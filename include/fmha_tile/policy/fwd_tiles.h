@@ -32,12 +32,12 @@
 /* ---- NVIDIA Hopper, wgmma pipeline (pipeline/fwd_sm90.h; sm_90a only) ------
  * The contiguous forward (FWD rows) only; tried before the portable rows on
  * an sm_90 device (the registry ranks arch-specific pipelines first). Block
- * shape fixed by the pipeline: 128 query rows on two warpgroups of 64, key
- * tiles of 128 in a 2-stage ring. */
+ * shape fixed by the pipeline: 128 query rows on two MMA warpgroups of 64,
+ * a load warpgroup (12 warps in all), key tiles of 128 in a 3-stage ring. */
 #ifndef FMHAI_TILES_SM90A_FWD_64
 /*                                                  arch   tile_m tile_n warps stages */
-#define FMHAI_TILES_SM90A_FWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,    8,     2)
-#define FMHAI_TILES_SM90A_FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,    8,     2)
+#define FMHAI_TILES_SM90A_FWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
+#define FMHAI_TILES_SM90A_FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
 #endif
 
 /* FP8 (e4m3) KV batch prefill rows: the landing tiles and the decode add
@@ -181,15 +181,15 @@
 /* C(...) over a row of the Hopper pipeline (on top of the above). */
 #define FMHAI_FWD90_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                        \
     C(fwd90_hdim_64_128, (hd) == 64 || (hd) == 128, "the wgmma forward has head dims 64 and 128") \
-    C(fwd90_block_128x128_8_warps_2_stages, (bm) == 128 && (bn) == 128 && (w) == 8 && (st) == 2, \
-      "the wgmma forward's block is 128 x 128, 8 warps, 2 stages")                         \
+    C(fwd90_block_128x128_12_warps, (bm) == 128 && (bn) == 128 && (w) == 12 && (st) >= 2 && (st) <= 3, \
+      "the wgmma forward's block is 128 x 128, 12 warps, 2 or 3 stages")                  \
     C(fwd90_contiguous_16_bit, (pg) == 0 && !(vec) && !(kv8),                              \
       "the wgmma forward reads contiguous 16-bit K/V (FWD rows)")                           \
     C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")
 #define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
 #define FMHAI_FWD_CHECKS_GFX9(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
-#define FMHAI_FWD_CHECKS_SM90A(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__) FMHAI_FWD90_CONSTRAINTS(C, __VA_ARGS__)
+#define FMHAI_FWD_CHECKS_SM90A(C, ...) FMHAI_FWD90_CONSTRAINTS(C, __VA_ARGS__)
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \
     FMHA_STATIC_ASSERT(cond, "fmha_tile constraint " #name " violated: " msg);
@@ -200,6 +200,14 @@ static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w,
                                                   int vec, int kv8)
 {
     FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec, kv8)
+    return 0;
+}
+
+/* The same for a row of the Hopper pipeline (its own block shape). */
+static inline const char *fmhai_fwd90_row_violation(int hd, int bm, int bn, int w, int st, int pg,
+                                                    int vec, int kv8)
+{
+    FMHAI_FWD90_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec, kv8)
     return 0;
 }
 

@@ -23,7 +23,7 @@
  *   fmhai_bar_sync / fmhai_bar_arrive       named barriers (producer/consumer
  *                                           hand-offs between warpgroups)
  *   fmhai_wg_setmaxnreg_inc240 / _dec24     rebalance registers between
- *                                           warpgroups
+ *   (_inc232 / _dec40)                      warpgroups
  *   fmhai_wg_fence_acc(d, n)                keeps the compiler from moving
  *                                           accumulator reads or writes across
  *                                           an asynchronous MMA
@@ -146,6 +146,20 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec24(void)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+#endif
+}
+/* The same total split 232 / 232 / 40, for a third warpgroup that needs
+ * more than 24 (the forward's loads). */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc232(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+#endif
+}
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec40(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
 #endif
 }
 
