@@ -40,6 +40,88 @@
  * warpgroup's 128 and the MMA warpgroups' 256. */
 #define FMHAI_FWD90_BAR_FULL 1    /* .. 1 + stages - 1 */
 #define FMHAI_FWD90_BAR_EMPTY 4   /* .. 4 + stages - 1 (stages <= 3) */
+#define FMHAI_FWD90_BAR_TURN 7    /* + warpgroup: its turn to issue products (256 threads) */
+
+/* Scores of key tile n (acc_s, this thread's rows row0 and row0 + 8 of
+ * the block at m0) -> P as 16-bit A fragments (pa): soft cap, ALiBi, mask
+ * (only on tiles outside the mask-free range), online softmax in base 2
+ * (running max and sum, O rescaled). */
+FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
+                                      const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
+                                      int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
+                                      int SOFTCAP, int ALIBI)
+{
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    const float scale_log2 = p->scale_log2;
+    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    /* ---- logits: soft cap, ALiBi, mask --------------------------------- */
+    if (SOFTCAP || ALIBI) {
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                float x = acc_s[4 * nt + e];
+                if (SOFTCAP) x = tanhf(x * p->softcap_pre) * p->softcap_post_log2;
+                else x *= scale_log2;
+                if (ALIBI) {   /* bottom-right aligned distance |i + s_k - s_q - j| */
+                    const int i = m0 + row0 + 8 * (e / 2), j = n * BN + nt * 8 + 2 * t + (e % 2);
+                    x -= slope * fabsf((float)(i + s_k - s_q - j));
+                }
+                acc_s[4 * nt + e] = x;
+            }
+    }
+    if (!(n >= W->f_lo && n < W->f_hi)) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            const int i = m0 + row0 + 8 * hf, base = n * BN + 2 * t;
+            const int hi = min(s_k, i + W->c_hi) - base, lo = i + W->c_lo - base;
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int col = nt * 8 + e;
+                    if (col < lo || col >= hi) acc_s[4 * nt + 2 * hf + e] = NEG_INF;
+                }
+        }
+    }
+
+    /* ---- online softmax (base 2); P -> A fragments --------------------- */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        float mx = row_max[hf];
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(acc_s[4 * nt + 2 * hf], acc_s[4 * nt + 2 * hf + 1]));
+        mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
+        mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+        /* a row with no visible key yet keeps max -inf: 0 instead, so that
+         * exp2(-inf - 0) = 0, not NaN */
+        const float ms = (mx == NEG_INF) ? 0.f : mx * sl2;
+        const float alpha = fmhai_exp2(row_max[hf] * sl2 - ms);
+        row_max[hf] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const float pv = fmhai_exp2(acc_s[4 * nt + 2 * hf + e] * sl2 - ms);
+                acc_s[4 * nt + 2 * hf + e] = pv;
+                sum += pv;
+            }
+        row_sum[hf] = row_sum[hf] * alpha + sum;
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt) {
+            acc_o[4 * dt + 2 * hf] *= alpha;
+            acc_o[4 * dt + 2 * hf + 1] *= alpha;
+        }
+    }
+#pragma unroll
+    for (int kp = 0; kp < BN / 16; ++kp) {
+        pa[kp][0] = fmhai_pack2(acc_s[8 * kp + 0], acc_s[8 * kp + 1], is_bf16);
+        pa[kp][1] = fmhai_pack2(acc_s[8 * kp + 2], acc_s[8 * kp + 3], is_bf16);
+        pa[kp][2] = fmhai_pack2(acc_s[8 * kp + 4], acc_s[8 * kp + 5], is_bf16);
+        pa[kp][3] = fmhai_pack2(acc_s[8 * kp + 6], acc_s[8 * kp + 7], is_bf16);
+    }
+}
 
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
@@ -119,104 +201,68 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     for (int i = 0; i < HD / 2; ++i) acc_o[i] = 0.f;
     row_max[0] = row_max[1] = NEG_INF;
     row_sum[0] = row_sum[1] = 0.f;
-    const float scale_log2 = p->scale_log2;
-    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : p->scale_log2;   /* the LSE's scale */
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
 
-#pragma unroll 1
-    for (int it = 0; it < W.n_iters; ++it) {
-        const int n = W.n_hi - 1 - it, buf = it % ST;
-        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + buf, 384);   /* tile it (and Q) landed */
-
-        /* ---- S = Q K^T ----------------------------------------------------- */
-        float acc_s[FMHAI_FWD_MAX_BN / 2];
+    /* The two MMA warpgroups take turns issuing their products (TURN + wg):
+     * a turn issues one tile's P V and the next tile's S, so one warpgroup's
+     * softmax runs while the other's products hold the tensor cores.
+     * Warpgroup 0 goes first. */
+    float acc_s[FMHAI_FWD_MAX_BN / 2];
+    if (W.n_iters > 0) {
+        if (wg == 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
+        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + 0, 384);   /* tile 0 and Q landed */
+        fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
-        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
-                          fmhai_opaque_smem(sK + buf * kv_bytes), BN, HD, is_bf16);
-        fmhai_wg_wait(0);
+        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HD, is_bf16);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg ^ 1), 256);
+    }
+    /* tiles 0 .. n_iters - 2 issue the next tile's S in their turn; the last
+     * tile (peeled: wgmma issued under a branch serialises the pipeline)
+     * only its P V */
+    uint32_t pa[FMHAI_FWD_MAX_BN / 16][4];
+#pragma unroll 1
+    for (int it = 0; it + 1 < W.n_iters; ++it) {
+        const int buf = it % ST, nbuf = (it + 1) % ST;
+        fmhai_wg_wait(0);   /* S of tile it (and P V of tile it - 1) done */
         fmhai_wg_fence_acc(acc_s, BN / 2);
-
-        /* ---- logits: soft cap, ALiBi, mask --------------------------------- */
-        if (SOFTCAP || ALIBI) {
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    float x = acc_s[4 * nt + e];
-                    if (SOFTCAP) x = tanhf(x * p->softcap_pre) * p->softcap_post_log2;
-                    else x *= scale_log2;
-                    if (ALIBI) {   /* bottom-right aligned distance |i + s_k - s_q - j| */
-                        const int i = m0 + row0 + 8 * (e / 2), j = n * BN + nt * 8 + 2 * t + (e % 2);
-                        x -= slope * fabsf((float)(i + s_k - s_q - j));
-                    }
-                    acc_s[4 * nt + e] = x;
-                }
-        }
-        if (!(n >= W.f_lo && n < W.f_hi)) {
-#pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-                const int i = m0 + row0 + 8 * hf, base = n * BN + 2 * t;
-                const int hi = min(s_k, i + W.c_hi) - base, lo = i + W.c_lo - base;
-#pragma unroll
-                for (int nt = 0; nt < BN / 8; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int col = nt * 8 + e;
-                        if (col < lo || col >= hi) acc_s[4 * nt + 2 * hf + e] = NEG_INF;
-                    }
-            }
-        }
-
-        /* ---- online softmax (base 2); P -> A fragments --------------------- */
-        uint32_t pa[FMHAI_FWD_MAX_BN / 16][4];
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-            float mx = row_max[hf];
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(acc_s[4 * nt + 2 * hf], acc_s[4 * nt + 2 * hf + 1]));
-            mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
-            mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
-            /* a row with no visible key yet keeps max -inf: 0 instead, so that
-             * exp2(-inf - 0) = 0, not NaN */
-            const float ms = (mx == NEG_INF) ? 0.f : mx * sl2;
-            const float alpha = fmhai_exp2(row_max[hf] * sl2 - ms);
-            row_max[hf] = mx;
-            float sum = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float pv = fmhai_exp2(acc_s[4 * nt + 2 * hf + e] * sl2 - ms);
-                    acc_s[4 * nt + 2 * hf + e] = pv;
-                    sum += pv;
-                }
-            row_sum[hf] = row_sum[hf] * alpha + sum;
-#pragma unroll
-            for (int dt = 0; dt < HD / 8; ++dt) {
-                acc_o[4 * dt + 2 * hf] *= alpha;
-                acc_o[4 * dt + 2 * hf + 1] *= alpha;
-            }
-        }
-#pragma unroll
-        for (int kp = 0; kp < BN / 16; ++kp) {
-            pa[kp][0] = fmhai_pack2(acc_s[8 * kp + 0], acc_s[8 * kp + 1], is_bf16);
-            pa[kp][1] = fmhai_pack2(acc_s[8 * kp + 2], acc_s[8 * kp + 3], is_bf16);
-            pa[kp][2] = fmhai_pack2(acc_s[8 * kp + 4], acc_s[8 * kp + 5], is_bf16);
-            pa[kp][3] = fmhai_pack2(acc_s[8 * kp + 6], acc_s[8 * kp + 7], is_bf16);
-        }
-
-        /* ---- O += P V ------------------------------------------------------- */
+        fmhai_wg_fence_acc(acc_o, HD / 2);
+        fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI);
+        /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ----------- */
+        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + nbuf, 384);   /* tile it + 1 landed */
+        fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
         fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16);
-        fmhai_wg_wait(0);
+        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
+                          fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HD, is_bf16);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg ^ 1), 256);
+        /* P V of tile it done: its stage is free for tile it + ST (the load
+         * warpgroup waits only for the stages it refills) */
+        fmhai_wg_wait(1);
         fmhai_wg_fence_acc(acc_o, HD / 2);
-        /* the stage is free for tile it + ST (the load warpgroup waits only
-         * for the stages it refills) */
         if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, 384);
     }
+    if (W.n_iters > 0) {
+        const int it = W.n_iters - 1;
+        fmhai_wg_wait(0);
+        fmhai_wg_fence_acc(acc_s, BN / 2);
+        fmhai_wg_fence_acc(acc_o, HD / 2);
+        fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI);
+        fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
+        fmhai_wg_fence_acc(acc_o, HD / 2);
+        fmhai_wg_fence();
+        fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg ^ 1), 256);
+        fmhai_wg_wait(0);
+        fmhai_wg_fence_acc(acc_o, HD / 2);
+    }
+    /* every turn arrival is matched: warpgroup 0 takes warpgroup 1's last */
+    if (W.n_iters > 0 && wg == 0) fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + 0, 256);
 
     /* ---- epilogue ------------------------------------------------------------ */
     const float LN2 = 0.6931471805599453f;
