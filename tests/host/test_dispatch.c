@@ -75,9 +75,9 @@ static const char *chosen(const fmha_kernel_set *s, const fmha_fwd_args *a)
 static void test_expansion(void)
 {
     int i, n = fmha_set_size(&set_a), found_explicit = 0, all_valid = 1, filtered_ok = 1;
-    /* hdim 64/128 wildcard rows: a Hopper (wgmma) and a portable row each;
-     * hdim 256 and the explicit row: one */
-    CHECK(n == 8, "wildcard rows expand to one tuned row per arch table (8 enabled kernels)");
+    /* wildcard rows: a Hopper (wgmma) and a portable row each; the
+     * explicit row: one */
+    CHECK(n == 9, "wildcard rows expand to one tuned row per arch table (9 enabled kernels)");
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&set_a, i);
         if ((k->arch == FMHA_ARCH_SM90A ? fmhai_fwd90_row_violation : fmhai_fwd_row_violation)(
@@ -92,7 +92,7 @@ static void test_expansion(void)
     CHECK(all_valid, "every expanded row meets the constraints");
     CHECK(found_explicit, "explicit row is built as written");
     CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
-    CHECK(fmha_set_size(&set_default) == 80, "default set: 2 dtypes x 8 feature rows x (2 + 2 + 1) arch rows (hdim 64/128/256)");
+    CHECK(fmha_set_size(&set_default) == 96, "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows");
     CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
           "fmha_set_kernel out of range gives NULL");
     {

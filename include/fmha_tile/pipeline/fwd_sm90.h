@@ -20,12 +20,12 @@
  * tile/warpgroup_mma.h. The epilogue normalises O, writes LSE (-inf for
  * rows that saw no key) and stores O from the fragments.
  *
- * Rows: hdim 64 and 128, BM 128, BN 128, 12 warps, 2 stages (policy/
- * fwd_tiles.h); batch prefill and other head dims use the portable
+ * Rows (policy/fwd_tiles.h): hdim 64 and 128, BM 128, BN 128, 3 stages;
+ * hdim 256, BN 64, 2 stages; 12 warps. Batch prefill uses the portable
  * pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
- * K [2][BN][hd], V [2][BN][hd].
+ * K [stages][BN][hd], V [stages][BN][hd].
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_SM90_H
 #define FMHA_TILE_PIPELINE_FWD_SM90_H

@@ -33,11 +33,13 @@
  * The contiguous forward (FWD rows) only; tried before the portable rows on
  * an sm_90 device (the registry ranks arch-specific pipelines first). Block
  * shape fixed by the pipeline: 128 query rows on two MMA warpgroups of 64,
- * a load warpgroup (12 warps in all), key tiles of 128 in a 3-stage ring. */
+ * a load warpgroup (12 warps in all), key tiles of 128 in a 3-stage ring
+ * (hdim 256: 64 in 2 stages, for registers and shared memory). */
 #ifndef FMHAI_TILES_SM90A_FWD_64
 /*                                                  arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
 #define FMHAI_TILES_SM90A_FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
+#define FMHAI_TILES_SM90A_FWD_256(Y, ...) Y(__VA_ARGS__, SM90A,   128,    64,   12,     2)
 #endif
 
 /* FP8 (e4m3) KV batch prefill rows: the landing tiles and the decode add
@@ -82,7 +84,8 @@
                                        FMHAI_TILES_SM80_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_128(Y, ...) FMHAI_TILES_SM90A_FWD_128(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_SM90A_FWD_256(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
 
@@ -180,9 +183,12 @@
 
 /* C(...) over a row of the Hopper pipeline (on top of the above). */
 #define FMHAI_FWD90_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                        \
-    C(fwd90_hdim_64_128, (hd) == 64 || (hd) == 128, "the wgmma forward has head dims 64 and 128") \
-    C(fwd90_block_128x128_12_warps, (bm) == 128 && (bn) == 128 && (w) == 12 && (st) >= 2 && (st) <= 3, \
-      "the wgmma forward's block is 128 x 128, 12 warps, 2 or 3 stages")                  \
+    C(fwd90_hdim_64_128_256, (hd) == 64 || (hd) == 128 || (hd) == 256,                    \
+      "the wgmma forward has head dims 64, 128 and 256")                                   \
+    C(fwd90_block_128_rows_12_warps, (bm) == 128 && (w) == 12 && (st) >= 2 && (st) <= 3,  \
+      "the wgmma forward's block is 128 rows, 12 warps, 2 or 3 stages")                   \
+    C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128),                                      \
+      "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers)") \
     C(fwd90_contiguous_16_bit, (pg) == 0 && !(vec) && !(kv8),                              \
       "the wgmma forward reads contiguous 16-bit K/V (FWD rows)")                           \
     C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \

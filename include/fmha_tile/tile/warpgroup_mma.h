@@ -30,7 +30,7 @@
  *   fmhai_wg_mma_ss_kk_n{64,128}            d[64xN] (+)= A B^T, A and B K-major
  *                                           in shared memory
  *   fmhai_wg_mma_ss_tt_n{32,64}             d[64xN] (+)= A B, A and B MN-major
- *   fmhai_wg_mma_rs_t_n{64,128}             d += A B, A in registers (the
+ *   fmhai_wg_mma_rs_t_n{64,128,256}         d += A B, A in registers (the
  *                                           mma.sync m16n8k16 A fragment of
  *                                           the warp's 16 rows), B MN-major
  *   fmhai_wg_gemm_abt / fmhai_wg_gemm_rs    a whole product over K of the two
@@ -203,6 +203,18 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec40(void)
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" "}"
 
 
+#define FMHAI_WG_ACC128(d) FMHAI_WG_ACC64(d), FMHAI_WG_ACC64((d + 64))
+
+#define FMHAI_WG_REGS128 \
+    "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" ", " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" ", " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95" ", " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111" ", " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" "}"
+
 
 /* d[64x64] (+)= A B^T, A and B K-major */
 FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n64(float *d, uint64_t a_desc, uint64_t b_desc, int accumulate, int is_bf16)
@@ -322,6 +334,27 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_t_n128(float *d, const uint32_t *a, uint64_t b
 #endif
 }
 
+/* d[64x256] (+)= A B, A in registers, B MN-major */
+FMHAI_DEVICE void fmhai_wg_mma_rs_t_n256(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    if (is_bf16)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " FMHAI_WG_REGS128
+                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+                     : FMHAI_WG_ACC128(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " FMHAI_WG_REGS128
+                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+                     : FMHAI_WG_ACC128(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+#else
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16;
+#endif
+}
+
 /* acc[64 x N] = A B^T over K columns (one commit group): A is 64 rows at
  * `a` of a tile whose 64-column panels hold a_rows rows, B an N-row tile
  * (N = 64 or 128); both K-major (fmhai_wg_load_tile's layout). */
@@ -342,13 +375,14 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
 
 /* acc[64 x N] += A[64 x K] B (one commit group): A as K/16 register
  * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
- * read MN-major (N = 64 or 128). */
+ * read MN-major (N = 64, 128 or 256). */
 FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16)
 {
     const uint64_t db = fmhai_wg_desc(b, K * 128, 1024);
 #pragma unroll
     for (int kq = 0; kq < K / 16; ++kq) {
-        if (N == 128) fmhai_wg_mma_rs_t_n128(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
+        if (N == 256) fmhai_wg_mma_rs_t_n256(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
+        else if (N == 128) fmhai_wg_mma_rs_t_n128(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
         else fmhai_wg_mma_rs_t_n64(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
     }
     fmhai_wg_commit();
