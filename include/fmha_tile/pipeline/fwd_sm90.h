@@ -36,11 +36,12 @@
 #if defined(FMHA_PLATFORM_NVIDIA)
 
 /* Named barriers of the ring (0 is __syncthreads, unused): stage s landed
- * (FULL + s) and stage s free (EMPTY + s), 384 threads each: the load
- * warpgroup's 128 and the MMA warpgroups' 256. */
+ * (FULL + s) and stage s free (EMPTY + s), every thread of the block (the
+ * load warpgroup's 128 and the MMA warpgroups'); a warpgroup's turn (TURN +
+ * warpgroup, its 128 threads and the previous one's). */
 #define FMHAI_FWD90_BAR_FULL 1    /* .. 1 + stages - 1 */
 #define FMHAI_FWD90_BAR_EMPTY 4   /* .. 4 + stages - 1 (stages <= 3) */
-#define FMHAI_FWD90_BAR_TURN 7    /* + warpgroup: its turn to issue products (256 threads) */
+#define FMHAI_FWD90_BAR_TURN 7    /* + warpgroup (<= 3): its turn to issue products */
 
 /* Scores of key tile n (acc_s, this thread's rows row0 and row0 + 8 of
  * the block at m0) -> P as 16-bit A fragments (pa): soft cap, ALiBi, mask
@@ -128,7 +129,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                                  const int SOFTCAP, const int ALIBI)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    const int NT = 256;   /* threads of the two MMA warpgroups */
+    const int NWG = NW / 4 - 1;      /* MMA warpgroups (2, or 3 at hdim 64) */
+    const int NT = NWG * 128;        /* their threads */
+    const int ALL = NT + 128;        /* + the load warpgroup's */
     const float NEG_INF = -__int_as_float(0x7f800000);
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
@@ -165,9 +168,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const fmhai_smem_t sK = sQ + BM * HD * 2, sV = sK + ST * kv_bytes;
 
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
-    if (warp >= 8) {
+    if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec40();
+        if (NWG == 2) fmhai_wg_setmaxnreg_dec40();
+        else fmhai_wg_setmaxnreg_dec32();
         /* each tile is handed over (FULL) as soon as it has landed; tile j
          * goes into stage j % ST once both MMA warpgroups are done with tile
          * j - ST (EMPTY) */
@@ -176,9 +180,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (j >= 1) {
                 fmhai_copy_wait(0);
                 fmhai_wg_fence_smem();
-                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (j - 1) % ST, 384);
+                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (j - 1) % ST, ALL);
             }
-            if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, 384);
+            if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
             fmhai_wg_load_tile(sK + st * kv_bytes, k_seq + 2 * (int64_t)jk * p->k_row, 2 * p->k_row, BN, s_k - jk,
                                p->d, HD, 128, ltid);
@@ -189,11 +193,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         if (W.n_iters > 0) {
             fmhai_copy_wait(0);
             fmhai_wg_fence_smem();
-            fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (W.n_iters - 1) % ST, 384);
+            fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (W.n_iters - 1) % ST, ALL);
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc232();
+    if (NWG == 2) fmhai_wg_setmaxnreg_inc232();
+    else fmhai_wg_setmaxnreg_inc160();
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];
     float row_max[2], row_sum[2];
@@ -206,18 +211,18 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
 
-    /* The two MMA warpgroups take turns issuing their products (TURN + wg):
-     * a turn issues one tile's P V and the next tile's S, so one warpgroup's
-     * softmax runs while the other's products hold the tensor cores.
-     * Warpgroup 0 goes first. */
+    /* The MMA warpgroups take turns issuing their products (TURN + wg, in
+     * warpgroup order): a turn issues one tile's P V and the next tile's S,
+     * so one warpgroup's softmax runs while another's products hold the
+     * tensor cores. Warpgroup 0 goes first. */
     float acc_s[FMHAI_FWD_MAX_BN / 2];
     if (W.n_iters > 0) {
-        if (wg == 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
-        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + 0, 384);   /* tile 0 and Q landed */
+        if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
+        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + 0, ALL);   /* tile 0 and Q landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HD, is_bf16);
-        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg ^ 1), 256);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
     }
     /* tiles 0 .. n_iters - 2 issue the next tile's S in their turn; the last
      * tile (peeled: wgmma issued under a branch serialises the pipeline)
@@ -232,19 +237,19 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
                             t, is_bf16, HD, BN, SOFTCAP, ALIBI);
         /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ----------- */
-        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + nbuf, 384);   /* tile it + 1 landed */
+        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + nbuf, ALL);   /* tile it + 1 landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
         fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16);
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                           fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HD, is_bf16);
-        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg ^ 1), 256);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         /* P V of tile it done: its stage is free for tile it + ST (the load
          * warpgroup waits only for the stages it refills) */
         fmhai_wg_wait(1);
         fmhai_wg_fence_acc(acc_o, HD / 2);
-        if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, 384);
+        if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
     }
     if (W.n_iters > 0) {
         const int it = W.n_iters - 1;
@@ -257,11 +262,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
         fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16);
-        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg ^ 1), 256);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_o, HD / 2);
     }
-    /* every turn arrival is matched: warpgroup 0 takes warpgroup 1's last */
+    /* every turn arrival is matched: warpgroup 0 takes the last one's last */
     if (W.n_iters > 0 && wg == 0) fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + 0, 256);
 
     /* ---- epilogue ------------------------------------------------------------ */

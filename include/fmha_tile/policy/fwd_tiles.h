@@ -34,7 +34,11 @@
  * an sm_90 device (the registry ranks arch-specific pipelines first). Block
  * shape fixed by the pipeline: 128 query rows on two MMA warpgroups of 64,
  * a load warpgroup (12 warps in all), key tiles of 128 in a 3-stage ring
- * (hdim 256: 64 in 2 stages, for registers and shared memory). */
+ * (hdim 256: 64 in 2 stages, for registers and shared memory). The pipeline
+ * also runs hdim 64 on 192-row blocks of three MMA warpgroups (16 warps):
+ * 12% faster without a mask at 8k, 3% slower causal, and its soft-cap and
+ * ALiBi variants spill at 160 registers (bench/RESULTS.md), so the tuned
+ * row stays at 128. */
 #ifndef FMHAI_TILES_SM90A_FWD_64
 /*                                                  arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
@@ -185,8 +189,10 @@
 #define FMHAI_FWD90_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                        \
     C(fwd90_hdim_64_128_256, (hd) == 64 || (hd) == 128 || (hd) == 256,                    \
       "the wgmma forward has head dims 64, 128 and 256")                                   \
-    C(fwd90_block_128_rows_12_warps, (bm) == 128 && (w) == 12 && (st) >= 2 && (st) <= 3,  \
-      "the wgmma forward's block is 128 rows, 12 warps, 2 or 3 stages")                   \
+    C(fwd90_block_rows_warps, (((bm) == 128 && (w) == 12) || ((bm) == 192 && (w) == 16 && (hd) == 64)) && \
+      (st) >= 2 && (st) <= 3,                                                               \
+      "the wgmma forward's block is 128 rows and 12 warps (hdim 64: or 192 rows and 16 warps), " \
+      "2 or 3 stages")                                                                      \
     C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128),                                      \
       "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers)") \
     C(fwd90_contiguous_16_bit, (pg) == 0 && !(vec) && !(kv8),                              \

@@ -23,7 +23,7 @@
  *   fmhai_bar_sync / fmhai_bar_arrive       named barriers (producer/consumer
  *                                           hand-offs between warpgroups)
  *   fmhai_wg_setmaxnreg_inc240 / _dec24     rebalance registers between
- *   (_inc232 / _dec40)                      warpgroups
+ *   (_inc232 / _dec40, _inc160 / _dec32)    warpgroups
  *   fmhai_wg_fence_acc(d, n)                keeps the compiler from moving
  *                                           accumulator reads or writes across
  *                                           an asynchronous MMA
@@ -160,6 +160,20 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec40(void)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+#endif
+}
+/* A 512-thread block starts at 128 a thread: three warpgroups at 160 and
+ * one at 32 keep the total. */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc160(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n" ::: "memory");
+#endif
+}
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec32(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
 #endif
 }
 
