@@ -4,14 +4,15 @@
  * The portable pipeline's algorithm (fwd_portable.h: one block per query
  * tile, key tiles from the last visible one down so the masked tiles come
  * first, online softmax in base 2, P kept in registers) with both products
- * on warpgroup MMAs. A block of three warpgroups owns BM = 128 query rows:
- * two MMA warpgroups of 64 rows each (warp w of a warpgroup holds rows
- * 16w..16w+15 in the mma.sync accumulator layout, so the score and softmax
- * code is the portable one's) and a load warpgroup that fills a 2-stage
- * K/V ring (BN = 128 keys) with cp.async and hands each stage over with
- * named barriers (FULL: landed; EMPTY: both MMA warpgroups are done with
- * it). The MMA warpgroups wait on nothing but their tiles, so one runs its
- * softmax while the other's products use the tensor cores. Per key tile:
+ * on warpgroup MMAs. A block owns BM query rows: MMA warpgroups of 64 rows
+ * each (two, BM = 128; warp w of a warpgroup holds rows 16w..16w+15 in the
+ * mma.sync accumulator layout, so the score and softmax code is the
+ * portable one's) and a load warpgroup that fills a ring of K/V stages with
+ * cp.async and hands each over with named barriers (FULL: landed; EMPTY:
+ * every MMA warpgroup is done with it). The MMA warpgroups take turns
+ * issuing their products (a turn: one tile's P V and the next tile's S), so
+ * one runs its softmax while another's products use the tensor cores
+ * (FlashAttention-3's ping-pong). Per key tile:
  *     S  = Q K^T      SS: Q (this warpgroup's 64 rows) and K, K-major
  *     soft cap / ALiBi / mask (mask only on tiles that need it)
  *     online softmax; P -> 16-bit A fragments
@@ -21,8 +22,9 @@
  * rows that saw no key) and stores O from the fragments.
  *
  * Rows (policy/fwd_tiles.h): hdim 64 and 128, BM 128, BN 128, 3 stages;
- * hdim 256, BN 64, 2 stages; 12 warps. Batch prefill uses the portable
- * pipeline.
+ * hdim 256, BN 64, 2 stages; 12 warps (a tuning build may run hdim 64 on
+ * 192 rows, three MMA warpgroups, 16 warps). Batch prefill uses the
+ * portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
  * K [stages][BN][hd], V [stages][BN][hd].
@@ -173,7 +175,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         if (NWG == 2) fmhai_wg_setmaxnreg_dec40();
         else fmhai_wg_setmaxnreg_dec32();
         /* each tile is handed over (FULL) as soon as it has landed; tile j
-         * goes into stage j % ST once both MMA warpgroups are done with tile
+         * goes into stage j % ST once every MMA warpgroup is done with tile
          * j - ST (EMPTY) */
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
