@@ -23,7 +23,8 @@
  *
  * Columns:
  *   family   FWD | PREFILL | PREFILL_VEC (batch prefill over LINEAR /
- *            VECTORIZED KV pages); split-KV, append-KV, backward join later
+ *            VECTORIZED KV pages); the backward has its own sets
+ *            (dispatch/bwd_set.h); split-KV and append-KV join later
  *   dtype    FP16 | BF16
  *   hdim     kernel head dim 64 | 128 | 192 | 256; a problem of head dim d
  *            (a multiple of 8) runs on the smallest kernel hdim >= d
@@ -35,6 +36,8 @@
  *   tile_n   keys per step: a multiple of 16, at most 128
  *   warps    1..8
  *   stages   K/V staging depth, 1..3
+ *   (explicit rows build the portable pipeline; the Hopper wgmma rows of
+ *   FWD wildcards have their own shapes, FMHAI_FWD90_CONSTRAINTS)
  * A wildcard expands at compile time into the tuned rows of
  * include/fmha_tile/policy/fwd_tiles.h for the platform's archs, the family
  * and the head dim, keeping those that match the columns given explicitly. A
