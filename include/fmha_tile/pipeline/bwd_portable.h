@@ -108,34 +108,27 @@ FMHAI_DEVICE void fmhai_atomic_add2(float *dst, float x, float y)
 #endif
 }
 
-/* Counter handshake of the deterministic dQ: a load that later loads cannot
- * pass, and an add that earlier stores cannot pass (device scope). */
-FMHAI_DEVICE int fmhai_ld_acquire(const int32_t *p)
+/* Counter handshake of the deterministic dQ (device scope). fmhai_ld_acquire:
+ * a load that later loads cannot pass; fmhai_ld_relaxed: the counter polled
+ * without ordering (no L1 invalidation per poll), one fmhai_ld_acquire
+ * after it orders what follows; fmhai_add_release: an add that earlier
+ * stores cannot pass. */
+FMHAI_DEVICE int fmhai_ld_counter(const int32_t *p, int acquire)
 {
 #if defined(FMHA_PLATFORM_NVIDIA)
     int v = 0;
 #  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    if (acquire) asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    else asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
 #  endif
     return v;
 #else
-    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+    return acquire ? __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT)
+                   : __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 #endif
 }
-/* The counter polled without ordering (no L1 invalidation per poll); one
- * fmhai_ld_acquire after it orders what follows. */
-FMHAI_DEVICE int fmhai_ld_relaxed(const int32_t *p)
-{
-#if defined(FMHA_PLATFORM_NVIDIA)
-    int v = 0;
-#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-#  endif
-    return v;
-#else
-    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-#endif
-}
+FMHAI_DEVICE int fmhai_ld_acquire(const int32_t *p) { return fmhai_ld_counter(p, 1); }
+FMHAI_DEVICE int fmhai_ld_relaxed(const int32_t *p) { return fmhai_ld_counter(p, 0); }
 FMHAI_DEVICE void fmhai_add_release(int32_t *p, int v)
 {
 #if defined(FMHA_PLATFORM_NVIDIA)

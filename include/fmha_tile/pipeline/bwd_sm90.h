@@ -177,11 +177,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
 
     if (warp >= 8) {   /* the dQ writer warpgroup */
-        fmhai_wg_setmaxnreg_dec24();
+        fmhai_wg_setmaxnreg_dec(24);
         fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, DET && !p->dq_direct, tid - NT);
         return;
     }
-    fmhai_wg_setmaxnreg_inc240();
+    fmhai_wg_setmaxnreg_inc(240);
 
     const int key0 = warp * 16;   /* this warp's first key in the tile */
     int tau = 0;   /* steps so far over the block's key tiles: the dQ buffer is tau & 1 */

@@ -172,8 +172,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        if (NWG == 2) fmhai_wg_setmaxnreg_dec40();
-        else fmhai_wg_setmaxnreg_dec32();
+        fmhai_wg_setmaxnreg_dec(NWG == 2 ? 40 : 32);
         /* each tile is handed over (FULL) as soon as it has landed; tile j
          * goes into stage j % ST once every MMA warpgroup is done with tile
          * j - ST (EMPTY) */
@@ -199,8 +198,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         return;
     }
-    if (NWG == 2) fmhai_wg_setmaxnreg_inc232();
-    else fmhai_wg_setmaxnreg_inc160();
+    fmhai_wg_setmaxnreg_inc(NWG == 2 ? 232 : 160);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];
     float row_max[2], row_sum[2];

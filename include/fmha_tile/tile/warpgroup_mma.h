@@ -22,8 +22,8 @@
  *                                           wait_group n (n <= 3)
  *   fmhai_bar_sync / fmhai_bar_arrive       named barriers (producer/consumer
  *                                           hand-offs between warpgroups)
- *   fmhai_wg_setmaxnreg_inc240 / _dec24     rebalance registers between
- *   (_inc232 / _dec40, _inc160 / _dec32)    warpgroups
+ *   fmhai_wg_setmaxnreg_inc / _dec(n)       rebalance registers between
+ *                                           warpgroups
  *   fmhai_wg_fence_acc(d, n)                keeps the compiler from moving
  *                                           accumulator reads or writes across
  *                                           an asynchronous MMA
@@ -133,47 +133,31 @@ FMHAI_DEVICE void fmhai_bar_arrive(int id, int count)
     asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory");
 }
 
-/* Register budget of the calling warpgroup (every warp of it calls). A
- * 384-thread block starts at 168 a thread; two warpgroups at 240 and one at
- * 24 keep the total (2 * 240 + 24 = 3 * 168): a larger sum never completes. */
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc240(void)
+/* Register budget of the calling warpgroup (every warp of it calls); the
+ * count is an immediate of the instruction, so these take the splits the
+ * pipelines use (a constant at every call site: the branch folds away).
+ * The warpgroups must keep the block's launch total, or the increase never
+ * completes: a 384-thread block starts at 168 a thread (2 x 240 + 24, or
+ * 2 x 232 + 40 when the third warpgroup needs more), a 512-thread block at
+ * 128 (3 x 160 + 32). */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc(int n)   /* 240, 232 or 160 */
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    if (n == 240) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    else if (n == 232) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    else asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n" ::: "memory");
+#else
+    (void)n;
 #endif
 }
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec24(void)
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40 or 32 */
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-#endif
-}
-/* The same total split 232 / 232 / 40, for a third warpgroup that needs
- * more than 24 (the forward's loads). */
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc232(void)
-{
-#if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-#endif
-}
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec40(void)
-{
-#if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-#endif
-}
-/* A 512-thread block starts at 128 a thread: three warpgroups at 160 and
- * one at 32 keep the total. */
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc160(void)
-{
-#if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n" ::: "memory");
-#endif
-}
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec32(void)
-{
-#if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
+    if (n == 24) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    else if (n == 40) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
+#else
+    (void)n;
 #endif
 }
 
