@@ -644,13 +644,14 @@ int main(int argc, char **argv)
                "\"table\": \"%s\", \"layout\": \"%s\", \"page\": %d, \"b\": %d, \"h\": %d, "
                "\"h_k\": %d, \"s\": \"%s\", \"s_k\": \"%s\", \"d\": %d, \"scale\": %g, \"logits_soft_cap\": %g, "
                "\"lse\": %d, \"mask\": \"%s\", \"pages_used\": %d, \"num_total_pages\": %d, \"pool_gib\": %.3f, "
-               "\"shuffle\": %d, \"kernel\": \"%s\", \"ms\": %.5f, \"tflops\": %.3f, \"kv_gbps\": %.2f, "
+               "\"shuffle\": %d, \"kernel\": \"%s\", \"why\": \"%s\", \"ms\": %.5f, \"tflops\": %.3f, \"kv_gbps\": %.2f, "
                "\"flops\": %.6g, \"valid\": \"%s\", \"rel_l2\": %.3g, \"rows_checked\": %lld, \"rows\": %lld}\n",
                is_bf16 ? "bf16" : "fp16", prec_str(o.kv_dtype), prec_str(o.q_dtype), kv_scale_str[o.kv_scale],
                o.vllm ? "vllm" : "sglang", layout_str, o.page, o.b, o.h, o.h_k, o.s_str,
                o.s_k_str, o.d, o.scale, o.cap, o.lse, o.mask_str, n_used, n_total, pool_bytes / 1073741824.0, o.shuffle,
-               plan.kernel->name, ms, tflops, gbs, flops, vstr, rel, rows_checked, rows_total);
+               plan.kernel->name, plan.why, ms, tflops, gbs, flops, vstr, rel, rows_checked, rows_total);
     } else {
+        printf("pipeline: %s\n", plan.why);
         char prec[48];
         if (o.kv_dtype == FMHA_DTYPE_FP8)
             snprintf(prec, sizeof(prec), "kv fp8/%s q %s", kv_scale_str[o.kv_scale], prec_str(o.q_dtype));

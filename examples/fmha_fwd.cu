@@ -392,13 +392,14 @@ int main(int argc, char **argv)
     if (o.json) {
         printf("{\"prec\": \"%s\", \"mode\": \"%s\", \"layout\": \"%s/%s\", \"b\": %d, \"h\": %d, \"h_k\": %d, "
                "\"s\": \"%s\", \"s_k\": \"%s\", \"d\": %d, \"scale\": %g, \"logits_soft_cap\": %g, "
-               "\"alibi\": %d, \"lse\": %d, \"mask\": \"%s\", \"kernel\": \"%s\", \"ms\": %.5f, "
+               "\"alibi\": %d, \"lse\": %d, \"mask\": \"%s\", \"kernel\": \"%s\", \"why\": \"%s\", \"ms\": %.5f, "
                "\"tflops\": %.3f, \"gbps\": %.2f, \"flops\": %.6g, \"valid\": \"%s\", \"rel_l2\": %.3g, "
                "\"rows_checked\": %lld, \"rows\": %lld}\n",
                is_bf16 ? "bf16" : "fp16", a.is_group_mode ? "group" : "batch", o.iperm ? "bhsd" : "bshd",
                o.operm ? "bhsd" : "bshd", o.b, o.h, o.h_k, o.s_str, o.s_k_str, o.d, o.scale, o.cap, o.alibi,
-               o.lse, o.mask_str, plan.kernel->name, ms, tflops, gbs, flops, vstr, rel, rows_checked, rows_total);
+               o.lse, o.mask_str, plan.kernel->name, plan.why, ms, tflops, gbs, flops, vstr, rel, rows_checked, rows_total);
     } else {
+        printf("pipeline: %s\n", plan.why);
         printf("[%s|%s|%s/%s] b:%d, h:%d/%d, s:%s/%s, d:%d, scale_s:%g, logits_soft_cap:%g, alibi:%s, lse:%d, "
                "mask:%s, %s, %.4f ms, %.2f TFlops, %.2f GB/s, valid:%s",
                is_bf16 ? "bf16" : "fp16", a.is_group_mode ? "group" : "batch", o.iperm ? "bhsd" : "bshd",

@@ -242,6 +242,9 @@ typedef struct fmha_fwd_plan {
     const fmha_kernel_info *kernel;
     size_t workspace_size;   /* bytes of caller workspace (0 for forward)    */
     int grid_x, grid_y, grid_z, block;
+    const char *why;         /* the pipeline picked and why: "fast pipeline
+                                (wgmma): ..." or "portable pipeline: <the
+                                reason the fast one does not serve it>"     */
 } fmha_fwd_plan;
 
 /* Opaque: defined by DECL_FMHA_KERNEL_SET in the user's translation unit. */

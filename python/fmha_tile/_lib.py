@@ -126,6 +126,7 @@ class FmhaFwdPlan(ctypes.Structure):
         ("grid_y", ctypes.c_int),
         ("grid_z", ctypes.c_int),
         ("block", ctypes.c_int),
+        ("why", ctypes.c_char_p),
     ]
 
 

@@ -19,11 +19,19 @@
  * The reference gets K/V gathered from the pages into contiguous per-sequence arrays
  * and runs the group-mode forward reference of tests/ref/fmha_ref.h.
  *
+ * Two pipelines, one suite: this file builds as test_prefill, where an sm_90
+ * device runs every 16-bit problem on the Hopper wgmma pipeline (one kernel per
+ * variant serves every page size; fp8 KV falls back to the portable pipeline),
+ * and as test_prefill_portable (test_prefill_portable.cu: the default set without
+ * its Hopper rows), where every problem runs on the portable pipeline.
+ *
  * Checked per problem: fmha_batch_prefill_check selects a kernel of the right dtype,
- * the smallest fitting head dim and the right page class (default set: the page-1
- * kernel below page 16, the page-16 kernel for 16 and 32, the
- * page-64 kernel from 64 up; other sets: the largest kernel page size <= the
- * problem's); fmha_batch_prefill_check_pages accepts the
+ * the smallest fitting head dim, the expected pipeline (wgmma for 16-bit KV on
+ * sm_90 where the set has Hopper rows) and the right page class (default set on
+ * the portable pipeline: the page-1 kernel below page 16, the page-16 kernel for
+ * 16 and 32, the page-64 kernel from 64 up; the wgmma kernel: page 1; other sets:
+ * the largest kernel page size <= the problem's among the chosen pipeline's
+ * kernels); the plan says why it picked its pipeline; fmha_batch_prefill_check_pages accepts the
  * tables; one launch on a non-blocking stream (or a captured CUDA graph) writes every
  * logical O element and LSE entry with a finite value (fully masked rows exactly O = 0,
  * LSE = -inf), leaves O/LSE padding and the guard zones before and after them
@@ -84,8 +92,29 @@
 #include "../ref/fmha_ref.h"
 
 /* Everything the library offers for batch prefill (page classes 1, 16 and 64,
- * both layouts). */
+ * both layouts; Hopper rows for 16-bit KV unless built as
+ * test_prefill_portable). */
 DECL_FMHA_KERNEL_SET(prefill_set, FMHA_DEFAULT_PREFILL_SET)
+
+#ifndef TEST_PREFILL_PORTABLE
+#define TEST_PREFILL_PORTABLE 0
+#endif
+/* Does this run pick the wgmma pipeline for 16-bit KV (an sm_90 device and a
+ * build with Hopper prefill rows)? */
+static int g_fast16 = -1;
+static int fast16(void)
+{
+    if (g_fast16 < 0) {
+        int dev = 0, major = 0, minor = 0;
+        g_fast16 = !TEST_PREFILL_PORTABLE && cudaGetDevice(&dev) == cudaSuccess &&
+                   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+                   major == 9 && minor == 0;
+    }
+    return g_fast16;
+}
+/* The pipeline a default-set problem of this KV dtype runs on. */
+static int expect_wgmma(fmha_dtype kv_dt) { return kv_dt != FMHA_DTYPE_FP8 && fast16(); }
 
 /* Explicit page columns: page 4 (not a tuned class; staged per-row offsets, serves
  * 4..2048), page 32 (bf16: one lookup per 16-row run, serves 32..2048, so pages of
@@ -1262,10 +1291,11 @@ static int expected_page_class(const fmha_kernel_set *set, const fmha_kernel_inf
 {
     int i, best = -1, n = fmha_set_size(set);
     if (set == &prefill_set)
-        return P >= 64 ? 64 : P >= 16 ? 16 : 1;
+        return expect_wgmma(chosen->dtype) ? 1 : P >= 64 ? 64 : P >= 16 ? 16 : 1;
     for (i = 0; i < n; i++) {
         const fmha_kernel_info *k = fmha_set_kernel(set, i);
-        if (k && k->family == FMHA_FAMILY_BATCH_PREFILL && k->dtype == chosen->dtype && k->hdim == chosen->hdim &&
+        if (k && k->family == FMHA_FAMILY_BATCH_PREFILL && k->arch == chosen->arch && k->dtype == chosen->dtype &&
+            k->hdim == chosen->hdim &&
             k->kv_layout == chosen->kv_layout && k->has_mask == chosen->has_mask && k->has_softcap == chosen->has_softcap && k->page_size <= P &&
             k->page_size > best)
             best = k->page_size;
@@ -1338,7 +1368,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     size_t i, n_unwritten = 0, n_nan = 0, n_masked_bad = 0, n_pad = 0, n_lse_bad = 0, n_lse_pad = 0;
     double rel;
     float amp;
-    int b, h, row, x, want_hd, want_pg;
+    int b, h, row, x, want_hd, want_pg, want_fast;
 
     tu_current = c->name;
     memset(&r, 0, sizeof(r));
@@ -1489,13 +1519,17 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     }
     want_hd = expected_kernel_hdim(set, c->dtype, a.kv_layout, c->d);
     want_pg = expected_page_class(set, plan.kernel, P);
+    want_fast = set == &prefill_set ? expect_wgmma(c->dtype) : plan.kernel->arch == FMHA_ARCH_SM90A;
     if (plan.kernel->family != FMHA_FAMILY_BATCH_PREFILL || plan.kernel->dtype != c->dtype ||
         plan.kernel->kv_layout != a.kv_layout ||
         plan.kernel->hdim != want_hd || plan.kernel->has_softcap != (c->cap > 0) ||
-        (cfg_masked(c) && !plan.kernel->has_mask) || plan.kernel->page_size != want_pg) {
-        tu_fail(c->name, "selected %s (page class %d), want dtype %s %s hdim %d softcap %d mask %d page class %d",
-                plan.kernel->name, plan.kernel->page_size, dtype_str(c->dtype), c->vec ? "vectorized" : "linear",
-                want_hd, c->cap > 0, cfg_masked(c), want_pg);
+        (cfg_masked(c) && !plan.kernel->has_mask) || plan.kernel->page_size != want_pg ||
+        (plan.kernel->arch == FMHA_ARCH_SM90A) != want_fast || !plan.why ||
+        strncmp(plan.why, want_fast ? "fast pipeline" : "portable pipeline", want_fast ? 13 : 17) != 0) {
+        tu_fail(c->name, "selected %s (page class %d; %s), want dtype %s %s hdim %d softcap %d mask %d page class %d "
+                "on the %s pipeline", plan.kernel->name, plan.kernel->page_size, plan.why ? plan.why : "no why",
+                dtype_str(c->dtype), c->vec ? "vectorized" : "linear", want_hd, c->cap > 0, cfg_masked(c), want_pg,
+                want_fast ? "wgmma" : "portable");
         goto done;
     }
     if (plan.grid_x != (a.max_seqlen_q + plan.kernel->tile_m - 1) / plan.kernel->tile_m || plan.grid_y != c->hq ||
@@ -2101,7 +2135,8 @@ static void test_plans(void)
     /* default set, LINEAR (m 0, 1) and VECTORIZED (m 2, page >= 8) */
     for (m = 0; m < 3; m++)
         for (i = 0; i < 11; i++) {
-            const int want = pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
+            /* 16-bit KV: the wgmma kernel (page 1) where this run has one */
+            const int want = expect_wgmma(FMHA_DTYPE_FP16) ? 1 : pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
             if (m == 2 && pages[i] < 8) continue;
             a = m == 1 ? e.vl : e.sg;
             a.page_size = pages[i];
@@ -2112,7 +2147,7 @@ static void test_plans(void)
             snprintf(part, sizeof(part), "_%s_page%d_", m == 2 ? "vectorized" : "linear", want);
             expect_plan_page(name, &prefill_set, &a, want, part);
         }
-    for (i = 2; i < 11; i++) {
+    for (i = 2; i < 11; i++) {   /* explicit portable tiles: no Hopper row */
         const int want = pages[i] >= 128 ? 128 : pages[i] >= 32 ? 32 : 4;
         a = e.sg;
         a.q_dtype = a.kv_dtype = FMHA_DTYPE_BF16;
@@ -2202,6 +2237,8 @@ static void test_registry(void)
                 k->family != FMHA_FAMILY_BATCH_PREFILL || k->has_alibi || k->tile_m <= 0 || k->tile_n <= 0 ||
                 k->warps <= 0 || k->stages <= 0 ||
                 (k->page_size != 1 && k->page_size != 16 && k->page_size != 64) ||
+                (k->arch == FMHA_ARCH_SM90A && (k->page_size != 1 || k->dtype == FMHA_DTYPE_FP8 ||
+                                                strcmp(k->pipeline, "wgmma") != 0)) ||
                 (k->dtype == FMHA_DTYPE_FP8 && k->kv_layout != FMHA_KV_LAYOUT_LINEAR))
                 bad = i;
         }
@@ -2233,9 +2270,26 @@ static void test_registry(void)
             if (k && k->page_size == 128 && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) n128++;
             if (k && k->dtype == FMHA_DTYPE_FP8 && k->hdim == 128 && k->has_mask && !k->has_softcap) nf8++;
         }
-        if (tn == 6 && n4 == 3 && n128 == 2 && nf8 == 2) tu_pass("registry_page4_set");
-        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128, %d fp8 (want 6, 3, 2, 2)", tn, n4,
-                     n128, nf8);
+        /* the fp16 wildcard row adds its Hopper page-4 kernel unless built portable */
+        const int hop = !TEST_PREFILL_PORTABLE;
+        if (tn == 6 + hop && n4 == 3 + hop && n128 == 2 && nf8 == 2) tu_pass("registry_page4_set");
+        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128, %d fp8 (want %d, %d, 2, 2)", tn,
+                     n4, n128, nf8, 6 + hop, 3 + hop);
+    }
+    if (tu_selected("registry_prefill_wgmma_rows")) {
+        /* one wgmma kernel per 16-bit variant: 2 dtypes x 3 hdims x (4 LINEAR + 2
+         * VECTORIZED), page 1, none for fp8 KV; none in the portable build */
+        int nw = 0, nw_bad = 0;
+        for (i = 0; i < n; i++) {
+            const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
+            if (k && k->arch == FMHA_ARCH_SM90A) {
+                ++nw;
+                if (k->page_size != 1 || k->dtype == FMHA_DTYPE_FP8 || k->tile_m != 128 || k->warps != 12) ++nw_bad;
+            }
+        }
+        if (nw == (TEST_PREFILL_PORTABLE ? 0 : 36) && nw_bad == 0) tu_pass("registry_prefill_wgmma_rows");
+        else tu_fail("registry_prefill_wgmma_rows", "%d wgmma kernels (%d malformed), want %d", nw, nw_bad,
+                     TEST_PREFILL_PORTABLE ? 0 : 36);
     }
 }
 

@@ -8,6 +8,8 @@
  * product of the same 16-bit inputs:
  *   kk   S = A B^T, both K-major (A at a row offset: a warpgroup's 64 keys)
  *   rs   D = A B, A from registers (mma.sync A fragments), B MN-major
+ *   rsk  D = A B, A from registers, B K-major (B^T stored [N][K]: the
+ *        forward's VECTORIZED V^T tiles)
  *   tt   D = A^T B, both MN-major, B at a column offset (a warpgroup's half
  *        of the head dim, inside a 64-column block for N = 32)
  * Skips without an sm_90 GPU (the kernels are built for sm_90a only).
@@ -17,7 +19,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-enum { KK = 0, RS = 1, TT = 2 };
+enum { KK = 0, RS = 1, TT = 2, RSK = 3 };
 
 typedef struct wg_case {
     const char *name;
@@ -35,6 +37,8 @@ static const wg_case cases[] = {
     { "rs_n128_k64",        RS, 128, 64,  64,  64, 128,  0,  0 },
     { "rs_n64_k64",         RS, 64,  64,  64,  64,  64,  0,  0 },
     { "rs_n64_k128",        RS, 64,  64, 128, 128,  64,  0,  0 },
+    { "rsk_n128_k64",       RSK, 128, 64, 64, 128,  64,  0,  0 },
+    { "rsk_n64_k128",       RSK, 64,  64, 128, 64, 128,  0,  0 },
     { "tt_n64_k128",        TT, 64, 128,  64, 128, 128,  0,  0 },
     { "tt_n64_k128_col64",  TT, 64, 128,  64, 128, 128, 64,  0 },
     { "tt_n32_k128",        TT, 32, 128,  64, 128,  64,  0,  0 },
@@ -67,16 +71,18 @@ static __global__ void __launch_bounds__(128, 1) wg_kernel(wg_case c, const uint
             if (c.n == 64) fmhai_wg_mma_ss_kk_n64(d, da, db, k > 0, is_bf16);
             else fmhai_wg_mma_ss_kk_n128(d, da, db, k > 0, is_bf16);
         }
-    } else if (c.kind == RS) {   /* A [64][K] in registers, B [K][N] */
+    } else if (c.kind == RS || c.kind == RSK) {   /* A [64][K] in registers, B [K][N] or [N][K] */
         for (int k = 0; k < c.a_cols / 16; ++k) {
             uint32_t a[4];
             for (int q = 0; q < 4; ++q) {
                 const int r = 16 * warp + g + 8 * (q % 2), col = 16 * k + 2 * t + 8 * (q / 2);
                 a[q] = (uint32_t)A[r * c.a_cols + col] | ((uint32_t)A[r * c.a_cols + col + 1] << 16);
             }
-            const uint64_t db = fmhai_wg_desc(sB + k * 2048, c.b_rows * 128, 1024);
-            if (c.n == 64) fmhai_wg_mma_rs_t_n64(d, a, db, 1, is_bf16);
-            else fmhai_wg_mma_rs_t_n128(d, a, db, 1, is_bf16);
+            const int kb = c.kind == RSK;
+            const uint64_t db = kb ? fmhai_wg_desc(sB + (k / 4) * c.b_rows * 128 + (k % 4) * 32, 16, 1024)
+                                   : fmhai_wg_desc(sB + k * 2048, c.b_rows * 128, 1024);
+            if (c.n == 64) fmhai_wg_mma_rs_n64(d, a, db, 1, is_bf16, kb);
+            else fmhai_wg_mma_rs_n128(d, a, db, 1, is_bf16, kb);
         }
     } else {   /* A [K][64], B [K][cols] at column b_off */
         for (int k = 0; k < c.a_rows / 16; ++k) {
@@ -160,6 +166,8 @@ int main(int argc, char **argv)
                             ref += (double)fa[(c.a_off + m) * c.a_cols + k] * fb[n * c.b_cols + k];
                     else if (c.kind == RS)
                         for (int k = 0; k < c.a_cols; ++k) ref += (double)fa[m * c.a_cols + k] * fb[k * c.b_cols + n];
+                    else if (c.kind == RSK)
+                        for (int k = 0; k < c.a_cols; ++k) ref += (double)fa[m * c.a_cols + k] * fb[n * c.b_cols + k];
                     else
                         for (int k = 0; k < c.a_rows; ++k)
                             ref += (double)fa[k * c.a_cols + m] * fb[k * c.b_cols + c.b_off + n];

@@ -42,6 +42,10 @@ DECL_FMHA_KERNEL_SET(set_a_rev, SET_A_REV)
 DECL_FMHA_KERNEL_SET(set_default, FMHA_DEFAULT_FWD_SET)
 DECL_FMHA_KERNEL_SET(set_prefill, FMHA_DEFAULT_PREFILL_SET)
 
+/* One explicit portable prefill row (page 16, serves 16..2048). */
+#define SET_PREFILL_PORTABLE(X) X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 16, 128, 64, 4, 1)
+DECL_FMHA_KERNEL_SET(set_prefill_portable, SET_PREFILL_PORTABLE)
+
 /* A wildcard row whose explicit column matches no tuned row would not build:
  *   X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 48, FMHA_ANY, FMHA_ANY, FMHA_ANY)
  * and neither would an explicit row that breaks a constraint:
@@ -246,9 +250,12 @@ static void test_selection(void)
     fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
 }
 
-/* Batch prefill over the default set: the page class each page size gets, for
- * LINEAR and VECTORIZED pages (1 below 16, 16 below the 64-key tile, 64 from
- * there), and fp8 KV (LINEAR only). Plans only (host mode: nothing runs). */
+/* Batch prefill over the default set. On sm_90 the fast wgmma pipeline
+ * serves every 16-bit problem with one kernel per variant (page column 1,
+ * every page size, both layouts); on sm_80 and for fp8 KV (the fallback rule)
+ * the portable page classes apply: 1 below 16, 16 below the 64-key tile, 64
+ * from there. Every plan says why it picked its pipeline. Plans only (host
+ * mode: nothing runs). */
 static fmha_batch_prefill_args prefill_args(int page, int vec)
 {
     fmha_batch_prefill_args a;
@@ -273,41 +280,71 @@ static fmha_batch_prefill_args prefill_args(int page, int vec)
     return a;
 }
 
+static int starts_with(const char *s, const char *p) { return s && strncmp(s, p, strlen(p)) == 0; }
+
 static void test_prefill_classes(void)
 {
     static const int pages[11] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 2048 };
-    int i, lay, ok = 1, ok8 = 1;
-    char why[200] = "";
-    for (lay = 0; lay < 2; ++lay)
-        for (i = 0; i < 11; ++i) {
-            const int P = pages[i], want = P >= 64 ? 64 : P >= 16 ? 16 : 1;
-            fmha_batch_prefill_args a;
-            fmha_fwd_plan plan;
-            fmha_status st;
-            if (lay && P < 8) continue;   /* VECTORIZED pages hold whole 8-token groups */
-            a = prefill_args(P, lay);
-            st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
-            if (st != FMHA_OK || plan.kernel->page_size != want ||
-                plan.kernel->kv_layout != (lay ? FMHA_KV_LAYOUT_VECTORIZED : FMHA_KV_LAYOUT_LINEAR)) {
-                if (ok) snprintf(why, sizeof(why), "%s page %d: %s %s", lay ? "vectorized" : "linear", P,
-                                 fmha_status_str(st), st == FMHA_OK ? plan.kernel->name : fmha_last_error());
-                ok = 0;
-            }
-            if (!lay) {   /* fp8 KV, bf16 queries: the same classes */
-                a.kv_dtype = FMHA_DTYPE_FP8;
-                a.page_stride_k = a.page_stride_v = (int64_t)P * 2 * 128;
+    int i, lay, cc, ok = 1, ok8 = 1;
+    char why[240] = "";
+    for (cc = 80; cc <= 90; cc += 10) {
+        fmhai_test_device.cc = cc;
+        for (lay = 0; lay < 2; ++lay)
+            for (i = 0; i < 11; ++i) {
+                const int P = pages[i], fast = cc == 90;
+                const int want = fast ? 1 : P >= 64 ? 64 : P >= 16 ? 16 : 1;
+                fmha_batch_prefill_args a;
+                fmha_fwd_plan plan;
+                fmha_status st;
+                if (lay && P < 8) continue;   /* VECTORIZED pages hold whole 8-token groups */
+                a = prefill_args(P, lay);
                 st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
-                if (st != FMHA_OK || plan.kernel->page_size != want || plan.kernel->dtype != FMHA_DTYPE_FP8) ok8 = 0;
+                if (st != FMHA_OK || plan.kernel->page_size != want ||
+                    plan.kernel->arch != (fast ? FMHA_ARCH_SM90A : FMHA_ARCH_SM80) ||
+                    plan.kernel->kv_layout != (lay ? FMHA_KV_LAYOUT_VECTORIZED : FMHA_KV_LAYOUT_LINEAR) ||
+                    !starts_with(plan.why, fast ? "fast pipeline (wgmma)" : "portable pipeline: the device is not sm_90")) {
+                    if (ok) snprintf(why, sizeof(why), "sm_%d %s page %d: %s %s (%s)", cc, lay ? "vectorized" : "linear",
+                                     P, fmha_status_str(st), st == FMHA_OK ? plan.kernel->name : fmha_last_error(),
+                                     st == FMHA_OK ? plan.why : "");
+                    ok = 0;
+                }
+                if (!lay) {   /* fp8 KV, bf16 queries: the portable classes on either device */
+                    const int want8 = P >= 64 ? 64 : P >= 16 ? 16 : 1;
+                    a.kv_dtype = FMHA_DTYPE_FP8;
+                    a.page_stride_k = a.page_stride_v = (int64_t)P * 2 * 128;
+                    st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
+                    if (st != FMHA_OK || plan.kernel->page_size != want8 || plan.kernel->dtype != FMHA_DTYPE_FP8 ||
+                        plan.kernel->arch != FMHA_ARCH_SM80 ||
+                        !starts_with(plan.why, fast ? "portable pipeline: fp8 KV" : "portable pipeline: the device"))
+                        ok8 = 0;
+                }
             }
-        }
+    }
+    fmhai_test_device.cc = 90;
     if (!ok) printf("  %s\n", why);
-    CHECK(ok, "prefill default set: page classes 1 / 16 / 64 for LINEAR and VECTORIZED pages");
-    CHECK(ok8, "prefill default set: fp8 KV gets the same page classes");
+    CHECK(ok, "prefill default set: sm_90 runs every page size on the wgmma kernel, sm_80 page classes 1 / 16 / 64, "
+              "LINEAR and VECTORIZED, each plan says why");
+    CHECK(ok8, "prefill default set: fp8 KV falls back to the portable page classes (the fallback rule says so)");
     {
         fmha_batch_prefill_args a = prefill_args(16, 1);
         a.kv_dtype = FMHA_DTYPE_FP8;
         CHECK(fmha_batch_prefill_check(&set_prefill, &a, NULL) == FMHA_ERR_UNSUPPORTED,
               "prefill: VECTORIZED fp8 KV is unsupported");
+    }
+    {   /* a set whose only row is portable: sm_90 falls back and says the set has no Hopper row */
+        fmha_batch_prefill_args a = prefill_args(64, 0);
+        fmha_fwd_plan plan;
+        fmha_status st = fmha_batch_prefill_check(&set_prefill_portable, &a, &plan);
+        CHECK(st == FMHA_OK && plan.kernel->arch == FMHA_ARCH_SM80 &&
+                  starts_with(plan.why, "portable pipeline: the kernel set has no sm_90a row"),
+              "prefill: a set without wgmma rows falls back to the portable row, and the plan says so");
+    }
+    {   /* the forward: Hopper rows first on sm_90 */
+        fmha_fwd_plan plan;
+        fmha_fwd_args a = good_args();
+        fmha_status st = fmha_fwd_check(&set_default, &a, &plan);
+        CHECK(st == FMHA_OK && plan.kernel->arch == FMHA_ARCH_SM90A && starts_with(plan.why, "fast pipeline"),
+              "fwd default set on sm_90: the wgmma kernel, and the plan says why");
     }
 }
 

@@ -112,7 +112,7 @@
         const FMHAI_GRID_CONSTANT fmhai_bwd_params p)                                             \
     {                                                                                             \
         extern __shared__ __align__(128) char fmhai_smem[];                                       \
-        if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                         \
+        if (FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                         \
             FMHAI_BODY_##fam(&p, fmhai_smem, dt, hd, mask, sc, bm, bn, w, st, arch);              \
     }
 #endif
@@ -122,7 +122,7 @@
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, bm, bn, w, st, arch), FMHAI_FAM_##fam,                 \
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, 0, bm, bn, w, st, FMHAI_CAT(FMHAI_BWD_PIPE_, arch), \
         FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR },                                   \
-      FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
+      FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 

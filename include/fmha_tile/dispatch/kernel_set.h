@@ -79,11 +79,16 @@ enum fmha_wildcard { FMHA_ANY = -1 };
  * (policy/fwd_tiles.h): the contiguous forward has its own (Hopper rows) */
 #define FMHAI_TTAB_FWD_FP16 FWDX
 #define FMHAI_TTAB_FWD_BF16 FWDX
-#define FMHAI_TTAB_PREFILL_FP16 FWD
-#define FMHAI_TTAB_PREFILL_BF16 FWD
+/* 16-bit batch prefill: the Hopper rows first, as the forward (a build may
+ * predefine FMHAI_TTAB_PREFILL_16 as FWD: portable rows only) */
+#ifndef FMHAI_TTAB_PREFILL_16
+#define FMHAI_TTAB_PREFILL_16 FWDX
+#endif
+#define FMHAI_TTAB_PREFILL_FP16 FMHAI_TTAB_PREFILL_16
+#define FMHAI_TTAB_PREFILL_BF16 FMHAI_TTAB_PREFILL_16
 #define FMHAI_TTAB_PREFILL_FP8 FP8
-#define FMHAI_TTAB_PREFILL_VEC_FP16 FWD
-#define FMHAI_TTAB_PREFILL_VEC_BF16 FWD
+#define FMHAI_TTAB_PREFILL_VEC_FP16 FMHAI_TTAB_PREFILL_16
+#define FMHAI_TTAB_PREFILL_VEC_BF16 FMHAI_TTAB_PREFILL_16
 #define FMHAI_TTAB_PREFILL_VEC_FP8 FP8
 #define FMHAI_ON_MASK 1
 #define FMHAI_ON_NOMASK 0
@@ -135,16 +140,16 @@ enum fmha_wildcard { FMHA_ANY = -1 };
  * contiguous, 1 pages of any size (staged row offsets), 2 pages that are
  * multiples of the tile, 3 pages of 16+ tokens below the tile size. */
 #define FMHAI_KV8(dt) (FMHAI_DT_##dt == FMHA_DTYPE_FP8)
-#define FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)                     \
+#define FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)               \
     (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
-     FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st))
+     FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st) && FMHAI_CAT(FMHAI_PAGES_OK_, arch)(upg, pg))
 
-/* The pipeline body of a row's arch (the Hopper one serves contiguous 16-bit
- * rows only, FMHAI_FWD90_CONSTRAINTS). */
+/* The pipeline body of a row's arch (the Hopper one serves 16-bit K/V
+ * only, FMHAI_FWD90_CONSTRAINTS). */
 #define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_GFX9 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8) \
-    fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al)
+    fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec)
 
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
@@ -159,7 +164,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                           \
     {                                                                                           \
         extern __shared__ __align__(128) char fmhai_smem[];                                     \
-        if (FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
+        if (FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
             FMHAI_CAT(FMHAI_FWD_BODY_, arch)(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, \
                                   w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,         \
                                   FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt));        \
@@ -172,13 +177,13 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
         FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                \
-      FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
+      FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
       FMHAI_CAT(FMHAI_FWD_SMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt)),                  \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
 #define FMHAI_COUNT_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    +FMHAI_ROW_ENABLED(upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)
+    +FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st)
 
 /* ---- row expansion: family -> pages -> tiles ---------------------------------- */
 #define FMHAI_TILEROWS_0(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \

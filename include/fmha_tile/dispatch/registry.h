@@ -7,17 +7,27 @@
  *
  *   can serve  enabled; family; dtype; kernel hdim >= problem hdim; mask
  *              (a MASK kernel serves any mask, a NOMASK one only none);
- *              soft cap and ALiBi exactly as compiled; arch runs on the device;
- *              the binary holds code for the device; shared memory fits.
+ *              soft cap and ALiBi exactly as compiled; page size and layout;
+ *              arch runs on the device; the binary holds code for the
+ *              device; shared memory fits; a Hopper row only for a problem
+ *              the fallback rule lets it serve (FMHAI_FWD90_SERVES,
+ *              policy/fwd_tiles.h).
  *   score      (lexicographic, smaller wins)
  *              1. kernel hdim - problem hdim       (least padding)
  *              2. MASK kernel on an unmasked problem (prefer the lean one)
- *              3. pipeline rank: arch-specific before portable
- *              4. tile fit: tile_m more than twice the longest query -> 1
- *              5. larger tile_m * tile_n first     (more reuse)
- *              6. more stages first (deeper staging; a row that needs
+ *              3. pipeline rank: arch-specific before portable (the fast
+ *                 pipeline first, the portable one is the fallback)
+ *              4. larger kernel page size first    (fewer page lookups)
+ *              5. tile fit: tile_m more than twice the longest query -> 1
+ *              6. larger tile_m * tile_n first     (more reuse)
+ *              7. more stages first (deeper staging; a row that needs
  *                 too much shared memory was filtered out above)
- *              7. kernel name                       (total order, ties impossible)
+ *              8. kernel name                       (total order, ties impossible)
+ *
+ * A plan (fmha_fwd_check, fmha_batch_prefill_check) names the pipeline it
+ * picked and why: the fast one serves the problem, or the reason it runs
+ * portable (the device, the first line of the fallback rule the problem
+ * fails, or a kernel set without a matching Hopper row).
  *
  * fmha_fwd_check() answers "supported?" and "workspace?" with the same choice
  * that fmha_fwd() launches. With no match the status is FMHA_ERR_NO_KERNEL and
@@ -175,6 +185,21 @@ static inline const char *fmhai_family_name(fmha_family f)
     return "?";
 }
 
+/* Why the wgmma pipeline cannot serve a forward or batch-prefill problem
+ * (the first failing line of FMHAI_FWD90_SERVES), or NULL. */
+static inline const char *fmhai_fwd90_why_not(const fmhai_problem *pb)
+{
+#define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
+    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->hdim, pb->page_size, pb->kv_layout)
+#undef FMHAI_SERVES_CHECK
+    return 0;
+}
+
+static inline int fmhai_is_fwd_family(fmha_family f)
+{
+    return f == FMHA_FAMILY_FWD || f == FMHA_FAMILY_BATCH_PREFILL;
+}
+
 /* Fields a kernel can differ in; the first mismatching one names the miss. */
 static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_problem *pb,
                                          const fmhai_device *d, int *nmiss)
@@ -192,6 +217,8 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
     FMHAI_MISS((int)e->info.kv_layout != pb->kv_layout, "kv layout")
     FMHAI_MISS(!fmhai_arch_runs_on(e->info.arch, d), "arch")
     FMHAI_MISS(e->smem_bytes > d->smem_optin, "shared memory")
+    FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && fmhai_is_fwd_family(pb->family) && fmhai_fwd90_why_not(pb),
+               "pipeline (the fallback rule sends this problem to the portable pipeline)")
 #undef FMHAI_MISS
     *nmiss = n;
     return first;
@@ -204,9 +231,9 @@ static inline int fmhai_cmp(const fmhai_entry *a, const fmhai_entry *b, const fm
     int ka[7], kb[7], i;
     ka[0] = a->info.hdim - pb->hdim;              kb[0] = b->info.hdim - pb->hdim;
     ka[1] = a->info.has_mask && !pb->masked;      kb[1] = b->info.has_mask && !pb->masked;
-    ka[2] = -a->info.page_size;                   kb[2] = -b->info.page_size;
-    ka[3] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;
-    kb[3] = b->info.arch == FMHA_ARCH_SM80 || b->info.arch == FMHA_ARCH_GFX9;
+    ka[2] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;
+    kb[2] = b->info.arch == FMHA_ARCH_SM80 || b->info.arch == FMHA_ARCH_GFX9;
+    ka[3] = -a->info.page_size;                   kb[3] = -b->info.page_size;
     ka[4] = a->info.tile_m > 2 * sq;              kb[4] = b->info.tile_m > 2 * sq;
     ka[5] = -a->info.tile_m * a->info.tile_n;     kb[5] = -b->info.tile_m * b->info.tile_n;
     ka[6] = -a->info.stages;                      kb[6] = -b->info.stages;
@@ -277,7 +304,7 @@ static inline int fmhai_fwd_masked(const fmha_fwd_args *a)
 
 /* Validate a forward call, then select. */
 static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmha_fwd_args *a,
-                                           int *chosen)
+                                           fmhai_problem *problem, int *chosen)
 {
     fmhai_problem pb;
     fmha_status st;
@@ -293,12 +320,14 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
     pb.softcap = a->logits_soft_cap > 0.f;
     pb.alibi = a->alibi_slopes != 0;
     pb.max_seqlen_q = fmhai_fwd_max_seqlen_q(a);
+    *problem = pb;
     return fmhai_select(set, &pb, chosen);
 }
 
 /* Validate a batch prefill call, then select. */
 static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
-                                               const fmha_batch_prefill_args *a, int *chosen)
+                                               const fmha_batch_prefill_args *a, fmhai_problem *problem,
+                                               int *chosen)
 {
     fmhai_problem pb;
     fmha_status st;
@@ -317,6 +346,7 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
     pb.page_size = a->page_size;
     pb.kv_layout = (int)a->kv_layout;
     pb.max_seqlen_q = a->max_seqlen_q;
+    *problem = pb;
     return fmhai_select(set, &pb, chosen);
 }
 
@@ -350,16 +380,34 @@ static inline fmha_status fmhai_launch(const fmha_kernel_set *set, int i, fmhai_
 #endif
 }
 
-static inline void fmhai_fill_plan(const fmha_kernel_set *set, int i, int max_sq, int heads,
+/* Why selection picked entry i's pipeline for a forward or batch-prefill
+ * problem (a static string; see the header comment). */
+static inline const char *fmhai_plan_why(const fmha_kernel_set *set, int i, const fmhai_problem *pb)
+{
+    const fmha_kernel_info *k = &set->entries[i].info;
+    fmhai_device dev = { 0, 0, 0, 0 };
+    int ordinal = 0;
+    const char *why;
+    if (k->arch == FMHA_ARCH_SM90A) return "fast pipeline (wgmma): it serves this problem";
+    if (fmhai_current_device(&dev, &ordinal) != FMHA_OK || dev.is_amd || dev.cc != 90)
+        return "portable pipeline: the device is not sm_90 (the fast wgmma pipeline needs Hopper)";
+    why = fmhai_fwd90_why_not(pb);
+    if (why) return why;
+    return "portable pipeline: the kernel set has no sm_90a row that matches this problem "
+           "(or the binary holds no sm_90a code of it)";
+}
+
+static inline void fmhai_fill_plan(const fmha_kernel_set *set, int i, const fmhai_problem *pb, int heads,
                                    int batch, fmha_fwd_plan *plan)
 {
     const fmha_kernel_info *k = &set->entries[i].info;
     plan->kernel = k;
     plan->workspace_size = 0;
-    plan->grid_x = (max_sq + k->tile_m - 1) / k->tile_m;
+    plan->grid_x = (pb->max_seqlen_q + k->tile_m - 1) / k->tile_m;
     plan->grid_y = heads;
     plan->grid_z = batch;
     plan->block = k->warps * 32;
+    plan->why = fmhai_plan_why(set, i, pb);
 }
 
 /* ---- entry points ------------------------------------------------------------ */
@@ -367,9 +415,9 @@ FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set, const fmha_fwd_a
                                     fmha_fwd_plan *plan)
 {
     int i = -1;
-    fmha_status st = fmhai_fwd_select(set, args, &i);
-    if (st == FMHA_OK && plan)
-        fmhai_fill_plan(set, i, fmhai_fwd_max_seqlen_q(args), args->nhead_q, args->batch, plan);
+    fmhai_problem pb;
+    fmha_status st = fmhai_fwd_select(set, args, &pb, &i);
+    if (st == FMHA_OK && plan) fmhai_fill_plan(set, i, &pb, args->nhead_q, args->batch, plan);
     return st;
 }
 
@@ -377,7 +425,8 @@ FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set, const fmha_fwd_args *a
 {
     int i = -1;
     fmhai_fwd_params p;
-    fmha_status st = fmhai_fwd_select(set, args, &i);
+    fmhai_problem pb;
+    fmha_status st = fmhai_fwd_select(set, args, &pb, &i);
     if (st != FMHA_OK) return st;
     if (fmhai_fwd_is_empty(args)) return FMHA_OK;
     fmhai_fwd_make_params(args, set->entries[i].info.tile_m, &p);
@@ -389,9 +438,9 @@ FMHA_API fmha_status fmha_batch_prefill_check(const fmha_kernel_set *set,
                                               fmha_fwd_plan *plan)
 {
     int i = -1;
-    fmha_status st = fmhai_prefill_select(set, args, &i);
-    if (st == FMHA_OK && plan)
-        fmhai_fill_plan(set, i, args->max_seqlen_q, args->nhead_q, args->batch, plan);
+    fmhai_problem pb;
+    fmha_status st = fmhai_prefill_select(set, args, &pb, &i);
+    if (st == FMHA_OK && plan) fmhai_fill_plan(set, i, &pb, args->nhead_q, args->batch, plan);
     return st;
 }
 
@@ -400,7 +449,8 @@ FMHA_API fmha_status fmha_batch_prefill(const fmha_kernel_set *set,
 {
     int i = -1;
     fmhai_fwd_params p;
-    fmha_status st = fmhai_prefill_select(set, args, &i);
+    fmhai_problem pb;
+    fmha_status st = fmhai_prefill_select(set, args, &pb, &i);
     if (st != FMHA_OK) return st;
     if (args->batch == 0 || args->max_seqlen_q == 0) return FMHA_OK;
     fmhai_prefill_make_params(args, set->entries[i].info.tile_m, &p);

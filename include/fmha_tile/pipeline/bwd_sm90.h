@@ -253,7 +253,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
             }
             fmhai_wg_fence();
-            fmhai_wg_gemm_rs(acc_dv, pa, do_s, HD, BM, is_bf16);
+            fmhai_wg_gemm_rs(acc_dv, pa, do_s, HD, BM, is_bf16, 0);
             fmhai_wg_wait(0);   /* dP^T and dV done: P^T's registers are free */
             fmhai_wg_fence_acc(acc_p, BM / 2);
 
@@ -276,7 +276,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 }
             }
             fmhai_wg_fence();
-            fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16);
+            fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16, 0);
             fmhai_wg_fence_smem();
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);   /* dS^T of every warp in shared memory */
 

@@ -33,7 +33,8 @@
 #define FMHA_TILE_PIPELINE_FWD_SM90_H
 
 #include "../tile/warpgroup_mma.h"
-#include "fwd_portable.h"
+#include "fwd_common.h"
+#include "kv_source.h"
 
 #if defined(FMHA_PLATFORM_NVIDIA)
 
@@ -44,6 +45,7 @@
 #define FMHAI_FWD90_BAR_FULL 1    /* .. 1 + stages - 1 */
 #define FMHAI_FWD90_BAR_EMPTY 4   /* .. 4 + stages - 1 (stages <= 3) */
 #define FMHAI_FWD90_BAR_TURN 7    /* + warpgroup (<= 3): its turn to issue products */
+#define FMHAI_FWD90_BAR_PAGES 11  /* the load warpgroup's 128: a tile's page indices staged */
 
 /* Scores of key tile n (acc_s, this thread's rows row0 and row0 + 8 of
  * the block at m0) -> P as 16-bit A fragments (pa): soft cap, ALiBi, mask
@@ -128,7 +130,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
 
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
-                                 const int SOFTCAP, const int ALIBI)
+                                 const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     const int NWG = NW / 4 - 1;      /* MMA warpgroups (2, or 3 at hdim 64) */
@@ -137,19 +139,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const float NEG_INF = -__int_as_float(0x7f800000);
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
+    const int PAGED = PAGING != 0;
     (void)NW;
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
     const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
     const int h = (int)blockIdx.y, b = (int)blockIdx.z;
-    int s_q = p->seqlen_q, s_k = p->seqlen_k, q_start = 0, k_start = 0, b_eff = b;
-    if (p->seqstart_q) {
-        q_start = p->seqstart_q[b];
-        s_q = p->seqstart_q[b + 1] - q_start;
-        k_start = p->seqstart_k[b];
-        s_k = p->seqstart_k[b + 1] - k_start;
-        b_eff = 0;
-    }
+    fmhai_fwd_seq S;
+    fmhai_fwd_seq_of(p, b, PAGED, &S);
+    const int s_q = S.s_q, s_k = S.s_k, q_start = S.q_start, b_eff = S.b_eff;
     const int m0 = m_block * BM;
     if (m0 >= s_q) return;
     const int hk = h / p->head_ratio;
@@ -158,26 +156,51 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
 
     const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
-    const char *k_seq = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch + (int64_t)k_start * p->k_row +
-                                                  (int64_t)hk * p->k_head);
-    const char *v_seq = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch + (int64_t)k_start * p->v_row +
-                                                  (int64_t)hk * p->v_head);
 
     /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
     const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
     const fmhai_smem_t sQ = (raw + 1023u) & ~1023u;
     const int kv_bytes = BN * HD * 2;
     const fmhai_smem_t sK = sQ + BM * HD * 2, sV = sK + ST * kv_bytes;
+    /* paged: the page index of each row of the next two tiles [2][BN] */
+    int32_t *sPage = (int32_t *)(smem_raw + (sV + ST * kv_bytes - raw));
 
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
         fmhai_wg_setmaxnreg_dec(NWG == 2 ? 40 : 32);
+        /* where K and V come from: contiguous rows of the sequence, or its
+         * pages (pool + KV head; VECTORIZED K chunks page_size * 16 bytes
+         * apart, V groups of 8 tokens d * 16 bytes apart) */
+        fmhai_kv_src ks, vs;
+        ks.pages = vs.pages = S.pages;
+        ks.last_page = vs.last_page = S.last_page;
+        ks.row_bytes = 2 * p->k_row;
+        vs.row_bytes = 2 * p->v_row;
+        ks.page_bytes = 2 * p->k_page;
+        vs.page_bytes = 2 * p->v_page;
+        ks.chunk_bytes = (int64_t)16 << p->page_log2;
+        vs.chunk_bytes = (int64_t)16 * p->d;
+        ks.base = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch + (int64_t)S.k_start * p->k_row +
+                                            (int64_t)hk * p->k_head);
+        vs.base = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch + (int64_t)S.k_start * p->v_row +
+                                            (int64_t)hk * p->v_head);
+        const int K_KIND = !PAGED ? FMHAI_WG_KV_CONTIG : KV_VEC ? FMHAI_WG_KV_VEC_K : FMHAI_WG_KV_PAGED;
+        const int V_KIND = !PAGED ? FMHAI_WG_KV_CONTIG : KV_VEC ? FMHAI_WG_KV_VEC_VT : FMHAI_WG_KV_PAGED;
+        /* paged: tile j's row pages sit in sPage[j % 2], staged while tile
+         * j - 1 was issued (the table read in flight across that tile's
+         * waits) and published by the warpgroup's own barrier */
+        if (PAGED && W.n_iters > 0) {
+            if (ltid < BN) sPage[ltid] = fmhai_page_of(&ks, (W.n_hi - 1) * BN + ltid, p->page_log2);
+            fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+        }
         /* each tile is handed over (FULL) as soon as it has landed; tile j
          * goes into stage j % ST once every MMA warpgroup is done with tile
          * j - ST (EMPTY) */
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
+            int next_page = 0;
+            if (PAGED && ltid < BN && j + 1 < W.n_iters) next_page = fmhai_page_of(&ks, jk - BN + ltid, p->page_log2);
             if (j >= 1) {
                 fmhai_copy_wait(0);
                 fmhai_wg_fence_smem();
@@ -185,11 +208,18 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             }
             if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
-            fmhai_wg_load_tile(sK + st * kv_bytes, k_seq + 2 * (int64_t)jk * p->k_row, 2 * p->k_row, BN, s_k - jk,
-                               p->d, HD, 128, ltid);
-            fmhai_wg_load_tile(sV + st * kv_bytes, v_seq + 2 * (int64_t)jk * p->v_row, 2 * p->v_row, BN, s_k - jk,
-                               p->d, HD, 128, ltid);
+            const int32_t *rows = sPage + (j & 1) * BN;
+            fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
+                             p->kv_off64, K_KIND);
+            fmhai_wg_load_kv(sV + st * kv_bytes, &vs, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
+                             p->kv_off64, V_KIND);
             fmhai_copy_commit();
+            if (PAGED && j + 1 < W.n_iters) {
+                /* every thread of the warpgroup has read slot (j + 1) % 2 for
+                 * tile j - 1 before the previous barrier */
+                if (ltid < BN) sPage[((j + 1) & 1) * BN + ltid] = next_page;
+                fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+            }
         }
         if (W.n_iters > 0) {
             fmhai_copy_wait(0);
@@ -241,7 +271,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
-        fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16);
+        fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16, KV_VEC);
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                           fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HD, is_bf16);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
@@ -261,11 +291,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
-        fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16);
+        fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
-        fmhai_wg_wait(0);
-        fmhai_wg_fence_acc(acc_o, HD / 2);
     }
+    /* outside the branch, so every path into the epilogue has waited (a wait
+     * under the branch makes ptxas inject one at the merge: C7517) */
+    fmhai_wg_wait(0);
+    fmhai_wg_fence_acc(acc_o, HD / 2);
     /* every turn arrival is matched: warpgroup 0 takes the last one's last */
     if (W.n_iters > 0 && wg == 0) fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + 0, 256);
 
@@ -298,7 +330,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     }
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
-    (void)SOFTCAP; (void)ALIBI;
+    (void)SOFTCAP; (void)ALIBI; (void)PAGING; (void)KV_VEC;
 #endif
 }
 

@@ -30,8 +30,11 @@
 #define FMHAI_TILES_SM80_FWD_256(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    8,     1)
 
 /* ---- NVIDIA Hopper, wgmma pipeline (pipeline/fwd_sm90.h; sm_90a only) ------
- * The contiguous forward (FWD rows) only; tried before the portable rows on
- * an sm_90 device (the registry ranks arch-specific pipelines first). Block
+ * The contiguous forward (FWD rows) and 16-bit batch prefill (PREFILL and
+ * PREFILL_VEC rows, both layouts, every page size: one kernel per variant,
+ * each row's page looked up through a staged table); tried before the
+ * portable rows on an sm_90 device (the registry ranks arch-specific
+ * pipelines first). Block
  * shape fixed by the pipeline: 128 query rows on two MMA warpgroups of 64,
  * a load warpgroup (12 warps in all), key tiles of 128 in a 3-stage ring
  * (hdim 256: 64 in 2 stages, for registers and shared memory). The pipeline
@@ -94,17 +97,25 @@
 #endif
 
 /* Per-arch pieces of a forward row: the pipeline's name, its shared memory
- * and the blocks per SM it is built for. The Hopper pipeline aligns its
- * tiles to 1024 bytes (swizzle atoms) and runs one block per SM. */
+ * and the blocks per SM it is built for, and the page classes a wildcard
+ * page column builds. The Hopper pipeline aligns its tiles to 1024 bytes
+ * (swizzle atoms), stages the page indices of two tiles and runs one block
+ * per SM; it serves every page size with one kernel, so of a wildcard page
+ * column's classes it builds the smallest (page 1; the others are left
+ * disabled, empty). */
 #define FMHAI_FWD_PIPE_SM80 "portable_mma"
 #define FMHAI_FWD_PIPE_GFX9 "portable_mma"
 #define FMHAI_FWD_PIPE_SM90A "wgmma"
 #define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
 #define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
-#define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + 1024)
+#define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) \
+    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + 1024 + ((pg) > 0 ? 2 * 4 * (bn) : 0))
 #define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_SM90A(hd, bm, w) 1
+#define FMHAI_PAGES_OK_SM80(upg, pg) 1
+#define FMHAI_PAGES_OK_GFX9(upg, pg) 1
+#define FMHAI_PAGES_OK_SM90A(upg, pg) ((upg) != FMHA_ANY || (pg) <= 1)
 
 /* Blocks per SM the compiler must fit in registers (__launch_bounds__).
  * Rows-per-warp x head dim of 256 (e.g. 32 x 128, 16 x 256) needs the whole
@@ -195,10 +206,26 @@
       "2 or 3 stages")                                                                      \
     C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128),                                      \
       "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers)") \
-    C(fwd90_contiguous_16_bit, (pg) == 0 && !(vec) && !(kv8),                              \
-      "the wgmma forward reads contiguous 16-bit K/V (FWD rows)")                           \
+    C(fwd90_16_bit_kv, !(kv8),                                                             \
+      "the wgmma pipeline reads 16-bit K/V (FP8 KV rows are portable rows)")               \
     C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")
+/* The fallback rule (CK's "fast pipeline falls back to the portable one"),
+ * written once: S(name, condition, why not) over a forward or batch-prefill
+ * problem (dtype, head dim, page size, layout), on top of an sm_90 device. Selection never picks a Hopper row for a problem
+ * that fails a line (the portable rows serve it), and a plan names the
+ * first failing line as the reason it runs portable (fmhai_fwd90_why_not).
+ * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256),
+ * contiguous K/V and paged K/V of every page size in both layouts, every
+ * mask, soft cap, ALiBi, LSE, GQA, batch and group mode. */
+#define FMHAI_FWD90_SERVES(S, dt, hd, pg, layout)                                          \
+    S(fwd90_16_bit, (dt) != FMHA_DTYPE_FP8,                                                \
+      "portable pipeline: fp8 KV (the wgmma pipeline computes fp16/bf16 only)")             \
+    S(fwd90_hdim, (hd) <= 256, "portable pipeline: head dim above 256")                     \
+    S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
+      ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \
+      "portable pipeline: page size above 2048 or an unknown KV layout")
+
 #define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
 #define FMHAI_FWD_CHECKS_GFX9(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
 #define FMHAI_FWD_CHECKS_SM90A(C, ...) FMHAI_FWD90_CONSTRAINTS(C, __VA_ARGS__)
@@ -219,6 +246,7 @@ static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w,
 static inline const char *fmhai_fwd90_row_violation(int hd, int bm, int bn, int w, int st, int pg,
                                                     int vec, int kv8)
 {
+    (void)vec;   /* both layouts */
     FMHAI_FWD90_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec, kv8)
     return 0;
 }

@@ -30,9 +30,11 @@
  *   fmhai_wg_mma_ss_kk_n{64,128}            d[64xN] (+)= A B^T, A and B K-major
  *                                           in shared memory
  *   fmhai_wg_mma_ss_tt_n{32,64}             d[64xN] (+)= A B, A and B MN-major
- *   fmhai_wg_mma_rs_t_n{64,128,256}         d += A B, A in registers (the
+ *   fmhai_wg_mma_rs_n{64,128,256}           d += A B, A in registers (the
  *                                           mma.sync m16n8k16 A fragment of
  *                                           the warp's 16 rows), B MN-major
+ *                                           or K-major (a run-time flag that
+ *                                           folds to the immediate)
  *   fmhai_wg_gemm_abt / fmhai_wg_gemm_rs    a whole product over K of the two
  *                                           kinds above, one commit group
  * Accumulator layout: warp w of the warpgroup holds rows 16w..16w+15 in the
@@ -290,66 +292,56 @@ FMHAI_DEVICE void fmhai_wg_mma_ss_tt_n64(float *d, uint64_t a_desc, uint64_t b_d
 #endif
 }
 
-/* d[64x64] (+)= A B, A in registers, B MN-major */
-FMHAI_DEVICE void fmhai_wg_mma_rs_t_n64(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16)
+/* One register-A wgmma: TYPE and SHAPE strings, the accumulator list
+ * (FMHAI_WG_REGS<n>, FMHAI_WG_ACC<n>), the operand numbers of A's four
+ * registers, the descriptor and the accumulate flag, and TB, B's transpose
+ * immediate ("1": B MN-major, "0": K-major). */
+#define FMHAI_WG_RS_ASM(TYPE, SHAPE, REGS, ACC, A, DESC, FLAG, TB, d, a, b_desc, accumulate)        \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" FLAG ", 0;\n"                                  \
+                 "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE " " REGS ", " A ", %" DESC        \
+                 ", p, 1, 1, " TB ";\n}\n"                                                           \
+                 : ACC(d)                                                                            \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+#define FMHAI_WG_RS_ANY(SHAPE, REGS, ACC, A, DESC, FLAG, d, a, b_desc, accumulate, is_bf16, b_kmajor)  \
+    if (is_bf16 && b_kmajor)                                                                         \
+        FMHAI_WG_RS_ASM("bf16.bf16", SHAPE, REGS, ACC, A, DESC, FLAG, "0", d, a, b_desc, accumulate);  \
+    else if (is_bf16)                                                                                \
+        FMHAI_WG_RS_ASM("bf16.bf16", SHAPE, REGS, ACC, A, DESC, FLAG, "1", d, a, b_desc, accumulate);  \
+    else if (b_kmajor)                                                                               \
+        FMHAI_WG_RS_ASM("f16.f16", SHAPE, REGS, ACC, A, DESC, FLAG, "0", d, a, b_desc, accumulate);    \
+    else                                                                                             \
+        FMHAI_WG_RS_ASM("f16.f16", SHAPE, REGS, ACC, A, DESC, FLAG, "1", d, a, b_desc, accumulate)
+
+/* d[64xN] (+)= A B, A in registers, B MN-major ([K][N] rows) or, b_kmajor,
+ * K-major ([N][K] rows) */
+FMHAI_DEVICE void fmhai_wg_mma_rs_n64(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16,
+                                      int b_kmajor)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    if (is_bf16)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FMHAI_WG_REGS32
-                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                     : FMHAI_WG_ACC32(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FMHAI_WG_REGS32
-                     ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                     : FMHAI_WG_ACC32(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+    FMHAI_WG_RS_ANY("m64n64k16", FMHAI_WG_REGS32, FMHAI_WG_ACC32, "{%32, %33, %34, %35}", "36", "37",
+                    d, a, b_desc, accumulate, is_bf16, b_kmajor);
 #else
-    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16;
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16; (void)b_kmajor;
 #endif
 }
-
-/* d[64x128] (+)= A B, A in registers, B MN-major */
-FMHAI_DEVICE void fmhai_wg_mma_rs_t_n128(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16)
+FMHAI_DEVICE void fmhai_wg_mma_rs_n128(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16,
+                                       int b_kmajor)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    if (is_bf16)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FMHAI_WG_REGS64
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                     : FMHAI_WG_ACC64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FMHAI_WG_REGS64
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                     : FMHAI_WG_ACC64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+    FMHAI_WG_RS_ANY("m64n128k16", FMHAI_WG_REGS64, FMHAI_WG_ACC64, "{%64, %65, %66, %67}", "68", "69",
+                    d, a, b_desc, accumulate, is_bf16, b_kmajor);
 #else
-    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16;
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16; (void)b_kmajor;
 #endif
 }
-
-/* d[64x256] (+)= A B, A in registers, B MN-major */
-FMHAI_DEVICE void fmhai_wg_mma_rs_t_n256(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16)
+FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16,
+                                       int b_kmajor)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    if (is_bf16)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " FMHAI_WG_REGS128
-                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-                     : FMHAI_WG_ACC128(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " FMHAI_WG_REGS128
-                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-                     : FMHAI_WG_ACC128(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+    FMHAI_WG_RS_ANY("m64n256k16", FMHAI_WG_REGS128, FMHAI_WG_ACC128, "{%128, %129, %130, %131}", "132", "133",
+                    d, a, b_desc, accumulate, is_bf16, b_kmajor);
 #else
-    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16;
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16; (void)b_kmajor;
 #endif
 }
 
@@ -373,15 +365,22 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
 
 /* acc[64 x N] += A[64 x K] B (one commit group): A as K/16 register
  * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
- * read MN-major (N = 64, 128 or 256). */
-FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16)
+ * read MN-major or, b_kmajor, B^T as an [N][K] tile read K-major (the
+ * layout of fmhai_wg_load_tile with N rows; VECTORIZED V lands as V^T), N =
+ * 64, 128 or 256. */
+FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16,
+                                   int b_kmajor)
 {
-    const uint64_t db = fmhai_wg_desc(b, K * 128, 1024);
+    const uint64_t db = b_kmajor ? fmhai_wg_desc(b, 16, 1024) : fmhai_wg_desc(b, K * 128, 1024);
 #pragma unroll
     for (int kq = 0; kq < K / 16; ++kq) {
-        if (N == 256) fmhai_wg_mma_rs_t_n256(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
-        else if (N == 128) fmhai_wg_mma_rs_t_n128(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
-        else fmhai_wg_mma_rs_t_n64(acc, a[kq], db + (uint64_t)(kq * 2048 >> 4), 1, is_bf16);
+        /* a 16-deep k-step: MN-major, 16 rows of 128 bytes on; K-major, 32
+         * bytes along the row, the next 64 columns N rows of 128 bytes on */
+        const int step = b_kmajor ? (kq / 4) * N * 128 + (kq % 4) * 32 : kq * 2048;
+        const uint64_t dk = db + (uint64_t)(step >> 4);
+        if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_kmajor);
+        else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_kmajor);
+        else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_kmajor);
     }
     fmhai_wg_commit();
 }

@@ -1,0 +1,105 @@
+/*
+ * What the forward pipelines share (portable mma.sync, fwd_portable.h, and
+ * Hopper wgmma, fwd_sm90.h; contiguous forward and batch prefill alike):
+ * which query rows and keys a block owns.
+ *
+ *   fmhai_fwd_seq_of   a batch entry's query rows and key count: batch mode,
+ *                      group mode (seqstart arrays), or a paged KV cache read
+ *                      through its SGLang 1-D or vLLM 2-D page table
+ *   fmhai_fwd_keys_of  the key tiles a query tile visits under its mask, and
+ *                      which of them need no mask arithmetic
+ */
+#ifndef FMHA_TILE_PIPELINE_FWD_COMMON_H
+#define FMHA_TILE_PIPELINE_FWD_COMMON_H
+
+#include "../platform/platform.h"
+#include "../kernel/fwd_params.h"
+
+#define FMHAI_FWD_MAX_HD 256
+#define FMHAI_FWD_MAX_BN 128
+
+/* Batch entry b: its query rows [q_start, q_start + s_q) and s_k keys; in
+ * batch mode b_eff = b selects the batch stride, in group mode and for paged
+ * KV the starts do (b_eff = 0). Paged KV: the entry's page indices and the
+ * index of its last page (-1 when it has none). */
+typedef struct fmhai_fwd_seq {
+    int s_q, s_k, q_start, k_start, b_eff;
+    const int32_t *pages;
+    int last_page;
+} fmhai_fwd_seq;
+
+FMHAI_DEVICE void fmhai_fwd_seq_of(const fmhai_fwd_params *p, int b, int PAGED, fmhai_fwd_seq *S)
+{
+    S->s_q = p->seqlen_q; S->s_k = p->seqlen_k;
+    S->q_start = 0; S->k_start = 0; S->b_eff = b;
+    S->pages = 0; S->last_page = -1;
+    if (p->seqstart_q) {
+        S->q_start = p->seqstart_q[b];
+        S->s_q = p->seqstart_q[b + 1] - S->q_start;
+        if (!PAGED) {
+            S->k_start = p->seqstart_k[b];
+            S->s_k = p->seqstart_k[b + 1] - S->k_start;
+        }
+        S->b_eff = 0;
+    }
+    if (PAGED) {
+        int n_pages;
+        if (p->page_table == FMHA_PAGE_TABLE_VLLM_2D) {
+            S->pages = p->block_table + (int64_t)b * p->block_table_stride;
+            S->s_k = p->seqlen_k_ptr[b];
+            n_pages = (S->s_k + (1 << p->page_log2) - 1) >> p->page_log2;
+        } else {
+            const int first = p->kv_indptr[b];
+            n_pages = p->kv_indptr[b + 1] - first;
+            S->pages = p->kv_page_indices + first;
+            S->s_k = n_pages > 0 ? ((n_pages - 1) << p->page_log2) + p->kv_last_page_lens[b] : 0;
+        }
+        S->last_page = n_pages - 1;
+    }
+}
+
+/* The key tiles a query tile [m0, m_last] visits (mask window, bottom-right
+ * offset): [n_lo, n_hi), n_iters of them, visited from n_hi - 1 down;
+ * [f_lo, f_hi) need no mask. Query row i sees keys [i + c_lo, i + c_hi)
+ * (unbounded sides far away). */
+typedef struct fmhai_fwd_keys {
+    int n_lo, n_hi, n_iters, f_lo, f_hi, c_lo, c_hi;
+} fmhai_fwd_keys;
+
+FMHAI_DEVICE void fmhai_fwd_keys_of(const fmhai_fwd_params *p, int HAS_MASK, int m0, int m_last, int s_q, int s_k,
+                                    int BN, fmhai_fwd_keys *W)
+{
+    int left = -1, right = -1, off = 0;
+    if (HAS_MASK && p->mask_kind != FMHA_MASK_NONE) {
+        left = p->window_left;
+        right = p->window_right;
+        off = p->mask_kind == FMHA_MASK_BOTTOM_RIGHT ? s_k - s_q : 0;
+    }
+    /* visible keys of the tile: [k_lo, k_hi); mask-free tiles: [f_lo, f_hi) */
+    int k_hi = s_k, k_lo = 0, f_hi_key = s_k, f_lo = 0;
+    if (right >= 0) {
+        k_hi = min(s_k, m_last + off + right + 1);
+        f_hi_key = min(s_k, m0 + off + right + 1);
+    }
+    if (left >= 0) {
+        k_lo = max(0, m0 + off - left);
+        int lo_key = m_last + off - left;
+        f_lo = lo_key > 0 ? (lo_key + BN - 1) / BN : 0;
+    }
+    int n_lo = k_lo / BN;
+    int n_hi = k_hi > k_lo ? (k_hi + BN - 1) / BN : n_lo;
+    int f_hi = f_hi_key > 0 ? f_hi_key / BN : 0;
+    int n_iters = n_hi - n_lo;
+    /* query row i sees keys [i + c_lo, i + c_hi) (unbounded sides far away) */
+    int c_hi = right >= 0 ? off + right + 1 : (1 << 30);
+    int c_lo = left >= 0 ? off - left : -(1 << 30);
+    W->n_lo = n_lo;
+    W->n_hi = n_hi;
+    W->n_iters = n_iters;
+    W->f_lo = f_lo;
+    W->f_hi = f_hi;
+    W->c_lo = c_lo;
+    W->c_hi = c_hi;
+}
+
+#endif /* FMHA_TILE_PIPELINE_FWD_COMMON_H */

@@ -1,0 +1,486 @@
+/*
+ * Where K/V tiles come from: contiguous rows or the pages of a paged KV
+ * cache, copied (cp.async) into the shared-memory layout a pipeline reads.
+ *
+ * Portable pipelines (mma.sync layouts of tile/smem_layout.h):
+ *   fmhai_block_load_tile  contiguous rows
+ *   fmhai_block_load_kv    K (or LINEAR V) of key tile n through a
+ *                          fmhai_kv_src: contiguous, or paged by page class
+ *                          (FMHAI_PAGING, policy/fwd_tiles.h)
+ *   fmhai_block_load_v     V, VECTORIZED pages transposed to V^T
+ *   fmhai_issue_kv         either one, or the e4m3 tile of FP8 KV
+ * Hopper pipelines (128-byte-swizzled wgmma layout, tile/warpgroup_mma.h),
+ * run by a load warpgroup:
+ *   fmhai_wg_load_kv       K or V of one key tile: contiguous rows, paged
+ *                          LINEAR rows, paged VECTORIZED K, or VECTORIZED V
+ *                          as V^T (the B operand K-major), each row's page
+ *                          index staged in shared memory a tile ahead
+ *                          (fmhai_wg_stage_pages)
+ * Rows past the sequence's end and head-dim columns past d are zero-filled;
+ * page slots are clamped to the sequence's last page (branch-free), so no
+ * table entry past it is read. Pools over 4 GB take 64-bit page offsets
+ * (off64), others form them in 32 bits.
+ */
+#ifndef FMHA_TILE_PIPELINE_KV_SOURCE_H
+#define FMHA_TILE_PIPELINE_KV_SOURCE_H
+
+#include "../tile/smem_layout.h"
+#include "../tile/warpgroup_mma.h"
+#include "../kernel/fwd_params.h"
+#include "../policy/fwd_tiles.h"    /* FMHAI_PAGE_RUN */
+#include "fwd_common.h"
+
+/* Cooperative async copy of a rows x hd tile into a swizzled shared tile: row
+ * stride and 16-byte chunk stride in bytes (16 for rows stored contiguously;
+ * VECTORIZED K pages interleave chunks). Rows >= rows_valid and columns >= d
+ * are zero-filled. lin: 1 unswizzled rows (VECTORIZED K's chunk-major
+ * tile), 2 e4m3 rows swizzled for ldmatrix (fmhai_swz8; hd and d then count
+ * byte pairs). Each thread walks one column chunk down the rows
+ * with a running pointer (kept opaque so the compiler does not precompute one
+ * 64-bit address per row and hold them all in registers). */
+FMHAI_DEVICE int fmhai_tile_off(int r, int c, int hd, int lin)
+{
+    return lin == 2 ? fmhai_swz8(r, c, hd * 2) : lin ? r * hd * 2 + c * 16 : fmhai_swz(r, c, hd);
+}
+
+FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64_t row_bytes,
+                                        int64_t chunk_bytes, int rows, int rows_valid, int d,
+                                        int hd, int nthreads, int tid, int lin)
+{
+    const int chunks = hd / 8, rstep = nthreads / chunks;   /* rows per pass */
+    const int r0 = tid / chunks, c = tid % chunks;
+    const int col_ok = c * 8 < d;
+    const int64_t gstep = rstep * row_bytes;
+    const char *g = src + r0 * row_bytes + c * chunk_bytes;
+    const int rv = rows_valid - r0;
+#pragma unroll
+    for (int i = 0; i < rows / rstep; ++i) {
+        const int r = r0 + i * rstep;
+        const int ok = col_ok && (i * rstep < rv);
+        fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), ok ? g : src, ok);
+        g = (const char *)fmhai_opaque_ptr(g + gstep);
+    }
+}
+
+/* Where one (sequence, KV head)'s keys or values live: contiguous rows, or
+ * pages of a paged cache. */
+typedef struct fmhai_kv_src {
+    const char *base;        /* contiguous: row 0; paged: pool + head offset  */
+    int64_t row_bytes;       /* row stride (paged: token stride in a page)     */
+    const int32_t *pages;    /* paged: the sequence's page indices             */
+    int64_t page_bytes;      /* paged: page stride                             */
+    int64_t chunk_bytes;     /* stride of 16-byte chunks along d (16, or
+                                page_size*16 for VECTORIZED K)                 */
+    int last_page;           /* paged: index of the sequence's last page       */
+    const int64_t *row_offs; /* small pages: this tile's byte offset of each
+                                row from base, staged in shared memory (NULL:
+                                read the table) */
+    const int32_t *run_pages;/* class 3: this tile's page index per 16-row
+                                run, staged in shared memory */
+} fmhai_kv_src;
+
+/* Page index of token tok, clamped to the sequence's last page. */
+FMHAI_DEVICE int fmhai_page_of(const fmhai_kv_src *s, int tok, int page_log2)
+{
+    return s->pages[min(tok >> page_log2, s->last_page)];
+}
+
+/* Stages row r (token tok, in page `page`) of a tile: its K row offset and
+ * its V row (or, VECTORIZED, 8-token group) offset from the sources' bases. */
+FMHAI_DEVICE void fmhai_stage_row(int64_t *dst, int bn, int r, const fmhai_kv_src *k,
+                                  const fmhai_kv_src *v, int tok, int page, int page_log2,
+                                  int vec)
+{
+    const int in_page = tok & ((1 << page_log2) - 1);
+    dst[r] = (int64_t)page * k->page_bytes + (int64_t)in_page * k->row_bytes;
+    dst[bn + r] = (int64_t)page * v->page_bytes +
+                  (vec ? (int64_t)(in_page >> 3) * v->chunk_bytes : (int64_t)in_page * v->row_bytes);
+}
+
+/* Tile n (rows n*BN ..) of K or V into shared memory. paging 0: contiguous
+ * rows; 1: pages of any power-of-two size; 2: pages that are multiples of
+ * the tile (no per-row path compiled); 3: pages of at least FMHAI_PAGE_RUN
+ * tokens (LINEAR only). Pages that hold whole tiles take one index read per
+ * tile; class 3 reads one index per run of FMHAI_PAGE_RUN rows; smaller pages
+ * are looked up per row. Page slots are clamped to the sequence's last page
+ * (branch-free), so no index past its table is read; rows past s_k are
+ * zero-filled. off64: 64-bit page offsets (pools over 4 GB); otherwise the
+ * page offset is formed in 32 bits. */
+FMHAI_DEVICE const char *fmhai_page_base(const fmhai_kv_src *s, int page, int off64)
+{
+    return off64 ? s->base + (int64_t)page * s->page_bytes
+                 : s->base + (uint32_t)page * (uint32_t)s->page_bytes;
+}
+
+/* The n run page indices of a tile (class 3) from shared memory into
+ * registers, with the widest loads n allows (the slot is 32-byte aligned). */
+FMHAI_DEVICE void fmhai_runs_to_regs(int *rp, const int32_t *runs, int n)
+{
+    if (n % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < n; q += 4) {
+            const int4 v = *(const int4 *)(runs + q);
+            rp[q] = v.x; rp[q + 1] = v.y; rp[q + 2] = v.z; rp[q + 3] = v.w;
+        }
+    } else if (n % 2 == 0) {
+#pragma unroll
+        for (int q = 0; q < n; q += 2) {
+            const int2 v = *(const int2 *)(runs + q);
+            rp[q] = v.x; rp[q + 1] = v.y;
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < n; ++q) rp[q] = runs[q];
+    }
+}
+
+/* Page class 3 (pages of >= FMHAI_PAGE_RUN tokens, LINEAR): the tile is
+ * runs of FMHAI_PAGE_RUN rows that each lie in one page, whose page indices
+ * were staged in shared memory ahead (s->run_pages; a global read here would
+ * stall the copies behind it). Thread (r0, c) copies chunk c of rows r0,
+ * r0 + rstep, ..: its offset inside a run, (r0 % RUN) rows and c chunks, is
+ * formed once per tile (tb); per run of `span` rows (RUN, or rstep when a
+ * thread's rows are further apart: one row per run), the run's page offset
+ * and its first token's offset in the page are added, in 32 bits when the
+ * pool is under 4 GB (OFF64 == 0: every page offset fits; no 64-bit
+ * multiply), and the thread's rows follow a running pointer. The indices of
+ * a tile are read with vector loads. Thread counts whose row step neither
+ * divides nor is a multiple of RUN (3 or 6 warps) take the per-row form. */
+FMHAI_DEVICE void fmhai_load_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int tok0, int s_k,
+                                  int hd, int bn, int rstep, int r0, int c, int col_ok,
+                                  int page_mask, int64_t chunk_bytes, int lin, const int OFF64)
+{
+    const int RUN = FMHAI_PAGE_RUN;
+    if (RUN % rstep != 0 && rstep % RUN != 0) {
+#pragma unroll
+        for (int i = 0; i < bn / rstep; ++i) {
+            const int r = r0 + i * rstep, tok = tok0 + r;
+            const char *g = fmhai_page_base(s, s->run_pages[r / RUN], OFF64) +
+                            (int64_t)(tok & page_mask) * s->row_bytes + c * chunk_bytes;
+            fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), g, col_ok && tok < s_k);
+        }
+        return;
+    }
+    const int span = rstep > RUN ? rstep : RUN;
+    const int64_t gstep = rstep * s->row_bytes;
+    /* opaque: formed here per tile (one add), not held across the GEMMs */
+    const char *tb = (const char *)fmhai_opaque_ptr(s->base + (int64_t)(r0 % RUN) * s->row_bytes +
+                                                    c * chunk_bytes);
+    const int rv = s_k - tok0 - r0;   /* this thread's row r0 + k is valid while k < rv */
+    int rp[8];                        /* run page indices (<= 8 runs: tile_n <= 128) */
+    if (span == RUN && (bn / RUN) % 2 == 0) {
+        fmhai_runs_to_regs(rp, s->run_pages, bn / RUN);
+    } else {
+#pragma unroll
+        for (int j = 0; j < bn / span; ++j) rp[j] = s->run_pages[(j * span + r0) / RUN];
+    }
+#pragma unroll
+    for (int j = 0; j < bn / span; ++j) {
+        const int q = (j * span + r0) / RUN;   /* the run's index in the tile (span == RUN: j) */
+        const int in_page = (tok0 + q * RUN) & page_mask;
+        const char *g = OFF64 ? tb + ((int64_t)rp[j] * s->page_bytes + (int64_t)in_page * s->row_bytes)
+                              : tb + ((uint32_t)rp[j] * (uint32_t)s->page_bytes +
+                                      (uint32_t)in_page * (uint32_t)s->row_bytes);
+#pragma unroll
+        for (int i = 0; i < span / rstep; ++i) {
+            const int k = j * span + i * rstep;
+            fmhai_copy_async16(dst + fmhai_tile_off(r0 + k, c, hd, lin), g, col_ok && k < rv);
+            g += gstep;
+        }
+    }
+}
+
+/* VECTORIZED pages below the tile (class 1 or 3): the address of tile row r
+ * (token tok0 + r) in K (chunk 0 of the token) or of the V group holding it:
+ * class 3 from its run's staged page index, class 1 from the staged row
+ * offset (the prologue's tiles, staged by nobody, look the page up). */
+FMHAI_DEVICE const char *fmhai_vec_at(const fmhai_kv_src *s, int paging, int r, int tok0,
+                                      int page_log2, int off64, int is_v)
+{
+    const int tok = tok0 + r, in_page = tok & ((1 << page_log2) - 1);
+    const int64_t off = is_v ? (int64_t)(in_page >> 3) * s->chunk_bytes : (int64_t)in_page * 16;
+    if (paging == 3) return fmhai_page_base(s, s->run_pages[r / FMHAI_PAGE_RUN], off64) + off;
+    if (s->row_offs) return s->base + s->row_offs[r];
+    return fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) + off;
+}
+
+FMHAI_DEVICE void fmhai_block_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
+                                      int d, int hd, int bn, int nthreads, int tid,
+                                      int paging, int page_log2, int off64, int vec, int lin)
+{
+    const int64_t chunk_bytes = vec ? s->chunk_bytes : 16;
+    if (paging == 0) {
+        fmhai_block_load_tile(dst, s->base + (int64_t)n * bn * s->row_bytes, s->row_bytes, 16, bn,
+                              s_k - n * bn, d, hd, nthreads, tid, lin);
+        return;
+    }
+    const int tok0 = n * bn;
+    const int page_mask = (1 << page_log2) - 1;
+    if (vec) {
+        /* VECTORIZED K: a token's 16-byte chunks sit page_size*16 bytes apart
+         * and consecutive tokens 16 bytes apart, so consecutive threads take
+         * consecutive tokens of one chunk column (coalesced reads). */
+        const int one_page = paging == 2;
+        if (one_page && nthreads % bn == 0) {
+            /* the tile is a [hd/8][bn] array of 16-byte chunks, chunk rows
+             * chunk_bytes apart: a plain unswizzled tile copy of it lands
+             * chunk-major (fmhai_cmaj) */
+            fmhai_block_load_tile(dst, fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
+                                           (int64_t)(tok0 & page_mask) * 16,
+                                  chunk_bytes, 16, hd / 8, d / 8, min(s_k - tok0, bn) * 8, bn * 8,
+                                  nthreads, tid, 1);
+            return;
+        }
+        /* ROW: the threads cover whole chunk columns, so a thread keeps one
+         * token (row) and walks chunk columns, its row's address formed once
+         * per tile; otherwise each copy finds its own row */
+        const int ROW = nthreads % bn == 0;
+        const char *tile = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
+                                          (int64_t)(tok0 & page_mask) * 16
+                                    : s->base;
+        const char *trow = ROW ? fmhai_vec_at(s, paging, tid % bn, tok0, page_log2, off64, 0) : s->base;
+#pragma unroll
+        for (int i = 0; i < bn * (hd / 8) / nthreads; ++i) {
+            const int idx = tid + i * nthreads;
+            const int r = ROW ? tid % bn : idx % bn, c = ROW ? tid / bn + i * (nthreads / bn) : idx / bn;
+            const int tok = tok0 + r;
+            const char *row = ROW ? trow : one_page ? tile + r * 16
+                                                    : fmhai_vec_at(s, paging, r, tok0, page_log2, off64, 0);
+            const int ok = c * 8 < d && tok < s_k;
+            fmhai_copy_async16(dst + fmhai_cmaj(r, c, bn), ok ? row + c * chunk_bytes : s->base, ok);
+        }
+        return;
+    }
+    if (paging == 2 || (paging == 1 && ((1 << page_log2) % bn) == 0)) {   /* the tile sits in one page */
+        const char *pg = fmhai_page_base(s, s->pages[min(tok0 >> page_log2, s->last_page)], off64);
+        fmhai_block_load_tile(dst, pg + (int64_t)(tok0 & page_mask) * s->row_bytes, s->row_bytes,
+                              chunk_bytes, bn, s_k - tok0, d, hd, nthreads, tid, lin);
+        return;
+    }
+    const int chunks = hd / 8, rstep = nthreads / chunks;
+    const int r0 = tid / chunks, c = tid % chunks;
+    const int col_ok = c * 8 < d;
+    if (paging == 3) {
+        if (off64)
+            fmhai_load_runs(dst, s, tok0, s_k, hd, bn, rstep, r0, c, col_ok, page_mask, chunk_bytes,
+                            lin, 1);
+        else
+            fmhai_load_runs(dst, s, tok0, s_k, hd, bn, rstep, r0, c, col_ok, page_mask, chunk_bytes,
+                            lin, 0);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < bn / rstep; ++i) {
+        const int r = r0 + i * rstep, tok = tok0 + r;
+        const char *g = s->row_offs ? s->base + s->row_offs[r]
+                                    : fmhai_page_base(s, fmhai_page_of(s, tok, page_log2), off64) +
+                                          (int64_t)(tok & page_mask) * s->row_bytes;
+        g += c * chunk_bytes;
+        fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), g, col_ok && tok < s_k);
+    }
+}
+
+/* Class 3: starts the copy of tile n's page index per 16-row run (clamped
+ * to the sequence's last page) into dst[0 .. bn/16), in the current commit
+ * group; the wait and barrier before the tile's K/V copies publish it. */
+FMHAI_DEVICE void fmhai_stage_runs(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int bn,
+                                   int tid, int page_log2)
+{
+    if (tid < bn / FMHAI_PAGE_RUN)
+        fmhai_copy_async4(dst + 4 * tid,
+                          s->pages + min((n * bn + tid * FMHAI_PAGE_RUN) >> page_log2, s->last_page), 1);
+}
+
+/* VECTORIZED V tile n, transposed into shared memory as V^T (chunk-major
+ * [bn/8][hd][8], fmhai_cmaj): each 16-byte chunk of a page holds 8
+ * consecutive tokens of one d, which is one chunk of a V^T row. Pages hold
+ * whole 8-token groups (page_size % 8 == 0); a group that runs past s_k
+ * copies only its valid tokens and zero-fills the rest (FULL == 0: the
+ * tile's last groups), rows past d are zero-filled. The group stride is
+ * d * 16 bytes. When the threads cover whole groups (nthreads % hd == 0) a
+ * thread keeps one d row and walks the groups: in a one-page tile (class 2)
+ * with a running pointer, otherwise from each group's run page index or
+ * staged offset (fmhai_vec_at). */
+FMHAI_DEVICE void fmhai_vt_copy(fmhai_smem_t dst, const fmhai_kv_src *s, const char *tile,
+                                int paging, int tok0, int s_k, int d, int hd, int bn,
+                                int nthreads, int tid, int page_log2, int off64, const int FULL)
+{
+    /* k0 = tid / hd is 0 when the threads are one group wide */
+    const int row = tid % hd, kstep = nthreads / hd, k0 = kstep == 1 ? 0 : tid / hd, one_page = paging == 2;
+    const int64_t gstep = kstep * s->chunk_bytes;
+    const char *g = (const char *)fmhai_opaque_ptr(tile + k0 * s->chunk_bytes + row * 16);
+    /* class 3: the tile's run page indices in registers (16-byte loads); with
+     * one or two groups per thread row step, a group's run is known at
+     * compile time (k0 <= 1), else it is read per group */
+    const int GPR = FMHAI_PAGE_RUN / 8;   /* groups per run */
+    int rp[FMHAI_FWD_MAX_BN / FMHAI_PAGE_RUN];
+    const int RP = paging == 3 && kstep <= GPR && (bn / FMHAI_PAGE_RUN) % 4 == 0;
+    if (RP) fmhai_runs_to_regs(rp, s->run_pages, bn / FMHAI_PAGE_RUN);
+    const char *rb = s->base + row * 16;
+#pragma unroll
+    for (int i = 0; i < bn / 8 / kstep; ++i) {
+        const int kc = k0 + i * kstep, tok = tok0 + kc * 8;
+        const char *src;
+        if (one_page) {
+            src = g;
+        } else if (paging == 3) {
+            /* the run's page and the group's slot in it (a class-16 kernel
+             * serves pages of any size from 16 up, so tok0 need not start a
+             * page), in 32 bits below 4 GB */
+            const int pg = RP ? rp[(i * kstep) / GPR] : s->run_pages[kc / GPR];
+            const uint32_t slot = (uint32_t)(((tok0 >> 3) + kc) & ((1 << (page_log2 - 3)) - 1)) *
+                                  (uint32_t)s->chunk_bytes;
+            src = off64 ? rb + ((int64_t)pg * s->page_bytes + slot)
+                        : rb + ((uint32_t)pg * (uint32_t)s->page_bytes + slot);
+        } else {
+            src = fmhai_vec_at(s, paging, kc * 8, tok0, page_log2, off64, 1) + row * 16;
+        }
+        if (FULL) {
+            fmhai_copy_async16(dst + fmhai_cmaj(row, kc, hd), row < d ? src : s->base, row < d);
+        } else {
+            const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
+            fmhai_copy_async16_part(dst + fmhai_cmaj(row, kc, hd), valid ? src : s->base, valid * 2);
+        }
+        if (one_page) g = (const char *)fmhai_opaque_ptr(g + gstep);
+    }
+}
+
+FMHAI_DEVICE void fmhai_block_load_vt(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k,
+                                      int d, int hd, int bn, int nthreads, int tid, int paging,
+                                      int page_log2, int off64)
+{
+    const int groups = bn / 8, tok0 = n * bn, page_mask = (1 << page_log2) - 1;
+    /* a tile in one page (class 2; class 1 reads its staged row offsets for
+     * every page size): its first group's address, read once per tile */
+    const int one_page = paging == 2;
+    const char *tile = one_page ? fmhai_page_base(s, fmhai_page_of(s, tok0, page_log2), off64) +
+                                      (int64_t)((tok0 & page_mask) >> 3) * s->chunk_bytes
+                                : s->base;
+    if (nthreads % hd == 0) {
+        if (s_k - tok0 >= bn)
+            fmhai_vt_copy(dst, s, tile, paging, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 1);
+        else
+            fmhai_vt_copy(dst, s, tile, paging, tok0, s_k, d, hd, bn, nthreads, tid, page_log2, off64, 0);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < hd * groups / nthreads; ++i) {
+        /* consecutive threads take consecutive d rows of one 8-token group:
+         * 16-byte chunks that are contiguous in the page */
+        const int idx = tid + i * nthreads;
+        const int row = idx % hd, kc = idx / hd, tok = tok0 + kc * 8;
+        const char *g = (one_page ? tile + kc * s->chunk_bytes
+                                  : fmhai_vec_at(s, paging, kc * 8, tok0, page_log2, off64, 1)) + row * 16;
+        const int valid = row < d ? min(max(s_k - tok, 0), 8) : 0;
+        fmhai_copy_async16_part(dst + fmhai_cmaj(row, kc, hd), valid ? g : s->base, valid * 2);
+    }
+}
+
+FMHAI_DEVICE void fmhai_block_load_v(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int s_k, int d,
+                                     int hd, int bn, int nthreads, int tid, int paging,
+                                     int page_log2, int off64, int vec)
+{
+    if (vec)
+        fmhai_block_load_vt(dst, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64);
+    else
+        fmhai_block_load_kv(dst, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, 0, 0);
+}
+
+/* K or V tile n into its slot: 16-bit KV straight into the GEMM tile, e4m3
+ * KV into its e4m3 tile (d and hd in byte pairs there; swizzled for the
+ * GEMMs' ldmatrix). */
+FMHAI_DEVICE void fmhai_issue_kv(fmhai_smem_t dst16, fmhai_smem_t dst8, const fmhai_kv_src *s,
+                                 int is_v, int n, int s_k, int d, int hd, int bn, int nthreads,
+                                 int tid, int paging, int page_log2, int off64, int vec, int kv8)
+{
+    if (kv8)
+        fmhai_block_load_kv(dst8, s, n, s_k, d / 2, hd / 2, bn, nthreads, tid, paging, page_log2,
+                            off64, 0, 2);
+    else if (is_v)
+        fmhai_block_load_v(dst16, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, vec);
+    else
+        fmhai_block_load_kv(dst16, s, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64,
+                            vec, 0);
+}
+
+#if defined(FMHA_PLATFORM_NVIDIA)
+/* ---- wgmma-layout tiles (the Hopper pipelines' load warpgroup) -------------
+ * Tiles in the 128-byte-swizzled layout of tile/warpgroup_mma.h. Paged tiles
+ * read each row's page index from sPage[r] (the tile's rows, clamped to the
+ * sequence's last page, staged in shared memory a tile ahead), so no copy
+ * waits on a global table read. */
+
+/* base + page * page stride + slot * slot_bytes: 32-bit offsets below 4 GB */
+FMHAI_DEVICE const char *fmhai_page_at(const fmhai_kv_src *s, const char *base, int page, int slot,
+                                       int64_t slot_bytes, int off64)
+{
+    return off64 ? base + ((int64_t)page * s->page_bytes + (int64_t)slot * slot_bytes)
+                 : base + ((uint32_t)page * (uint32_t)s->page_bytes + (uint32_t)slot * (uint32_t)slot_bytes);
+}
+
+/* Where a Hopper K/V tile comes from (compile-time at each call site). */
+#define FMHAI_WG_KV_CONTIG 0      /* contiguous rows                         */
+#define FMHAI_WG_KV_PAGED 1       /* LINEAR pages, K or V rows               */
+#define FMHAI_WG_KV_VEC_K 2       /* VECTORIZED K [d/8][page][8]             */
+#define FMHAI_WG_KV_VEC_VT 3      /* VECTORIZED V [page/8][d][8], lands as V^T */
+
+/* Key tile [tok0, tok0 + rows) of K or V into dst by nthreads threads. Rows
+ * past s_k and columns past d are zero-filled. VEC_VT lands as an [hd][rows]
+ * tile (V^T, the P V product's B operand K-major): each 16-byte chunk of a
+ * page is 8 consecutive tokens of one d, one chunk of a V^T row. */
+FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, const int32_t *sPage, int tok0,
+                                   int s_k, int d, int hd, int rows, int nthreads, int tid, int page_log2,
+                                   int off64, int kind)
+{
+    if (kind == FMHAI_WG_KV_CONTIG) {
+        fmhai_wg_load_tile(dst, s->base + (int64_t)tok0 * s->row_bytes, s->row_bytes, rows, s_k - tok0, d, hd,
+                           nthreads, tid);
+        return;
+    }
+    asm volatile("" : "+r"(dst), "+r"(tid));   /* as fmhai_wg_load_tile: no hoisted addresses */
+    const int page_mask = (1 << page_log2) - 1;
+    if (kind == FMHAI_WG_KV_PAGED) {
+        /* thread (r0, c) copies chunk c of rows r0, r0 + rstep, ..: a warp
+         * covers whole rows, 16-byte chunks adjacent in global memory */
+        const int chunks = hd / 8, rstep = nthreads / chunks, r0 = tid / chunks, c = tid % chunks;
+        const int col_ok = c * 8 < d;
+        const char *cb = s->base + c * 16;
+        /* 4 rows at a time: fully unrolled, the compiler forms every row's
+         * address up front and the load warpgroup's 40 registers spill */
+#pragma unroll 4
+        for (int i = 0; i < rows / rstep; ++i) {
+            const int r = r0 + i * rstep;
+            const char *g = fmhai_page_at(s, cb, sPage[r], (tok0 + r) & page_mask, s->row_bytes, off64);
+            const int ok = col_ok && tok0 + r < s_k;
+            fmhai_copy_async16(dst + fmhai_wg_tile_off(r, c, rows), ok ? g : s->base, ok);
+        }
+    } else if (kind == FMHAI_WG_KV_VEC_K) {
+        /* a token's chunks sit chunk_bytes apart, consecutive tokens 16
+         * bytes apart: consecutive threads take consecutive tokens of one
+         * chunk column (rows divides nthreads) */
+        const int cstep = nthreads / rows, r = tid % rows, c0 = tid / rows;
+        const int row_ok = tok0 + r < s_k;
+        const char *row = fmhai_page_at(s, s->base, sPage[r], (tok0 + r) & page_mask, 16, off64);
+#pragma unroll
+        for (int i = 0; i < hd / 8 / cstep; ++i) {
+            const int c = c0 + i * cstep;
+            const int ok = row_ok && c * 8 < d;
+            fmhai_copy_async16(dst + fmhai_wg_tile_off(r, c, rows), ok ? row + c * s->chunk_bytes : s->base, ok);
+        }
+    } else {
+        /* consecutive threads take consecutive d rows of one 8-token group
+         * (contiguous in the page); a group past s_k copies its valid tokens
+         * and zero-fills the rest */
+#pragma unroll
+        for (int i = 0; i < hd * (rows / 8) / nthreads; ++i) {
+            const int idx = tid + i * nthreads, dr = idx % hd, kc = idx / hd, tok = tok0 + kc * 8;
+            const char *g = fmhai_page_at(s, s->base + dr * 16, sPage[kc * 8], (tok & page_mask) >> 3,
+                                          s->chunk_bytes, off64);
+            const int valid = dr < d ? min(max(s_k - tok, 0), 8) : 0;
+            fmhai_copy_async16_part(dst + fmhai_wg_tile_off(dr, kc, hd), valid ? g : s->base, valid * 2);
+        }
+    }
+}
+#endif /* FMHA_PLATFORM_NVIDIA */
+
+#endif /* FMHA_TILE_PIPELINE_KV_SOURCE_H */
