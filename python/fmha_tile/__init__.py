@@ -98,12 +98,13 @@ import math
 
 from . import _args, _bwd, _lib
 from ._lib import FmhaError, FmhaLibraryError, library_path
-from ._prefill import batch_prefill
+from ._prefill import batch_prefill, batch_prefill_plan
 
 __version__ = "0.1.0"
 
 __all__ = [
     "attention", "attention_varlen", "attention_plan", "attention_varlen_plan", "batch_prefill",
+    "batch_prefill_plan",
     "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
 ]
 

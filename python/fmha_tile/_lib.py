@@ -114,6 +114,8 @@ class FmhaKernelInfo(ctypes.Structure):
         ("stages", ctypes.c_int),
         ("pipeline", ctypes.c_char_p),
         ("arch", _c_enum),
+        ("page_size", ctypes.c_int),
+        ("kv_layout", _c_enum),
     ]
 
 

@@ -38,6 +38,19 @@ except _lib.FmhaLibraryError as _e:
 from test_attention import visible, math_backend, TOL, LSE_TOL, BF16, FP16  # noqa: E402
 
 DEV = "cuda"
+SM90 = torch.cuda.get_device_capability() == (9, 0)
+
+
+def check_plan(plan, fp8):
+    """batch_prefill_plan names the pipeline and why: the Hopper one for 16-bit
+    KV on sm_90, the portable one otherwise (fp8 KV by the fallback rule)."""
+    if SM90 and not fp8:
+        assert plan["pipeline"] == "wgmma" and plan["why"].startswith("fast pipeline"), plan
+    else:
+        assert plan["pipeline"] == "portable_mma" and plan["why"].startswith("portable pipeline"), plan
+        if SM90:
+            assert plan["why"].startswith("portable pipeline: fp8 KV"), plan
+    assert plan["kernel"] in [k["name"] for k in fmha_tile.kernels()["kernels"]]
 
 
 def make_cache(s_ks, page, hk, d, dtype, layout, share_first_page=False, seed=0):
@@ -135,6 +148,8 @@ def test_batch_prefill(case):
         kw["block_table"], kw["seqlens_k"] = bt.to(DEV), torch.tensor(s_ks, dtype=torch.int32, device=DEV)
     scale = d ** -0.5
     out = torch.full_like(q, float("nan"))
+    check_plan(fmha_tile.batch_prefill_plan(q, kc, vc, cu_q, max(s_qs), kv_layout=layout, causal=causal,
+                                            window=window or (-1, -1), **kw), fp8=False)
     out, lse = fmha_tile.batch_prefill(q, kc, vc, cu_q, max(s_qs), kv_layout=layout, causal=causal,
                                        window=window or (-1, -1), return_lse=True, out=out, **kw)
     torch.cuda.synchronize()
@@ -281,6 +296,8 @@ def test_batch_prefill_fp8(case):
             bt[b, :len(x)] = torch.tensor(x, dtype=torch.int32)
         kw["block_table"], kw["seqlens_k"] = bt.to(DEV), torch.tensor(s_ks, dtype=torch.int32, device=DEV)
     scale = d ** -0.5
+    check_plan(fmha_tile.batch_prefill_plan(q, kc, vc, cu_q, max(s_qs), kv_layout=layout, causal=causal,
+                                            window=window or (-1, -1), **kw), fp8=True)
     out, lse = fmha_tile.batch_prefill(q, kc, vc, cu_q, max(s_qs), kv_layout=layout, causal=causal,
                                        window=window or (-1, -1), return_lse=True, **kw)
     torch.cuda.synchronize()

@@ -8,8 +8,9 @@
  * product of the same 16-bit inputs:
  *   kk   S = A B^T, both K-major (A at a row offset: a warpgroup's 64 keys)
  *   rs   D = A B, A from registers (mma.sync A fragments), B MN-major
- *   rsk  D = A B, A from registers, B K-major (B^T stored [N][K]: the
- *        forward's VECTORIZED V^T tiles)
+ *   rsk  D = A B, A from registers, B K-major, B^T stored [N][K] chunk-major
+ *        (no-swizzle descriptor: the forward's VECTORIZED V^T tiles)
+ *   kkc  S = A B^T, B K-major chunk-major (VECTORIZED K tiles)
  *   tt   D = A^T B, both MN-major, B at a column offset (a warpgroup's half
  *        of the head dim, inside a 64-column block for N = 32)
  * Skips without an sm_90 GPU (the kernels are built for sm_90a only).
@@ -19,7 +20,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-enum { KK = 0, RS = 1, TT = 2, RSK = 3 };
+enum { KK = 0, RS = 1, TT = 2, RSK = 3, KKC = 4 };
 
 typedef struct wg_case {
     const char *name;
@@ -37,7 +38,10 @@ static const wg_case cases[] = {
     { "rs_n128_k64",        RS, 128, 64,  64,  64, 128,  0,  0 },
     { "rs_n64_k64",         RS, 64,  64,  64,  64,  64,  0,  0 },
     { "rs_n64_k128",        RS, 64,  64, 128, 128,  64,  0,  0 },
+    { "kkc_n128_k64",       KKC, 128, 64,  64, 128,  64,  0,  0 },
+    { "kkc_n64_k128",       KKC, 64,  64, 128,  64, 128,  0,  0 },
     { "rsk_n128_k64",       RSK, 128, 64, 64, 128,  64,  0,  0 },
+    { "rsk_n256_k64",       RSK, 256, 64, 64, 256,  64,  0,  0 },
     { "rsk_n64_k128",       RSK, 64,  64, 128, 64, 128,  0,  0 },
     { "tt_n64_k128",        TT, 64, 128,  64, 128, 128,  0,  0 },
     { "tt_n64_k128_col64",  TT, 64, 128,  64, 128, 128, 64,  0 },
@@ -55,16 +59,25 @@ static __global__ void __launch_bounds__(128, 1) wg_kernel(wg_case c, const uint
     const fmhai_smem_t base = (fmhai_smem_addr(smem_raw) + 1023u) & ~1023u;
     const fmhai_smem_t sA = base, sB = base + c.a_rows * c.a_cols * 2;
     fmhai_wg_load_tile(sA, (const char *)A, c.a_cols * 2, c.a_rows, c.a_rows, c.a_cols, c.a_cols, 128, tid);
-    fmhai_wg_load_tile(sB, (const char *)B, c.b_cols * 2, c.b_rows, c.b_rows, c.b_cols, c.b_cols, 128, tid);
+    if (c.kind == RSK || c.kind == KKC) {   /* chunk-major: chunk j of row r at (j * rows + r) * 16 */
+        for (int i = tid; i < c.b_rows * c.b_cols / 8; i += 128) {
+            const int r = i % c.b_rows, j = i / c.b_rows;
+            fmhai_copy_async16(sB + fmhai_cmaj(r, j, c.b_rows), B + r * c.b_cols + 8 * j, 1);
+        }
+    } else {
+        fmhai_wg_load_tile(sB, (const char *)B, c.b_cols * 2, c.b_rows, c.b_rows, c.b_cols, c.b_cols, 128, tid);
+    }
     fmhai_copy_commit();
     fmhai_copy_wait(0);
     __syncthreads();
     fmhai_wg_fence_smem();
-    float d[64];
-    for (int i = 0; i < 64; ++i) d[i] = 0.f;
-    fmhai_wg_fence_acc(d, 64);
+    float d[128];
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    fmhai_wg_fence_acc(d, 128);
     fmhai_wg_fence();
-    if (c.kind == KK) {   /* A [rows][K] at row a_off, B [N][K] */
+    if (c.kind == KKC) {   /* A [64][K], B [N][K] chunk-major */
+        fmhai_wg_gemm_abt(d, sA, c.a_rows, sB, c.n, c.a_cols, is_bf16, 1);
+    } else if (c.kind == KK) {   /* A [rows][K] at row a_off, B [N][K] */
         for (int k = 0; k < c.a_cols / 16; ++k) {
             const uint64_t da = fmhai_wg_desc(sA + (k / 4) * c.a_rows * 128 + c.a_off * 128 + (k % 4) * 32, 16, 1024);
             const uint64_t db = fmhai_wg_desc(sB + (k / 4) * c.b_rows * 128 + (k % 4) * 32, 16, 1024);
@@ -79,9 +92,10 @@ static __global__ void __launch_bounds__(128, 1) wg_kernel(wg_case c, const uint
                 a[q] = (uint32_t)A[r * c.a_cols + col] | ((uint32_t)A[r * c.a_cols + col + 1] << 16);
             }
             const int kb = c.kind == RSK;
-            const uint64_t db = kb ? fmhai_wg_desc(sB + (k / 4) * c.b_rows * 128 + (k % 4) * 32, 16, 1024)
+            const uint64_t db = kb ? fmhai_wg_desc_cmaj(sB + k * 2 * c.b_rows * 16, c.b_rows)
                                    : fmhai_wg_desc(sB + k * 2048, c.b_rows * 128, 1024);
-            if (c.n == 64) fmhai_wg_mma_rs_n64(d, a, db, 1, is_bf16, kb);
+            if (c.n == 256) fmhai_wg_mma_rs_n256(d, a, db, 1, is_bf16, kb);
+            else if (c.n == 64) fmhai_wg_mma_rs_n64(d, a, db, 1, is_bf16, kb);
             else fmhai_wg_mma_rs_n128(d, a, db, 1, is_bf16, kb);
         }
     } else {   /* A [K][64], B [K][cols] at column b_off */
@@ -93,9 +107,9 @@ static __global__ void __launch_bounds__(128, 1) wg_kernel(wg_case c, const uint
             else fmhai_wg_mma_ss_tt_n32(d, da, db, k > 0, is_bf16);
         }
     }
-    fmhai_wg_commit();
+    if (c.kind != KKC) fmhai_wg_commit();
     fmhai_wg_wait(0);
-    fmhai_wg_fence_acc(d, 64);
+    fmhai_wg_fence_acc(d, 128);
     for (int i = 0; i < c.n / 2; ++i) {
         const int r = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + (i % 2);
         D[r * c.n + col] = d[i];
@@ -145,14 +159,14 @@ int main(int argc, char **argv)
             if (!tu_selected(name)) continue;
             const int na = c.a_rows * c.a_cols, nb = c.b_rows * c.b_cols;
             uint16_t *ha = (uint16_t *)malloc(na * 2), *hb = (uint16_t *)malloc(nb * 2);
-            float *fa = (float *)malloc(na * 4), *fb = (float *)malloc(nb * 4), *hd = (float *)malloc(64 * 128 * 4);
+            float *fa = (float *)malloc(na * 4), *fb = (float *)malloc(nb * 4), *hd = (float *)malloc(64 * 256 * 4);
             for (int i = 0; i < na; ++i) ha[i] = to16((float)rand() / RAND_MAX * 2.f - 1.f, is_bf16, &fa[i]);
             for (int i = 0; i < nb; ++i) hb[i] = to16((float)rand() / RAND_MAX * 2.f - 1.f, is_bf16, &fb[i]);
             uint16_t *da = (uint16_t *)tu_dmalloc(na * 2), *db = (uint16_t *)tu_dmalloc(nb * 2);
-            float *dd = (float *)tu_dmalloc(64 * 128 * 4);
+            float *dd = (float *)tu_dmalloc(64 * 256 * 4);
             tu_upload(da, ha, na * 2);
             tu_upload(db, hb, nb * 2);
-            tu_poison32(dd, 64 * 128, TU_POISON_LSE);
+            tu_poison32(dd, 64 * 256, TU_POISON_LSE);
             wg_kernel<<<1, 128, (na + nb) * 2 + 1024>>>(c, da, db, dd, is_bf16);
             TU_CUDA(cudaGetLastError());
             TU_CUDA(cudaDeviceSynchronize());
@@ -161,7 +175,7 @@ int main(int argc, char **argv)
             for (int m = 0; m < 64; ++m)
                 for (int n = 0; n < c.n; ++n) {
                     double ref = 0.0;
-                    if (c.kind == KK)
+                    if (c.kind == KK || c.kind == KKC)
                         for (int k = 0; k < c.a_cols; ++k)
                             ref += (double)fa[(c.a_off + m) * c.a_cols + k] * fb[n * c.b_cols + k];
                     else if (c.kind == RS)

@@ -234,8 +234,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             /* ---- S^T and dP^T, both in flight -------------------------------- */
             float acc_s[FMHAI_BWD90_MAX_BM / 2], acc_p[FMHAI_BWD90_MAX_BM / 2];
             fmhai_wg_fence();
-            fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16);
-            fmhai_wg_gemm_abt(acc_p, fmhai_opaque_smem(sV + wg * 64 * 128), BN, fmhai_opaque_smem(do_s), BM, HD, is_bf16);
+            fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16, 0);
+            fmhai_wg_gemm_abt(acc_p, fmhai_opaque_smem(sV + wg * 64 * 128), BN, fmhai_opaque_smem(do_s), BM, HD, is_bf16, 0);
             fmhai_wg_wait(1);
             fmhai_wg_fence_acc(acc_s, BM / 2);
 

@@ -17,17 +17,23 @@
  *     soft cap / ALiBi / mask (mask only on tiles that need it)
  *     online softmax; P -> 16-bit A fragments
  *     O += P V        RS: P from registers, V read MN-major
+ * Paged K/V (batch prefill): the load warpgroup gathers each tile row by row
+ * through the sequence's page table (pipeline/kv_source.h), the page index of
+ * every row staged in shared memory a tile ahead. VECTORIZED pages land
+ * chunk-major, the order they are stored in (K, and V as V^T, both read
+ * K-major with no-swizzle descriptors).
  * Tiles load with cp.async into the 128-byte-swizzled layout of
  * tile/warpgroup_mma.h. The epilogue normalises O, writes LSE (-inf for
  * rows that saw no key) and stores O from the fragments.
  *
  * Rows (policy/fwd_tiles.h): hdim 64 and 128, BM 128, BN 128, 3 stages;
  * hdim 256, BN 64, 2 stages; 12 warps (a tuning build may run hdim 64 on
- * 192 rows, three MMA warpgroups, 16 warps). Batch prefill uses the
- * portable pipeline.
+ * 192 rows, three MMA warpgroups, 16 warps). The same rows serve batch
+ * prefill over 16-bit K/V; fp8 KV runs on the portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
- * K [stages][BN][hd], V [stages][BN][hd].
+ * K [stages][BN][hd], V [stages][BN][hd] (VECTORIZED: V^T [hd][BN]), paged:
+ * the row page indices of two tiles [2][BN] int32.
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_SM90_H
 #define FMHA_TILE_PIPELINE_FWD_SM90_H
@@ -196,7 +202,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         /* each tile is handed over (FULL) as soon as it has landed; tile j
          * goes into stage j % ST once every MMA warpgroup is done with tile
-         * j - ST (EMPTY) */
+         * j - ST (EMPTY). (Handing tile j - 1 over only after issuing tile j,
+         * two tiles in flight, put the EMPTY wait and the issue before every
+         * hand-off: 0.70 of the contiguous forward paged, and a deadlock with
+         * 2 stages; measured, not kept.) */
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
             int next_page = 0;
@@ -209,10 +218,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
             const int32_t *rows = sPage + (j & 1) * BN;
-            fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
-                             p->kv_off64, K_KIND);
-            fmhai_wg_load_kv(sV + st * kv_bytes, &vs, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
-                             p->kv_off64, V_KIND);
+            if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups */
+                fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * kv_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
+                                      BN, 128, ltid, p->page_log2, p->kv_off64);
+            } else {
+                fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
+                                 p->kv_off64, K_KIND);
+                fmhai_wg_load_kv(sV + st * kv_bytes, &vs, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
+                                 p->kv_off64, V_KIND);
+            }
             fmhai_copy_commit();
             if (PAGED && j + 1 < W.n_iters) {
                 /* every thread of the warpgroup has read slot (j + 1) % 2 for
@@ -246,42 +260,46 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * so one warpgroup's softmax runs while another's products hold the
      * tensor cores. Warpgroup 0 goes first. */
     float acc_s[FMHAI_FWD_MAX_BN / 2];
+    uint32_t pa[FMHAI_FWD_MAX_BN / 16][4];
+    /* One branch holds every product (first S, the loop, the peeled last
+     * tile) and ends with wait(0): ptxas then sees no path into the epilogue
+     * with a product in flight. Split over separate branches it either
+     * injected a wait (C7517) or, with the wait after them, serialised every
+     * wgmma (C7515, 25% slower). */
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
         fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + 0, ALL);   /* tile 0 and Q landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
-        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HD, is_bf16);
+        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HD, is_bf16,
+                          KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
-    }
-    /* tiles 0 .. n_iters - 2 issue the next tile's S in their turn; the last
-     * tile (peeled: wgmma issued under a branch serialises the pipeline)
-     * only its P V */
-    uint32_t pa[FMHAI_FWD_MAX_BN / 16][4];
+        /* tiles 0 .. n_iters - 2 issue the next tile's S in their turn; the
+         * last tile (peeled: wgmma issued under a branch serialises the
+         * pipeline) only its P V */
 #pragma unroll 1
-    for (int it = 0; it + 1 < W.n_iters; ++it) {
-        const int buf = it % ST, nbuf = (it + 1) % ST;
-        fmhai_wg_wait(0);   /* S of tile it (and P V of tile it - 1) done */
-        fmhai_wg_fence_acc(acc_s, BN / 2);
-        fmhai_wg_fence_acc(acc_o, HD / 2);
-        fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI);
-        /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ----------- */
-        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + nbuf, ALL);   /* tile it + 1 landed */
-        fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
-        fmhai_wg_fence_acc(acc_o, HD / 2);
-        fmhai_wg_fence();
-        fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16, KV_VEC);
-        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
-                          fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HD, is_bf16);
-        fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
-        /* P V of tile it done: its stage is free for tile it + ST (the load
-         * warpgroup waits only for the stages it refills) */
-        fmhai_wg_wait(1);
-        fmhai_wg_fence_acc(acc_o, HD / 2);
-        if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
-    }
-    if (W.n_iters > 0) {
+        for (int it = 0; it + 1 < W.n_iters; ++it) {
+            const int buf = it % ST, nbuf = (it + 1) % ST;
+            fmhai_wg_wait(0);   /* S of tile it (and P V of tile it - 1) done */
+            fmhai_wg_fence_acc(acc_s, BN / 2);
+            fmhai_wg_fence_acc(acc_o, HD / 2);
+            fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
+                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI);
+            /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
+            fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + nbuf, ALL);   /* tile it + 1 landed */
+            fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
+            fmhai_wg_fence_acc(acc_o, HD / 2);
+            fmhai_wg_fence();
+            fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16, KV_VEC);
+            fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
+                              fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HD, is_bf16, KV_VEC);
+            fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
+            /* P V of tile it done: its stage is free for tile it + ST (the
+             * load warpgroup waits only for the stages it refills) */
+            fmhai_wg_wait(1);
+            fmhai_wg_fence_acc(acc_o, HD / 2);
+            if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
+        }
         const int it = W.n_iters - 1;
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_s, BN / 2);
@@ -293,11 +311,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence();
         fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
+        fmhai_wg_wait(0);
+        fmhai_wg_fence_acc(acc_o, HD / 2);
     }
-    /* outside the branch, so every path into the epilogue has waited (a wait
-     * under the branch makes ptxas inject one at the merge: C7517) */
-    fmhai_wg_wait(0);
-    fmhai_wg_fence_acc(acc_o, HD / 2);
     /* every turn arrival is matched: warpgroup 0 takes the last one's last */
     if (W.n_iters > 0 && wg == 0) fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + 0, 256);
 

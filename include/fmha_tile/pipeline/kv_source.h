@@ -425,9 +425,14 @@ FMHAI_DEVICE const char *fmhai_page_at(const fmhai_kv_src *s, const char *base, 
 #define FMHAI_WG_KV_VEC_VT 3      /* VECTORIZED V [page/8][d][8], lands as V^T */
 
 /* Key tile [tok0, tok0 + rows) of K or V into dst by nthreads threads. Rows
- * past s_k and columns past d are zero-filled. VEC_VT lands as an [hd][rows]
- * tile (V^T, the P V product's B operand K-major): each 16-byte chunk of a
- * page is 8 consecutive tokens of one d, one chunk of a V^T row. */
+ * past s_k and columns past d are zero-filled. CONTIG and PAGED land in the
+ * 128-byte-swizzled layout; VECTORIZED pages land chunk-major (fmhai_cmaj,
+ * read through fmhai_wg_desc_cmaj): K as [rows][hd], V as V^T [hd][rows] (each
+ * 16-byte chunk of a V page is 8 consecutive tokens of one d, one chunk of a
+ * V^T row). A page stores those chunks in that order, so a warp's 32 copies
+ * are 512 contiguous bytes on both sides; swizzled, each 32-byte sector was
+ * split over two shared rows and fetched twice from L2 (0.70-0.74 of the
+ * contiguous forward, measured). */
 FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, const int32_t *sPage, int tok0,
                                    int s_k, int d, int hd, int rows, int nthreads, int tid, int page_log2,
                                    int off64, int kind)
@@ -465,7 +470,7 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
         for (int i = 0; i < hd / 8 / cstep; ++i) {
             const int c = c0 + i * cstep;
             const int ok = row_ok && c * 8 < d;
-            fmhai_copy_async16(dst + fmhai_wg_tile_off(r, c, rows), ok ? row + c * s->chunk_bytes : s->base, ok);
+            fmhai_copy_async16(dst + fmhai_cmaj(r, c, rows), ok ? row + c * s->chunk_bytes : s->base, ok);
         }
     } else {
         /* consecutive threads take consecutive d rows of one 8-token group
@@ -477,7 +482,40 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
             const char *g = fmhai_page_at(s, s->base + dr * 16, sPage[kc * 8], (tok & page_mask) >> 3,
                                           s->chunk_bytes, off64);
             const int valid = dr < d ? min(max(s_k - tok, 0), 8) : 0;
-            fmhai_copy_async16_part(dst + fmhai_wg_tile_off(dr, kc, hd), valid ? g : s->base, valid * 2);
+            fmhai_copy_async16_part(dst + fmhai_cmaj(dr, kc, hd), valid ? g : s->base, valid * 2);
+        }
+    }
+}
+
+/* Paged LINEAR K and V of key tile [tok0, tok0 + rows) together (their rows
+ * share the page lookups). Thread (g, c), g = tid / chunks, copies chunk c of
+ * the consecutive rows g * rpt .. g * rpt + rpt - 1 (rpt = rows per thread):
+ * a warp instruction still covers whole rows (adjacent 16-byte chunks), and
+ * the thread reads its rows' page indices four at a time with one 16-byte
+ * shared load. Measured against one row per copy with its own lookup, K and V
+ * apart (fmhai_wg_load_kv, FMHAI_WG_KV_PAGED): see bench/RESULTS.md. */
+FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
+                                        const fmhai_kv_src *vs, const int32_t *sPage, int tok0, int s_k, int d,
+                                        int hd, int rows, int nthreads, int tid, int page_log2, int off64)
+{
+    asm volatile("" : "+r"(dk), "+r"(dv), "+r"(tid));
+    const int chunks = hd / 8, groups = nthreads / chunks, rpt = rows / groups;
+    const int g = tid / chunks, c = tid % chunks, page_mask = (1 << page_log2) - 1;
+    const int col_ok = c * 8 < d;
+    const char *kb = ks->base + c * 16, *vb = vs->base + c * 16;
+    const int32_t *pg = sPage + g * rpt;
+#pragma unroll 1
+    for (int q = 0; q < rpt; q += 4) {
+        const int4 p4 = *(const int4 *)(pg + q);
+        const int pages[4] = { p4.x, p4.y, p4.z, p4.w };
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int r = g * rpt + q + e, slot = (tok0 + r) & page_mask;
+            const int ok = col_ok && tok0 + r < s_k;
+            const char *gk = fmhai_page_at(ks, kb, pages[e], slot, ks->row_bytes, off64);
+            const char *gv = fmhai_page_at(vs, vb, pages[e], slot, vs->row_bytes, off64);
+            fmhai_copy_async16(dk + fmhai_wg_tile_off(r, c, rows), ok ? gk : ks->base, ok);
+            fmhai_copy_async16(dv + fmhai_wg_tile_off(r, c, rows), ok ? gv : vs->base, ok);
         }
     }
 }

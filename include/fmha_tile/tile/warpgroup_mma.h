@@ -16,6 +16,8 @@
  *            N), a 16-row k-step moves the start by 2048 bytes.
  *
  *   fmhai_wg_desc(addr, lbo, sbo)           128-byte-swizzle matrix descriptor
+ *   fmhai_wg_desc_cmaj(addr, rows)          no-swizzle descriptor of a
+ *                                           chunk-major K-major tile
  *   fmhai_wg_tile_off(r, c, rows)           byte offset of chunk c of row r
  *   fmhai_wg_load_tile(...)                 cooperative cp.async of a tile
  *   fmhai_wg_fence() / _commit() / _wait(n) wgmma.fence, commit_group,
@@ -55,6 +57,16 @@ FMHAI_DEVICE uint64_t fmhai_wg_desc(fmhai_smem_t addr, uint32_t lbo, uint32_t sb
 {
     return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
            (1ull << 62);
+}
+
+/* No-swizzle descriptor of a chunk-major K-major tile (fmhai_cmaj's layout:
+ * 16-byte chunk c of row r at (c * rows + r) * 16): each 8-row x 16-byte core
+ * matrix is 128 contiguous bytes, the next 8 rows 128 bytes on (SBO), the next
+ * 8 columns of K rows * 16 bytes on (LBO). VECTORIZED K and V^T pages store
+ * their chunks in this order, so a warp's copies land contiguously. */
+FMHAI_DEVICE uint64_t fmhai_wg_desc_cmaj(fmhai_smem_t addr, int rows)
+{
+    return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)((rows * 16) >> 4) << 16) | ((uint64_t)(128 >> 4) << 32);
 }
 
 FMHAI_DEVICE int fmhai_wg_tile_off(int r, int c, int rows)
@@ -347,16 +359,17 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_d
 
 /* acc[64 x N] = A B^T over K columns (one commit group): A is 64 rows at
  * `a` of a tile whose 64-column panels hold a_rows rows, B an N-row tile
- * (N = 64 or 128); both K-major (fmhai_wg_load_tile's layout). */
+ * (N = 64 or 128); both K-major, A in fmhai_wg_load_tile's layout, B too or,
+ * b_cmaj, chunk-major (fmhai_wg_desc_cmaj). */
 FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
-                                    int is_bf16)
+                                    int is_bf16, int b_cmaj)
 {
     const uint64_t da = fmhai_wg_desc(a, 16, 1024);
-    const uint64_t db = fmhai_wg_desc(b, 16, 1024);
+    const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, 16, 1024);
 #pragma unroll
     for (int k = 0; k < K / 16; ++k) {
         const uint64_t oa = (uint64_t)(((k / 4) * a_rows * 128 + (k % 4) * 32) >> 4);
-        const uint64_t ob = (uint64_t)(((k / 4) * N * 128 + (k % 4) * 32) >> 4);
+        const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : (k / 4) * N * 128 + (k % 4) * 32) >> 4);
         if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0, is_bf16);
         else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0, is_bf16);
     }
@@ -365,22 +378,21 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
 
 /* acc[64 x N] += A[64 x K] B (one commit group): A as K/16 register
  * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
- * read MN-major or, b_kmajor, B^T as an [N][K] tile read K-major (the
- * layout of fmhai_wg_load_tile with N rows; VECTORIZED V lands as V^T), N =
- * 64, 128 or 256. */
+ * read MN-major (fmhai_wg_load_tile's layout with K rows) or, b_cmaj, B^T as
+ * a chunk-major [N][K] tile read K-major (fmhai_wg_desc_cmaj; VECTORIZED V
+ * lands as V^T so), N = 64, 128 or 256. */
 FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16,
-                                   int b_kmajor)
+                                   int b_cmaj)
 {
-    const uint64_t db = b_kmajor ? fmhai_wg_desc(b, 16, 1024) : fmhai_wg_desc(b, K * 128, 1024);
+    const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, K * 128, 1024);
 #pragma unroll
     for (int kq = 0; kq < K / 16; ++kq) {
-        /* a 16-deep k-step: MN-major, 16 rows of 128 bytes on; K-major, 32
-         * bytes along the row, the next 64 columns N rows of 128 bytes on */
-        const int step = b_kmajor ? (kq / 4) * N * 128 + (kq % 4) * 32 : kq * 2048;
-        const uint64_t dk = db + (uint64_t)(step >> 4);
-        if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_kmajor);
-        else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_kmajor);
-        else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_kmajor);
+        /* a 16-deep k-step: 16 rows of 128 bytes on (MN-major), or two
+         * chunk columns of N rows on (chunk-major) */
+        const uint64_t dk = db + (uint64_t)((b_cmaj ? kq * 2 * N * 16 : kq * 2048) >> 4);
+        if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_cmaj);
     }
     fmhai_wg_commit();
 }
