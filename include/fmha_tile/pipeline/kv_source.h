@@ -12,10 +12,11 @@
  * Hopper pipelines (128-byte-swizzled wgmma layout, tile/warpgroup_mma.h),
  * run by a load warpgroup:
  *   fmhai_wg_load_kv       K or V of one key tile: contiguous rows, paged
- *                          LINEAR rows, paged VECTORIZED K, or VECTORIZED V
- *                          as V^T (the B operand K-major), each row's page
- *                          index staged in shared memory a tile ahead
- *                          (fmhai_wg_stage_pages)
+ *                          VECTORIZED K, or VECTORIZED V as V^T (the B
+ *                          operand K-major)
+ *   fmhai_wg_load_kv_rows  paged LINEAR K and V of one key tile together
+ *   (paged tiles read each row's page index from shared memory, where the
+ *   load warpgroup staged it a tile ahead)
  * Rows past the sequence's end and head-dim columns past d are zero-filled;
  * page slots are clamped to the sequence's last page (branch-free), so no
  * table entry past it is read. Pools over 4 GB take 64-bit page offsets
@@ -420,13 +421,14 @@ FMHAI_DEVICE const char *fmhai_page_at(const fmhai_kv_src *s, const char *base, 
 
 /* Where a Hopper K/V tile comes from (compile-time at each call site). */
 #define FMHAI_WG_KV_CONTIG 0      /* contiguous rows                         */
-#define FMHAI_WG_KV_PAGED 1       /* LINEAR pages, K or V rows               */
+#define FMHAI_WG_KV_PAGED 1       /* LINEAR pages (fmhai_wg_load_kv_rows)    */
 #define FMHAI_WG_KV_VEC_K 2       /* VECTORIZED K [d/8][page][8]             */
 #define FMHAI_WG_KV_VEC_VT 3      /* VECTORIZED V [page/8][d][8], lands as V^T */
 
-/* Key tile [tok0, tok0 + rows) of K or V into dst by nthreads threads. Rows
- * past s_k and columns past d are zero-filled. CONTIG and PAGED land in the
- * 128-byte-swizzled layout; VECTORIZED pages land chunk-major (fmhai_cmaj,
+/* Key tile [tok0, tok0 + rows) of K or V into dst by nthreads threads
+ * (paged LINEAR K and V load together: fmhai_wg_load_kv_rows). Rows past s_k
+ * and columns past d are zero-filled. CONTIG lands in the 128-byte-swizzled
+ * layout; VECTORIZED pages land chunk-major (fmhai_cmaj,
  * read through fmhai_wg_desc_cmaj): K as [rows][hd], V as V^T [hd][rows] (each
  * 16-byte chunk of a V page is 8 consecutive tokens of one d, one chunk of a
  * V^T row). A page stores those chunks in that order, so a warp's 32 copies
@@ -444,22 +446,7 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
     }
     asm volatile("" : "+r"(dst), "+r"(tid));   /* as fmhai_wg_load_tile: no hoisted addresses */
     const int page_mask = (1 << page_log2) - 1;
-    if (kind == FMHAI_WG_KV_PAGED) {
-        /* thread (r0, c) copies chunk c of rows r0, r0 + rstep, ..: a warp
-         * covers whole rows, 16-byte chunks adjacent in global memory */
-        const int chunks = hd / 8, rstep = nthreads / chunks, r0 = tid / chunks, c = tid % chunks;
-        const int col_ok = c * 8 < d;
-        const char *cb = s->base + c * 16;
-        /* 4 rows at a time: fully unrolled, the compiler forms every row's
-         * address up front and the load warpgroup's 40 registers spill */
-#pragma unroll 4
-        for (int i = 0; i < rows / rstep; ++i) {
-            const int r = r0 + i * rstep;
-            const char *g = fmhai_page_at(s, cb, sPage[r], (tok0 + r) & page_mask, s->row_bytes, off64);
-            const int ok = col_ok && tok0 + r < s_k;
-            fmhai_copy_async16(dst + fmhai_wg_tile_off(r, c, rows), ok ? g : s->base, ok);
-        }
-    } else if (kind == FMHAI_WG_KV_VEC_K) {
+    if (kind == FMHAI_WG_KV_VEC_K) {
         /* a token's chunks sit chunk_bytes apart, consecutive tokens 16
          * bytes apart: consecutive threads take consecutive tokens of one
          * chunk column (rows divides nthreads) */
@@ -492,8 +479,8 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
  * the consecutive rows g * rpt .. g * rpt + rpt - 1 (rpt = rows per thread):
  * a warp instruction still covers whole rows (adjacent 16-byte chunks), and
  * the thread reads its rows' page indices four at a time with one 16-byte
- * shared load. Measured against one row per copy with its own lookup, K and V
- * apart (fmhai_wg_load_kv, FMHAI_WG_KV_PAGED): see bench/RESULTS.md. */
+ * shared load. One row per copy with its own lookup, K and V apart, ran at
+ * 0.81 of the contiguous forward, this at 0.97-0.98 (bench/RESULTS.md). */
 FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
                                         const fmhai_kv_src *vs, const int32_t *sPage, int tok0, int s_k, int d,
                                         int hd, int rows, int nthreads, int tid, int page_log2, int off64)
