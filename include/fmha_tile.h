@@ -25,7 +25,7 @@
  *   family   FWD | PREFILL | PREFILL_VEC (batch prefill over LINEAR /
  *            VECTORIZED KV pages); the backward has its own sets
  *            (dispatch/bwd_set.h); split-KV and append-KV join later
- *   dtype    FP16 | BF16
+ *   dtype    FP16 | BF16 (PREFILL also FP8: e4m3 KV, portable pipeline)
  *   hdim     kernel head dim 64 | 128 | 192 | 256; a problem of head dim d
  *            (a multiple of 8) runs on the smallest kernel hdim >= d
  *   mask     NOMASK | MASK      MASK kernels take any window/causal mask and
@@ -37,7 +37,10 @@
  *   warps    1..8
  *   stages   K/V staging depth, 1..3
  *   (explicit rows build the portable pipeline; the Hopper wgmma rows of
- *   FWD wildcards have their own shapes, FMHAI_FWD90_CONSTRAINTS)
+ *   FWD wildcards and of 16-bit PREFILL / PREFILL_VEC wildcards have their
+ *   own shapes, FMHAI_FWD90_CONSTRAINTS, and one Hopper prefill kernel serves
+ *   every page size; which problems they serve: FMHAI_FWD90_SERVES, the
+ *   fallback rule, and fmha_fwd_plan.why says which pipeline ran and why)
  * A wildcard expands at compile time into the tuned rows of
  * include/fmha_tile/policy/fwd_tiles.h for the platform's archs, the family
  * and the head dim, keeping those that match the columns given explicitly. A
