@@ -240,13 +240,7 @@ def _plan(p):
     plan = _lib.FmhaFwdPlan()
     st = lib.fmha_fwd_check(_lib.default_set(), ctypes.byref(p.check_args()), ctypes.byref(plan))
     _lib.check_status(st, "fmha_fwd_check")
-    k = plan.kernel.contents
-    return {
-        "kernel": k.name.decode(), "pipeline": k.pipeline.decode(), "hdim": k.hdim,
-        "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
-        "grid": (plan.grid_x, plan.grid_y, plan.grid_z), "block": plan.block,
-        "workspace_size": plan.workspace_size, "why": plan.why.decode(),
-    }
+    return _lib.plan_dict(plan)
 
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
@@ -318,8 +312,8 @@ def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_sl
                    scale=None):
     """Is attention(q, k, v, ...) supported, and by which kernel? Validates and
     selects (fmha_fwd_check) without launching or allocating; returns a dict
-    {"kernel", "pipeline", "hdim", "tile", "warps", "stages", "grid", "block",
-    "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
+    {"kernel", "pipeline", "hdim", "page_size", "tile", "warps", "stages", "grid",
+    "block", "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
     why the fast wgmma pipeline does not serve it) or raises (TypeError, ValueError, FmhaError)."""
     _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale)

@@ -132,6 +132,18 @@ class FmhaFwdPlan(ctypes.Structure):
     ]
 
 
+def plan_dict(plan):
+    """A filled FmhaFwdPlan as the dict attention_plan() and
+    batch_prefill_plan() return."""
+    k = plan.kernel.contents
+    return {
+        "kernel": k.name.decode(), "pipeline": k.pipeline.decode(), "hdim": k.hdim,
+        "page_size": k.page_size, "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
+        "grid": (plan.grid_x, plan.grid_y, plan.grid_z), "block": plan.block,
+        "workspace_size": plan.workspace_size, "why": plan.why.decode(),
+    }
+
+
 class FmhaBwdTraits(ctypes.Structure):
     """struct fmha_bwd_traits: what the backward plan depends on."""
     _fields_ = [

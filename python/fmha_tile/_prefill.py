@@ -308,6 +308,17 @@ def prefill_args(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=N
     return a, out_dtype, keep
 
 
+def _device_args(q, *args, **kw):
+    """prefill_args() with descale numbers turned into device floats (a fill
+    kernel, not a host copy: capturable); call inside the q device's context."""
+    import torch
+
+    def to_device(v):
+        return torch.full((1,), v, dtype=torch.float32, device=q.device)
+
+    return prefill_args(q, *args, to_device=to_device, **kw)
+
+
 def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=None,
                   kv_page_indices=None, kv_last_page_len=None, block_table=None, seqlens_k=None,
                   kv_layout="NHD", causal=True, window=(-1, -1), softcap=0.0, scale=None,
@@ -337,16 +348,13 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
     """
     import torch
 
-    def to_device(v):   # a fill kernel, not a host copy: capturable
-        return torch.full((1,), v, dtype=torch.float32, device=q.device)
-
     with torch.cuda.device(q.device):
-        a, out_dtype, keep = prefill_args(
+        a, out_dtype, keep = _device_args(
             q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_indptr=kv_indptr,
             kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len,
             block_table=block_table, seqlens_k=seqlens_k, kv_layout=kv_layout, causal=causal,
             window=window, softcap=softcap, scale=scale, k_descale=k_descale, v_descale=v_descale,
-            q_descale=q_descale, to_device=to_device)
+            q_descale=q_descale)
         total_q, hq, d = (int(x) for x in q.shape)
         odt = torch.bfloat16 if out_dtype == BF16 else q.dtype
         o = out if out is not None else torch.empty((total_q, hq, d), dtype=odt, device=q.device)
@@ -379,21 +387,17 @@ def batch_prefill_plan(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_in
                        k_descale=None, v_descale=None, q_descale=None):
     """Is batch_prefill(...) with these arguments supported, and by which
     kernel? Validates and selects (fmha_batch_prefill_check) without
-    launching; returns a dict {"kernel", "pipeline", "hdim", "page_size",
-    "tile", "warps", "stages", "grid", "block", "why"} ("why": the pipeline
+    launching; returns attention_plan()'s dict (page_size included) ("why": the pipeline
     picked and the reason, e.g. "portable pipeline: fp8 KV ...") or raises."""
     import torch
 
-    def to_device(v):
-        return torch.full((1,), v, dtype=torch.float32, device=q.device)
-
     with torch.cuda.device(q.device):
-        a, _, keep = prefill_args(
+        a, _, keep = _device_args(
             q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_indptr=kv_indptr,
             kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len,
             block_table=block_table, seqlens_k=seqlens_k, kv_layout=kv_layout, causal=causal,
             window=window, softcap=softcap, scale=scale, k_descale=k_descale, v_descale=v_descale,
-            q_descale=q_descale, to_device=to_device)
+            q_descale=q_descale)
         # nothing is written: the check only needs a well-formed output view
         d = int(q.shape[2])
         a.o = q.data_ptr()
@@ -402,9 +406,4 @@ def batch_prefill_plan(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_in
         st = _fn().fmha_batch_prefill_check(_lib.default_set(), ctypes.byref(a), ctypes.byref(plan))
         del keep
         _lib.check_status(st, "fmha_tile.batch_prefill_plan")
-    k = plan.kernel.contents
-    return {
-        "kernel": k.name.decode(), "pipeline": k.pipeline.decode(), "hdim": k.hdim,
-        "page_size": k.page_size, "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
-        "grid": (plan.grid_x, plan.grid_y, plan.grid_z), "block": plan.block, "why": plan.why.decode(),
-    }
+    return _lib.plan_dict(plan)
