@@ -171,7 +171,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int h = (int)blockIdx.y, b = (int)blockIdx.z;
     fmhai_fwd_seq S;
     fmhai_fwd_seq_of(p, b, PAGING != 0, &S);
-    const int s_q = S.s_q, s_k = S.s_k, q_start = S.q_start, k_start = S.k_start, b_eff = S.b_eff;
+    const int s_q = S.s_q, s_k = S.s_k, q_start = S.q_start, b_eff = S.b_eff;
     const int m0 = m_block * BM;
     if (m0 >= s_q) return;
     const int hk = h / p->head_ratio;
@@ -187,22 +187,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const char *q_ptr = (const char *)p->q + qb * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
     fmhai_kv_src ksrc, vsrc;
-    ksrc.row_offs = vsrc.row_offs = 0;
-    ksrc.run_pages = vsrc.run_pages = 0;
-    ksrc.row_bytes = KV_VEC ? 16 : kvb * p->k_row;   /* VECTORIZED K: tokens 16 bytes apart */
-    vsrc.row_bytes = kvb * p->v_row;
-    ksrc.pages = vsrc.pages = S.pages;
-    ksrc.last_page = vsrc.last_page = S.last_page;
-    ksrc.page_bytes = kvb * p->k_page;
-    vsrc.page_bytes = kvb * p->v_page;
-    /* VECTORIZED: K chunks of one token sit page_size*16 bytes apart, V
-     * groups of 8 tokens d*16 bytes apart */
-    ksrc.chunk_bytes = KV_VEC ? (int64_t)16 << p->page_log2 : 16;
-    vsrc.chunk_bytes = KV_VEC ? (int64_t)16 * p->d : 16;
-    ksrc.base = (const char *)p->k + kvb * ((int64_t)b_eff * p->k_batch +
-                (int64_t)k_start * p->k_row + (int64_t)hk * p->k_head);
-    vsrc.base = (const char *)p->v + kvb * ((int64_t)b_eff * p->v_batch +
-                (int64_t)k_start * p->v_row + (int64_t)hk * p->v_head);
+    fmhai_kv_srcs_of(p, &S, hk, kvb, KV_VEC, &ksrc, &vsrc);
 
     fmhai_smem_t sQ = fmhai_smem_addr(smem);
     fmhai_smem_t sK = sQ + BM * HD * 2;

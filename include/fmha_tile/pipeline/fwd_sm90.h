@@ -175,22 +175,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
         fmhai_wg_setmaxnreg_dec(NWG == 2 ? 40 : 32);
-        /* where K and V come from: contiguous rows of the sequence, or its
-         * pages (pool + KV head; VECTORIZED K chunks page_size * 16 bytes
-         * apart, V groups of 8 tokens d * 16 bytes apart) */
-        fmhai_kv_src ks, vs;
-        ks.pages = vs.pages = S.pages;
-        ks.last_page = vs.last_page = S.last_page;
-        ks.row_bytes = 2 * p->k_row;
-        vs.row_bytes = 2 * p->v_row;
-        ks.page_bytes = 2 * p->k_page;
-        vs.page_bytes = 2 * p->v_page;
-        ks.chunk_bytes = (int64_t)16 << p->page_log2;
-        vs.chunk_bytes = (int64_t)16 * p->d;
-        ks.base = (const char *)p->k + 2 * ((int64_t)b_eff * p->k_batch + (int64_t)S.k_start * p->k_row +
-                                            (int64_t)hk * p->k_head);
-        vs.base = (const char *)p->v + 2 * ((int64_t)b_eff * p->v_batch + (int64_t)S.k_start * p->v_row +
-                                            (int64_t)hk * p->v_head);
+        fmhai_kv_src ks, vs;   /* where K and V come from */
+        fmhai_kv_srcs_of(p, &S, hk, 2, KV_VEC, &ks, &vs);
         const int K_KIND = !PAGED ? FMHAI_WG_KV_CONTIG : KV_VEC ? FMHAI_WG_KV_VEC_K : FMHAI_WG_KV_PAGED;
         const int V_KIND = !PAGED ? FMHAI_WG_KV_CONTIG : KV_VEC ? FMHAI_WG_KV_VEC_VT : FMHAI_WG_KV_PAGED;
         /* paged: tile j's row pages sit in sPage[j % 2], staged while tile

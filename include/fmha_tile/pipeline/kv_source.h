@@ -80,6 +80,30 @@ typedef struct fmhai_kv_src {
                                 run, staged in shared memory */
 } fmhai_kv_src;
 
+/* The K and V sources of KV head hk of batch entry S (fwd_common.h), both
+ * pipelines: contiguous rows, or the entry's pages (base = pool + head
+ * offset). kvb: bytes per element. VECTORIZED (vec): K tokens sit 16 bytes
+ * apart and a token's chunks page_size * 16 apart, V's 8-token groups d * 16
+ * bytes apart. */
+FMHAI_DEVICE void fmhai_kv_srcs_of(const fmhai_fwd_params *p, const fmhai_fwd_seq *S, int hk, int kvb, int vec,
+                                   fmhai_kv_src *k, fmhai_kv_src *v)
+{
+    k->row_offs = v->row_offs = 0;
+    k->run_pages = v->run_pages = 0;
+    k->row_bytes = vec ? 16 : kvb * p->k_row;
+    v->row_bytes = kvb * p->v_row;
+    k->pages = v->pages = S->pages;
+    k->last_page = v->last_page = S->last_page;
+    k->page_bytes = kvb * p->k_page;
+    v->page_bytes = kvb * p->v_page;
+    k->chunk_bytes = vec ? (int64_t)16 << p->page_log2 : 16;
+    v->chunk_bytes = vec ? (int64_t)16 * p->d : 16;
+    k->base = (const char *)p->k + kvb * ((int64_t)S->b_eff * p->k_batch + (int64_t)S->k_start * p->k_row +
+                                          (int64_t)hk * p->k_head);
+    v->base = (const char *)p->v + kvb * ((int64_t)S->b_eff * p->v_batch + (int64_t)S->k_start * p->v_row +
+                                          (int64_t)hk * p->v_head);
+}
+
 /* Page index of token tok, clamped to the sequence's last page. */
 FMHAI_DEVICE int fmhai_page_of(const fmhai_kv_src *s, int tok, int page_log2)
 {
