@@ -76,6 +76,12 @@ $(BUILD)/tests/test_prefill_portable: tests/gpu/test_prefill_portable.cu tests/g
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a $< -o $@
 
+# the FP8 (e4m3) forward: Hopper rows only (sm_90a), its own translation unit
+$(BUILD)/tests/test_fwd_fp8: tests/gpu/test_fwd_fp8.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a -Xptxas -v $< -o $@ \
+	    2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
+
 $(BUILD)/examples/fmha_batch_prefill: examples/fmha_batch_prefill.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@
@@ -170,7 +176,8 @@ $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 $< -o $@
 
 nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1 \
-            $(BUILD)/tests/test_bwd_portable $(BUILD)/tests/test_wgmma $(BUILD)/tests/test_prefill_portable
+            $(BUILD)/tests/test_bwd_portable $(BUILD)/tests/test_wgmma $(BUILD)/tests/test_prefill_portable \
+            $(BUILD)/tests/test_fwd_fp8
 bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:

@@ -15,7 +15,11 @@
  * launch of each point is checked to have written every element with a finite value.
  *
  *   bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k] [--causal 0,1]
- *             [--json out.json] [--quick]
+ *             [--prec bf16|fp8] [--json out.json] [--quick]
+ *
+ * --prec fp8: Q, K and V in e4m3 (random codes of magnitude below 1, no NaN),
+ * per-tensor descales of 1 passed as device pointers, O in bf16 (the Hopper
+ * FP8 rows, FMHA_DEFAULT_FWD_FP8_SET; FLOPs counted as for bf16).
  *
  * --quick is hdim 128, seqlen 2k and 8k (both causal values unless --causal says).
  * Output: one line per point and, with --json, a list of
@@ -42,7 +46,20 @@
 #define EX_BENCH
 #include "../examples/example_util.h"
 
-DECL_FMHA_KERNEL_SET(bench_set, FMHA_DEFAULT_FWD_SET)
+#define BENCH_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)
+DECL_FMHA_KERNEL_SET(bench_set, BENCH_SET)
+
+/* e4m3 codes: random sign, exponent field 0..6 and mantissa (|x| < 1, never
+ * the NaN code), two to a 16-bit element */
+static __global__ void bench_fill8_kernel(uint16_t *p, size_t n, uint32_t seed)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t step = (size_t)gridDim.x * blockDim.x;
+    for (; i < n; i += step) {
+        uint32_t h = bench_hash((uint32_t)i ^ bench_hash(seed ^ (uint32_t)(i >> 32)));
+        p[i] = (uint16_t)(h & 0xB7B7u);
+    }
+}
 
 /* ------------------------------------------------------------------------------------
  * Constants and error checks
@@ -93,12 +110,13 @@ typedef struct bench_opts {
     int n_causal;
     const char *json_path;
     int quick;
+    int fp8;                        /* --prec fp8 */
 } bench_opts;
 
 static void bench_usage(FILE *f) {
     fprintf(f,
             "usage: bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k]\n"
-            "                 [--causal 0,1] [--json out.json] [--quick]\n"
+            "                 [--causal 0,1] [--prec bf16|fp8] [--json out.json] [--quick]\n"
             "  bf16, total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim),\n"
             "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
@@ -141,6 +159,12 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
             o->n_causal = bench_parse_list(val, o->causal, BENCH_MAX_LIST); set_causal = 1;
         } else if (!strcmp(a, "--json")) {
             o->json_path = val;
+        } else if (!strcmp(a, "--prec")) {
+            if (strcmp(val, "bf16") && strcmp(val, "fp8")) {
+                fprintf(stderr, "bench_fwd: --prec takes bf16 or fp8\n");
+                return -1;
+            }
+            o->fp8 = !strcmp(val, "fp8");
         } else {
             fprintf(stderr, "bench_fwd: unknown option %s\n", a);
             return -1;
@@ -204,10 +228,14 @@ static void bench_launch_dims(size_t n, int *grid, int *block) {
     *grid = (int)(g < 4096 ? (g > 0 ? g : 1) : 4096);
 }
 
+static int g_fp8;   /* --prec fp8 */
+static float *g_ones;   /* device descales of 1 (fp8) */
+
 static void bench_fill(uint16_t *p, size_t n, uint32_t seed, cudaStream_t st) {
     int grid, block;
     bench_launch_dims(n, &grid, &block);
-    bench_fill_kernel<<<grid, block, 0, st>>>(p, n, seed);
+    if (g_fp8) bench_fill8_kernel<<<grid, block, 0, st>>>(p, n, seed);
+    else bench_fill_kernel<<<grid, block, 0, st>>>(p, n, seed);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -280,7 +308,8 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     int64_t row = (int64_t)p->h * p->d;
     int64_t batch = (int64_t)p->s * row;
     memset(a, 0, sizeof(*a));
-    a->dtype = FMHA_DTYPE_BF16;
+    a->dtype = g_fp8 ? FMHA_DTYPE_FP8 : FMHA_DTYPE_BF16;
+    if (g_fp8) { a->q_descale = g_ones; a->k_descale = g_ones + 1; a->v_descale = g_ones + 2; }
     a->is_group_mode = 0;
     a->batch = p->b;
     a->nhead_q = p->h;
@@ -422,8 +451,8 @@ static int bench_write_json(const char *path, const bench_point *pts, int n) {
     fprintf(f, "[\n");
     for (i = 0; i < n; i++) {
         const bench_point *p = &pts[i];
-        fprintf(f, " {\"d\": %d, \"s\": %d, \"causal\": %s, \"b\": %d, \"h\": %d, \"kernel\": ",
-                p->d, p->s, p->causal ? "true" : "false", p->b, p->h);
+        fprintf(f, " {\"d\": %d, \"s\": %d, \"causal\": %s, \"b\": %d, \"h\": %d, \"prec\": \"%s\", \"kernel\": ",
+                p->d, p->s, p->causal ? "true" : "false", p->b, p->h, g_fp8 ? "fp8" : "bf16");
         if (p->supported) {
             bench_json_string(f, p->kernel);
             fprintf(f, ", \"ms\": %.6f, \"tflops\": %.2f, \"ms_min\": %.6f, \"runs\": %d}",
@@ -467,8 +496,9 @@ int main(int argc, char **argv) {
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    printf("bench_fwd: %s (sm_%d%d, %d SMs, L2 %d MB), kernel set of %d kernels\n", prop.name,
-           prop.major, prop.minor, prop.multiProcessorCount, l2 >> 20, fmha_set_size(&bench_set));
+    printf("bench_fwd: %s (sm_%d%d, %d SMs, L2 %d MB), kernel set of %d kernels, %s\n", prop.name,
+           prop.major, prop.minor, prop.multiProcessorCount, l2 >> 20, fmha_set_size(&bench_set),
+           opt.fp8 ? "fp8 (e4m3 Q/K/V, bf16 O)" : "bf16");
 
     /* grid points in (d, s, causal) order */
     pts = (bench_point *)calloc((size_t)opt.n_hdim * opt.n_seqlen * opt.n_causal,
@@ -495,6 +525,12 @@ int main(int argc, char **argv) {
     for (i = 0; i < BENCH_MAX_RUNS; i++) {
         CUDA_CHECK(cudaEventCreate(&ev_start[i]));
         CUDA_CHECK(cudaEventCreate(&ev_stop[i]));
+    }
+    g_fp8 = opt.fp8;
+    if (g_fp8) {
+        const float ones[3] = { 1.f, 1.f, 1.f };
+        CUDA_CHECK(cudaMalloc((void **)&g_ones, sizeof(ones)));
+        CUDA_CHECK(cudaMemcpy(g_ones, ones, sizeof(ones), cudaMemcpyHostToDevice));
     }
     bench_alloc(&bufs, max_elems, (size_t)l2, st);
     printf("bench_fwd: %d input sets of %zu MB (Q, K, V, O), rotated per launch\n", bufs.nsets,

@@ -60,14 +60,14 @@ fi
 # the default forward and prefill sets
 c7517() {
     n=0; found=0
-    for log in "$build/tests/test_fwd.ptxas.log" "$build/tests/test_prefill.ptxas.log"; do
+    for log in "$build/tests/test_fwd.ptxas.log" "$build/tests/test_prefill.ptxas.log" "$build/tests/test_fwd_fp8.ptxas.log"; do
         [ -f "$log" ] || continue
         found=1
         n=$((n + $(grep -c 'C751[57]' "$log")))
     done
     if [ "$found" -eq 0 ]; then echo "SKIP no ptxas logs"; echo "0 passed, 0 failed"
-    elif [ "$n" -eq 0 ]; then echo "PASS no ptxas C7517/C7515 (wgmma waits injected or serialised) in the forward and prefill sets"; echo "1 passed, 0 failed"
-    else grep -h 'C751[57]' "$build"/tests/test_fwd.ptxas.log "$build"/tests/test_prefill.ptxas.log | head -5
+    elif [ "$n" -eq 0 ]; then echo "PASS no ptxas C7517/C7515 (wgmma waits injected or serialised) in the forward, fp8 forward and prefill sets"; echo "1 passed, 0 failed"
+    else grep -h 'C751[57]' "$build"/tests/test_fwd*.ptxas.log "$build"/tests/test_prefill.ptxas.log | head -5
          echo "FAIL $n ptxas C7517/C7515 warnings"; echo "0 passed, 1 failed"; fi
 }
 run_suite ptxas_c7517 c7517
@@ -86,6 +86,7 @@ if [ "$mode" = "--all" ]; then
         run_suite gpu_fwd "$build/tests/test_fwd"
         run_suite gpu_prefill "$build/tests/test_prefill"
         run_suite gpu_prefill_portable "$build/tests/test_prefill_portable"
+        run_suite gpu_fwd_fp8 "$build/tests/test_fwd_fp8"
         run_suite gpu_bwd "$build/tests/test_bwd"
         run_suite gpu_bwd_chain "$build/tests/test_bwd_chain"
         run_suite gpu_bwd_stage1 "$build/tests/test_bwd_stage1"

@@ -89,9 +89,16 @@ typedef enum fmha_arch {
 /* ----------------------------------------------------------------------------
  * Forward arguments. Strides are in elements. In group mode the batch strides
  * are ignored (rows are addressed through seqstart_*).
+ * FP8 (dtype FP8): Q, K and V in e4m3, O in BF16; the head dim a multiple
+ * of 16 and at most 256; Q/K/V strides multiples of 16 elements (16 bytes).
+ * Per-tensor descales q_descale, k_descale, v_descale: device floats, each
+ * optional (NULL: 1), real = stored * descale. Computed on the Hopper
+ * wgmma pipeline (sm_90a: both products in e4m3, P quantised to e4m3 in
+ * [0, 1]); other devices have no FP8 forward (FMHA_ERR_NO_KERNEL).
  * ------------------------------------------------------------------------- */
 typedef struct fmha_fwd_args {
-    fmha_dtype dtype;        /* FP16 or BF16: Q, K, V and O share it          */
+    fmha_dtype dtype;        /* FP16 or BF16: Q, K, V and O share it; FP8:
+                                e4m3 Q, K, V and a BF16 O                      */
     int is_group_mode;       /* 0: batch mode, 1: group (varlen) mode          */
 
     int batch;
@@ -128,6 +135,9 @@ typedef struct fmha_fwd_args {
     fmha_mask_type mask_type;
     int window_left;         /* -1: unbounded                                  */
     int window_right;        /* -1: unbounded; causal = (-1, 0)                */
+
+    /* FP8 only (NULL: 1; any other dtype: must be NULL) */
+    const float *q_descale, *k_descale, *v_descale;
 } fmha_fwd_args;
 
 /* ----------------------------------------------------------------------------

@@ -10,7 +10,8 @@
  *       family  FWD | PREFILL (batch prefill, LINEAR pages) | PREFILL_VEC
  *               (batch prefill, VECTORIZED pages)
  *       dtype   FP16 | BF16 | FP8 (PREFILL rows: e4m3 KV, bf16 or e4m3
- *               queries chosen at run time, bf16 output)
+ *               queries chosen at run time, bf16 output; FWD rows: e4m3
+ *               Q, K and V, bf16 output, Hopper wildcard rows only)
  *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim)
  *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
@@ -75,10 +76,14 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_DTS_FP16 "fp16"
 #define FMHAI_DTS_BF16 "bf16"
 #define FMHAI_DTS_FP8 "fp8kv"
+#define FMHAI_DTF_FP16 "fp16"     /* forward names: e4m3 Q, K and V */
+#define FMHAI_DTF_BF16 "bf16"
+#define FMHAI_DTF_FP8 "fp8"
 /* which tuned table a family's wildcard rows of a dtype expand into
  * (policy/fwd_tiles.h): the contiguous forward has its own (Hopper rows) */
 #define FMHAI_TTAB_FWD_FP16 FWDX
 #define FMHAI_TTAB_FWD_BF16 FWDX
+#define FMHAI_TTAB_FWD_FP8 FP8FWD
 /* 16-bit batch prefill: the Hopper rows first, as the forward (a build may
  * predefine FMHAI_TTAB_PREFILL_16 as FWD: portable rows only) */
 #ifndef FMHAI_TTAB_PREFILL_16
@@ -127,7 +132,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 
 /* Self-describing kernel names (CK style). */
 #define FMHAI_KNAME_FWD(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                    \
-    "fmha_fwd_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc FMHAI_ONS_##al     \
+    "fmha_fwd_d" #hd "_" FMHAI_DTF_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc FMHAI_ONS_##al     \
     "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_PREFILL(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                \
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
@@ -144,12 +149,12 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
      FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st) && FMHAI_CAT(FMHAI_PAGES_OK_, arch)(upg, pg))
 
-/* The pipeline body of a row's arch (the Hopper one serves 16-bit K/V
- * only, FMHAI_FWD90_CONSTRAINTS). */
+/* The pipeline body of a row's arch (the Hopper one's kv8 rows are the
+ * e4m3 forward, FMHAI_FWD90_CONSTRAINTS). */
 #define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_GFX9 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8) \
-    fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec)
+    fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8)
 
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
@@ -261,6 +266,10 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     FMHAI_DEFAULT_PREFILL_HD(X, BF16, 64)      \
     FMHAI_DEFAULT_PREFILL_HD(X, BF16, 128)     \
     FMHAI_DEFAULT_PREFILL_HD(X, BF16, 256)
+/* The e4m3 forward (Hopper rows only: declare it for an sm_90a build). */
+#define FMHA_DEFAULT_FWD_FP8_SET(X)        \
+    FMHAI_DEFAULT_FWD_HD(X, FP8, 128)      \
+    FMHAI_DEFAULT_FWD_HD(X, FP8, 256)
 #define FMHA_DEFAULT_FWD_SET(X)            \
     FMHAI_DEFAULT_FWD_HD(X, FP16, 64)      \
     FMHAI_DEFAULT_FWD_HD(X, FP16, 128)     \

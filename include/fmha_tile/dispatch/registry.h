@@ -287,7 +287,9 @@ static inline fmha_status fmhai_select(const fmha_kernel_set *set, const fmhai_p
                           "%s: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d%s on %s; "
                           "closest: %s (differs in %s)",
                           fmhai_family_name(pb->family), set->name,
-                          pb->dtype == FMHA_DTYPE_BF16 ? "bf16" : pb->dtype == FMHA_DTYPE_FP8 ? "fp8 KV" : "fp16",
+                          pb->dtype == FMHA_DTYPE_BF16 ? "bf16"
+                          : pb->dtype != FMHA_DTYPE_FP8 ? "fp16"
+                          : pb->family == FMHA_FAMILY_FWD ? "fp8" : "fp8 KV",
                           pb->hdim, fmhai_mask_str(pb),
                           pb->softcap, pb->alibi, page, dev_name, set->entries[closest].info.name,
                           closest_field);

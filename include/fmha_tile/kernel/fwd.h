@@ -70,11 +70,18 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
 {
     fmha_status st;
     if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: args is NULL");
-    if (a->dtype != FMHA_DTYPE_FP16 && a->dtype != FMHA_DTYPE_BF16)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: dtype %d not supported (fp16 or bf16)", (int)a->dtype);
+    const int fp8 = a->dtype == FMHA_DTYPE_FP8;
+    if (a->dtype != FMHA_DTYPE_FP16 && a->dtype != FMHA_DTYPE_BF16 && !fp8)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: dtype %d not supported (fp16, bf16 or fp8)", (int)a->dtype);
+    if (!fp8 && (a->q_descale || a->k_descale || a->v_descale))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: q/k/v descales need dtype fp8");
+    if (((uintptr_t)a->q_descale | (uintptr_t)a->k_descale | (uintptr_t)a->v_descale) & 3u)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: descale pointers must be 4-byte aligned");
     st = fmhai_validate_common("fwd", a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
                                a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
     if (st != FMHA_OK) return st;
+    if (fp8 && a->hdim_q % 16 != 0)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: fp8 needs a head dim divisible by 16 (got %d)", a->hdim_q);
     if (a->is_group_mode) {
         if (a->max_seqlen_q < 0)
             return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: max_seqlen_q must be >= 0 (got %d)", a->max_seqlen_q);
@@ -93,7 +100,9 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
                                 a->stride_k, a->nhead_stride_k, a->batch_stride_k,
                                 a->stride_v, a->nhead_stride_v, a->batch_stride_v,
                                 a->stride_o, a->nhead_stride_o, a->batch_stride_o };
-        st = fmhai_validate_strides("fwd", s, 12, 8);
+        /* 16-byte rows: 8 elements of 16 bits, 16 of fp8 (O is bf16) */
+        st = fmhai_validate_strides("fwd", s, 9, fp8 ? 16 : 8);
+        if (st == FMHA_OK) st = fmhai_validate_strides("fwd", s + 9, 3, 8);
         if (st != FMHA_OK) return st;
     }
     if (a->alibi_slopes && ((uintptr_t)a->alibi_slopes & 3u))
@@ -140,6 +149,8 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->window_right = fmhai_norm_window(a->window_right);
     if (a->mask_type != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
         p->mask_kind = FMHA_MASK_NONE;   /* (-1, -1) sees everything */
+    p->q_fp8 = a->dtype == FMHA_DTYPE_FP8;
+    p->q_descale = a->q_descale; p->k_descale = a->k_descale; p->v_descale = a->v_descale;
     p->scale_log2 = a->scale * log2e;
     if (a->logits_soft_cap > 0.f) {
         p->softcap_pre = a->scale / a->logits_soft_cap;

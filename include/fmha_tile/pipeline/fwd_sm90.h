@@ -53,17 +53,32 @@
 #define FMHAI_FWD90_BAR_TURN 7    /* + warpgroup (<= 3): its turn to issue products */
 #define FMHAI_FWD90_BAR_PAGES 11  /* the load warpgroup's 128: a tile's page indices staged */
 
+/* e4m3 of four floats, byte i from x_i (saturating: P <= 1 anyway) */
+FMHAI_DEVICE uint32_t fmhai_pack_e4m3x4(float x0, float x1, float x2, float x3)
+{
+    uint32_t r;
+    asm("{\n.reg .b16 lo, hi;\n"
+        "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n"   /* the first source lands in the high byte */
+        "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+        "mov.b32 %0, {lo, hi};\n}\n"
+        : "=r"(r) : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
+    return r;
+}
+
 /* Scores of key tile n (acc_s, this thread's rows row0 and row0 + 8 of
- * the block at m0) -> P as 16-bit A fragments (pa): soft cap, ALiBi, mask
- * (only on tiles outside the mask-free range), online softmax in base 2
- * (running max and sum, O rescaled). */
+ * the block at m0) -> P as A fragments (pa): soft cap, ALiBi, mask (only on
+ * tiles outside the mask-free range), online softmax in base 2 (running max
+ * and sum, O rescaled). scale_log2 and softcap_pre carry the FP8 descales of
+ * q and k. P leaves as 16-bit fragments, or FP8 as e4m3 fragments of 32
+ * keys: bytes 4t..4t+3 of row g hold the columns 2t, 2t+1, 8 + 2t, 9 + 2t
+ * of the k-step's first 16 keys (the next register the next 16), the order
+ * fmhai_wg_load_vt8 stores V^T's keys in. */
 FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
                                       int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
-                                      int SOFTCAP, int ALIBI)
+                                      int SOFTCAP, int ALIBI, float scale_log2, float softcap_pre, int FP8)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
-    const float scale_log2 = p->scale_log2;
     const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
     /* ---- logits: soft cap, ALiBi, mask --------------------------------- */
     if (SOFTCAP || ALIBI) {
@@ -72,7 +87,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 float x = acc_s[4 * nt + e];
-                if (SOFTCAP) x = tanhf(x * p->softcap_pre) * p->softcap_post_log2;
+                if (SOFTCAP) x = tanhf(x * softcap_pre) * p->softcap_post_log2;
                 else x *= scale_log2;
                 if (ALIBI) {   /* bottom-right aligned distance |i + s_k - s_q - j| */
                     const int i = m0 + row0 + 8 * (e / 2), j = n * BN + nt * 8 + 2 * t + (e % 2);
@@ -125,6 +140,16 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
             acc_o[4 * dt + 2 * hf + 1] *= alpha;
         }
     }
+    if (FP8) {
+#pragma unroll
+        for (int kq = 0; kq < BN / 32; ++kq)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {   /* r: row g / g + 8 (r % 2), keys 0-15 / 16-31 (r / 2) */
+                const float *x = acc_s + 4 * (4 * kq + 2 * (r / 2)) + 2 * (r % 2);
+                pa[kq][r] = fmhai_pack_e4m3x4(x[0], x[1], x[4], x[5]);
+            }
+        return;
+    }
 #pragma unroll
     for (int kp = 0; kp < BN / 16; ++kp) {
         pa[kp][0] = fmhai_pack2(acc_s[8 * kp + 0], acc_s[8 * kp + 1], is_bf16);
@@ -136,7 +161,8 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
 
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
-                                 const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC)
+                                 const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC,
+                                 const int FP8)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     const int NWG = NW / 4 - 1;      /* MMA warpgroups (2, or 3 at hdim 64) */
@@ -146,6 +172,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
     const int PAGED = PAGING != 0;
+    /* FP8: e4m3 Q, K, V (bytes per element EB); a row of hd e4m3 bytes is
+     * laid out as a 16-bit row of hd / 2 (HDC columns) */
+    const int EB = FP8 ? 1 : 2, HDC = FP8 ? HD / 2 : HD, TY = FP8 ? 2 : is_bf16;
     (void)NW;
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
@@ -160,23 +189,44 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     fmhai_fwd_keys W;
     fmhai_fwd_keys_of(p, HAS_MASK, m0, min(m0 + BM, s_q) - 1, s_q, s_k, BN, &W);
 
-    const char *q_ptr = (const char *)p->q + 2 * ((int64_t)b_eff * p->q_batch +
+    const char *q_ptr = (const char *)p->q + EB * ((int64_t)b_eff * p->q_batch +
                         (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
 
     /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
     const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
     const fmhai_smem_t sQ = (raw + 1023u) & ~1023u;
-    const int kv_bytes = BN * HD * 2;
-    const fmhai_smem_t sK = sQ + BM * HD * 2, sV = sK + ST * kv_bytes;
+    const int kv_bytes = BN * HD * EB;
+    const int v_bytes = FP8 ? HD * 128 : kv_bytes;   /* FP8: V^T [HD][BN] in 128-byte rows */
+    const fmhai_smem_t sK = sQ + BM * HD * EB, sV = sK + ST * kv_bytes;
     /* paged: the page index of each row of the next two tiles [2][BN] */
-    int32_t *sPage = (int32_t *)(smem_raw + (sV + ST * kv_bytes - raw));
+    int32_t *sPage = (int32_t *)(smem_raw + (sV + ST * v_bytes - raw));
 
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec(NWG == 2 ? 40 : 32);
+        /* FP8: the V^T loader holds 16 bytes of four rows */
+        fmhai_wg_setmaxnreg_dec(NWG == 2 ? (FP8 ? 56 : 40) : 32);
         fmhai_kv_src ks, vs;   /* where K and V come from */
-        fmhai_kv_srcs_of(p, &S, hk, 2, KV_VEC, &ks, &vs);
+        fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
+        if (FP8) {
+            /* e4m3 (contiguous K/V): K by cp.async, V through registers as
+             * V^T (fmhai_wg_load_vt8), each tile handed over once both are
+             * in; the next tile's V rows are prefetched into L1 first */
+            for (int j = 0; j < W.n_iters; ++j) {
+                const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
+                if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
+                if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
+                fmhai_wg_load_kv(sK + st * kv_bytes, &ks, sPage, jk, s_k, p->d / 2, HDC, BN, 128, ltid, 0, 0,
+                                 FMHAI_WG_KV_CONTIG);
+                fmhai_copy_commit();
+                if (j + 1 < W.n_iters) fmhai_wg_prefetch_vt8(vs.base, vs.row_bytes, jk - BN, s_k, HD, BN, ltid);
+                fmhai_wg_load_vt8(sV + st * v_bytes, vs.base, vs.row_bytes, jk, s_k, p->d, HD, BN, ltid);
+                fmhai_copy_wait(0);
+                fmhai_wg_fence_smem();
+                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + st, ALL);
+            }
+            return;
+        }
         const int K_KIND = !PAGED ? FMHAI_WG_KV_CONTIG : KV_VEC ? FMHAI_WG_KV_VEC_K : FMHAI_WG_KV_PAGED;
         const int V_KIND = !PAGED ? FMHAI_WG_KV_CONTIG : KV_VEC ? FMHAI_WG_KV_VEC_VT : FMHAI_WG_KV_PAGED;
         /* paged: tile j's row pages sit in sPage[j % 2], staged while tile
@@ -228,7 +278,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(NWG == 2 ? 232 : 160);
+    fmhai_wg_setmaxnreg_inc(NWG == 2 ? (FP8 ? 224 : 232) : 160);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];
     float row_max[2], row_sum[2];
@@ -236,7 +286,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     for (int i = 0; i < HD / 2; ++i) acc_o[i] = 0.f;
     row_max[0] = row_max[1] = NEG_INF;
     row_sum[0] = row_sum[1] = 0.f;
-    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : p->scale_log2;   /* the LSE's scale */
+    fmhai_wg_fence_acc(acc_o, HD / 2);   /* the zeros in place before any product is in flight */
+    /* FP8: the q and k descales scale the logits, v's the output */
+    float scale_log2 = p->scale_log2, softcap_pre = p->softcap_pre, o_scale = 1.f;
+    if (FP8) {
+        const float qk = (p->q_descale ? *p->q_descale : 1.f) * (p->k_descale ? *p->k_descale : 1.f);
+        scale_log2 *= qk;
+        softcap_pre *= qk;
+        o_scale = p->v_descale ? *p->v_descale : 1.f;
+    }
+    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;   /* the LSE's scale */
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
@@ -257,7 +316,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + 0, ALL);   /* tile 0 and Q landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
-        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HD, is_bf16,
+        fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC, TY,
                           KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         /* tiles 0 .. n_iters - 2 issue the next tile's S in their turn; the
@@ -270,15 +329,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_fence_acc(acc_s, BN / 2);
             fmhai_wg_fence_acc(acc_o, HD / 2);
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI);
+                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8);
             /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
             fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + nbuf, ALL);   /* tile it + 1 landed */
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
             fmhai_wg_fence_acc(acc_o, HD / 2);
             fmhai_wg_fence();
-            fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16, KV_VEC);
+            if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + buf * v_bytes, HD, BN);
+            else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16, KV_VEC);
             fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
-                              fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HD, is_bf16, KV_VEC);
+                              fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
             /* P V of tile it done: its stage is free for tile it + ST (the
              * load warpgroup waits only for the stages it refills) */
@@ -291,11 +351,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence_acc(acc_s, BN / 2);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI);
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
-        fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16, KV_VEC);
+        if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + (it % ST) * v_bytes, HD, BN);
+        else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_o, HD / 2);
@@ -312,7 +373,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         float sum = row_sum[hf];
         sum += fmhai_shfl_xor(sum, 1);
         sum += fmhai_shfl_xor(sum, 2);
-        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        const float inv = sum > 0.f ? o_scale / sum : 0.f;
         const int row = row0 + 8 * hf;
         if (m0 + row >= s_q) continue;
         if (p->lse && t == 0) {
@@ -327,12 +388,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             const int col = dt * 8 + 2 * t;
             if (col < p->d)
                 *(uint32_t *)(orow + 2 * col) =
-                    fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv, acc_o[4 * dt + 2 * hf + 1] * inv, is_bf16);
+                    fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv, acc_o[4 * dt + 2 * hf + 1] * inv, is_bf16 || FP8);
         }
     }
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
-    (void)SOFTCAP; (void)ALIBI; (void)PAGING; (void)KV_VEC;
+    (void)SOFTCAP; (void)ALIBI; (void)PAGING; (void)KV_VEC; (void)FP8;
 #endif
 }
 

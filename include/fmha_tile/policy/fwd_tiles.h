@@ -49,6 +49,18 @@
 #define FMHAI_TILES_SM90A_FWD_256(Y, ...) Y(__VA_ARGS__, SM90A,   128,    64,   12,     2)
 #endif
 
+/* FP8 (e4m3) forward rows of the Hopper pipeline: Q, K and V in e4m3, both
+ * products e4m3 wgmma (k32), O in bf16; V^T takes 128-byte rows whatever the
+ * key tile. Key tiles as the 16-bit rows: hdim 256 at 128 keys (S 64 + O 128
+ * + P 16 registers) spilled and serialised its products (ptxas C7512). A
+ * head dim up to 128 runs the 128 kernel (an e4m3 row of 64 bytes has no
+ * 128-byte swizzle). */
+#ifndef FMHAI_TILES_SM90A_FP8FWD_128
+/*                                                     arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FP8FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
+#define FMHAI_TILES_SM90A_FP8FWD_256(Y, ...) Y(__VA_ARGS__, SM90A,   128,    64,   12,     3)
+#endif
+
 /* FP8 (e4m3) KV batch prefill rows: the landing tiles and the decode add
  * registers and shared memory, so these have their own rows. Chosen on an
  * H100 with bench/bench_prefill.cu --fp8_vs_bf16 (a tuning build may
@@ -68,7 +80,8 @@
 
 /* The rows a wildcard expands into on this platform (FWD: fp16/bf16 rows of
  * the prefill families; FWDX: of the contiguous forward, Hopper rows first;
- * FP8: e4m3-KV prefill rows), and the arch an explicit row is built for. */
+ * FP8: e4m3-KV prefill rows; FP8FWD: the e4m3 forward, Hopper only), and the
+ * arch an explicit row is built for. */
 #if defined(FMHA_PLATFORM_AMD)
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
@@ -79,6 +92,8 @@
 #  define FMHAI_TILES_FWDX_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8FWD_128(Y, ...)
+#  define FMHAI_TILES_FP8FWD_256(Y, ...)
 #  define FMHAI_EXPLICIT_ARCH GFX9
 #else
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -93,6 +108,8 @@
                                        FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_SM90A_FWD_256(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
 
@@ -108,8 +125,9 @@
 #define FMHAI_FWD_PIPE_SM90A "wgmma"
 #define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
 #define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
-#define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) \
-    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + 1024 + ((pg) > 0 ? 2 * 4 * (bn) : 0))
+#define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8)                                  \
+    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1024 + \
+     ((pg) > 0 ? 2 * 4 * (bn) : 0))
 #define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_SM90A(hd, bm, w) 1
@@ -206,21 +224,24 @@
       "2 or 3 stages")                                                                      \
     C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128),                                      \
       "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers)") \
-    C(fwd90_16_bit_kv, !(kv8),                                                             \
-      "the wgmma pipeline reads 16-bit K/V (FP8 KV rows are portable rows)")               \
+    C(fwd90_fp8_forward, !(kv8) || ((pg) == 0 && ((hd) == 128 || (hd) == 256)),            \
+      "the wgmma pipeline's fp8 rows are forward rows of head dim 128 or 256 "              \
+      "(FP8 KV prefill rows are portable rows)")                                            \
     C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")
 /* The fallback rule (CK's "fast pipeline falls back to the portable one"),
  * written once: S(name, condition, why not) over a forward or batch-prefill
- * problem (dtype, head dim, page size, layout), on top of an sm_90 device. Selection never picks a Hopper row for a problem
+ * problem (dtype, head dim, page size: 0 for the forward, layout), on top of
+ * an sm_90 device. Selection never picks a Hopper row for a problem
  * that fails a line (the portable rows serve it), and a plan names the
  * first failing line as the reason it runs portable (fmhai_fwd90_why_not).
  * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256),
  * contiguous K/V and paged K/V of every page size in both layouts, every
  * mask, soft cap, ALiBi, LSE, GQA, batch and group mode. */
 #define FMHAI_FWD90_SERVES(S, dt, hd, pg, layout)                                          \
-    S(fwd90_16_bit, (dt) != FMHA_DTYPE_FP8,                                                \
-      "portable pipeline: fp8 KV (the wgmma pipeline computes fp16/bf16 only)")             \
+    S(fwd90_fp8_kv, (dt) != FMHA_DTYPE_FP8 || (pg) == 0,                                   \
+      "portable pipeline: fp8 KV batch prefill (the wgmma pipeline computes e4m3 for the "  \
+      "contiguous forward only)")                                                           \
     S(fwd90_hdim, (hd) <= 256, "portable pipeline: head dim above 256")                     \
     S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
       ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \

@@ -39,6 +39,11 @@
  *                                           folds to the immediate)
  *   fmhai_wg_gemm_abt / fmhai_wg_gemm_rs    a whole product over K of the two
  *                                           kinds above, one commit group
+ *   fmhai_wg_gemm_rs8                       the register-A product in e4m3
+ *                                           (B = V^T, K-major)
+ * The type code `ty` (is_bf16 where only 16-bit types pass) is 0
+ * fp16, 1 bf16, 2 e4m3: e4m3 products are k32 and read both operands
+ * K-major (wgmma has no transpose for 8-bit types).
  * Accumulator layout: warp w of the warpgroup holds rows 16w..16w+15 in the
  * mma.sync m16n8 C layout, n-tile j (columns 8j..8j+7) in d[4j..4j+3]. The
  * fp32 accumulate flag is a run-time value (0 clears d).
@@ -152,22 +157,24 @@ FMHAI_DEVICE void fmhai_bar_arrive(int id, int count)
  * pipelines use (a constant at every call site: the branch folds away).
  * The warpgroups must keep the block's launch total, or the increase never
  * completes: a 384-thread block starts at 168 a thread (2 x 240 + 24, or
- * 2 x 232 + 40 when the third warpgroup needs more), a 512-thread block at
+ * 2 x 232 + 40 or 2 x 224 + 56 when the third warpgroup needs more), a 512-thread block at
  * 128 (3 x 160 + 32). */
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc(int n)   /* 240, 232 or 160 */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc(int n)   /* 240, 232, 224 or 160 */
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    if (n == 240) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+    if (n == 224) asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    else if (n == 240) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
     else if (n == 232) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     else asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n" ::: "memory");
 #else
     (void)n;
 #endif
 }
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40 or 32 */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40, 56 or 32 */
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    if (n == 24) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (n == 56) asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    else if (n == 24) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     else if (n == 40) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
 #else
@@ -228,11 +235,17 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40 or 32 */
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" "}"
 
 
-/* d[64x64] (+)= A B^T, A and B K-major */
-FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n64(float *d, uint64_t a_desc, uint64_t b_desc, int accumulate, int is_bf16)
+/* d[64x64] (+)= A B^T, A and B K-major (ty: 0 fp16, 1 bf16, 2 e4m3 with k32) */
+FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n64(float *d, uint64_t a_desc, uint64_t b_desc, int accumulate, int ty)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    if (is_bf16)
+    const int is_bf16 = ty == 1;
+    if (ty == 2)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " FMHAI_WG_REGS32
+                     ", %32, %33, p, 1, 1;\n}\n"
+                     : FMHAI_WG_ACC32(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+    else if (is_bf16)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FMHAI_WG_REGS32
                      ", %32, %33, p, 1, 1, 0, 0;\n}\n"
@@ -243,15 +256,21 @@ FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n64(float *d, uint64_t a_desc, uint64_t b_d
                      ", %32, %33, p, 1, 1, 0, 0;\n}\n"
                      : FMHAI_WG_ACC32(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
 #else
-    (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)is_bf16;
+    (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)ty;
 #endif
 }
 
-/* d[64x128] (+)= A B^T, A and B K-major */
-FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n128(float *d, uint64_t a_desc, uint64_t b_desc, int accumulate, int is_bf16)
+/* d[64x128] (+)= A B^T, A and B K-major (ty: 0 fp16, 1 bf16, 2 e4m3 with k32) */
+FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n128(float *d, uint64_t a_desc, uint64_t b_desc, int accumulate, int ty)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    if (is_bf16)
+    const int is_bf16 = ty == 1;
+    if (ty == 2)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " FMHAI_WG_REGS64
+                     ", %64, %65, p, 1, 1;\n}\n"
+                     : FMHAI_WG_ACC64(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+    else if (is_bf16)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FMHAI_WG_REGS64
                      ", %64, %65, p, 1, 1, 0, 0;\n}\n"
@@ -262,7 +281,7 @@ FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n128(float *d, uint64_t a_desc, uint64_t b_
                      ", %64, %65, p, 1, 1, 0, 0;\n}\n"
                      : FMHAI_WG_ACC64(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
 #else
-    (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)is_bf16;
+    (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)ty;
 #endif
 }
 
@@ -314,6 +333,13 @@ FMHAI_DEVICE void fmhai_wg_mma_ss_tt_n64(float *d, uint64_t a_desc, uint64_t b_d
                  ", p, 1, 1, " TB ";\n}\n"                                                           \
                  : ACC(d)                                                                            \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
+/* e4m3 has no transpose immediates: B is K-major, the shape k32 */
+#define FMHAI_WG_RS8_ASM(SHAPE, REGS, ACC, A, DESC, FLAG, d, a, b_desc, accumulate)                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" FLAG ", 0;\n"                                  \
+                 "wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3 " REGS ", " A ", %" DESC        \
+                 ", p, 1, 1;\n}\n"                                                                  \
+                 : ACC(d)                                                                            \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate))
 #define FMHAI_WG_RS_ANY(SHAPE, REGS, ACC, A, DESC, FLAG, d, a, b_desc, accumulate, is_bf16, b_kmajor)  \
     if (is_bf16 && b_kmajor)                                                                         \
         FMHAI_WG_RS_ASM("bf16.bf16", SHAPE, REGS, ACC, A, DESC, FLAG, "0", d, a, b_desc, accumulate);  \
@@ -325,44 +351,58 @@ FMHAI_DEVICE void fmhai_wg_mma_ss_tt_n64(float *d, uint64_t a_desc, uint64_t b_d
         FMHAI_WG_RS_ASM("f16.f16", SHAPE, REGS, ACC, A, DESC, FLAG, "1", d, a, b_desc, accumulate)
 
 /* d[64xN] (+)= A B, A in registers, B MN-major ([K][N] rows) or, b_kmajor,
- * K-major ([N][K] rows) */
-FMHAI_DEVICE void fmhai_wg_mma_rs_n64(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16,
+ * K-major ([N][K] rows); ty 0 fp16, 1 bf16, 2 e4m3 (k32, B K-major always) */
+FMHAI_DEVICE void fmhai_wg_mma_rs_n64(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int ty,
                                       int b_kmajor)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    FMHAI_WG_RS_ANY("m64n64k16", FMHAI_WG_REGS32, FMHAI_WG_ACC32, "{%32, %33, %34, %35}", "36", "37",
-                    d, a, b_desc, accumulate, is_bf16, b_kmajor);
+    if (ty == 2)
+        FMHAI_WG_RS8_ASM("m64n64k32", FMHAI_WG_REGS32, FMHAI_WG_ACC32, "{%32, %33, %34, %35}", "36", "37",
+                         d, a, b_desc, accumulate);
+    else
+        FMHAI_WG_RS_ANY("m64n64k16", FMHAI_WG_REGS32, FMHAI_WG_ACC32, "{%32, %33, %34, %35}", "36", "37",
+                    d, a, b_desc, accumulate, ty, b_kmajor);
 #else
-    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16; (void)b_kmajor;
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)ty; (void)b_kmajor;
 #endif
 }
-FMHAI_DEVICE void fmhai_wg_mma_rs_n128(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16,
+FMHAI_DEVICE void fmhai_wg_mma_rs_n128(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int ty,
                                        int b_kmajor)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    FMHAI_WG_RS_ANY("m64n128k16", FMHAI_WG_REGS64, FMHAI_WG_ACC64, "{%64, %65, %66, %67}", "68", "69",
-                    d, a, b_desc, accumulate, is_bf16, b_kmajor);
+    if (ty == 2)
+        FMHAI_WG_RS8_ASM("m64n128k32", FMHAI_WG_REGS64, FMHAI_WG_ACC64, "{%64, %65, %66, %67}", "68", "69",
+                         d, a, b_desc, accumulate);
+    else
+        FMHAI_WG_RS_ANY("m64n128k16", FMHAI_WG_REGS64, FMHAI_WG_ACC64, "{%64, %65, %66, %67}", "68", "69",
+                    d, a, b_desc, accumulate, ty, b_kmajor);
 #else
-    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16; (void)b_kmajor;
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)ty; (void)b_kmajor;
 #endif
 }
-FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int is_bf16,
+FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int ty,
                                        int b_kmajor)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    FMHAI_WG_RS_ANY("m64n256k16", FMHAI_WG_REGS128, FMHAI_WG_ACC128, "{%128, %129, %130, %131}", "132", "133",
-                    d, a, b_desc, accumulate, is_bf16, b_kmajor);
+    if (ty == 2)
+        FMHAI_WG_RS8_ASM("m64n256k32", FMHAI_WG_REGS128, FMHAI_WG_ACC128, "{%128, %129, %130, %131}", "132",
+                         "133", d, a, b_desc, accumulate);
+    else
+        FMHAI_WG_RS_ANY("m64n256k16", FMHAI_WG_REGS128, FMHAI_WG_ACC128, "{%128, %129, %130, %131}", "132", "133",
+                    d, a, b_desc, accumulate, ty, b_kmajor);
 #else
-    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)is_bf16; (void)b_kmajor;
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)ty; (void)b_kmajor;
 #endif
 }
 
 /* acc[64 x N] = A B^T over K columns (one commit group): A is 64 rows at
  * `a` of a tile whose 64-column panels hold a_rows rows, B an N-row tile
  * (N = 64 or 128); both K-major, A in fmhai_wg_load_tile's layout, B too or,
- * b_cmaj, chunk-major (fmhai_wg_desc_cmaj). */
+ * b_cmaj, chunk-major (fmhai_wg_desc_cmaj). K counts 16-bit columns (32
+ * bytes a step); e4m3 tiles (ty 2) pass their bytes / 2, each step then a
+ * k32 product. */
 FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
-                                    int is_bf16, int b_cmaj)
+                                    int ty, int b_cmaj)
 {
     const uint64_t da = fmhai_wg_desc(a, 16, 1024);
     const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, 16, 1024);
@@ -370,8 +410,8 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
     for (int k = 0; k < K / 16; ++k) {
         const uint64_t oa = (uint64_t)(((k / 4) * a_rows * 128 + (k % 4) * 32) >> 4);
         const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : (k / 4) * N * 128 + (k % 4) * 32) >> 4);
-        if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0, is_bf16);
-        else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0, is_bf16);
+        if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0, ty);
+        else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0, ty);
     }
     fmhai_wg_commit();
 }
@@ -393,6 +433,25 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
         if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
         else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
         else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+    }
+    fmhai_wg_commit();
+}
+
+/* acc[64 x N] += P[64 x K] V in e4m3 (one commit group): P as K/32 register
+ * fragments (wgmma's e4m3 A layout: row g and g + 8 of each warp's 16, bytes
+ * 4t..4t+3 and 16 + 4t..), V as V^T [N][K] in fmhai_wg_load_tile's layout
+ * (K-major, one 128-byte panel: K <= 128 keys). The fragments' byte order
+ * need not be the keys' order: the V^T loader stores the keys of each k-step
+ * in the order the score accumulator hands them over (fmhai_wg_load_vt8). */
+FMHAI_DEVICE void fmhai_wg_gemm_rs8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K)
+{
+    const uint64_t db = fmhai_wg_desc(b, 16, 1024);
+#pragma unroll
+    for (int kq = 0; kq < K / 32; ++kq) {
+        const uint64_t dk = db + (uint64_t)((kq * 32) >> 4);   /* 32 keys = 32 bytes on */
+        if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, 2, 1);
+        else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, 2, 1);
+        else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, 2, 1);
     }
     fmhai_wg_commit();
 }
