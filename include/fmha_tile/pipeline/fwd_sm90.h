@@ -72,7 +72,7 @@ FMHAI_DEVICE uint32_t fmhai_pack_e4m3x4(float x0, float x1, float x2, float x3)
  * q and k. P leaves as 16-bit fragments, or FP8 as e4m3 fragments of 32
  * keys: bytes 4t..4t+3 of row g hold the columns 2t, 2t+1, 8 + 2t, 9 + 2t
  * of the k-step's first 16 keys (the next register the next 16), the order
- * fmhai_wg_load_vt8 stores V^T's keys in. */
+ * fmhai_wg_vt8_transpose stores V^T's keys in. */
 FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
                                       int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
@@ -198,32 +198,43 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const int kv_bytes = BN * HD * EB;
     const int v_bytes = FP8 ? HD * 128 : kv_bytes;   /* FP8: V^T [HD][BN] in 128-byte rows */
     const fmhai_smem_t sK = sQ + BM * HD * EB, sV = sK + ST * kv_bytes;
-    /* paged: the page index of each row of the next two tiles [2][BN] */
+    /* paged: the page index of each row of the next two tiles [2][BN];
+     * FP8: two staging tiles of V rows [2][BN][HD] instead */
     int32_t *sPage = (int32_t *)(smem_raw + (sV + ST * v_bytes - raw));
+    const fmhai_smem_t sStage = sV + ST * v_bytes;
 
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        /* FP8: the V^T loader holds 16 bytes of four rows */
-        fmhai_wg_setmaxnreg_dec(NWG == 2 ? (FP8 ? 56 : 40) : 32);
+        fmhai_wg_setmaxnreg_dec(NWG == 2 ? 40 : 32);
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
         if (FP8) {
-            /* e4m3 (contiguous K/V): K by cp.async, V through registers as
-             * V^T (fmhai_wg_load_vt8), each tile handed over once both are
-             * in; the next tile's V rows are prefetched into L1 first */
+            /* e4m3 (contiguous K/V): K and V rows by cp.async (V into one of
+             * two staging tiles), tile j + 1's copies issued before tile j
+             * is turned into V^T (fmhai_wg_vt8_transpose) and handed over;
+             * the warpgroup's own barrier (PAGES: fp8 rows are not paged)
+             * publishes the copies before the transpose reads them and the
+             * reads before a staging tile is refilled */
             for (int j = 0; j < W.n_iters; ++j) {
-                const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
-                if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
-                if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
-                fmhai_wg_load_kv(sK + st * kv_bytes, &ks, sPage, jk, s_k, p->d / 2, HDC, BN, 128, ltid, 0, 0,
-                                 FMHAI_WG_KV_CONTIG);
-                fmhai_copy_commit();
-                if (j + 1 < W.n_iters) fmhai_wg_prefetch_vt8(vs.base, vs.row_bytes, jk - BN, s_k, HD, BN, ltid);
-                fmhai_wg_load_vt8(sV + st * v_bytes, vs.base, vs.row_bytes, jk, s_k, p->d, HD, BN, ltid);
-                fmhai_copy_wait(0);
+                for (int i = j == 0 ? 0 : j + 1; i <= j + 1 && i < W.n_iters; ++i) {   /* tile 0 and 1, then j + 1 */
+                    const int st = i % ST;
+                    if (i >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
+                    if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
+                    const int ik = (W.n_hi - 1 - i) * BN;
+                    fmhai_wg_load_kv(sK + st * kv_bytes, &ks, sPage, ik, s_k, p->d / 2, HDC, BN, 128, ltid, 0, 0,
+                                     FMHAI_WG_KV_CONTIG);
+                    fmhai_wg_load_kv(sStage + (i & 1) * kv_bytes, &vs, sPage, ik, s_k, p->d / 2, HDC, BN, 128,
+                                     ltid, 0, 0, FMHAI_WG_KV_CONTIG);
+                    fmhai_copy_commit();
+                }
+                if (j + 1 < W.n_iters) fmhai_copy_wait(1);
+                else fmhai_copy_wait(0);
+                fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+                fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, BN, ltid);
                 fmhai_wg_fence_smem();
-                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + st, ALL);
+                fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + j % ST, ALL);
             }
             return;
         }
@@ -278,7 +289,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(NWG == 2 ? (FP8 ? 224 : 232) : 160);
+    fmhai_wg_setmaxnreg_inc(NWG == 2 ? 232 : 160);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];
     float row_max[2], row_sum[2];

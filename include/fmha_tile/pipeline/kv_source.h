@@ -15,7 +15,8 @@
  *                          VECTORIZED K, or VECTORIZED V as V^T (the B
  *                          operand K-major)
  *   fmhai_wg_load_kv_rows  paged LINEAR K and V of one key tile together
- *   fmhai_wg_load_vt8      e4m3 V of one key tile as V^T, through registers
+ *   fmhai_wg_vt8_transpose e4m3 V of one key tile, landed in a staging tile,
+ *                          as V^T
  *   (paged tiles read each row's page index from shared memory, where the
  *   load warpgroup staged it a tile ahead)
  * Rows past the sequence's end and head-dim columns past d are zero-filled;
@@ -534,21 +535,22 @@ FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const 
 
 /* ---- FP8 (e4m3) V for the Hopper e4m3 P V product --------------------------
  * wgmma reads an 8-bit B operand K-major only, and V rows are MN-major, so
- * the load warpgroup writes V of a key tile (bn 64 or 128) as V^T [hd][bn]
- * (rows of one 128-byte swizzled panel, fmhai_wg_load_tile's layout; a
- * 64-key tile fills half of each row) through registers. Lane (c, t) of a
- * group of bn / 4 lanes (c = 16-key chunk, t = lane % 4) takes keys
- * 16c + 2t + {0, 1, 8, 9}: the score columns that thread t of an MMA warp
- * holds and packs into bytes 4t..4t+3 of an e4m3 A fragment, so those keys
- * are stored in that order and P needs no shuffle (the product's sum over
- * keys does not care about their order, only that P and V^T agree). The
- * groups share out the 16-byte columns of d; per column: four 16-byte row
- * loads, a 4 x 4 byte transpose per word (prmt), sixteen 4-byte stores; the
- * stores of one d row from a 32-lane group cover 32 banks (chunk c ^ (d % 8),
- * word t; two 16-lane groups meet in a bank twice).
- * Rows past s_k and columns past d are zeros (P is 0 there, but 0 * NaN is
- * not). fmhai_wg_prefetch_vt8 asks L1 for a later tile's rows, so that
- * these loads wait on L1, not L2. */
+ * the load warpgroup lands V rows of a key tile (bn 64 or 128) by cp.async
+ * in a staging tile (fmhai_wg_load_tile's layout, [bn][hd] bytes) and then
+ * writes them as V^T [hd][bn] (rows of one 128-byte swizzled panel, the same
+ * layout; a 64-key tile fills half of each row): fmhai_wg_vt8_transpose.
+ * Lane (c, t) of a group of bn / 4 lanes (c = 16-key chunk, t = lane % 4)
+ * takes keys 16c + 2t + {0, 1, 8, 9}: the score columns that thread t of an
+ * MMA warp holds and packs into bytes 4t..4t+3 of an e4m3 A fragment, so
+ * those keys are stored in that order and P needs no shuffle (the product's
+ * sum over keys does not care about their order, only that P and V^T agree).
+ * The groups share out the 16-byte columns of d; per column: four 16-byte
+ * shared loads, a 4 x 4 byte transpose per word (prmt), sixteen 4-byte
+ * stores; the stores of one d row from a 32-lane group cover 32 banks (chunk
+ * c ^ (d % 8), word t; two 16-lane groups meet in a bank twice). Rows past
+ * s_k and columns past d were zero-filled by the copy (P is 0 there, but
+ * 0 * NaN is not). Through registers straight from global memory instead,
+ * each tile waited out its loads' latency in the load warpgroup. */
 FMHAI_DEVICE uint32_t fmhai_prmt(uint32_t a, uint32_t b, uint32_t sel)
 {
     uint32_t r;
@@ -556,46 +558,23 @@ FMHAI_DEVICE uint32_t fmhai_prmt(uint32_t a, uint32_t b, uint32_t sel)
     return r;
 }
 
-/* Lane tid's 16-key chunk c, word t and first column of d (cols of them). */
-FMHAI_DEVICE void fmhai_vt8_lane(int tid, int hd, int bn, int *c, int *t, int *col0, int *cols)
+FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, int hd, int bn, int tid)
 {
+    asm volatile("" : "+r"(dst), "+r"(stage), "+r"(tid));
     const int per = bn / 4, groups = 4 * (32 / per), l = tid % 32 % per;   /* lanes a group, groups in all */
-    *c = l / 4;
-    *t = l % 4;
-    *cols = hd / 16 / groups;
-    *col0 = ((tid / 32) * (32 / per) + (tid % 32) / per) * *cols;
-}
-
-FMHAI_DEVICE void fmhai_wg_prefetch_vt8(const char *base, int64_t row_bytes, int tok0, int s_k, int hd, int bn,
-                                        int tid)
-{
-    int c, t, col, cols;
-    fmhai_vt8_lane(tid, hd, bn, &c, &t, &col, &cols);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const int tok = tok0 + 16 * c + 2 * t + (e & 1) + 8 * (e >> 1);
-        if (tok < s_k) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(base + tok * row_bytes + col * 16));
-    }
-}
-
-FMHAI_DEVICE void fmhai_wg_load_vt8(fmhai_smem_t dst, const char *base, int64_t row_bytes, int tok0, int s_k,
-                                    int d, int hd, int bn, int tid)
-{
-    asm volatile("" : "+r"(dst), "+r"(tid));
-    int c, t, col0, cols;
-    fmhai_vt8_lane(tid, hd, bn, &c, &t, &col0, &cols);
-    const int key0 = 16 * c + 2 * t, left = s_k - tok0 - key0;   /* key e valid: its offset < left */
-    const char *row0 = base + (int64_t)(tok0 + key0) * row_bytes;
+    const int c = l / 4, t = l % 4, cols = hd / 16 / groups;
+    const int col0 = ((tid / 32) * (32 / per) + (tid % 32) / per) * cols, key0 = 16 * c + 2 * t;
     const fmhai_smem_t at = dst + 4 * t;
 #pragma unroll
     for (int ci = 0; ci < cols; ++ci) {
         const int col = col0 + ci;
         uint4 v[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int ke = (e & 1) + 8 * (e >> 1);   /* key offset 0, 1, 8, 9 */
-            v[e] = make_uint4(0u, 0u, 0u, 0u);
-            if (ke < left && col * 16 < d) v[e] = __ldg((const uint4 *)(row0 + ke * row_bytes + col * 16));
+        for (int e = 0; e < 4; ++e) {   /* key offsets 0, 1, 8, 9 */
+            const int key = key0 + (e & 1) + 8 * (e >> 1);
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(v[e].x), "=r"(v[e].y), "=r"(v[e].z), "=r"(v[e].w)
+                         : "r"(stage + fmhai_wg_tile_off(key, col, bn)));
         }
 #pragma unroll
         for (int m = 0; m < 4; ++m) {

@@ -126,7 +126,7 @@
 #define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
 #define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
 #define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8)                                  \
-    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1024 + \
+    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1024 + \
      ((pg) > 0 ? 2 * 4 * (bn) : 0))
 #define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
@@ -224,9 +224,10 @@
       "2 or 3 stages")                                                                      \
     C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128),                                      \
       "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers)") \
-    C(fwd90_fp8_forward, !(kv8) || ((pg) == 0 && ((hd) == 128 || (hd) == 256)),            \
-      "the wgmma pipeline's fp8 rows are forward rows of head dim 128 or 256 "              \
-      "(FP8 KV prefill rows are portable rows)")                                            \
+    C(fwd90_fp8_forward, !(kv8) || ((pg) == 0 && ((hd) == 128 || (hd) == 256) && (st) == 3), \
+      "the wgmma pipeline's fp8 rows are forward rows of head dim 128 or 256 with 3 stages " \
+      "(the load warpgroup waits for tile j + 1's stage before it hands tile j over; "      \
+      "FP8 KV prefill rows are portable rows)")                                             \
     C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")
 /* The fallback rule (CK's "fast pipeline falls back to the portable one"),

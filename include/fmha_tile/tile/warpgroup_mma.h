@@ -442,7 +442,7 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
  * 4t..4t+3 and 16 + 4t..), V as V^T [N][K] in fmhai_wg_load_tile's layout
  * (K-major, one 128-byte panel: K <= 128 keys). The fragments' byte order
  * need not be the keys' order: the V^T loader stores the keys of each k-step
- * in the order the score accumulator hands them over (fmhai_wg_load_vt8). */
+ * in the order the score accumulator hands them over (fmhai_wg_vt8_transpose). */
 FMHAI_DEVICE void fmhai_wg_gemm_rs8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K)
 {
     const uint64_t db = fmhai_wg_desc(b, 16, 1024);
