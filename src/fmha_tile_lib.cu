@@ -2,10 +2,10 @@
  * fmha_tile_lib.cu: the one translation unit of the shared library
  * build/libfmha_tile.so (`make lib`).
  *
- * It declares the library's default kernel set (FMHA_DEFAULT_FWD_SET and, where
- * the headers have them, FMHA_DEFAULT_PREFILL_SET and FMHA_DEFAULT_BWD_SET: every
- * family the library has,
- * with the tuned tiles of include/fmha_tile/policy/fwd_tiles.h) and exports the
+ * It declares the library's default kernel set (FMHA_DEFAULT_FWD_SET, on NVIDIA
+ * FMHA_DEFAULT_FWD_FP8_SET and, where the headers have them,
+ * FMHA_DEFAULT_PREFILL_SET and FMHA_DEFAULT_BWD_SET: every family the library
+ * has, with the tuned tiles of include/fmha_tile/policy/fwd_tiles.h) and exports the
  * C API of include/fmha_tile/api.h with C linkage. FMHA_TILE_BUILD_SHARED turns
  * FMHA_API into `extern "C" __attribute__((visibility("default")))`; the build
  * compiles with -fvisibility=hidden, so those entry points are the only
@@ -39,11 +39,19 @@
 /* ---- the default kernel set ------------------------------------------------ */
 /* Every family the library has, with the tuned tiles: the forward rows, and the
  * batch-prefill (paged KV) rows where the headers define them. A family that
- * lands later adds its FMHA_DEFAULT_<FAMILY>_SET here. */
-#if defined(FMHA_DEFAULT_PREFILL_SET)
-#  define FMHA_LIB_FWD_SETS(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_PREFILL_SET(X)
+ * lands later adds its FMHA_DEFAULT_<FAMILY>_SET here. The e4m3 forward has
+ * only Hopper rows: an AMD build has none to expand (a wildcard row without
+ * tuned rows stops the build), and on an sm_80 device its problems report
+ * FMHA_ERR_NO_KERNEL. */
+#if defined(FMHA_PLATFORM_NVIDIA) && defined(FMHA_DEFAULT_FWD_FP8_SET)
+#  define FMHA_LIB_FWD_ROWS(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)
 #else
-#  define FMHA_LIB_FWD_SETS(X) FMHA_DEFAULT_FWD_SET(X)
+#  define FMHA_LIB_FWD_ROWS(X) FMHA_DEFAULT_FWD_SET(X)
+#endif
+#if defined(FMHA_DEFAULT_PREFILL_SET)
+#  define FMHA_LIB_FWD_SETS(X) FMHA_LIB_FWD_ROWS(X) FMHA_DEFAULT_PREFILL_SET(X)
+#else
+#  define FMHA_LIB_FWD_SETS(X) FMHA_LIB_FWD_ROWS(X)
 #endif
 #if defined(FMHA_DEFAULT_BWD_SET)
 #  define FMHA_LIB_DEFAULT_SET(X) FMHA_LIB_FWD_SETS(X) FMHA_DEFAULT_BWD_SET(X)

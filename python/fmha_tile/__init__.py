@@ -13,19 +13,23 @@ fmha_fwd() with the library's default kernel set (fmha_bwd() for gradients).
     v = torch.randn_like(k)
     o = fmha_tile.attention(q, k, v, causal=True)                 # [2, 1000, 16, 128]
     o, lse = fmha_tile.attention(q, k, v, window=(256, 0), return_lse=True)
+    # fp8 (Hopper): e4m3 q, k, v with per-tensor descales, bf16 out
+    ds = torch.tensor([0.5], device="cuda")
+    o8 = fmha_tile.attention(q.to(torch.float8_e4m3fn), k.to(torch.float8_e4m3fn),
+                             v.to(torch.float8_e4m3fn), causal=True, q_descale=ds)
 
 Functions (names and meanings follow FlashAttention's Python API):
 
     attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0,
               alibi_slopes=None, scale=None, return_lse=False, *, out=None, out_lse=None,
-              deterministic=False)
+              deterministic=False, q_descale=None, k_descale=None, v_descale=None)
         q [batch, seqlen_q, nheads, headdim], k and v [batch, seqlen_k,
         nheads_k, headdim]; returns out [batch, seqlen_q, nheads, headdim]
         and, with return_lse, lse fp32 [batch, nheads, seqlen_q].
     attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
-                     deterministic=False)
+                     deterministic=False, q_descale=None, k_descale=None, v_descale=None)
         packed q [total_q, nheads, headdim], k and v [total_k, nheads_k,
         headdim]; cu_seqlens_* int32 [batch + 1] prefix sums on the device
         (sequences may be empty); max_seqlen_q must bound every query length
@@ -53,6 +57,13 @@ Functions (names and meanings follow FlashAttention's Python API):
 
 Semantics:
   - dtype fp16 or bf16 (q, k, v alike); head dim a multiple of 8, at most 256.
+  - fp8: q, k and v torch.float8_e4m3fn, head dim a multiple of 16, output
+    torch.bfloat16; on a Hopper (sm_90) GPU only (elsewhere FmhaError, no
+    kernel). q_descale, k_descale, v_descale: per-tensor descales, each None
+    (1) or a 1-element float32 tensor on q's device, real = stored * descale
+    (ValueError with 16-bit inputs). P is rounded to e4m3 for P V: against
+    an fp32 reference on the dequantised inputs expect a rel-L2 of about
+    3e-2. No backward (NotImplementedError when an input requires grad).
   - GQA/MQA: nheads % nheads_k == 0; query head h reads KV head
     h // (nheads // nheads_k).
   - causal is bottom-right aligned (FlashAttention >= 2.1): with s_q queries and
@@ -173,7 +184,8 @@ def _run(torch, p, q, out, out_lse, return_lse, where):
     p.check_out(out, q)
     p.check_lse(out_lse, q)
     with torch.cuda.device(q.device):
-        o = out if out is not None else torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
+        o = out if out is not None else torch.empty(p.out_shape, dtype=p.out_dtype(torch, q),
+                                                    device=q.device)
         lse = out_lse
         if lse is None and return_lse:
             lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
@@ -223,6 +235,10 @@ def _attention_function(torch):
 def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, out_lse,
               return_lse, deterministic, where):
     """The differentiable path: inputs require grad and grad mode is on."""
+    if p.fp8:
+        raise NotImplementedError(
+            "%s: the fp8 forward has no backward pass; call it under torch.no_grad() or "
+            "torch.inference_mode(), or pass detached tensors" % where)
     if alibi_slopes is not None:
         raise NotImplementedError(
             "%s: the backward pass has no ALiBi; with alibi_slopes call it under torch.no_grad() "
@@ -244,7 +260,8 @@ def _plan(p):
 
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-              scale=None, return_lse=False, *, out=None, out_lse=None, deterministic=False):
+              scale=None, return_lse=False, *, out=None, out_lse=None, deterministic=False,
+              q_descale=None, k_descale=None, v_descale=None):
     """Attention over [batch, seqlen, nheads, headdim] tensors.
 
     q [b, s_q, h, d], k and v [b, s_k, h_k, d] (fp16 or bf16, one CUDA device,
@@ -252,7 +269,12 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     bottom-right aligned; window (left, right), -1 unbounded; softcap: 0 off;
     alibi_slopes fp32 [h] or [b, h]; scale: default 1/sqrt(d).
 
-    Returns out [b, s_q, h, d] (q's dtype), or (out, lse) with return_lse,
+    FP8 (Hopper only): q, k and v torch.float8_e4m3fn (strides multiples of
+    16, head dim a multiple of 16); q_descale, k_descale, v_descale None (1)
+    or 1-element float32 tensors on q's device, real = stored * descale;
+    out is torch.bfloat16. Not differentiable.
+
+    Returns out [b, s_q, h, d] (q's dtype; bf16 for fp8), or (out, lse) with return_lse,
     lse fp32 [b, h, s_q] (natural log; -inf for a row that sees no key).
     out= / out_lse= take caller-owned outputs of those shapes (any strides
     with a unit last-dim stride); the call then allocates nothing.
@@ -265,7 +287,8 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     dv run to run (slower).
     """
     torch = _torch()
-    p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale)
+    p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
+                            q_descale, k_descale, v_descale)
     deterministic = _check_flag("deterministic", deterministic)
     where = "fmha_tile.attention"
     if _needs_grad(torch, (q, k, v, alibi_slopes)):
@@ -277,7 +300,7 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
-                     deterministic=False):
+                     deterministic=False, q_descale=None, k_descale=None, v_descale=None):
     """Attention over packed variable-length sequences.
 
     q [total_q, h, d], k and v [total_k, h_k, d]; sequence i holds rows
@@ -287,7 +310,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     longest query sequence (it sizes the grid; the prefix sums are never read
     on the host, so the call does not synchronise). max_seqlen_k is taken for
     FlashAttention compatibility and checked to be >= 0. Masks, soft cap,
-    ALiBi ([h] or [batch, h]) and scale as in attention(), per sequence.
+    ALiBi ([h] or [batch, h]) and scale as in attention(), per sequence;
+    fp8 q, k, v and their descales too.
 
     Returns out [total_q, h, d], or (out, lse) with return_lse, lse fp32
     [h, total_q]. Rows of q past cu_seqlens_q[-1] are left unwritten.
@@ -299,7 +323,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     """
     torch = _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                             causal, window, softcap, alibi_slopes, scale)
+                             causal, window, softcap, alibi_slopes, scale,
+                             q_descale, k_descale, v_descale)
     deterministic = _check_flag("deterministic", deterministic)
     where = "fmha_tile.attention_varlen"
     if _needs_grad(torch, (q, k, v, alibi_slopes)):
@@ -309,24 +334,27 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 
 def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                   scale=None):
+                   scale=None, *, q_descale=None, k_descale=None, v_descale=None):
     """Is attention(q, k, v, ...) supported, and by which kernel? Validates and
     selects (fmha_fwd_check) without launching or allocating; returns a dict
     {"kernel", "pipeline", "hdim", "page_size", "tile", "warps", "stages", "grid",
     "block", "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
-    why the fast wgmma pipeline does not serve it) or raises (TypeError, ValueError, FmhaError)."""
+    why the fast wgmma pipeline does not serve it; fp8 inputs: an fmha_fwd_d*_fp8_*
+    wgmma kernel) or raises (TypeError, ValueError, FmhaError)."""
     _torch()
-    p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale)
+    p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
+                            q_descale, k_descale, v_descale)
     with _torch().cuda.device(q.device):
         return _plan(p)
 
 
 def attention_varlen_plan(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                           causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                          scale=None):
+                          scale=None, *, q_descale=None, k_descale=None, v_descale=None):
     """attention_plan() for attention_varlen()'s arguments."""
     _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                             causal, window, softcap, alibi_slopes, scale)
+                             causal, window, softcap, alibi_slopes, scale,
+                             q_descale, k_descale, v_descale)
     with _torch().cuda.device(q.device):
         return _plan(p)

@@ -16,6 +16,10 @@ Conventions (FlashAttention's Python API where the meaning is the same):
   - alibi_slopes: fp32 [nheads] or [batch, nheads]; adds
     -slope * |i + s_k - s_q - j| to the scores.
   - scale: default 1 / sqrt(head dim).
+  - FP8: q, k and v torch.float8_e4m3fn (head dim a multiple of 16, the
+    Hopper pipeline only), output torch.bfloat16; q_descale, k_descale,
+    v_descale: None (1) or 1-element float32 tensors on q's device, real =
+    stored * descale (per tensor).
 """
 import math
 import operator
@@ -24,9 +28,12 @@ from . import _lib
 
 INT32_MAX = 2 ** 31 - 1
 
+FP8 = "torch.float8_e4m3fn"
+BF16 = "torch.bfloat16"
 DTYPES = {
     "torch.float16": _lib.FMHA_DTYPE_FP16,
-    "torch.bfloat16": _lib.FMHA_DTYPE_BF16,
+    BF16: _lib.FMHA_DTYPE_BF16,
+    FP8: _lib.FMHA_DTYPE_FP8,
 }
 FLOAT32 = "torch.float32"
 INT32 = "torch.int32"
@@ -65,7 +72,8 @@ def check_same_device(q, named):
 def dtype_code(q, k, v):
     code = DTYPES.get(str(q.dtype))
     if code is None:
-        raise TypeError("q must be torch.float16 or torch.bfloat16, got %s" % q.dtype)
+        raise TypeError("q must be torch.float16 or torch.bfloat16 (or torch.float8_e4m3fn for the "
+                        "fp8 forward), got %s" % q.dtype)
     for name, t in (("k", k), ("v", v)):
         if t.dtype != q.dtype:
             raise TypeError("%s has dtype %s but q has %s: q, k and v must share one dtype"
@@ -161,6 +169,40 @@ def check_alibi(alibi_slopes, q, batch, nhead):
     return t.data_ptr(), (strides(t)[0] if len(shape) == 2 else 0)
 
 
+def _numel(t):
+    n = 1
+    for x in t.shape:
+        n *= x
+    return n
+
+
+def check_descales(q, fp8, named):
+    """FP8 per-tensor descales: each of named ((name, value), ...) None (1)
+    or a 1-element float32 tensor on q's device; any only with fp8 inputs.
+    -> their pointers (None for None)."""
+    ptrs = []
+    for name, t in named:
+        if t is None:
+            ptrs.append(None)
+            continue
+        if not fp8:
+            raise ValueError("%s needs fp8 inputs (q, k and v torch.float8_e4m3fn), got %s"
+                             % (name, q.dtype))
+        if not _is_tensor(t):
+            raise TypeError("%s must be a 1-element torch.float32 tensor on q's device or None, got %s"
+                            % (name, type(t).__name__))
+        if str(t.dtype) != FLOAT32:
+            raise TypeError("%s must be torch.float32, got %s" % (name, t.dtype))
+        if _numel(t) != 1:
+            raise ValueError("%s must have one element (a per-tensor descale), got shape %s"
+                             % (name, tuple(t.shape)))
+        if not getattr(t, "is_cuda", False):
+            raise ValueError("%s must be on the CUDA device of q (%s), got %s" % (name, q.device, t.device))
+        check_same_device(q, ((name, t),))
+        ptrs.append(t.data_ptr())
+    return ptrs
+
+
 class Problem(object):
     """A checked forward problem: sizes, the output shapes, and a filled
     FmhaFwdArgs (outputs set later with set_outputs)."""
@@ -172,6 +214,11 @@ class Problem(object):
         self.empty_q = False      # no query rows: nothing to launch
         self.empty_k = False      # no keys anywhere: O = 0, LSE = -inf
         self.max_seqlen_k = None  # group mode: the caller's bound (the backward sizes by it)
+        self.fp8 = False          # e4m3 q, k, v: a bf16 output
+
+    def out_dtype(self, torch, q):
+        """The output's torch dtype: q's, bf16 for the fp8 forward."""
+        return torch.bfloat16 if self.fp8 else q.dtype
 
     # outputs -----------------------------------------------------------------------
     def check_out(self, out, q):
@@ -180,7 +227,11 @@ class Problem(object):
         check_tensor("out", out, len(self.out_shape), "")
         if tuple(out.shape) != self.out_shape:
             raise ValueError("out must have shape %s, got %s" % (self.out_shape, tuple(out.shape)))
-        if out.dtype != q.dtype:
+        if self.fp8:
+            if str(out.dtype) != BF16:
+                raise TypeError("out must be torch.bfloat16 (the fp8 forward writes bf16), got %s"
+                                % out.dtype)
+        elif out.dtype != q.dtype:
             raise TypeError("out must have the dtype of q (%s), got %s" % (q.dtype, out.dtype))
         check_same_device(q, (("out", out),))
         check_no_overlap("out", out)
@@ -230,9 +281,12 @@ class Problem(object):
         return c
 
 
-def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhead_q):
+def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhead_q, descales):
     a = p.args
     a.dtype = dtype_code(q, k, v)
+    p.fp8 = a.dtype == _lib.FMHA_DTYPE_FP8
+    a.q_descale, a.k_descale, a.v_descale = check_descales(
+        q, p.fp8, zip(("q_descale", "k_descale", "v_descale"), descales))
     a.hdim_q = check_size("head dim of q", q.shape[-1])
     a.hdim_v = check_size("head dim of v", v.shape[-1])
     if k.shape[-1] != q.shape[-1]:
@@ -255,7 +309,7 @@ def _heads(hq, hk):
 
 
 def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                  scale=None):
+                  scale=None, q_descale=None, k_descale=None, v_descale=None):
     """Checks of attention(); q [b, s_q, h, d], k/v [b, s_k, h_k, d]."""
     what = "[batch, seqlen, nheads, headdim]"
     check_tensor("q", q, 4, what)
@@ -279,7 +333,8 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
     a.seqlen_q = check_size("seqlen of q", s_q)
     a.seqlen_k = check_size("seqlen of k", s_k)
     a.max_seqlen_q = a.seqlen_q
-    _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, b, hq)
+    _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, b, hq,
+            (q_descale, k_descale, v_descale))
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
         setattr(a, name, t.data_ptr() or None)
@@ -294,7 +349,8 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
 
 
 def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                   causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None):
+                   causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
+                   q_descale=None, k_descale=None, v_descale=None):
     """Checks of attention_varlen(); q [total_q, h, d], k/v [total_k, h_k, d],
     cu_seqlens_* int32 [batch + 1] on the device (never read on the host)."""
     what = "[total_tokens, nheads, headdim]"
@@ -341,7 +397,8 @@ def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen
     p.max_seqlen_k = max_seqlen_k
     a.seqstart_q = cu_seqlens_q.data_ptr()
     a.seqstart_k = cu_seqlens_k.data_ptr()
-    _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, hq)
+    _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, hq,
+            (q_descale, k_descale, v_descale))
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
         setattr(a, name, t.data_ptr() or None)

@@ -95,6 +95,9 @@ class FmhaFwdArgs(ctypes.Structure):
         ("mask_type", _c_enum),
         ("window_left", ctypes.c_int),
         ("window_right", ctypes.c_int),
+        ("q_descale", ctypes.c_void_p),      # const float * (fp8 only)
+        ("k_descale", ctypes.c_void_p),
+        ("v_descale", ctypes.c_void_p),
     ]
 
 

@@ -3,13 +3,15 @@
   - the ctypes structures against a C compiler (sizeof/offsetof of every
     mirrored field of api.h, compiled here with cc);
   - argument checks, mask mapping and stride computation of _args with
-    stand-in tensors, and those of batch_prefill (_prefill.prefill_args:
+    stand-in tensors (the fp8 forward's dtypes and descales included), and
+    those of batch_prefill (_prefill.prefill_args:
     fp16/bf16 and fp8 caches, descales per tensor and per page), and the
     backward's traits and args (_bwd.bwd_structs);
-  - with build/libfmha_tile.so present: loading, version(), kernels() and the
-    mapping of library status codes to FmhaError (fmha_fwd_check and
-    fmha_bwd_plan_make validate before they touch a device, so this runs
-    without a GPU).
+  - with build/libfmha_tile.so present: loading, version(), kernels() (the
+    fp8 forward's Hopper rows too) and the mapping of library status codes
+    to FmhaError (fmha_fwd_check and fmha_bwd_plan_make validate before they
+    touch a device, so this runs without a GPU), the fp8 forward's refusals
+    through the mirrored descale fields.
 """
 import ctypes
 import json
@@ -357,6 +359,74 @@ def test_outputs():
     assert a.lse is None
 
 
+# ---- the fp8 (e4m3) forward ---------------------------------------------------------------------
+def descale(ptr, shape=(1,), dtype=FP32, device=None):
+    return FakeTensor(shape, dtype, device=device, ptr=ptr)
+
+
+def test_fp8_batch_args():
+    q, k, v = qkv(d=128, dtype=FP8)
+    p = _args.batch_problem(q, k, v, causal=True, q_descale=descale(30 << 20),
+                            v_descale=descale(32 << 20, shape=()))
+    a = p.args
+    assert a.dtype == _lib.FMHA_DTYPE_FP8 and p.fp8
+    assert (a.q_descale, a.k_descale, a.v_descale) == (30 << 20, None, 32 << 20)
+    # strides in elements (= bytes for e4m3), as for 16-bit inputs
+    assert (a.stride_q, a.nhead_stride_q, a.batch_stride_q) == (8 * 128, 128, 100 * 8 * 128)
+    assert p.out_shape == (2, 100, 8, 128)
+    assert p.out_dtype(_FakeTorch(), q) == BF16          # the fp8 forward writes bf16
+    p.check_out(FakeTensor((2, 100, 8, 128), BF16), q)
+    with pytest.raises(TypeError, match="torch.bfloat16"):
+        p.check_out(FakeTensor((2, 100, 8, 128), FP8), q)
+    a = _args.batch_problem(q, k, v).args                 # descales optional
+    assert (a.q_descale, a.k_descale, a.v_descale) == (None, None, None)
+    q16, k16, v16 = qkv()
+    p16 = _args.batch_problem(q16, k16, v16)
+    assert not p16.fp8 and p16.out_dtype(_FakeTorch(), q16) == BF16
+    q16, k16, v16 = qkv(dtype=FP16)
+    assert _args.batch_problem(q16, k16, v16).out_dtype(_FakeTorch(), q16) == FP16
+
+
+def test_fp8_varlen_args():
+    q, k, v = (FakeTensor(t.shape, FP8, ptr=t.data_ptr()) for t in varlen(d=64)[:3])
+    cq, ck = varlen()[3:]
+    p = _args.varlen_problem(q, k, v, cq, ck, 200, 250, k_descale=descale(31 << 20))
+    a = p.args
+    assert (a.dtype, a.is_group_mode, p.fp8) == (_lib.FMHA_DTYPE_FP8, 1, True)
+    assert (a.q_descale, a.k_descale, a.v_descale) == (None, 31 << 20, None)
+    assert (a.stride_k, a.nhead_stride_k, a.batch_stride_k) == (4 * 64, 64, 0)
+
+
+def test_fp8_bad_inputs():
+    q, k, v = qkv(d=128, dtype=FP8)
+    k16 = FakeTensor(k.shape, BF16)
+    with pytest.raises(TypeError, match="share one dtype"):
+        _args.batch_problem(q, k16, v)
+    with pytest.raises(TypeError, match="share one dtype"):
+        _args.batch_problem(FakeTensor(q.shape, BF16), k, v)
+    q16, k16, v16 = qkv(d=128)
+    for name in ("q_descale", "k_descale", "v_descale"):
+        with pytest.raises(ValueError, match="%s needs fp8" % name):
+            _args.batch_problem(q16, k16, v16, **{name: descale(30 << 20)})
+    bad = [(TypeError, "1-element torch.float32 tensor", 0.5),
+           (TypeError, "must be torch.float32", descale(30 << 20, dtype=FP16)),
+           (ValueError, "one element", descale(30 << 20, shape=(2,))),
+           (ValueError, "one element", descale(30 << 20, shape=(1, 3))),
+           (ValueError, "CUDA device", descale(30 << 20, device=FakeDevice("cpu", None))),
+           (ValueError, "one device", descale(30 << 20, device=FakeDevice("cuda", 1)))]
+    for exc, match, d in bad:
+        for name in ("q_descale", "k_descale", "v_descale"):
+            with pytest.raises(exc, match=match):
+                _args.batch_problem(q, k, v, **{name: d})
+    cq, ck = varlen()[3:]
+    qv = FakeTensor((300, 8, 64), FP8)
+    kv = FakeTensor((400, 4, 64), FP8)
+    with pytest.raises(ValueError, match="one element"):
+        _args.varlen_problem(qv, kv, kv, cq, ck, 10, 10, v_descale=descale(1 << 20, shape=(4,)))
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        _args.batch_problem(*qkv(dtype=FP32))
+
+
 # ---- batch prefill (prefill_args) ------------------------------------------------------------
 class _ToDevice(object):
     """Stand-in for torch.full((1,), v, ...): records the values, hands out tensors."""
@@ -645,6 +715,50 @@ def test_library_status_maps_to_fmha_error():
     assert st == _lib.FMHA_ERR_UNSUPPORTED and "stride" in _lib.last_error()
 
 
+def test_library_lists_fp8_forward():
+    """The library's default set has the e4m3 forward's Hopper rows."""
+    _lib_or_skip()
+    ks = [k for k in fmha_tile.kernels()["kernels"] if k["family"] == "fwd" and k["dtype"] == "fp8"]
+    assert ks, "no fp8 forward kernel in the library's default set"
+    assert all(k["pipeline"] == "wgmma" and k["arch"] == "sm90a" and "_fp8_" in k["name"] for k in ks)
+    assert set(k["hdim_q"] for k in ks) == {128, 256}
+    assert any(k["mask"] and k["softcap"] and k["alibi"] for k in ks)
+
+
+def test_library_fp8_refusals():
+    """fmha_fwd_check's fp8 refusals, before any device query: the descale
+    fields of the ctypes mirror reach the library where api.h puts them."""
+    lib = _lib_or_skip()
+    kset = _lib.default_set()
+
+    def status(p):
+        return lib.fmha_fwd_check(kset, ctypes.byref(p.check_args()), None)
+
+    q, k, v = qkv(d=72, dtype=FP8)                   # a multiple of 8, not of 16
+    assert status(_args.batch_problem(q, k, v)) == _lib.FMHA_ERR_UNSUPPORTED
+    assert "16" in _lib.last_error()
+    q, k, v = qkv(d=128)
+    for name in ("q_descale", "k_descale", "v_descale"):
+        p = _args.batch_problem(q, k, v)              # bf16 with a descale: Python refuses it,
+        setattr(p.args, name, 30 << 20)               # the library too
+        assert status(p) == _lib.FMHA_ERR_INVALID_ARG, name
+        assert "descale" in _lib.last_error()
+    q, k, v = qkv(d=128, dtype=FP8)
+    for name in ("q_descale", "k_descale", "v_descale"):
+        p = _args.batch_problem(q, k, v)
+        setattr(p.args, name, (30 << 20) + 2)         # not 4-byte aligned
+        assert status(p) == _lib.FMHA_ERR_INVALID_ARG, name
+        assert "aligned" in _lib.last_error()
+    # an fp8 row stride of 8 * 130 elements: a multiple of 8, not of 16
+    q = FakeTensor((2, 100, 8, 128), FP8, strides=(100 * 8 * 130, 8 * 130, 130, 1))
+    assert status(_args.batch_problem(q, k, v)) == _lib.FMHA_ERR_UNSUPPORTED
+    assert "stride" in _lib.last_error()
+    # valid: a plan, or (no GPU here) the device error; on a GPU other than sm_90: no kernel
+    st = status(_args.batch_problem(q=FakeTensor((2, 100, 8, 128), FP8), k=k, v=v,
+                                    q_descale=descale(30 << 20)))
+    assert st in (_lib.FMHA_OK, _lib.FMHA_ERR_DEVICE, _lib.FMHA_ERR_NO_KERNEL), _lib.last_error()
+
+
 def _bwd_lib_or_skip():
     _lib_or_skip()
     try:
@@ -776,6 +890,43 @@ def test_attention_glue(monkeypatch):
     with pytest.raises(fmha_tile.FmhaError):
         fmha_tile.attention(q, k, v, out=out)
     assert len(fake.allocated) == n
+
+
+def test_attention_glue_fp8(monkeypatch):
+    """The fp8 forward through attention()/attention_varlen(): a bf16 output
+    (allocated or given), refusals of the library (head dim 72) and of
+    Python (descales, grad)."""
+    _lib_or_skip()
+    fake = _FakeTorch()
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    q, k, v = qkv(d=72, dtype=FP8)
+    with pytest.raises(fmha_tile.FmhaError, match="16") as ei:
+        fmha_tile.attention(q, k, v, return_lse=True, q_descale=descale(30 << 20))
+    assert ei.value.status == _lib.FMHA_ERR_UNSUPPORTED
+    assert [(t.shape, t.dtype) for t in fake.allocated] == [((2, 100, 8, 72), BF16), ((2, 8, 100), FP32)]
+    with pytest.raises(TypeError, match="torch.bfloat16"):
+        fmha_tile.attention(q, k, v, out=FakeTensor((2, 100, 8, 72), FP8))
+    qv, kv = FakeTensor((300, 8, 64), FP8), FakeTensor((400, 4, 64), FP8)
+    cq, ck = varlen()[3:]
+    with pytest.raises(ValueError, match="one element"):
+        fmha_tile.attention_varlen(qv, kv, kv, cq, ck, 10, 10, k_descale=descale(1 << 20, shape=(2,)))
+    q16, k16, v16 = qkv()
+    with pytest.raises(ValueError, match="needs fp8"):
+        fmha_tile.attention(q16, k16, v16, v_descale=descale(30 << 20))
+    q, k, v = qkv(d=128, dtype=FP8)
+    q.requires_grad = True
+    with pytest.raises(NotImplementedError, match="fp8"):
+        fmha_tile.attention(q, k, v)
+    # no keys: validated, then O (bf16) = 0 and LSE = -inf (or, without a GPU, the device error)
+    q, k, v = qkv(d=128, sk=0, dtype=FP8)
+    n = len(fake.allocated)
+    try:
+        o, lse = fmha_tile.attention(q, k, v, return_lse=True)
+    except fmha_tile.FmhaError as e:
+        assert e.status in (_lib.FMHA_ERR_DEVICE, _lib.FMHA_ERR_NO_KERNEL)
+    else:
+        assert o.zeroed and lse.filled == -math.inf
+    assert fake.allocated[n].dtype == BF16
 
 
 def test_batch_prefill_glue(monkeypatch):

@@ -31,7 +31,7 @@
  *   NULL set/args/q/k/v/o, negative batch or length, nhead_k <= 0,
  *   nhead_q % nhead_k != 0, group mode without seqstart, scale <= 0,
  *   unknown mask type                                      -> FMHA_ERR_INVALID_ARG
- *   hdim 260, hdim 60, hdim_v != hdim_q, FP8, stride or base
+ *   hdim 260, hdim 60, hdim_v != hdim_q, unknown dtype, stride or base
  *   pointer not a multiple of 8 elements / 16 bytes        -> FMHA_ERR_UNSUPPORTED
  */
 #include <math.h>
@@ -968,8 +968,12 @@ static void test_bad_inputs(cudaStream_t stream)
     expect_status("bad_hdim_60_not_multiple_of_8", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
     a = e.base; a.hdim_v = 128;
     expect_status("bad_hdim_v_ne_hdim_q", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
+    /* the FP8 forward has its own rows (FMHA_DEFAULT_FWD_FP8_SET): a 16-bit
+     * set has no kernel for it; an unknown dtype is unsupported */
     a = e.base; a.dtype = FMHA_DTYPE_FP8;
-    expect_status("bad_dtype_fp8_fwd", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
+    expect_status("fp8_fwd_not_in_16_bit_set", &fmha_default, &a, &e, FMHA_ERR_NO_KERNEL, "differs in dtype", stream);
+    a = e.base; a.dtype = (fmha_dtype)7;
+    expect_status("bad_dtype_unknown_fwd", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
     a = e.base; a.stride_q += 4;
     expect_status("bad_stride_q_not_multiple_of_8", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
     a = e.base; a.nhead_stride_v += 2;

@@ -5,8 +5,9 @@
  * their table rows but no kernels, and selection runs against the device
  * described by fmhai_test_device. Covers wildcard expansion, explicit rows,
  * the constraint list, validation errors, selection scoring and its
- * independence from row order, the "closest kernel" message, JSON export and
- * the batch prefill page classes of the default set.
+ * independence from row order, the "closest kernel" message, JSON export,
+ * the batch prefill page classes of the default set and the FP8 (e4m3)
+ * forward's rows, selection and validation.
  * Last line: "N passed, M failed".
  */
 #include <stdio.h>
@@ -41,6 +42,10 @@ DECL_FMHA_KERNEL_SET(set_a_rev, SET_A_REV)
 
 DECL_FMHA_KERNEL_SET(set_default, FMHA_DEFAULT_FWD_SET)
 DECL_FMHA_KERNEL_SET(set_prefill, FMHA_DEFAULT_PREFILL_SET)
+DECL_FMHA_KERNEL_SET(set_fp8, FMHA_DEFAULT_FWD_FP8_SET)
+/* the shared library's forward rows: 16-bit and e4m3 side by side */
+#define SET_FWD_ALL(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)
+DECL_FMHA_KERNEL_SET(set_fwd_all, SET_FWD_ALL)
 
 /* One explicit portable prefill row (page 16, serves 16..2048). */
 #define SET_PREFILL_PORTABLE(X) X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 16, 128, 64, 4, 1)
@@ -151,7 +156,12 @@ static void test_validation(void)
     a = good_args(); a.seqlen_k = -5;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "negative seqlen rejected");
     a = good_args(); a.dtype = FMHA_DTYPE_FP8;
-    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "fp8 forward unsupported");
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "for fp8 hdim 128") &&
+              strstr(fmha_last_error(), "differs in dtype"),
+          "fp8 forward on a set without fp8 rows: no kernel, the message says dtype");
+    a = good_args(); a.dtype = (fmha_dtype)3;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "unknown dtype unsupported");
     a = good_args(); a.scale = 0.f;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "zero scale rejected");
     a = good_args(); a.logits_soft_cap = -1.f;
@@ -348,6 +358,152 @@ static void test_prefill_classes(void)
     }
 }
 
+/* The FP8 (e4m3) forward: Hopper rows only (hdim 128 and 256), e4m3 Q/K/V
+ * strides in 16-element units, descales only with dtype FP8. Plans only. */
+static fmha_fwd_args fp8_args(int d)
+{
+    fmha_fwd_args a = good_args();
+    a.dtype = FMHA_DTYPE_FP8;
+    a.hdim_q = a.hdim_v = d;
+    a.stride_q = a.stride_k = a.stride_v = a.stride_o = 8 * (int64_t)d;
+    a.nhead_stride_q = a.nhead_stride_k = a.nhead_stride_v = a.nhead_stride_o = d;
+    a.batch_stride_q = a.batch_stride_k = a.batch_stride_v = a.batch_stride_o = 1000 * 8 * (int64_t)d;
+    a.q_descale = (const float *)0x50000; a.k_descale = (const float *)0x50004;
+    a.v_descale = (const float *)0x50008;
+    return a;
+}
+
+/* 1 when set s plans a on the sm_90a wgmma pipeline with an fp8 kernel of
+ * kernel head dim want_hd, and the plan says "fast pipeline". */
+static int fp8_plan_ok(const fmha_kernel_set *s, const fmha_fwd_args *a, int want_hd, char *why, size_t cap)
+{
+    fmha_fwd_plan plan;
+    fmha_status st = fmha_fwd_check(s, a, &plan);
+    if (st != FMHA_OK) {
+        snprintf(why, cap, "hdim %d: %s: %s", a->hdim_q, fmha_status_str(st), fmha_last_error());
+        return 0;
+    }
+    if (plan.kernel->dtype != FMHA_DTYPE_FP8 || plan.kernel->arch != FMHA_ARCH_SM90A ||
+        strcmp(plan.kernel->pipeline, "wgmma") != 0 || !strstr(plan.kernel->name, "_fp8_") ||
+        plan.kernel->hdim != want_hd || !starts_with(plan.why, "fast pipeline")) {
+        snprintf(why, cap, "hdim %d: %s (want hdim %d), why: %s", a->hdim_q, plan.kernel->name, want_hd, plan.why);
+        return 0;
+    }
+    return 1;
+}
+
+/* 1 when the JSON object [obj, end) holds text */
+static int in_object(const char *obj, const char *end, const char *text)
+{
+    const char *t = obj && end ? strstr(obj, text) : NULL;
+    return t && t < end;
+}
+
+static void test_fp8_fwd(void)
+{
+    static const int hds[6] = { 64, 80, 128, 144, 192, 256 };
+    char why[320] = "";
+    int i, n = fmha_set_size(&set_fp8), rows_ok = 1, ok = 1, ok_all = 1;
+    fmha_fwd_args a;
+    fmha_fwd_plan plan;
+    fmha_status st;
+    /* the rows: one Hopper kernel per (hdim 128/256, mask, softcap, alibi) */
+    for (i = 0; i < n; ++i) {
+        const fmha_kernel_info *k = fmha_set_kernel(&set_fp8, i);
+        if (k->family != FMHA_FAMILY_FWD || k->dtype != FMHA_DTYPE_FP8 || k->arch != FMHA_ARCH_SM90A ||
+            (k->hdim != 128 && k->hdim != 256) || !strstr(k->name, "_fp8_") ||
+            fmhai_fwd90_row_violation(k->hdim, k->tile_m, k->tile_n, k->warps, k->stages, k->page_size,
+                                      k->kv_layout, 1))
+            rows_ok = 0;
+    }
+    CHECK(n == 16 && rows_ok, "fp8 fwd set: 16 sm_90a wgmma rows (hdim 128 and 256 x 8 variants), names say fp8");
+    CHECK(fmha_set_size(&set_fwd_all) == 96 + 16, "16-bit and fp8 forward rows in one set: 96 + 16 kernels");
+
+    /* selection on sm_90: the smallest fp8 kernel >= d, in the fp8 set and next to the 16-bit rows */
+    fmhai_test_device.cc = 90;
+    for (i = 0; i < 6; ++i) {
+        const int want = hds[i] <= 128 ? 128 : 256;
+        a = fp8_args(hds[i]);
+        if (ok && !fp8_plan_ok(&set_fp8, &a, want, why, sizeof(why))) ok = 0;
+        a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_right = 0; a.logits_soft_cap = 30.f;
+        a.alibi_slopes = (const float *)0x60000;
+        if (ok && !fp8_plan_ok(&set_fp8, &a, want, why, sizeof(why))) ok = 0;
+        if (ok && !strstr(chosen(&set_fp8, &a), "_fp8_mask_softcap_alibi_")) {
+            snprintf(why, sizeof(why), "hdim %d masked softcap alibi: %s", hds[i], chosen(&set_fp8, &a));
+            ok = 0;
+        }
+        a = fp8_args(hds[i]);
+        if (ok_all && !fp8_plan_ok(&set_fwd_all, &a, want, why, sizeof(why))) ok_all = 0;
+    }
+    if (!ok || !ok_all) printf("  %s\n", why);
+    CHECK(ok, "fp8 fwd on sm_90: an sm_90a wgmma _fp8_ kernel, hdim 64/80/128 on the 128 kernel, 144/192/256 "
+              "on the 256 kernel, every variant, plan.why says fast pipeline");
+    CHECK(ok_all, "fp8 fwd next to the 16-bit rows: still the fp8 wgmma kernel");
+    a = fp8_args(64);
+    CHECK(starts_with(chosen(&set_fp8, &a), "fmha_fwd_d128_fp8_nmask_nsoftcap_nalibi_"),
+          "fp8 hdim 64 unmasked: fmha_fwd_d128_fp8_nmask_nsoftcap_nalibi_... (the leanest kernel)");
+    a = good_args();
+    st = fmha_fwd_check(&set_fwd_all, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->dtype == FMHA_DTYPE_BF16 && !strstr(plan.kernel->name, "_fp8_"),
+          "bf16 fwd next to the fp8 rows: a bf16 kernel");
+    a = fp8_args(128); a.q_descale = a.k_descale = a.v_descale = NULL;
+    CHECK(fmha_fwd_check(&set_fp8, &a, NULL) == FMHA_OK, "fp8 descales are optional (NULL: 1)");
+    a = fp8_args(128); a.stride_o = 8 * 128 + 8;   /* O is bf16: 8-element strides */
+    CHECK(fmha_fwd_check(&set_fp8, &a, NULL) == FMHA_OK, "fp8 fwd: the bf16 O takes strides in 8-element units");
+
+    /* other devices: no fp8 forward */
+    fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
+    a = fp8_args(128);
+    st = fmha_fwd_check(&set_fp8, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "fp8") && strstr(fmha_last_error(), "sm_80"),
+          "fp8 fwd on sm_80: no kernel");
+    st = fmha_fwd_check(&set_fwd_all, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL, "fp8 fwd on sm_80 next to the 16-bit rows: no kernel (never a bf16 one)");
+    a = good_args();
+    st = fmha_fwd_check(&set_fwd_all, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->arch == FMHA_ARCH_SM80 && plan.kernel->dtype == FMHA_DTYPE_BF16,
+          "bf16 fwd on sm_80 next to the fp8 rows: the portable bf16 kernel");
+    fmhai_test_device.is_amd = 1; fmhai_test_device.cc = 0x942; fmhai_test_device.smem_optin = 64 * 1024;
+    a = fp8_args(128);
+    CHECK(fmha_fwd_check(&set_fp8, &a, NULL) == FMHA_ERR_NO_KERNEL, "fp8 fwd on gfx942: no kernel");
+    fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+
+    /* bad input: the documented statuses, before any selection */
+    a = fp8_args(72);
+    st = fmha_fwd_check(&set_fp8, &a, NULL);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "16"),
+          "fp8 hdim 72 (a multiple of 8, not of 16) unsupported");
+    a = good_args(); a.q_descale = (const float *)0x50000;
+    st = fmha_fwd_check(&set_fwd_all, &a, NULL);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "descale"), "q_descale with bf16: invalid argument");
+    a = good_args(); a.dtype = FMHA_DTYPE_FP16; a.v_descale = (const float *)0x50000;
+    CHECK(fmha_fwd_check(&set_fwd_all, &a, NULL) == FMHA_ERR_INVALID_ARG, "v_descale with fp16: invalid argument");
+    a = fp8_args(128); a.k_descale = (const float *)0x50002;
+    st = fmha_fwd_check(&set_fp8, &a, NULL);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "aligned"),
+          "fp8 descale pointer not 4-byte aligned: invalid argument");
+    a = fp8_args(128); a.stride_k = 8 * 128 + 8;
+    st = fmha_fwd_check(&set_fp8, &a, NULL);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "stride"),
+          "fp8 K stride a multiple of 8, not of 16: unsupported");
+    a = fp8_args(128); a.nhead_stride_q = 136;
+    CHECK(fmha_fwd_check(&set_fp8, &a, NULL) == FMHA_ERR_UNSUPPORTED, "fp8 Q head stride not a multiple of 16: unsupported");
+    a = fp8_args(128); a.q = (const void *)0x10008;
+    CHECK(fmha_fwd_check(&set_fp8, &a, NULL) == FMHA_ERR_UNSUPPORTED, "fp8 Q pointer not 16-byte aligned: unsupported");
+
+    /* JSON: the fp8 rows say dtype fp8 */
+    {
+        static char js[65536];
+        const size_t need = fmha_set_json(&set_fwd_all, js, sizeof(js));
+        const char *k = strstr(js, "\"name\": \"fmha_fwd_d128_fp8_");
+        const char *end = k ? strchr(k, '}') : NULL;
+        CHECK(need < sizeof(js) && in_object(k, end, "\"dtype\": \"fp8\"") &&
+                  in_object(k, end, "\"family\": \"fwd\"") && in_object(k, end, "\"pipeline\": \"wgmma\"") &&
+                  in_object(k, end, "\"arch\": \"sm90a\""),
+              "json lists the fp8 fwd kernels with \"dtype\": \"fp8\", family fwd, wgmma, sm90a");
+    }
+}
+
 static void test_json(void)
 {
     char big[65536], small[16];
@@ -371,6 +527,7 @@ int main(void)
     test_prefill_classes();
     test_validation();
     test_selection();
+    test_fp8_fwd();
     test_json();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

@@ -9,7 +9,10 @@
  * fully masked rows give O = 0 and LSE = -inf, probabilities sum to one (V = 1
  * gives O = 1), the result does not depend on the memory layout, and the fp16/bf16
  * and e4m3 conversions round to nearest even (e4m3 also: exact decode of all 256
- * codes, saturation at 448, subnormals). Plain C11:
+ * codes, saturation at 448, subnormals). The FP8 forward's row (P rounded to
+ * e4m3 per key tile, fmha_ref_fwd_row_p8) against a closed form of the same
+ * rounding: each key's weight relative to the running maximum of its tile and
+ * the tiles after it. Plain C11:
  *     gcc -std=c11 -O2 -Wall -Wextra -Itests tests/host/test_ref.c -lm -o build/tests/test_ref
  * Prints one PASS/FAIL line per check and ends with "N passed, M failed".
  */
@@ -524,6 +527,100 @@ static void test_rng_and_err(void)
     report(ok, "rel_l2", "rel-L2 formula or all-zero reference fallback wrong");
 }
 
+/* fmha_ref_fwd_row_p8 against its closed form: key j of tile t = j / tile_n
+ * gets P_j = e4m3(exp(s_j - M_t)) * exp(M_t - m), M_t the maximum over the
+ * visible keys of tiles >= t (the tiles run from the last down), m the row
+ * maximum; l = sum exp(s_j - m) unrounded, so the LSE is the exact one. The
+ * rounding must show (O differs from fmha_ref_fwd_row), rows without keys give
+ * 0 and -inf, and *sabs is max_j scale * sum_c |q_c k_jc|. */
+static void test_fwd_row_p8(void)
+{
+    static const small_case cases[] = {
+        { "p8_nomask_tiles4",    0, 2, 4, 2, 8,  {5, 5}, {23, 23},   0, -1, -1, 1.5f, 0, 0 },
+        { "p8_causal_br_tiles4", 0, 1, 2, 1, 16, {13}, {30},         2, -1,  0, 0.9f, 0, 0 },
+        { "p8_window_cap_alibi", 0, 1, 2, 2, 8,  {20}, {17},         1,  6,  2, 1.5f, 3.0f, 1 },
+        { "p8_group_masked",     1, 3, 2, 1, 8,  {4, 9, 3}, {0, 40, 9}, 2, -1, 0, 1.2f, 0, 2 },
+    };
+    static const int tiles[4] = { 4, 4, 3, 8 };
+    size_t t;
+    for (t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+        const small_case *c = &cases[t];
+        const int tn = tiles[t];
+        small_prob sp;
+        fmha_ref_err diff;
+        double worst = 0.0, lse_worst = 0.0, sabs_worst = 0.0;
+        int b, h, i, j, x, sq, sk, ok = 1, rows_empty = 0;
+        char why[160] = "";
+        small_setup(&sp, c, 0, 500 + t);
+        fmha_ref_err_init(&diff);
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(&sp.p, b, &sq, &sk);
+            for (h = 0; h < c->hq; h++)
+                for (i = 0; i < sq; i++) {
+                    const int hk = h / (c->hq / c->hk);
+                    const double slope = c->alibi ? sp.p.alibi_slopes[b * sp.p.alibi_batch_stride + h] : 0.0;
+                    double scores[64], o8[16], oe[16], on[16], s[64], lse8, lsee, sabs, sabs_n = 0.0, m = -INFINITY,
+                           l = 0.0;
+                    int vis[64], n8, any = 0;
+                    n8 = fmha_ref_fwd_row_p8(&sp.p, b, h, i, tn, scores, o8, &lse8, &sabs);
+                    fmha_ref_fwd_row(&sp.p, b, h, i, scores, oe, &lsee);
+                    for (j = 0; j < sk; j++) {
+                        const float *q = sp.p.q + fmha_ref_off_q(&sp.p, b, h, i);
+                        const float *k = sp.p.k + fmha_ref_off_k(&sp.p, b, hk, j);
+                        double a = 0.0, d = 0.0;
+                        for (x = 0; x < c->d; x++) { d += (double)q[x] * k[x]; a += fabs((double)q[x] * k[x]); }
+                        s[j] = d * c->scale;
+                        if (c->cap > 0) s[j] = c->cap * tanh(s[j] / c->cap);
+                        s[j] += -slope * fabs((double)(i + sk - sq - j));
+                        vis[j] = naive_visible(c, sq, sk, i, j);
+                        if (vis[j]) {
+                            any++;
+                            if (s[j] > m) m = s[j];
+                            if (a * c->scale > sabs_n) sabs_n = a * c->scale;
+                        }
+                    }
+                    if (!any) {
+                        rows_empty++;
+                        if (n8 != 0 || !(isinf(lse8) && lse8 < 0)) { ok = 0; snprintf(why, sizeof(why), "empty row %d: lse %g", i, lse8); }
+                        for (x = 0; x < c->d; x++)
+                            if (o8[x] != 0.0) { ok = 0; snprintf(why, sizeof(why), "empty row %d: o %g", i, o8[x]); }
+                        continue;
+                    }
+                    for (x = 0; x < c->d; x++) on[x] = 0.0;
+                    for (j = 0; j < sk; j++) {
+                        double mt = -INFINITY, w;
+                        int jj;
+                        if (!vis[j]) continue;
+                        for (jj = 0; jj < sk; jj++)
+                            if (vis[jj] && jj / tn >= j / tn && s[jj] > mt) mt = s[jj];
+                        w = fmha_ref_e4m3_to_f32(fmha_ref_f32_to_e4m3((float)exp(s[j] - mt))) * exp(mt - m);
+                        l += exp(s[j] - m);
+                        for (x = 0; x < c->d; x++) on[x] += w * sp.p.v[fmha_ref_off_v(&sp.p, b, hk, j) + x];
+                    }
+                    for (x = 0; x < c->d; x++) {
+                        on[x] /= l;
+                        if (!(fabs(on[x] - o8[x]) <= worst)) worst = fabs(on[x] - o8[x]);
+                        fmha_ref_err_add(&diff, o8[x], oe[x]);
+                    }
+                    if (!(fabs(lse8 - (m + log(l))) <= lse_worst)) lse_worst = fabs(lse8 - (m + log(l)));
+                    if (!(fabs(lse8 - lsee) <= lse_worst)) lse_worst = fabs(lse8 - lsee);
+                    if (!(fabs(sabs - sabs_n) <= sabs_worst)) sabs_worst = fabs(sabs - sabs_n);
+                }
+        }
+        if (ok && (worst > 1e-12 || lse_worst > 1e-12 || sabs_worst > 1e-12)) {
+            ok = 0;
+            snprintf(why, sizeof(why), "vs closed form: O %.3g, LSE %.3g, sabs %.3g", worst, lse_worst, sabs_worst);
+        }
+        if (ok && !(fmha_ref_err_rel_l2(&diff) > 1e-3)) {
+            ok = 0;
+            snprintf(why, sizeof(why), "P rounding does not show: rel-L2 %.3g to the exact row", fmha_ref_err_rel_l2(&diff));
+        }
+        if (ok && c->group && rows_empty == 0) { ok = 0; snprintf(why, sizeof(why), "case has no row without keys"); }
+        report(ok, c->name, why);
+        small_free(&sp);
+    }
+}
+
 int main(void)
 {
     test_against_naive();
@@ -532,6 +629,7 @@ int main(void)
     test_layout_independent();
     test_conversions();
     test_conversions_e4m3();
+    test_fwd_row_p8();
     test_rng_and_err();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

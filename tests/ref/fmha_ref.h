@@ -388,6 +388,64 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
     return n;
 }
 
+/* Row i as the FP8 (e4m3) forward computes it: the online softmax over key
+ * tiles of tile_n keys (tile n holds keys n*tile_n .. n*tile_n + tile_n - 1),
+ * the kernel's order from the last visible tile down, each tile's P =
+ * exp(s - running max) rounded to e4m3 (nearest even) before P V and
+ * rescaled by exp(m_tile - m_final) afterwards; the row sum uses the
+ * unrounded P, so the LSE is the exact one. Without this rounding a correct
+ * kernel's O is about 3e-2 rel-L2 off fmha_ref_fwd_row (P's 3-bit mantissa);
+ * with it what is left is fp32 and bf16 rounding. *sabs (may be NULL): the
+ * largest scale * sum_c |q_c k_c| over the visible keys, which bounds the
+ * accumulation error of a score. Arguments otherwise as fmha_ref_fwd_row. */
+static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i, int tile_n,
+                                      double *scores, double *o_row, double *lse, double *sabs)
+{
+    int s_q, s_k, lo, hi, n, t, j, c;
+    int hk = h / (p->nhead_q / p->nhead_k);
+    double slope = 0.0, m = -INFINITY, l = 0.0, amax = 0.0;
+    const float *qrow;
+
+    fmha_ref_lengths(p, b, &s_q, &s_k);
+    for (c = 0; c < p->hdim_v; c++) o_row[c] = 0.0;
+    if (sabs) *sabs = 0.0;
+    n = fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi);
+    if (n == 0) {
+        *lse = -INFINITY;
+        return 0;
+    }
+    if (p->alibi_slopes) slope = p->alibi_slopes[b * p->alibi_batch_stride + h];
+    qrow = p->q + fmha_ref_off_q(p, b, h, i);
+    for (j = lo; j <= hi; j++) {
+        const float *krow = p->k + fmha_ref_off_k(p, b, hk, j);
+        double a = 0.0;
+        scores[j - lo] = fmha_ref_score(p, qrow, krow, slope, s_q, s_k, i, j);
+        for (c = 0; c < p->hdim_q; c++) a += fabs((double)qrow[c] * (double)krow[c]);
+        if (a * p->scale > amax) amax = a * p->scale;
+    }
+    if (sabs) *sabs = amax;
+    for (t = hi / tile_n; t >= lo / tile_n; t--) {
+        const int j0 = t * tile_n > lo ? t * tile_n : lo;
+        const int j1 = t * tile_n + tile_n - 1 < hi ? t * tile_n + tile_n - 1 : hi;
+        double mt = m, alpha;
+        for (j = j0; j <= j1; j++) mt = scores[j - lo] > mt ? scores[j - lo] : mt;
+        alpha = m == -INFINITY ? 0.0 : exp(m - mt);
+        for (c = 0; c < p->hdim_v; c++) o_row[c] *= alpha;
+        l *= alpha;
+        for (j = j0; j <= j1; j++) {
+            const double e = exp(scores[j - lo] - mt);
+            const double pq = fmha_ref_e4m3_to_f32(fmha_ref_f32_to_e4m3((float)e));
+            const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
+            l += e;
+            for (c = 0; c < p->hdim_v; c++) o_row[c] += pq * (double)vrow[c];
+        }
+        m = mt;
+    }
+    for (c = 0; c < p->hdim_v; c++) o_row[c] /= l;
+    *lse = m + log(l);
+    return n;
+}
+
 /* Whole problem: writes p->o (and p->lse when set) at every logical element and
  * nothing else. Returns 0, or -1 when scratch allocation fails. */
 static inline int fmha_ref_fwd_run(const fmha_ref_fwd *p)

@@ -8,8 +8,8 @@
  * each (two, BM = 128; warp w of a warpgroup holds rows 16w..16w+15 in the
  * mma.sync accumulator layout, so the score and softmax code is the
  * portable one's) and a load warpgroup that fills a ring of K/V stages with
- * cp.async and hands each over with named barriers (FULL: landed; EMPTY:
- * every MMA warpgroup is done with it). The MMA warpgroups take turns
+ * cp.async and hands each over with named barriers (FULL: landed, one per
+ * MMA warpgroup; EMPTY: every MMA warpgroup is done with it). The MMA warpgroups take turns
  * issuing their products (a turn: one tile's P V and the next tile's S), so
  * one runs its softmax while another's products use the tensor cores
  * (FlashAttention-3's ping-pong). Per key tile:
@@ -26,14 +26,21 @@
  * tile/warpgroup_mma.h. The epilogue normalises O, writes LSE (-inf for
  * rows that saw no key) and stores O from the fragments.
  *
+ * FP8 (e4m3 Q, K, V; bf16 O): both products are e4m3 wgmma (k32, operands
+ * K-major only); the q and k descales fold into the logit scale, v's into
+ * the output. P leaves the softmax as e4m3 fragments, and V, which wgmma
+ * cannot read MN-major in 8 bits, is landed in a staging tile and written
+ * as V^T by the load warpgroup with its keys in the order P's fragments hold
+ * them (kv_source.h, fmhai_wg_vt8_transpose).
  * Rows (policy/fwd_tiles.h): hdim 64 and 128, BM 128, BN 128, 3 stages;
- * hdim 256, BN 64, 2 stages; 12 warps (a tuning build may run hdim 64 on
- * 192 rows, three MMA warpgroups, 16 warps). The same rows serve batch
+ * hdim 256, BN 64, 2 stages (fp8: 3); 12 warps (a tuning build may run hdim
+ * 64 on 192 rows, three MMA warpgroups, 16 warps). The same rows serve batch
  * prefill over 16-bit K/V; fp8 KV runs on the portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
  * K [stages][BN][hd], V [stages][BN][hd] (VECTORIZED: V^T [hd][BN]), paged:
- * the row page indices of two tiles [2][BN] int32.
+ * the row page indices of two tiles [2][BN] int32; fp8 (bytes): V^T
+ * [stages][hd][128] and two staging tiles of V rows [2][BN][hd].
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_SM90_H
 #define FMHA_TILE_PIPELINE_FWD_SM90_H
@@ -52,6 +59,28 @@
 #define FMHAI_FWD90_BAR_EMPTY 4   /* .. 4 + stages - 1 (stages <= 3) */
 #define FMHAI_FWD90_BAR_TURN 7    /* + warpgroup (<= 3): its turn to issue products */
 #define FMHAI_FWD90_BAR_PAGES 11  /* the load warpgroup's 128: a tile's page indices staged */
+#define FMHAI_FWD90_BAR_FULL1 12  /* .. 12 + stages - 1: stage landed, for MMA warpgroup 1 */
+
+/* Stage s landed. With two MMA warpgroups each waits on its own barrier
+ * (FULL + s or FULL1 + s: the load warpgroup's 128 threads and its own 128),
+ * so that neither waits for the other to reach the tile: one barrier of all
+ * 384 threads held each warpgroup's products back until the other had
+ * finished its softmax, which undid the ping-pong. Three MMA warpgroups
+ * share one (barrier ids run out). */
+FMHAI_DEVICE void fmhai_fwd90_full_sync(int s, int wg, int NWG)
+{
+    if (NWG == 2) fmhai_bar_sync((wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, 256);
+    else fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + s, NWG * 128 + 128);
+}
+FMHAI_DEVICE void fmhai_fwd90_full_arrive(int s, int NWG)
+{
+    if (NWG == 2) {
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + s, 256);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL1 + s, 256);
+    } else {
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + s, NWG * 128 + 128);
+    }
+}
 
 /* e4m3 of four floats, byte i from x_i (saturating: P <= 1 anyway) */
 FMHAI_DEVICE uint32_t fmhai_pack_e4m3x4(float x0, float x1, float x2, float x3)
@@ -159,6 +188,16 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
     }
 }
 
+/* FP8: K rows of a key tile into its stage and V rows into a staging tile
+ * (hd counts 16-bit columns: the e4m3 bytes / 2), one copy group. */
+FMHAI_DEVICE void fmhai_fwd90_load_kv8(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
+                                       const fmhai_kv_src *vs, int tok0, int s_k, int d, int hd, int BN, int tid)
+{
+    fmhai_wg_load_kv(dk, ks, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
+    fmhai_wg_load_kv(dv, vs, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
+    fmhai_copy_commit();
+}
+
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC,
@@ -211,30 +250,34 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
         if (FP8) {
             /* e4m3 (contiguous K/V): K and V rows by cp.async (V into one of
-             * two staging tiles), tile j + 1's copies issued before tile j
-             * is turned into V^T (fmhai_wg_vt8_transpose) and handed over;
-             * the warpgroup's own barrier (PAGES: fp8 rows are not paged)
-             * publishes the copies before the transpose reads them and the
-             * reads before a staging tile is refilled */
+             * two staging tiles) two tiles ahead; tile j is turned into V^T
+             * (fmhai_wg_vt8_transpose) and handed over as soon as its copies
+             * have landed, and only then does the warpgroup wait for tile
+             * j + 2's stage (freed by P V of tile j - 1, which needs tile j).
+             * Waiting for tile j + 1's stage first put the transpose between
+             * P V of tile j - 2 and S of tile j, in the MMA warpgroups' way.
+             * The warpgroup's own barrier (PAGES: fp8 rows are not paged)
+             * publishes the copies before the transpose reads them, and the
+             * reads before a staging tile is refilled. */
+            for (int i = 0; i < 2 && i < W.n_iters; ++i) {
+                if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
+                fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, (W.n_hi - 1 - i) * BN,
+                                     s_k, p->d / 2, HDC, BN, ltid);
+            }
             for (int j = 0; j < W.n_iters; ++j) {
-                for (int i = j == 0 ? 0 : j + 1; i <= j + 1 && i < W.n_iters; ++i) {   /* tile 0 and 1, then j + 1 */
-                    const int st = i % ST;
-                    if (i >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
-                    if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
-                    const int ik = (W.n_hi - 1 - i) * BN;
-                    fmhai_wg_load_kv(sK + st * kv_bytes, &ks, sPage, ik, s_k, p->d / 2, HDC, BN, 128, ltid, 0, 0,
-                                     FMHAI_WG_KV_CONTIG);
-                    fmhai_wg_load_kv(sStage + (i & 1) * kv_bytes, &vs, sPage, ik, s_k, p->d / 2, HDC, BN, 128,
-                                     ltid, 0, 0, FMHAI_WG_KV_CONTIG);
-                    fmhai_copy_commit();
-                }
                 if (j + 1 < W.n_iters) fmhai_copy_wait(1);
                 else fmhai_copy_wait(0);
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
                 fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, BN, ltid);
                 fmhai_wg_fence_smem();
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
-                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + j % ST, ALL);
+                fmhai_fwd90_full_arrive(j % ST, NWG);
+                if (j + 2 < W.n_iters) {
+                    const int st = (j + 2) % ST;
+                    if (j + 2 >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);   /* used before */
+                    fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
+                                         (W.n_hi - 3 - j) * BN, s_k, p->d / 2, HDC, BN, ltid);
+                }
             }
             return;
         }
@@ -260,7 +303,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (j >= 1) {
                 fmhai_copy_wait(0);
                 fmhai_wg_fence_smem();
-                fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (j - 1) % ST, ALL);
+                fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
             }
             if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
@@ -285,7 +328,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         if (W.n_iters > 0) {
             fmhai_copy_wait(0);
             fmhai_wg_fence_smem();
-            fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + (W.n_iters - 1) % ST, ALL);
+            fmhai_fwd90_full_arrive((W.n_iters - 1) % ST, NWG);
         }
         return;
     }
@@ -324,7 +367,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * wgmma (C7515, 25% slower). */
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
-        fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + 0, ALL);   /* tile 0 and Q landed */
+        fmhai_fwd90_full_sync(0, wg, NWG);   /* tile 0 and Q landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC, TY,
@@ -342,7 +385,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
                                 slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8);
             /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
-            fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + nbuf, ALL);   /* tile it + 1 landed */
+            fmhai_fwd90_full_sync(nbuf, wg, NWG);   /* tile it + 1 landed */
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
             fmhai_wg_fence_acc(acc_o, HD / 2);
             fmhai_wg_fence();
