@@ -19,13 +19,15 @@
  *   LIST(X) expands to rows X(family, dtype, hdim, mask, softcap, alibi or page,
  *                              tile_m, tile_n, warps, stages)
  *   FMHA_DEFAULT_FWD_SET(X)            every forward row the library tunes
+ *   FMHA_DEFAULT_FWD_FP8_SET(X)        the e4m3 forward's rows (Hopper only)
  *   FMHA_ANY                           wildcard for tile_m, tile_n, warps, stages
  *
  * Columns:
  *   family   FWD | PREFILL | PREFILL_VEC (batch prefill over LINEAR /
  *            VECTORIZED KV pages); the backward has its own sets
  *            (dispatch/bwd_set.h); split-KV and append-KV join later
- *   dtype    FP16 | BF16 (PREFILL also FP8: e4m3 KV, portable pipeline)
+ *   dtype    FP16 | BF16 (PREFILL also FP8: e4m3 KV, portable pipeline;
+ *            FWD wildcard rows also FP8: e4m3 Q/K/V, bf16 O, wgmma, sm_90a)
  *   hdim     kernel head dim 64 | 128 | 192 | 256; a problem of head dim d
  *            (a multiple of 8) runs on the smallest kernel hdim >= d
  *   mask     NOMASK | MASK      MASK kernels take any window/causal mask and
