@@ -666,11 +666,17 @@ static int prefill_kernel(const bench_problem *pb, int variant, char *name, size
     return 0;
 }
 
-/* Output check of a paged variant; counts an error when it is off. */
+/* Output check of a paged variant; counts an error when it is off. Kernels
+ * that compute in e4m3 (fp8 queries on the Hopper pipeline) round P to e4m3
+ * for P V, about 3e-2 rel-L2 from the exact result (tests/gpu/test_fwd_fp8.cu):
+ * they are held to 6e-2, the rest to 1e-2. */
 static double checked_rel(const bench_problem *pb, int variant, cudaStream_t st, double *max_abs, int *nerr)
 {
     const double rel = compare_outputs(pb, variant, st, max_abs);
-    if (rel < 0 || rel > 1e-2) {
+    char kname[192] = "";
+    const int p8 = variant == V_FP8 && pb->q8 && prefill_kernel(pb, variant, kname, sizeof(kname)) == 0 &&
+                   strstr(kname, "wgmma") != 0;
+    if (rel < 0 || rel > (p8 ? 6e-2 : 1e-2)) {
         fprintf(stderr, "bench_prefill: page %d %s %s KV: paged output differs from contiguous (rel-L2 %g%s)\n",
                 pb->page, pb->table ? "vllm" : "sglang", variant == V_FP8 ? "fp8" : "bf16", rel,
                 rel < 0 ? ", non-finite" : "");

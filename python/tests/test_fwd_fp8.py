@@ -68,10 +68,12 @@ def descale_tensors(on):
 
 
 def reference_p8(q, k, v, tile_n, causal=False, window=(-1, -1), softcap=0.0, alibi=None,
-                 scale=None):
+                 scale=None, vscale=None):
     """float64, the kernel's P rounding (module docstring). q [b, s_q, h, d], k/v
     [b, s_k, h_k, d] real values -> O [b, s_q, h, d], LSE [b, h, s_q] and the
-    LSE tolerance [b, h, s_q]."""
+    LSE tolerance [b, h, s_q]. vscale [b, s_k, h_k] (optional): each key's V
+    descale (paged fp8 with per-page descales), which scales P before its
+    rounding over the largest |vscale| of the key tile, as the kernel does."""
     b, s_q, h, d = q.shape
     s_k, hk = k.shape[1], k.shape[2]
     if scale is None:
@@ -79,6 +81,7 @@ def reference_p8(q, k, v, tile_n, causal=False, window=(-1, -1), softcap=0.0, al
     qf = q.double().transpose(1, 2)
     kf = k.double().transpose(1, 2).repeat_interleave(h // hk, dim=1)
     vf = v.double().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    vs = None if vscale is None else vscale.double().transpose(1, 2).repeat_interleave(h // hk, dim=1)
     mask = visible(s_q, s_k, causal, window, q.device)
     s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
     if softcap > 0:
@@ -100,7 +103,13 @@ def reference_p8(q, k, v, tile_n, causal=False, window=(-1, -1), softcap=0.0, al
         base = torch.where(torch.isinf(mt), torch.zeros_like(mt), mt)   # no key yet: P = 0
         alpha = torch.exp(m - base)
         p = torch.exp(st - base)
-        pq = p.float().to(FP8).double()                                  # nearest even, as cvt.rn
+        if vs is None:
+            pq = p.float().to(FP8).double()                              # nearest even, as cvt.rn
+        else:                                                            # P * vs / vref, rounded
+            vt = vs[..., t * tile_n:(t + 1) * tile_n][:, :, None, :]
+            vref = vt.abs().amax(dim=-1, keepdim=True)
+            vref = torch.where(vref > 0, vref, torch.ones_like(vref))
+            pq = (p * (vt / vref)).float().to(FP8).double() * vref / torch.where(vt != 0, vt, torch.ones_like(vt))
         acc = acc * alpha + torch.matmul(pq, vf[..., t * tile_n:(t + 1) * tile_n, :])
         l = l * alpha + p.sum(dim=-1, keepdim=True)
         m = mt

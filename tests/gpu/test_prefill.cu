@@ -21,7 +21,9 @@
  *
  * Two pipelines, one suite: this file builds as test_prefill, where an sm_90
  * device runs every 16-bit problem on the Hopper wgmma pipeline (one kernel per
- * variant serves every page size; fp8 KV falls back to the portable pipeline),
+ * variant serves every page size), and fp8 KV with e4m3 queries and head dims
+ * above 64 too (e4m3 products; fp8 KV with bf16 queries falls back to the
+ * portable pipeline),
  * and as test_prefill_portable (test_prefill_portable.cu: the default set without
  * its Hopper rows), where every problem runs on the portable pipeline.
  *
@@ -53,7 +55,11 @@
  * padding, unreferenced pages), and every descale nobody may read holds a float
  * NaN. The reference gets the dequantised K/V (and Q): stored * descale. The
  * tolerance is the bf16 one (the output is bf16), the max-abs bound scaled by the
- * largest |V| the problem holds. Also: fp8 plans, registry rows, fp8 bad input.
+ * largest |V| the problem holds. On the wgmma pipeline (e4m3 P V) the reference
+ * rounds P to e4m3 per key tile as the kernel does, after scaling it by each
+ * key's V descale over the tile's largest (per-page descales; fmha_ref_fwd_row_p8),
+ * and the LSE tolerance adds 2^-11 of the row's sum |q k| * scale (the fp8
+ * products' accumulator). Also: fp8 plans, registry rows, fp8 bad input.
  *
  * Then: selection of page classes (plans) in the default set and in a small explicit
  * set with page-4, page-32 and page-128 rows (a kernel built for page P serves every
@@ -113,8 +119,13 @@ static int fast16(void)
     }
     return g_fast16;
 }
-/* The pipeline a default-set problem of this KV dtype runs on. */
-static int expect_wgmma(fmha_dtype kv_dt) { return kv_dt != FMHA_DTYPE_FP8 && fast16(); }
+/* The pipeline a default-set problem runs on: 16-bit KV and e4m3 KV with
+ * e4m3 queries on the wgmma pipeline (whose e4m3 kernels have head dims 128
+ * and 256: d <= 64 takes the portable 64 kernel, the least padding). */
+static int expect_wgmma(fmha_dtype kv_dt, int q8, int d)
+{
+    return fast16() && (kv_dt != FMHA_DTYPE_FP8 || (q8 && d > 64));
+}
 
 /* Explicit page columns: page 4 (not a tuned class; staged per-row offsets, serves
  * 4..2048), page 32 (bf16: one lookup per 16-row run, serves 32..2048, so pages of
@@ -930,6 +941,8 @@ typedef struct pf_run {
     unsigned char *qh;           /* Q as stored (16-bit or e4m3)                        */
     uint16_t *oh_all, *oh;
     float vamp;                  /* largest |V| the reference sees (fp8 max-abs bound)  */
+    float *vsk;                  /* fp8: each key's V descale [tk][h_k] (the e4m3 P model) */
+    double *sabs;                /* e4m3 kernels: per O row, the score bound of the LSE tolerance */
     /* FP8 descales: PER_PAGE host arrays (NaN where nobody may read) and strides */
     float *h_kds, *h_vds;
     size_t n_ds;
@@ -949,6 +962,7 @@ static void run_free(pf_run *r)
     free(r->lpage); free(r->phys); free(r->fill);
     free(r->h_indptr); free(r->h_indices); free(r->h_last); free(r->h_bt); free(r->h_seqk);
     free(r->kimg); free(r->vimg); free(r->qf); free(r->kf); free(r->vf); free(r->ref_o); free(r->ref_lse);
+    free(r->vsk); free(r->sabs);
     free(r->qh); free(r->oh_all); free(r->lseh_all); free(r->o_logical_all); free(r->lse_logical_all);
     tu_dfree(r->dqp); tu_dfree(r->dout_all); tu_dfree(r->dlse_all); tu_dfree(r->dssq);
     tu_dfree(r->d_indptr); tu_dfree(r->d_indices); tu_dfree(r->d_last); tu_dfree(r->d_bt); tu_dfree(r->d_seqk);
@@ -1180,6 +1194,7 @@ static void gather_kv(const pf_cfg *c, pf_run *r)
     int b, j, h, x;
     r->kf = (float *)tu_hmalloc(n * 4);
     r->vf = (float *)tu_hmalloc(n * 4);
+    r->vsk = (float *)tu_hmalloc((n / c->d) * 4);
     r->vamp = 0.0f;
     for (b = 0; b < c->batch; b++)
         for (j = 0; j < c->lk[b]; j++) {
@@ -1188,6 +1203,7 @@ static void gather_kv(const pf_cfg *c, pf_run *r)
                 const unsigned char *kp = r->kimg + (int64_t)l * r->ps_k * r->es;
                 const unsigned char *vp = r->vimg + (int64_t)l * r->ps_v * r->es;
                 const float kds = kv_descale(c, r, 0, l, h), vds = kv_descale(c, r, 1, l, h);
+                r->vsk[(size_t)(r->ssk[b] + j) * c->hk + h] = vds;
                 float *kd = r->kf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
                 float *vd = r->vf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
                 for (x = 0; x < c->d; x++) {
@@ -1209,6 +1225,30 @@ static float cfg_scale(const pf_cfg *c)
     if (c->scale > 0) return c->scale;
     if (c->dtype == FMHA_DTYPE_FP8 && c->r8k == R8_FULL) s /= c->q8 ? 64.0f : 16.0f;
     return s;
+}
+
+/* The reference of an e4m3 (wgmma) kernel with key tiles of tile_n: P rounded
+ * to e4m3 per tile after each key's V descale scaled it (fmha_ref_fwd_row_p8);
+ * r->sabs gets each row's score bound for the LSE tolerance. 0, or -1 when
+ * scratch allocation fails. */
+static int ref_run_p8(const pf_cfg *c, pf_run *r, const fmha_ref_fwd *p, int tile_n)
+{
+    double *sc = (double *)malloc(sizeof(double) * ((size_t)(r->tk > 0 ? r->tk : 1) + c->d)), *orow, lse, sabs;
+    int b, h, i, x;
+    if (!sc) return -1;
+    orow = sc + (r->tk > 0 ? r->tk : 1);
+    r->sabs = (double *)tu_hmalloc(r->n_lse * sizeof(double));
+    for (b = 0; b < c->batch; b++)
+        for (h = 0; h < c->hq; h++)
+            for (i = 0; i < c->lq[b]; i++) {
+                float *o = p->o + fmha_ref_off_o(p, b, h, i);
+                fmha_ref_fwd_row_p8(p, b, h, i, tile_n, sc, orow, &lse, &sabs);
+                for (x = 0; x < c->d; x++) o[x] = (float)orow[x];
+                p->lse[fmha_ref_off_lse(p, b, h, i)] = (float)lse;
+                r->sabs[fmha_ref_off_lse(p, b, h, i)] = sabs;
+            }
+    free(sc);
+    return 0;
 }
 
 static void make_ref(const pf_cfg *c, pf_run *r, fmha_ref_fwd *p)
@@ -1291,7 +1331,7 @@ static int expected_page_class(const fmha_kernel_set *set, const fmha_kernel_inf
 {
     int i, best = -1, n = fmha_set_size(set);
     if (set == &prefill_set)
-        return expect_wgmma(chosen->dtype) ? 1 : P >= 64 ? 64 : P >= 16 ? 16 : 1;
+        return chosen->arch == FMHA_ARCH_SM90A ? 1 : P >= 64 ? 64 : P >= 16 ? 16 : 1;
     for (i = 0; i < n; i++) {
         const fmha_kernel_info *k = fmha_set_kernel(set, i);
         if (k && k->family == FMHA_FAMILY_BATCH_PREFILL && k->arch == chosen->arch && k->dtype == chosen->dtype &&
@@ -1320,6 +1360,9 @@ static const char *plan_str(const fmha_kernel_set *set, const fmha_batch_prefill
     return buf;
 }
 
+/* LSE: absolute; the e4m3 wgmma kernels add 2^-11 of the row's score bound
+ * (scale * sum |q k|): the tensor cores' fp8 products keep fewer accumulator
+ * bits than fp32 (as test_fwd_fp8). */
 static double tol_lse(const pf_cfg *c) { return c->cap > 0 ? 5e-3 : 2e-3; }
 
 typedef struct pf_launch {
@@ -1368,7 +1411,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     size_t i, n_unwritten = 0, n_nan = 0, n_masked_bad = 0, n_pad = 0, n_lse_bad = 0, n_lse_pad = 0;
     double rel;
     float amp;
-    int b, h, row, x, want_hd, want_pg, want_fast;
+    int b, h, row, x, want_hd, want_pg, want_fast, p8 = 0;
 
     tu_current = c->name;
     memset(&r, 0, sizeof(r));
@@ -1519,7 +1562,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     }
     want_hd = expected_kernel_hdim(set, c->dtype, a.kv_layout, c->d);
     want_pg = expected_page_class(set, plan.kernel, P);
-    want_fast = set == &prefill_set ? expect_wgmma(c->dtype) : plan.kernel->arch == FMHA_ARCH_SM90A;
+    want_fast = set == &prefill_set ? expect_wgmma(c->dtype, c->q8, c->d) : plan.kernel->arch == FMHA_ARCH_SM90A;
     if (plan.kernel->family != FMHA_FAMILY_BATCH_PREFILL || plan.kernel->dtype != c->dtype ||
         plan.kernel->kv_layout != a.kv_layout ||
         plan.kernel->hdim != want_hd || plan.kernel->has_softcap != (c->cap > 0) ||
@@ -1573,7 +1616,14 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     tu_download(r.oh_all, r.dout_all, (r.n_o + 2 * GUARD) * 2);
     tu_download(r.lseh_all, r.dlse_all, (r.n_lse + 2 * GUARD) * 4);
 
-    if (fmha_ref_fwd_run(&p) != 0) { tu_fail(c->name, "reference: out of memory"); tu_finish(); }
+    /* e4m3 kernels: the reference rounds P as they do (per-page V descales
+     * included); 16-bit and fp8-KV portable kernels: the exact one */
+    p8 = kv8 && plan.kernel->arch == FMHA_ARCH_SM90A;
+    if (p8 && c->kvs == FMHA_KV_SCALE_PER_PAGE) p.p8_vscale = r.vsk;
+    if ((p8 ? ref_run_p8(c, &r, &p, plan.kernel->tile_n) : fmha_ref_fwd_run(&p)) != 0) {
+        tu_fail(c->name, "reference: out of memory");
+        tu_finish();
+    }
 
     /* every logical element */
     fmha_ref_err_init(&err);
@@ -1612,7 +1662,8 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
                         if (!(isinf(g) && g < 0) && !n_lse_bad++ && !why[0])
                             snprintf(why, sizeof(why), "fully masked row b%d h%d row %d: LSE = %g, want -inf", b, h,
                                      row, g);
-                    } else if (!isfinite(g) || fabs((double)g - rl) > tol_lse(c)) {
+                    } else if (!isfinite(g) ||
+                               fabs((double)g - rl) > tol_lse(c) + (p8 ? ldexp(r.sabs[lo], -11) : 0.0)) {
                         if (!n_lse_bad++ && !why[0])
                             snprintf(why, sizeof(why), "LSE at b%d h%d row %d = %.7g, want %.7g", b, h, row, g, rl);
                     }
@@ -2136,7 +2187,7 @@ static void test_plans(void)
     for (m = 0; m < 3; m++)
         for (i = 0; i < 11; i++) {
             /* 16-bit KV: the wgmma kernel (page 1) where this run has one */
-            const int want = expect_wgmma(FMHA_DTYPE_FP16) ? 1 : pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
+            const int want = expect_wgmma(FMHA_DTYPE_FP16, 0, 64) ? 1 : pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
             if (m == 2 && pages[i] < 8) continue;
             a = m == 1 ? e.vl : e.sg;
             a.page_size = pages[i];
@@ -2158,10 +2209,12 @@ static void test_plans(void)
         expect_plan_page(name, &page4_set, &a, want, part);
     }
     /* fp8 KV: the default set's classes 1, 16 and 64 with bf16 queries (d64 causal) and
-     * e4m3 queries (d128, no mask, soft cap); the explicit set's fp8 rows 4 and 128 */
+     * e4m3 queries (d128, no mask, soft cap; the wgmma kernel, page 1, where this run
+     * has one); the explicit set's fp8 rows 4 and 128 */
     for (m = 0; m < 2; m++)
         for (i = 0; i < 11; i++) {
-            const int want = pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
+            const int want = m && expect_wgmma(FMHA_DTYPE_FP8, 1, 128) ? 1
+                             : pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
             a = e.f8;
             a.page_size = pages[i];
             if (m) {

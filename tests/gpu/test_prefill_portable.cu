@@ -4,5 +4,6 @@
  * the portable mma.sync pipeline, the fallback the wgmma pipeline relies on.
  */
 #define FMHAI_TTAB_PREFILL_16 FWD
+#define FMHAI_TTAB_PREFILL_8 FP8
 #define TEST_PREFILL_PORTABLE 1
 #include "test_prefill.cu"

@@ -295,7 +295,7 @@ static int starts_with(const char *s, const char *p) { return s && strncmp(s, p,
 static void test_prefill_classes(void)
 {
     static const int pages[11] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 2048 };
-    int i, lay, cc, ok = 1, ok8 = 1;
+    int i, lay, cc, ok = 1, ok8 = 1, okq8 = 1;
     char why[240] = "";
     for (cc = 80; cc <= 90; cc += 10) {
         fmhai_test_device.cc = cc;
@@ -325,8 +325,22 @@ static void test_prefill_classes(void)
                     st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
                     if (st != FMHA_OK || plan.kernel->page_size != want8 || plan.kernel->dtype != FMHA_DTYPE_FP8 ||
                         plan.kernel->arch != FMHA_ARCH_SM80 ||
-                        !starts_with(plan.why, fast ? "portable pipeline: fp8 KV" : "portable pipeline: the device"))
+                        !starts_with(plan.why, fast ? "portable pipeline: fp8 KV with bf16 queries"
+                                                    : "portable pipeline: the device"))
                         ok8 = 0;
+                    /* e4m3 queries: the wgmma e4m3 kernel (page 1) on sm_90; d 64 the
+                     * portable 64 kernel (least padding) */
+                    a.q_dtype = FMHA_DTYPE_FP8;
+                    st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
+                    if (st != FMHA_OK || plan.kernel->page_size != (fast ? 1 : want8) ||
+                        plan.kernel->dtype != FMHA_DTYPE_FP8 || plan.kernel->hdim != 128 ||
+                        plan.kernel->arch != (fast ? FMHA_ARCH_SM90A : FMHA_ARCH_SM80) ||
+                        !starts_with(plan.why, fast ? "fast pipeline (wgmma)" : "portable pipeline: the device"))
+                        okq8 = 0;
+                    a.hdim_q = a.hdim_v = 64;
+                    st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
+                    if (st != FMHA_OK || plan.kernel->hdim != 64 || plan.kernel->arch != FMHA_ARCH_SM80)
+                        okq8 = 0;
                 }
             }
     }
@@ -334,7 +348,10 @@ static void test_prefill_classes(void)
     if (!ok) printf("  %s\n", why);
     CHECK(ok, "prefill default set: sm_90 runs every page size on the wgmma kernel, sm_80 page classes 1 / 16 / 64, "
               "LINEAR and VECTORIZED, each plan says why");
-    CHECK(ok8, "prefill default set: fp8 KV falls back to the portable page classes (the fallback rule says so)");
+    CHECK(ok8, "prefill default set: fp8 KV with bf16 queries falls back to the portable page classes (the "
+               "fallback rule says so)");
+    CHECK(okq8, "prefill default set: fp8 KV with e4m3 queries runs the wgmma e4m3 kernel on sm_90 (d 128), the "
+                "portable classes elsewhere and for d 64");
     {
         fmha_batch_prefill_args a = prefill_args(16, 1);
         a.kv_dtype = FMHA_DTYPE_FP8;

@@ -277,6 +277,13 @@ typedef struct fmha_ref_fwd {
 
     int mask_type;                       /* FMHA_REF_MASK_*                     */
     int window_left, window_right;       /* -1: unbounded                       */
+
+    /* fmha_ref_fwd_row_p8 only (optional): the V descale of each key and KV
+     * head, [key][nhead_k] (keys numbered as K's rows: group mode from
+     * seqstart_k, batch mode b * seqlen_k + j); P is quantised as
+     * P * vs / vref, vref the largest |vs| of the key tile, as the paged
+     * FP8 kernels do with per-page descales. NULL: every vs is 1. */
+    const float *p8_vscale;
 } fmha_ref_fwd;
 
 /* Lengths of batch entry b. */
@@ -395,7 +402,9 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
  * rescaled by exp(m_tile - m_final) afterwards; the row sum uses the
  * unrounded P, so the LSE is the exact one. Without this rounding a correct
  * kernel's O is about 3e-2 rel-L2 off fmha_ref_fwd_row (P's 3-bit mantissa);
- * with it what is left is fp32 and bf16 rounding. *sabs (may be NULL): the
+ * with it what is left is fp32 and bf16 rounding. Per-key V descales
+ * (p->p8_vscale) scale P before its rounding, as the paged kernels do.
+ * *sabs (may be NULL): the
  * largest scale * sum_c |q_c k_c| over the visible keys, which bounds the
  * accumulation error of a score. Arguments otherwise as fmha_ref_fwd_row. */
 static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i, int tile_n,
@@ -404,7 +413,7 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
     int s_q, s_k, lo, hi, n, t, j, c;
     int hk = h / (p->nhead_q / p->nhead_k);
     double slope = 0.0, m = -INFINITY, l = 0.0, amax = 0.0;
-    const float *qrow;
+    const float *qrow, *vs = 0;
 
     fmha_ref_lengths(p, b, &s_q, &s_k);
     for (c = 0; c < p->hdim_v; c++) o_row[c] = 0.0;
@@ -424,17 +433,26 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
         if (a * p->scale > amax) amax = a * p->scale;
     }
     if (sabs) *sabs = amax;
+    if (p->p8_vscale) vs = p->p8_vscale + ((p->is_group_mode ? (int64_t)p->seqstart_k[b] : (int64_t)b * p->seqlen_k) *
+                                           p->nhead_k + hk);
     for (t = hi / tile_n; t >= lo / tile_n; t--) {
         const int j0 = t * tile_n > lo ? t * tile_n : lo;
         const int j1 = t * tile_n + tile_n - 1 < hi ? t * tile_n + tile_n - 1 : hi;
-        double mt = m, alpha;
+        double mt = m, alpha, vref = 0.0;
         for (j = j0; j <= j1; j++) mt = scores[j - lo] > mt ? scores[j - lo] : mt;
         alpha = m == -INFINITY ? 0.0 : exp(m - mt);
         for (c = 0; c < p->hdim_v; c++) o_row[c] *= alpha;
         l *= alpha;
+        /* the V reference: every key of the tile, visible or not */
+        for (j = t * tile_n; vs && j < t * tile_n + tile_n && j < s_k; j++)
+            vref = fabs((double)vs[(int64_t)j * p->nhead_k]) > vref ? fabs((double)vs[(int64_t)j * p->nhead_k]) : vref;
+        vref = vref > 0.0 ? vref : 1.0;
         for (j = j0; j <= j1; j++) {
             const double e = exp(scores[j - lo] - mt);
-            const double pq = fmha_ref_e4m3_to_f32(fmha_ref_f32_to_e4m3((float)e));
+            const double v = vs ? (double)vs[(int64_t)j * p->nhead_k] : 1.0;
+            const double pq = v == 0.0 ? 0.0
+                                       : fmha_ref_e4m3_to_f32(fmha_ref_f32_to_e4m3((float)(e * (v / vref)))) *
+                                             (vref / v);
             const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
             l += e;
             for (c = 0; c < p->hdim_v; c++) o_row[c] += pq * (double)vrow[c];

@@ -91,7 +91,12 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #endif
 #define FMHAI_TTAB_PREFILL_FP16 FMHAI_TTAB_PREFILL_16
 #define FMHAI_TTAB_PREFILL_BF16 FMHAI_TTAB_PREFILL_16
-#define FMHAI_TTAB_PREFILL_FP8 FP8
+/* e4m3-KV batch prefill: the Hopper e4m3 rows (e4m3 queries) first (a build
+ * may predefine FMHAI_TTAB_PREFILL_8 as FP8: portable rows only) */
+#ifndef FMHAI_TTAB_PREFILL_8
+#define FMHAI_TTAB_PREFILL_8 FP8X
+#endif
+#define FMHAI_TTAB_PREFILL_FP8 FMHAI_TTAB_PREFILL_8
 #define FMHAI_TTAB_PREFILL_VEC_FP16 FMHAI_TTAB_PREFILL_16
 #define FMHAI_TTAB_PREFILL_VEC_BF16 FMHAI_TTAB_PREFILL_16
 #define FMHAI_TTAB_PREFILL_VEC_FP8 FP8
@@ -149,8 +154,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     (FMHAI_MATCH(upg, pg) && FMHAI_MATCH(ubm, bm) && FMHAI_MATCH(ubn, bn) &&             \
      FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st) && FMHAI_CAT(FMHAI_PAGES_OK_, arch)(upg, pg))
 
-/* The pipeline body of a row's arch (the Hopper one's kv8 rows are the
- * e4m3 forward, FMHAI_FWD90_CONSTRAINTS). */
+/* The pipeline body of a row's arch (the Hopper one's kv8 rows compute in
+ * e4m3: the forward, and batch prefill with e4m3 queries). */
 #define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_GFX9 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8) \

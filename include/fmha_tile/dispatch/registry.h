@@ -163,6 +163,7 @@ static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int or
 typedef struct fmhai_problem {
     fmha_family family;
     fmha_dtype dtype;
+    int q8;                  /* e4m3 queries (the fp8 forward; fp8 KV prefill) */
     int hdim;
     int masked;              /* a mask that can hide keys                  */
     int mask_type;
@@ -190,7 +191,7 @@ static inline const char *fmhai_family_name(fmha_family f)
 static inline const char *fmhai_fwd90_why_not(const fmhai_problem *pb)
 {
 #define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
-    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->hdim, pb->page_size, pb->kv_layout)
+    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->hdim, pb->page_size, pb->kv_layout)
 #undef FMHAI_SERVES_CHECK
     return 0;
 }
@@ -316,6 +317,7 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
     memset(&pb, 0, sizeof(pb));
     pb.family = FMHA_FAMILY_FWD;
     pb.dtype = a->dtype;
+    pb.q8 = a->dtype == FMHA_DTYPE_FP8;
     pb.hdim = a->hdim_q;
     pb.masked = fmhai_fwd_masked(a);
     pb.mask_type = a->mask_type;
@@ -340,6 +342,7 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
     pb.family = FMHA_FAMILY_BATCH_PREFILL;
     /* fp8 KV kernels serve bf16 and fp8 queries alike (a runtime choice) */
     pb.dtype = a->kv_dtype == FMHA_DTYPE_FP8 ? FMHA_DTYPE_FP8 : a->q_dtype;
+    pb.q8 = a->q_dtype == FMHA_DTYPE_FP8;
     pb.hdim = a->hdim_q;
     pb.masked = a->mask_type != FMHA_MASK_NONE &&
                 (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);

@@ -35,12 +35,18 @@
  * Rows (policy/fwd_tiles.h): hdim 64 and 128, BM 128, BN 128, 3 stages;
  * hdim 256, BN 64, 2 stages (fp8: 3); 12 warps (a tuning build may run hdim
  * 64 on 192 rows, three MMA warpgroups, 16 warps). The same rows serve batch
- * prefill over 16-bit K/V; fp8 KV runs on the portable pipeline.
+ * prefill over 16-bit K/V, and the fp8 rows batch prefill over e4m3 LINEAR
+ * pages with e4m3 queries (per-page descales: each score column times its
+ * key's K descale, each P column times its key's V descale over the tile's
+ * largest before P is rounded; O kept in units of that reference,
+ * fmhai_fwd90_vref); fp8 KV with bf16 queries runs on the portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
  * K [stages][BN][hd], V [stages][BN][hd] (VECTORIZED: V^T [hd][BN]), paged:
  * the row page indices of two tiles [2][BN] int32; fp8 (bytes): V^T
- * [stages][hd][128] and two staging tiles of V rows [2][BN][hd].
+ * [stages][hd][128] and two staging tiles of V rows [2][BN][hd], paged: the
+ * row page indices of three tiles [3][BN] int32, their descales [3][K,V][BN]
+ * and V references [3][4] fp32.
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_SM90_H
 #define FMHA_TILE_PIPELINE_FWD_SM90_H
@@ -105,10 +111,22 @@ FMHAI_DEVICE uint32_t fmhai_pack_e4m3x4(float x0, float x1, float x2, float x3)
 FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
                                       int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
-                                      int SOFTCAP, int ALIBI, float scale_log2, float softcap_pre, int FP8)
+                                      int SOFTCAP, int ALIBI, float scale_log2, float softcap_pre, int FP8,
+                                      const float *kds, const float *vds, float vinv, float vratio)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
     const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    /* ---- per-key K descales (paged FP8): score column c times kds[c] ------ */
+    if (kds) {
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+            const float2 k2 = *(const float2 *)(kds + nt * 8 + 2 * t);
+            acc_s[4 * nt + 0] *= k2.x;
+            acc_s[4 * nt + 1] *= k2.y;
+            acc_s[4 * nt + 2] *= k2.x;
+            acc_s[4 * nt + 3] *= k2.y;
+        }
+    }
     /* ---- logits: soft cap, ALiBi, mask --------------------------------- */
     if (SOFTCAP || ALIBI) {
 #pragma unroll
@@ -163,13 +181,26 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
                 sum += pv;
             }
         row_sum[hf] = row_sum[hf] * alpha + sum;
+        const float oa = alpha * vratio;   /* O in units of this tile's V reference */
 #pragma unroll
         for (int dt = 0; dt < HD / 8; ++dt) {
-            acc_o[4 * dt + 2 * hf] *= alpha;
-            acc_o[4 * dt + 2 * hf + 1] *= alpha;
+            acc_o[4 * dt + 2 * hf] *= oa;
+            acc_o[4 * dt + 2 * hf + 1] *= oa;
         }
     }
     if (FP8) {
+        /* per-key V descales (paged FP8): P column c times vds[c] / vref */
+        if (vds) {
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt) {
+                const float2 v2 = *(const float2 *)(vds + nt * 8 + 2 * t);
+                const float v0 = v2.x * vinv, v1 = v2.y * vinv;
+                acc_s[4 * nt + 0] *= v0;
+                acc_s[4 * nt + 1] *= v1;
+                acc_s[4 * nt + 2] *= v0;
+                acc_s[4 * nt + 3] *= v1;
+            }
+        }
 #pragma unroll
         for (int kq = 0; kq < BN / 32; ++kq)
 #pragma unroll
@@ -188,14 +219,60 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
     }
 }
 
-/* FP8: K rows of a key tile into its stage and V rows into a staging tile
- * (hd counts 16-bit columns: the e4m3 bytes / 2), one copy group. */
+/* FP8: K rows of key tile [tok0, tok0 + BN) into its stage and V rows into
+ * a staging tile (hd counts 16-bit columns: the e4m3 bytes / 2), one copy
+ * group; contiguous, or paged through the tile's row pages `rows`. */
 FMHAI_DEVICE void fmhai_fwd90_load_kv8(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
-                                       const fmhai_kv_src *vs, int tok0, int s_k, int d, int hd, int BN, int tid)
+                                       const fmhai_kv_src *vs, const int32_t *rows, int tok0, int s_k, int d,
+                                       int hd, int BN, int tid, const fmhai_fwd_params *p, int PAGED)
 {
-    fmhai_wg_load_kv(dk, ks, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
-    fmhai_wg_load_kv(dv, vs, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
+    if (PAGED) {
+        fmhai_wg_load_kv_rows(dk, dv, ks, vs, rows, tok0, s_k, d, hd, BN, 128, tid, p->page_log2, p->kv_off64);
+    } else {
+        fmhai_wg_load_kv(dk, ks, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
+        fmhai_wg_load_kv(dv, vs, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
+    }
     fmhai_copy_commit();
+}
+
+/* Paged FP8: the K and V descales of a page for KV head hk (1 without
+ * per-page scaling: per-tensor descales fold into the logit scale). */
+FMHAI_DEVICE float2 fmhai_fwd90_page_ds(const fmhai_fwd_params *p, int page, int hk)
+{
+    if (!p->k_page_descale) return make_float2(1.f, 1.f);
+    const int64_t at = (int64_t)page * p->ds_page + (int64_t)hk * p->ds_head;
+    return make_float2(p->k_page_descale[at], p->v_page_descale[at]);
+}
+
+/* Paged FP8: one row's descales into tile slot `slot` of sDs [3][K, V][BN],
+ * and each warp's largest |V descale| into sVref [3][4] (the MMA warpgroups
+ * take the tile's reference from those). Threads below BN: whole warps. */
+FMHAI_DEVICE void fmhai_fwd90_put_ds(float *sDs, float *sVref, int slot, float2 ds, int BN, int ltid)
+{
+    if (ltid < BN) {
+        sDs[slot * 2 * BN + ltid] = ds.x;
+        sDs[slot * 2 * BN + BN + ltid] = ds.y;
+        float m = fabsf(ds.y);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, fmhai_shfl_xor(m, o));
+        if (ltid % 32 == 0) sVref[slot * 4 + ltid / 32] = m;
+    }
+}
+
+/* Paged FP8, the MMA warpgroups: tile slot's V reference (the largest
+ * |V descale| of its rows; 1 if none is positive). P is quantised as
+ * P * vds / vref, so it stays <= 1 whatever the pages' scales, and O is kept
+ * in units of the current tile's reference: *vratio (old / new reference)
+ * rescales it with the softmax's alpha. */
+FMHAI_DEVICE float fmhai_fwd90_vref(const float *sVref, int slot, int BN, float *vref, float *vratio)
+{
+    float m = sVref[slot * 4];
+#pragma unroll
+    for (int w = 1; w < BN / 32; ++w) m = fmaxf(m, sVref[slot * 4 + w]);
+    m = m > 0.f ? m : 1.f;
+    *vratio = *vref / m;   /* the first tile: 0 (O is still 0) */
+    *vref = m;
+    return 1.f / m;
 }
 
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
@@ -241,32 +318,55 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * FP8: two staging tiles of V rows [2][BN][HD] instead */
     int32_t *sPage = (int32_t *)(smem_raw + (sV + ST * v_bytes - raw));
     const fmhai_smem_t sStage = sV + ST * v_bytes;
+    /* paged FP8: per-key descales (fmhai_fwd90_put_ds), after the staging
+     * tiles and the row pages [3][BN] */
+    const int PDS = FP8 && PAGED;
+    const float *sDs8 = (const float *)(smem_raw + (sStage + 2 * kv_bytes - raw)) + 3 * BN;
 
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec(NWG == 2 ? 40 : 32);
+        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : PDS ? 56 : 40);
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
         if (FP8) {
-            /* e4m3 (contiguous K/V): K and V rows by cp.async (V into one of
-             * two staging tiles) two tiles ahead; tile j is turned into V^T
+            /* e4m3: K and V rows by cp.async (V into one of two staging
+             * tiles) two tiles ahead; tile j is turned into V^T
              * (fmhai_wg_vt8_transpose) and handed over as soon as its copies
              * have landed, and only then does the warpgroup wait for tile
              * j + 2's stage (freed by P V of tile j - 1, which needs tile j).
              * Waiting for tile j + 1's stage first put the transpose between
              * P V of tile j - 2 and S of tile j, in the MMA warpgroups' way.
-             * The warpgroup's own barrier (PAGES: fp8 rows are not paged)
-             * publishes the copies before the transpose reads them, and the
-             * reads before a staging tile is refilled. */
+             * The warpgroup's own barrier (PAGES) publishes the copies before
+             * the transpose reads them, the reads before a staging tile is
+             * refilled, and (paged) the staged pages and descales.
+             * Paged: tile i's row pages sit in sPg[i % 3] (read from the
+             * table at iteration i - 3, staged at i - 2 before the copies),
+             * its descales in sDs[i % 3] (read at i - 2 before the stage's
+             * EMPTY wait, stored after it: tile i - 3 is done with the slot
+             * then). Held across the transpose instead, they spilled. */
+            int32_t *sPg = (int32_t *)(smem_raw + (sStage + 2 * kv_bytes - raw));   /* [3][BN] */
+            float *sDs = (float *)(sPg + 3 * BN), *sVref = sDs + 6 * BN;
+            int pg_next = 0;
+            const int tn = W.n_hi - 1;   /* tile i holds keys from (tn - i) * BN */
+            if (PAGED) {
+                for (int i = 0; i < 2 && i < W.n_iters; ++i) {
+                    const int pg = ltid < BN ? fmhai_page_of(&ks, (tn - i) * BN + ltid, p->page_log2) : 0;
+                    if (ltid < BN) sPg[i * BN + ltid] = pg;
+                    fmhai_fwd90_put_ds(sDs, sVref, i, fmhai_fwd90_page_ds(p, pg, hk), BN, ltid);
+                }
+                if (ltid < BN && 2 < W.n_iters) pg_next = fmhai_page_of(&ks, (tn - 2) * BN + ltid, p->page_log2);
+                fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+            }
             for (int i = 0; i < 2 && i < W.n_iters; ++i) {
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
-                fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, (W.n_hi - 1 - i) * BN,
-                                     s_k, p->d / 2, HDC, BN, ltid);
+                fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
+                                     (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
             }
             for (int j = 0; j < W.n_iters; ++j) {
                 if (j + 1 < W.n_iters) fmhai_copy_wait(1);
                 else fmhai_copy_wait(0);
+                if (PAGED && ltid < BN && j + 2 < W.n_iters) sPg[((j + 2) % 3) * BN + ltid] = pg_next;
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
                 fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, BN, ltid);
                 fmhai_wg_fence_smem();
@@ -274,9 +374,17 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 fmhai_fwd90_full_arrive(j % ST, NWG);
                 if (j + 2 < W.n_iters) {
                     const int st = (j + 2) % ST;
+                    float2 ds = make_float2(1.f, 1.f);
+                    if (PAGED && ltid < BN) ds = fmhai_fwd90_page_ds(p, pg_next, hk);   /* tile j + 2's */
                     if (j + 2 >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);   /* used before */
                     fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
-                                         (W.n_hi - 3 - j) * BN, s_k, p->d / 2, HDC, BN, ltid);
+                                         sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
+                                         ltid, p, PAGED);
+                    if (PAGED) {
+                        fmhai_fwd90_put_ds(sDs, sVref, st, ds, BN, ltid);
+                        if (ltid < BN && j + 3 < W.n_iters)
+                            pg_next = fmhai_page_of(&ks, (tn - 3 - j) * BN + ltid, p->page_log2);
+                    }
                 }
             }
             return;
@@ -332,7 +440,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(NWG == 2 ? 232 : 160);
+    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : PDS ? 224 : 232);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];
     float row_max[2], row_sum[2];
@@ -349,6 +457,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         softcap_pre *= qk;
         o_scale = p->v_descale ? *p->v_descale : 1.f;
     }
+    float vref = 0.f, vratio = 1.f, vinv = 1.f;   /* paged FP8: fmhai_fwd90_vref */
     const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;   /* the LSE's scale */
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
@@ -382,8 +491,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_wait(0);   /* S of tile it (and P V of tile it - 1) done */
             fmhai_wg_fence_acc(acc_s, BN / 2);
             fmhai_wg_fence_acc(acc_o, HD / 2);
+            if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, buf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8);
+                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8,
+                                PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0, vinv, vratio);
             /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
             fmhai_fwd90_full_sync(nbuf, wg, NWG);   /* tile it + 1 landed */
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
@@ -404,8 +515,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_s, BN / 2);
         fmhai_wg_fence_acc(acc_o, HD / 2);
+        if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, it % ST, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8);
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8,
+                            PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
+                            vratio);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
@@ -415,6 +529,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_o, HD / 2);
     }
+    if (PDS) o_scale *= vref;
     /* every turn arrival is matched: warpgroup 0 takes the last one's last */
     if (W.n_iters > 0 && wg == 0) fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + 0, 256);
 

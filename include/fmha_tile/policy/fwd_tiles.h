@@ -80,7 +80,8 @@
 
 /* The rows a wildcard expands into on this platform (FWD: fp16/bf16 rows of
  * the prefill families; FWDX: of the contiguous forward, Hopper rows first;
- * FP8: e4m3-KV prefill rows; FP8FWD: the e4m3 forward, Hopper only), and the
+ * FP8: e4m3-KV prefill rows; FP8X: the same, the Hopper e4m3 rows first
+ * (they serve e4m3 queries); FP8FWD: the e4m3 forward, Hopper only), and the
  * arch an explicit row is built for. */
 #if defined(FMHA_PLATFORM_AMD)
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
@@ -94,6 +95,9 @@
 #  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...)
+#  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8X_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8X_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH GFX9
 #else
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -110,6 +114,11 @@
                                        FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8X_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FP8_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8X_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FP8_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
 
@@ -125,9 +134,13 @@
 #define FMHAI_FWD_PIPE_SM90A "wgmma"
 #define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
 #define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
+/* Hopper: the tiles (fp8: Q, K stages, V^T stages of 128-byte rows, two V
+ * staging tiles), 1024 bytes of alignment, paged: the row pages (16-bit:
+ * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
+ * [3][4] fp32). */
 #define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8)                                  \
     (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1024 + \
-     ((pg) > 0 ? 2 * 4 * (bn) : 0))
+     ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0))
 #define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_SM90A(hd, bm, w) 1
@@ -224,25 +237,27 @@
       "2 or 3 stages")                                                                      \
     C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128),                                      \
       "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers)") \
-    C(fwd90_fp8_forward, !(kv8) || ((pg) == 0 && ((hd) == 128 || (hd) == 256) && (st) == 3), \
-      "the wgmma pipeline's fp8 rows are forward rows of head dim 128 or 256 with 3 stages " \
-      "(the load warpgroup waits for tile j + 1's stage before it hands tile j over; "      \
-      "FP8 KV prefill rows are portable rows)")                                             \
+    C(fwd90_fp8_rows, !(kv8) || (((hd) == 128 || (hd) == 256) && (st) == 3 && !(vec)),    \
+      "the wgmma pipeline's fp8 rows have head dim 128 or 256, 3 stages (the load "         \
+      "warpgroup issues tile j + 2 after handing tile j over) and LINEAR pages if paged")   \
     C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")
 /* The fallback rule (CK's "fast pipeline falls back to the portable one"),
  * written once: S(name, condition, why not) over a forward or batch-prefill
- * problem (dtype, head dim, page size: 0 for the forward, layout), on top of
+ * problem (dtype, e4m3 queries, head dim, page size: 0 for the forward,
+ * layout), on top of
  * an sm_90 device. Selection never picks a Hopper row for a problem
  * that fails a line (the portable rows serve it), and a plan names the
  * first failing line as the reason it runs portable (fmhai_fwd90_why_not).
  * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256),
  * contiguous K/V and paged K/V of every page size in both layouts, every
- * mask, soft cap, ALiBi, LSE, GQA, batch and group mode. */
-#define FMHAI_FWD90_SERVES(S, dt, hd, pg, layout)                                          \
-    S(fwd90_fp8_kv, (dt) != FMHA_DTYPE_FP8 || (pg) == 0,                                   \
-      "portable pipeline: fp8 KV batch prefill (the wgmma pipeline computes e4m3 for the "  \
-      "contiguous forward only)")                                                           \
+ * mask, soft cap, ALiBi, LSE, GQA, batch and group mode; e4m3 (kernels 128
+ * and 256): the forward, and batch prefill over LINEAR e4m3 pages with e4m3
+ * queries (per-tensor or per-page descales). */
+#define FMHAI_FWD90_SERVES(S, dt, q8, hd, pg, layout)                                          \
+    S(fwd90_fp8_queries, (dt) != FMHA_DTYPE_FP8 || (q8),                                  \
+      "portable pipeline: fp8 KV with bf16 queries (the wgmma pipeline multiplies e4m3 by " \
+      "e4m3: pass e4m3 queries to run on it)")                                              \
     S(fwd90_hdim, (hd) <= 256, "portable pipeline: head dim above 256")                     \
     S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
       ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \
