@@ -2290,8 +2290,8 @@ static void test_registry(void)
                 k->family != FMHA_FAMILY_BATCH_PREFILL || k->has_alibi || k->tile_m <= 0 || k->tile_n <= 0 ||
                 k->warps <= 0 || k->stages <= 0 ||
                 (k->page_size != 1 && k->page_size != 16 && k->page_size != 64) ||
-                (k->arch == FMHA_ARCH_SM90A && (k->page_size != 1 || k->dtype == FMHA_DTYPE_FP8 ||
-                                                strcmp(k->pipeline, "wgmma") != 0)) ||
+                (k->arch == FMHA_ARCH_SM90A && (k->page_size != 1 || strcmp(k->pipeline, "wgmma") != 0 ||
+                                                (k->dtype == FMHA_DTYPE_FP8 && k->hdim != 128 && k->hdim != 256))) ||
                 (k->dtype == FMHA_DTYPE_FP8 && k->kv_layout != FMHA_KV_LAYOUT_LINEAR))
                 bad = i;
         }
@@ -2323,26 +2323,32 @@ static void test_registry(void)
             if (k && k->page_size == 128 && k->kv_layout == FMHA_KV_LAYOUT_LINEAR) n128++;
             if (k && k->dtype == FMHA_DTYPE_FP8 && k->hdim == 128 && k->has_mask && !k->has_softcap) nf8++;
         }
-        /* the fp16 wildcard row adds its Hopper page-4 kernel unless built portable */
+        /* the fp16 wildcard row adds its Hopper page-4 kernel, and each fp8 one its
+         * Hopper e4m3 kernel (page 4, page 128), unless built portable */
         const int hop = !TEST_PREFILL_PORTABLE;
-        if (tn == 6 + hop && n4 == 3 + hop && n128 == 2 && nf8 == 2) tu_pass("registry_page4_set");
-        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128, %d fp8 (want %d, %d, 2, 2)", tn,
-                     n4, n128, nf8, 6 + hop, 3 + hop);
+        if (tn == 6 + 3 * hop && n4 == 3 + 2 * hop && n128 == 2 + hop && nf8 == 2 + 2 * hop)
+            tu_pass("registry_page4_set");
+        else tu_fail("registry_page4_set", "%d kernels, %d of page 4, %d of page 128, %d fp8 (want %d, %d, %d, %d)", tn,
+                     n4, n128, nf8, 6 + 3 * hop, 3 + 2 * hop, 2 + hop, 2 + 2 * hop);
     }
     if (tu_selected("registry_prefill_wgmma_rows")) {
         /* one wgmma kernel per 16-bit variant: 2 dtypes x 3 hdims x (4 LINEAR + 2
-         * VECTORIZED), page 1, none for fp8 KV; none in the portable build */
+         * VECTORIZED), and per fp8 variant of hdim 128 and 256 (4 LINEAR each),
+         * page 1; none in the portable build */
         int nw = 0, nw_bad = 0;
         for (i = 0; i < n; i++) {
             const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
             if (k && k->arch == FMHA_ARCH_SM90A) {
                 ++nw;
-                if (k->page_size != 1 || k->dtype == FMHA_DTYPE_FP8 || k->tile_m != 128 || k->warps != 12) ++nw_bad;
+                if (k->page_size != 1 || k->tile_m != 128 || k->warps != 12 ||
+                    (k->dtype == FMHA_DTYPE_FP8 && ((k->hdim != 128 && k->hdim != 256) || k->stages != 3 ||
+                                                    k->kv_layout != FMHA_KV_LAYOUT_LINEAR)))
+                    ++nw_bad;
             }
         }
-        if (nw == (TEST_PREFILL_PORTABLE ? 0 : 36) && nw_bad == 0) tu_pass("registry_prefill_wgmma_rows");
+        if (nw == (TEST_PREFILL_PORTABLE ? 0 : 44) && nw_bad == 0) tu_pass("registry_prefill_wgmma_rows");
         else tu_fail("registry_prefill_wgmma_rows", "%d wgmma kernels (%d malformed), want %d", nw, nw_bad,
-                     TEST_PREFILL_PORTABLE ? 0 : 36);
+                     TEST_PREFILL_PORTABLE ? 0 : 44);
     }
 }
 

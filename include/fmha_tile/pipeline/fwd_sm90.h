@@ -67,6 +67,11 @@
 #define FMHAI_FWD90_BAR_PAGES 11  /* the load warpgroup's 128: a tile's page indices staged */
 #define FMHAI_FWD90_BAR_FULL1 12  /* .. 12 + stages - 1: stage landed, for MMA warpgroup 1 */
 
+/* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
+ * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
+ * (FP8 rows have two MMA warpgroups: TURN + 2 is free). */
+FMHAI_DEVICE int fmhai_fwd90_bar_kempty(int s) { return s == 0 ? 9 : s == 1 ? 10 : 15; }
+
 /* Stage s landed. With two MMA warpgroups each waits on its own barrier
  * (FULL + s or FULL1 + s: the load warpgroup's 128 threads and its own 128),
  * so that neither waits for the other to reach the tile: one barrier of all
@@ -333,10 +338,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             /* e4m3: K and V rows by cp.async (V into one of two staging
              * tiles) two tiles ahead; tile j is turned into V^T
              * (fmhai_wg_vt8_transpose) and handed over as soon as its copies
-             * have landed, and only then does the warpgroup wait for tile
-             * j + 2's stage (freed by P V of tile j - 1, which needs tile j).
-             * Waiting for tile j + 1's stage first put the transpose between
-             * P V of tile j - 2 and S of tile j, in the MMA warpgroups' way.
+             * have landed (its V^T stage freed by P V of tile j - 3: EMPTY),
+             * and only then does the warpgroup wait for tile j + 2's K stage
+             * (KEMPTY: the MMA warpgroups are past the softmax of tile
+             * j - 1). Waiting there for P V of tile j - 1 (one EMPTY for K
+             * and V) held every hand-off behind the slower warpgroup's P V:
+             * the MMA warpgroups stalled on FULL for a third of their time
+             * (ncu). Waiting for tile j + 1's stage first put the transpose
+             * between P V of tile j - 2 and S of tile j.
              * The warpgroup's own barrier (PAGES) publishes the copies before
              * the transpose reads them, the reads before a staging tile is
              * refilled, and (paged) the staged pages and descales.
@@ -367,6 +376,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (j + 1 < W.n_iters) fmhai_copy_wait(1);
                 else fmhai_copy_wait(0);
                 if (PAGED && ltid < BN && j + 2 < W.n_iters) sPg[((j + 2) % 3) * BN + ltid] = pg_next;
+                if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % ST, ALL);   /* P V of tile j - 3 done */
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
                 fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, BN, ltid);
                 fmhai_wg_fence_smem();
@@ -376,7 +386,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                     const int st = (j + 2) % ST;
                     float2 ds = make_float2(1.f, 1.f);
                     if (PAGED && ltid < BN) ds = fmhai_fwd90_page_ds(p, pg_next, hk);   /* tile j + 2's */
-                    if (j + 2 >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);   /* used before */
+                    if (j + 2 >= ST) fmhai_bar_sync(fmhai_fwd90_bar_kempty(st), ALL);   /* tile j - 1's K */
                     fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
                                          sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
                                          ltid, p, PAGED);
@@ -495,6 +505,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
                                 slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8,
                                 PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0, vinv, vratio);
+            /* FP8: this tile's K stage and descales are free for tile it + ST */
+            if (FP8 && it + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(buf), ALL);
             /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
             fmhai_fwd90_full_sync(nbuf, wg, NWG);   /* tile it + 1 landed */
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);

@@ -547,7 +547,8 @@ FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const 
  * The groups share out the 16-byte columns of d; per column: four 16-byte
  * shared loads, a 4 x 4 byte transpose per word (prmt), sixteen 4-byte
  * stores; the stores of one d row from a 32-lane group cover 32 banks (chunk
- * c ^ (d % 8), word t; two 16-lane groups meet in a bank twice). Rows past
+ * c ^ (d % 8), word t; two 16-lane groups meet in a bank twice); the loads
+ * of a phase of 8 lanes hit 8 different 16-byte bank groups. Rows past
  * s_k and columns past d were zero-filled by the copy (P is 0 there, but
  * 0 * NaN is not). Through registers straight from global memory instead,
  * each tile waited out its loads' latency in the load warpgroup. */
@@ -567,7 +568,11 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
     const fmhai_smem_t at = dst + 4 * t;
 #pragma unroll
     for (int ci = 0; ci < cols; ++ci) {
-        const int col = col0 + ci;
+        /* lanes of odd chunks c take their columns in the other order: the
+         * 8 lanes of a load phase (c = 2k, 2k + 1, t = 0..3) then read 8
+         * different 16-byte bank groups (swizzle chunk col ^ (key % 8), key %
+         * 8 = 2t + offset); in one order it was 8 wavefronts a load, not 4 */
+        const int col = col0 + (ci + c) % cols;
         uint4 v[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {   /* key offsets 0, 1, 8, 9 */
