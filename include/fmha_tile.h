@@ -26,8 +26,10 @@
  *   family   FWD | PREFILL | PREFILL_VEC (batch prefill over LINEAR /
  *            VECTORIZED KV pages); the backward has its own sets
  *            (dispatch/bwd_set.h); split-KV and append-KV join later
- *   dtype    FP16 | BF16 (PREFILL also FP8: e4m3 KV, portable pipeline;
- *            FWD wildcard rows also FP8: e4m3 Q/K/V, bf16 O, wgmma, sm_90a)
+ *   dtype    FP16 | BF16 (PREFILL also FP8: e4m3 KV, bf16 or e4m3 queries,
+ *            portable pipeline, and wildcard rows add wgmma e4m3 kernels for
+ *            e4m3 queries on sm_90a; FWD wildcard rows also FP8: e4m3 Q/K/V,
+ *            bf16 O, wgmma, sm_90a)
  *   hdim     kernel head dim 64 | 128 | 192 | 256; a problem of head dim d
  *            (a multiple of 8) runs on the smallest kernel hdim >= d
  *   mask     NOMASK | MASK      MASK kernels take any window/causal mask and
@@ -39,7 +41,7 @@
  *   warps    1..8
  *   stages   K/V staging depth, 1..3
  *   (explicit rows build the portable pipeline; the Hopper wgmma rows of
- *   FWD wildcards and of 16-bit PREFILL / PREFILL_VEC wildcards have their
+ *   FWD wildcards and of PREFILL / PREFILL_VEC wildcards have their
  *   own shapes, FMHAI_FWD90_CONSTRAINTS, and one Hopper prefill kernel serves
  *   every page size; which problems they serve: FMHAI_FWD90_SERVES, the
  *   fallback rule, and fmha_fwd_plan.why says which pipeline ran and why)
