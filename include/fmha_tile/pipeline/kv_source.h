@@ -506,7 +506,42 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
  * a warp instruction still covers whole rows (adjacent 16-byte chunks), and
  * the thread reads its rows' page indices four at a time with one 16-byte
  * shared load. One row per copy with its own lookup, K and V apart, ran at
- * 0.81 of the contiguous forward, this at 0.97-0.98 (bench/RESULTS.md). */
+ * 0.81 of the contiguous forward, this at 0.97-0.98 (bench/RESULTS.md).
+ * Each variant (64-bit offsets; 32-bit with K and V pools laid out alike,
+ * one offset per row for both; 32-bit apart) is its own loop: selected per
+ * row, every row paid for all of them. Rows past s_k copy nothing from
+ * the chunk's base (zero-filled). */
+FMHAI_DEVICE void fmhai_wg_kv_rows_loop(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
+                                        const fmhai_kv_src *vs, const int32_t *pg, int tok0, int s_k, int col_ok,
+                                        int r0, int c, int rpt, int rows, int page_mask, int OFF64, int SAME)
+{
+    const char *kb = ks->base + c * 16, *vb = vs->base + c * 16;
+#pragma unroll
+    for (int q = 0; q < rpt; q += 4) {
+        const int4 p4 = *(const int4 *)(pg + q);
+        const int pages[4] = { p4.x, p4.y, p4.z, p4.w };
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int r = r0 + q + e, slot = (tok0 + r) & page_mask;
+            const int ok = col_ok && tok0 + r < s_k;
+            const char *gk, *gv;
+            if (OFF64) {
+                gk = ok ? fmhai_page_at(ks, kb, pages[e], slot, ks->row_bytes, 1) : kb;
+                gv = ok ? fmhai_page_at(vs, vb, pages[e], slot, vs->row_bytes, 1) : vb;
+            } else {
+                const uint32_t ko = ok ? (uint32_t)pages[e] * (uint32_t)ks->page_bytes +
+                                         (uint32_t)slot * (uint32_t)ks->row_bytes : 0u;
+                const uint32_t vo = SAME ? ko : ok ? (uint32_t)pages[e] * (uint32_t)vs->page_bytes +
+                                                     (uint32_t)slot * (uint32_t)vs->row_bytes : 0u;
+                gk = kb + ko;
+                gv = vb + vo;
+            }
+            fmhai_copy_async16(dk + fmhai_wg_tile_off(r, c, rows), gk, ok);
+            fmhai_copy_async16(dv + fmhai_wg_tile_off(r, c, rows), gv, ok);
+        }
+    }
+}
+
 FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
                                         const fmhai_kv_src *vs, const int32_t *sPage, int tok0, int s_k, int d,
                                         int hd, int rows, int nthreads, int tid, int page_log2, int off64)
@@ -515,22 +550,13 @@ FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const 
     const int chunks = hd / 8, groups = nthreads / chunks, rpt = rows / groups;
     const int g = tid / chunks, c = tid % chunks, page_mask = (1 << page_log2) - 1;
     const int col_ok = c * 8 < d;
-    const char *kb = ks->base + c * 16, *vb = vs->base + c * 16;
     const int32_t *pg = sPage + g * rpt;
-#pragma unroll
-    for (int q = 0; q < rpt; q += 4) {
-        const int4 p4 = *(const int4 *)(pg + q);
-        const int pages[4] = { p4.x, p4.y, p4.z, p4.w };
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int r = g * rpt + q + e, slot = (tok0 + r) & page_mask;
-            const int ok = col_ok && tok0 + r < s_k;
-            const char *gk = fmhai_page_at(ks, kb, pages[e], slot, ks->row_bytes, off64);
-            const char *gv = fmhai_page_at(vs, vb, pages[e], slot, vs->row_bytes, off64);
-            fmhai_copy_async16(dk + fmhai_wg_tile_off(r, c, rows), ok ? gk : ks->base, ok);
-            fmhai_copy_async16(dv + fmhai_wg_tile_off(r, c, rows), ok ? gv : vs->base, ok);
-        }
-    }
+    if (off64)
+        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 1, 0);
+    else if (ks->page_bytes == vs->page_bytes && ks->row_bytes == vs->row_bytes)
+        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 1);
+    else
+        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 0);
 }
 
 /* ---- FP8 (e4m3) V for the Hopper e4m3 P V product --------------------------
@@ -565,7 +591,6 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
     const int per = bn / 4, groups = 4 * (32 / per), l = tid % 32 % per;   /* lanes a group, groups in all */
     const int c = l / 4, t = l % 4, cols = hd / 16 / groups;
     const int col0 = ((tid / 32) * (32 / per) + (tid % 32) / per) * cols, key0 = 16 * c + 2 * t;
-    const fmhai_smem_t at = dst + 4 * t;
 #pragma unroll
     for (int ci = 0; ci < cols; ++ci) {
         /* lanes of odd chunks c take their columns in the other order: the
@@ -573,14 +598,22 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
          * different 16-byte bank groups (swizzle chunk col ^ (key % 8), key %
          * 8 = 2t + offset); in one order it was 8 wavefronts a load, not 4 */
         const int col = col0 + (ci + c) % cols;
+        /* Addresses as a base and immediates: a swizzle chunk (bits 4-6) of
+         * a 1024-aligned base XORed in, then row offsets (bits >= 7) added;
+         * formed per access they were half the load warpgroup's
+         * instructions (ncu). Keys key0 + {0, 1} sit in rows of chunk
+         * (col % 8) ^ (2t + {0, 1}); + 8 keys is + 1024 bytes. */
+        const fmhai_smem_t l0 = (stage + (col >> 3) * bn * 128 + key0 * 128 + ((col & 7) << 4)) ^ (t << 5);
+        const fmhai_smem_t l1 = (l0 ^ 16) + 128;
         uint4 v[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {   /* key offsets 0, 1, 8, 9 */
-            const int key = key0 + (e & 1) + 8 * (e >> 1);
             asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                          : "=r"(v[e].x), "=r"(v[e].y), "=r"(v[e].z), "=r"(v[e].w)
-                         : "r"(stage + fmhai_wg_tile_off(key, col, bn)));
+                         : "r"((e & 1 ? l1 : l0) + (e >> 1) * 1024));
         }
+        /* d row dd = col * 16 + 4m + b of V^T: chunk c ^ (dd % 8) */
+        const fmhai_smem_t s0 = dst + 4 * t + (c << 4) + col * 2048;
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
             const uint32_t w0 = (&v[0].x)[m], w1 = (&v[1].x)[m], w2 = (&v[2].x)[m], w3 = (&v[3].x)[m];
@@ -589,10 +622,9 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
             const uint32_t o[4] = { fmhai_prmt(lo01, lo23, 0x5410), fmhai_prmt(lo01, lo23, 0x7632),
                                     fmhai_prmt(hi01, hi23, 0x5410), fmhai_prmt(hi01, hi23, 0x7632) };
 #pragma unroll
-            for (int b = 0; b < 4; ++b) {
-                const int dd = col * 16 + 4 * m + b;   /* byte b of each key's word m is d = dd */
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at + dd * 128 + ((c ^ (dd & 7)) << 4)), "r"(o[b]));
-            }
+            for (int b = 0; b < 4; ++b)
+                asm volatile("st.shared.b32 [%0], %1;\n"
+                             ::"r"((s0 ^ ((4 * (m & 1) + b) << 4)) + (4 * m + b) * 128), "r"(o[b]));
         }
     }
 }
