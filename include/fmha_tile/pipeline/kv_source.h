@@ -451,16 +451,53 @@ FMHAI_DEVICE const char *fmhai_page_at(const fmhai_kv_src *s, const char *base, 
 #define FMHAI_WG_KV_VEC_K 2       /* VECTORIZED K [d/8][page][8]             */
 #define FMHAI_WG_KV_VEC_VT 3      /* VECTORIZED V [page/8][d][8], lands as V^T */
 
+/* VECTORIZED K or V^T of one key tile (fmhai_wg_load_kv), OFF64 fixed */
+FMHAI_DEVICE void fmhai_wg_load_kv_vec(fmhai_smem_t dst, const fmhai_kv_src *s, const int32_t *sPage, int tok0,
+                                       int s_k, int d, int hd, int rows, int nthreads, int tid, int page_mask,
+                                       int OFF64, int kind)
+{
+    if (kind == FMHAI_WG_KV_VEC_K) {
+        /* a token's chunks sit chunk_bytes apart, consecutive tokens 16
+         * bytes apart: consecutive threads take consecutive tokens of one
+         * chunk column (rows divides nthreads) */
+        const int cstep = nthreads / rows, r = tid % rows, c0 = tid / rows;
+        const int row_ok = tok0 + r < s_k;
+        const char *g = fmhai_page_at(s, s->base, sPage[r], (tok0 + r) & page_mask, 16, OFF64) +
+                        c0 * s->chunk_bytes;
+        const int64_t gstep = cstep * s->chunk_bytes;
+#pragma unroll
+        for (int i = 0; i < hd / 8 / cstep; ++i) {
+            const int c = c0 + i * cstep;
+            fmhai_copy_async16(dst + fmhai_cmaj(r, c, rows), g, row_ok && c * 8 < d);
+            g += gstep;
+        }
+    } else {
+        /* consecutive threads take consecutive d rows of one 8-token group
+         * (contiguous in the page); a group past s_k copies its valid tokens
+         * and zero-fills the rest */
+#pragma unroll
+        for (int i = 0; i < hd * (rows / 8) / nthreads; ++i) {
+            const int idx = tid + i * nthreads, dr = idx % hd, kc = idx / hd, tok = tok0 + kc * 8;
+            const char *g = fmhai_page_at(s, s->base + dr * 16, sPage[kc * 8], (tok & page_mask) >> 3,
+                                          s->chunk_bytes, OFF64);
+            const int valid = dr < d ? min(max(s_k - tok, 0), 8) : 0;
+            fmhai_copy_async16_part(dst + fmhai_cmaj(dr, kc, hd), g, valid * 2);
+        }
+    }
+}
+
 /* Key tile [tok0, tok0 + rows) of K or V into dst by nthreads threads
  * (paged LINEAR K and V load together: fmhai_wg_load_kv_rows). Rows past s_k
- * and columns past d are zero-filled. CONTIG lands in the 128-byte-swizzled
- * layout; VECTORIZED pages land chunk-major (fmhai_cmaj,
- * read through fmhai_wg_desc_cmaj): K as [rows][hd], V as V^T [hd][rows] (each
- * 16-byte chunk of a V page is 8 consecutive tokens of one d, one chunk of a
- * V^T row). A page stores those chunks in that order, so a warp's 32 copies
- * are 512 contiguous bytes on both sides; swizzled, each 32-byte sector was
- * split over two shared rows and fetched twice from L2 (0.70-0.74 of the
- * contiguous forward, measured). */
+ * and columns past d are zero-filled (their copies read nothing; their
+ * addresses stay inside the pool, page slots being clamped). CONTIG lands
+ * in the 128-byte-swizzled layout; VECTORIZED pages land chunk-major
+ * (fmhai_cmaj, read through fmhai_wg_desc_cmaj): K as [rows][hd], V as V^T
+ * [hd][rows] (each 16-byte chunk of a V page is 8 consecutive tokens of one
+ * d, one chunk of a V^T row). A page stores those chunks in that order, so
+ * a warp's 32 copies are 512 contiguous bytes on both sides; swizzled, each
+ * 32-byte sector was split over two shared rows and fetched twice from L2
+ * (0.70-0.74 of the contiguous forward, measured). 64- and 32-bit page
+ * offsets are separate loops (as fmhai_wg_load_kv_rows). */
 FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, const int32_t *sPage, int tok0,
                                    int s_k, int d, int hd, int rows, int nthreads, int tid, int page_log2,
                                    int off64, int kind)
@@ -472,32 +509,8 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
     }
     asm volatile("" : "+r"(dst), "+r"(tid));   /* as fmhai_wg_load_tile: no hoisted addresses */
     const int page_mask = (1 << page_log2) - 1;
-    if (kind == FMHAI_WG_KV_VEC_K) {
-        /* a token's chunks sit chunk_bytes apart, consecutive tokens 16
-         * bytes apart: consecutive threads take consecutive tokens of one
-         * chunk column (rows divides nthreads) */
-        const int cstep = nthreads / rows, r = tid % rows, c0 = tid / rows;
-        const int row_ok = tok0 + r < s_k;
-        const char *row = fmhai_page_at(s, s->base, sPage[r], (tok0 + r) & page_mask, 16, off64);
-#pragma unroll
-        for (int i = 0; i < hd / 8 / cstep; ++i) {
-            const int c = c0 + i * cstep;
-            const int ok = row_ok && c * 8 < d;
-            fmhai_copy_async16(dst + fmhai_cmaj(r, c, rows), ok ? row + c * s->chunk_bytes : s->base, ok);
-        }
-    } else {
-        /* consecutive threads take consecutive d rows of one 8-token group
-         * (contiguous in the page); a group past s_k copies its valid tokens
-         * and zero-fills the rest */
-#pragma unroll
-        for (int i = 0; i < hd * (rows / 8) / nthreads; ++i) {
-            const int idx = tid + i * nthreads, dr = idx % hd, kc = idx / hd, tok = tok0 + kc * 8;
-            const char *g = fmhai_page_at(s, s->base + dr * 16, sPage[kc * 8], (tok & page_mask) >> 3,
-                                          s->chunk_bytes, off64);
-            const int valid = dr < d ? min(max(s_k - tok, 0), 8) : 0;
-            fmhai_copy_async16_part(dst + fmhai_cmaj(dr, kc, hd), valid ? g : s->base, valid * 2);
-        }
-    }
+    if (off64) fmhai_wg_load_kv_vec(dst, s, sPage, tok0, s_k, d, hd, rows, nthreads, tid, page_mask, 1, kind);
+    else fmhai_wg_load_kv_vec(dst, s, sPage, tok0, s_k, d, hd, rows, nthreads, tid, page_mask, 0, kind);
 }
 
 /* Paged LINEAR K and V of key tile [tok0, tok0 + rows) together (their rows
