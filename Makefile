@@ -60,6 +60,14 @@ $(BUILD)/host/test_bwd_workspace: tests/host/test_bwd_workspace.c $(HEADERS)
 
 host-tests: $(BUILD)/host/test_ref_bwd $(BUILD)/host/test_bwd_workspace
 
+# split-KV decode: split ranges, heuristic, workspace, and the decode
+# reference pieces (LSE combine, rotary)
+$(BUILD)/host/test_splitkv: tests/host/test_splitkv.c tests/ref/fmha_ref_decode.h tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_splitkv
+
 # ---- NVIDIA (nvcc) --------------------------------------------------------
 ifneq ($(NVCC),)
 $(BUILD)/tests/test_fwd: tests/gpu/test_fwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)

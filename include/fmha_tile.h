@@ -95,4 +95,7 @@
 #include "fmha_tile/dispatch/bwd_dispatch.h"
 #include "fmha_tile/dispatch/bwd_set.h"
 
+/* split-KV decode: split ranges, split-count heuristic, workspace */
+#include "fmha_tile/dispatch/splitkv.h"
+
 #endif /* FMHA_TILE_H */

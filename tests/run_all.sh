@@ -82,6 +82,7 @@ if [ "$mode" = "--all" ]; then
     run_suite host_ref "$build/host/test_ref"
     run_suite host_ref_bwd "$build/host/test_ref_bwd"
     run_suite host_bwd_workspace "$build/host/test_bwd_workspace"
+    run_suite host_splitkv "$build/host/test_splitkv"
     if [ -x "$build/tests/test_fwd" ]; then
         run_suite gpu_fwd "$build/tests/test_fwd"
         run_suite gpu_prefill "$build/tests/test_prefill"
