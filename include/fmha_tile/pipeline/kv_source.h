@@ -522,8 +522,9 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
  * 0.81 of the contiguous forward, this at 0.97-0.98 (bench/RESULTS.md).
  * Each variant (64-bit offsets; 32-bit with K and V pools laid out alike,
  * one offset per row for both; 32-bit apart) is its own loop: selected per
- * row, every row paid for all of them. Rows past s_k copy nothing from
- * the chunk's base (zero-filled). */
+ * row, every row paid for all of them, and once the forward had got faster
+ * that held paged at 0.92 of it (1.01-1.02 as loops apart). Rows past s_k
+ * copy nothing from the chunk's base (zero-filled). */
 FMHAI_DEVICE void fmhai_wg_kv_rows_loop(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
                                         const fmhai_kv_src *vs, const int32_t *pg, int tok0, int s_k, int col_ok,
                                         int r0, int c, int rpt, int rows, int page_mask, int OFF64, int SAME)
