@@ -39,7 +39,7 @@ toolchain:
 	@echo "toolchain: clang-19=$(if $(CLANG19),$(CLANG19),not found)"
 
 # ---- host (C11, no device compiler) ---------------------------------------
-$(BUILD)/host/test_dispatch: tests/host/test_dispatch.c $(HEADERS)
+$(BUILD)/host/test_dispatch: tests/host/test_dispatch.c tests/host/host_check.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
@@ -54,7 +54,7 @@ $(BUILD)/host/test_ref_bwd: tests/host/test_ref_bwd.c tests/ref/fmha_ref_bwd.h t
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
-$(BUILD)/host/test_bwd_workspace: tests/host/test_bwd_workspace.c $(HEADERS)
+$(BUILD)/host/test_bwd_workspace: tests/host/test_bwd_workspace.c tests/host/host_check.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
@@ -62,7 +62,7 @@ host-tests: $(BUILD)/host/test_ref_bwd $(BUILD)/host/test_bwd_workspace
 
 # split-KV decode: split ranges, heuristic, workspace, and the decode
 # reference pieces (LSE combine, rotary)
-$(BUILD)/host/test_splitkv: tests/host/test_splitkv.c tests/ref/fmha_ref_decode.h tests/ref/fmha_ref.h $(HEADERS)
+$(BUILD)/host/test_splitkv: tests/host/test_splitkv.c tests/host/host_check.h tests/ref/fmha_ref_decode.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 

@@ -25,21 +25,15 @@ import math
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU", allow_module_level=True)
+from gpu_setup import require_gpu_and_library
+
+torch = require_gpu_and_library()
 FP8 = getattr(torch, "float8_e4m3fn", None)
 if FP8 is None:
     pytest.skip("this PyTorch has no torch.float8_e4m3fn", allow_module_level=True)
 
 import fmha_tile  # noqa: E402
 from fmha_tile import _lib  # noqa: E402
-
-try:
-    _lib.library()
-except _lib.FmhaLibraryError as _e:
-    pytest.skip("libfmha_tile.so not available: %s" % str(_e).splitlines()[0],
-                allow_module_level=True)
 
 from test_attention import visible, reference, rel_l2, alibi_slopes, TOL, BF16  # noqa: E402
 

@@ -23,20 +23,14 @@ import random
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU", allow_module_level=True)
+from gpu_setup import require_gpu_and_library
+
+torch = require_gpu_and_library()
 
 import torch.nn.functional as F  # noqa: E402
 
 import fmha_tile  # noqa: E402
 from fmha_tile import _lib  # noqa: E402
-
-try:
-    _lib.library()
-except _lib.FmhaLibraryError as _e:
-    pytest.skip("libfmha_tile.so not available: %s" % str(_e).splitlines()[0],
-                allow_module_level=True)
 
 from test_attention import visible, math_backend, TOL, LSE_TOL, BF16, FP16  # noqa: E402
 

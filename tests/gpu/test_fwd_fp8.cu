@@ -138,49 +138,17 @@ static uint8_t rand_code(fmha_ref_rng *r) { return fmha_ref_rng_e4m3(r, 4, 9); }
 
 static float bf16f(uint16_t u) { return fmha_ref_bf16_to_f32(u); }
 
-/* Reference row with the kernel's P rounding (see the header). */
+/* Reference row with the kernel's P rounding (see the header):
+ * fmha_ref_fwd_row_p8 (per-tensor descales: no per-key V scale), as floats.
+ * acc: hdim_v doubles of scratch. */
 static void ref_row(const fmha_ref_fwd *p, int b, int h, int i, int TILE_N, double *sc, double *acc, float *o,
                     float *lse, double *sabs)
 {
-    int s_q, s_k, lo, hi, j, c, n;
-    const int hk = h / (p->nhead_q / p->nhead_k);
-    const float *q = p->q + fmha_ref_off_q(p, b, h, i);
-    double slope = 0, m = -INFINITY, l = 0, amax = 0;
-    fmha_ref_lengths(p, b, &s_q, &s_k);
-    for (c = 0; c < p->hdim_v; c++) acc[c] = 0;
-    *sabs = 0;
-    if (!fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi)) {
-        for (c = 0; c < p->hdim_v; c++) o[c] = 0.f;
-        *lse = -INFINITY;
-        return;
-    }
-    if (p->alibi_slopes) slope = p->alibi_slopes[b * p->alibi_batch_stride + h];
-    for (j = lo; j <= hi; j++) {
-        const float *k = p->k + fmha_ref_off_k(p, b, hk, j);
-        double a = 0;
-        sc[j] = fmha_ref_score(p, q, k, slope, s_q, s_k, i, j);
-        for (c = 0; c < p->hdim_q; c++) a += fabs((double)q[c] * k[c]);
-        if (a * p->scale > amax) amax = a * p->scale;
-    }
-    *sabs = amax;
-    for (n = hi / TILE_N; n >= lo / TILE_N; n--) {   /* the kernel's tile order */
-        const int j0 = n * TILE_N > lo ? n * TILE_N : lo, j1 = n * TILE_N + TILE_N - 1 < hi ? n * TILE_N + TILE_N - 1 : hi;
-        double mt = m, alpha;
-        for (j = j0; j <= j1; j++) mt = sc[j] > mt ? sc[j] : mt;
-        alpha = m == -INFINITY ? 0 : exp(m - mt);
-        for (c = 0; c < p->hdim_v; c++) acc[c] *= alpha;
-        l *= alpha;
-        for (j = j0; j <= j1; j++) {
-            const double e = exp(sc[j] - mt);
-            const double pq = fmha_ref_e4m3_to_f32(fmha_ref_f32_to_e4m3((float)e));
-            const float *v = p->v + fmha_ref_off_v(p, b, hk, j);
-            l += e;
-            for (c = 0; c < p->hdim_v; c++) acc[c] += pq * v[c];
-        }
-        m = mt;
-    }
-    for (c = 0; c < p->hdim_v; c++) o[c] = (float)(acc[c] / l);
-    *lse = (float)(m + log(l));
+    double l;
+    int c;
+    fmha_ref_fwd_row_p8(p, b, h, i, TILE_N, sc, acc, &l, sabs);
+    for (c = 0; c < p->hdim_v; c++) o[c] = (float)acc[c];
+    *lse = (float)l;
 }
 
 static void run(const cfg *c, cudaStream_t st, uint64_t seed)

@@ -19,14 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmha_tile.h"
-
-static int g_pass, g_fail;
-#define CHECK(cond, name)                                                     \
-    do {                                                                      \
-        if (cond) { ++g_pass; printf("PASS %s\n", name); }                    \
-        else { ++g_fail; printf("FAIL %s (%s:%d) last error: %s\n", name,     \
-                                __FILE__, __LINE__, fmha_last_error()); }     \
-    } while (0)
+#include "host_check.h"
 
 DECL_FMHA_KERNEL_SET(bwd_set, FMHA_DEFAULT_BWD_SET)
 

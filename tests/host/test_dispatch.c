@@ -13,14 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmha_tile.h"
-
-static int g_pass, g_fail;
-#define CHECK(cond, name)                                                     \
-    do {                                                                      \
-        if (cond) { ++g_pass; printf("PASS %s\n", name); }                    \
-        else { ++g_fail; printf("FAIL %s (%s:%d) last error: %s\n", name,     \
-                                __FILE__, __LINE__, fmha_last_error()); }     \
-    } while (0)
+#include "host_check.h"
 
 /* Wildcard rows, a partially given wildcard row, and an explicit row. */
 #define SET_A(X)                                                                          \

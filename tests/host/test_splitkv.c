@@ -18,15 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fmha_tile.h"
+#include "host_check.h"
 #include "../ref/fmha_ref_decode.h"
 
-static int g_pass, g_fail;
-#define CHECK(cond, name)                                                     \
-    do {                                                                      \
-        if (cond) { ++g_pass; printf("PASS %s\n", name); }                    \
-        else { ++g_fail; printf("FAIL %s (%s:%d) last error: %s\n", name,     \
-                                __FILE__, __LINE__, fmha_last_error()); }     \
-    } while (0)
 
 /* ---- split ranges --------------------------------------------------------- */
 static void test_ranges(void)
