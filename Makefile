@@ -98,6 +98,16 @@ $(BUILD)/bench/bench_prefill: bench/bench_prefill.cu examples/example_util.h $(H
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $< -o $@
 
+# split-KV decode bandwidth (bench/run_decode.sh runs it beside PyTorch SDPA): sm_90a only
+$(BUILD)/bench/bench_decode: bench/bench_decode.cu examples/example_util.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $< -o $@
+
+# decode with split-KV: plan, run, time and validate one problem
+$(BUILD)/examples/fmha_decode: examples/fmha_decode.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) $< -o $@
+
 $(BUILD)/examples/fmha_fwd: examples/fmha_fwd.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@
@@ -185,7 +195,7 @@ $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 
 nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1 \
             $(BUILD)/tests/test_bwd_portable $(BUILD)/tests/test_wgmma $(BUILD)/tests/test_prefill_portable \
-            $(BUILD)/tests/test_fwd_fp8
+            $(BUILD)/tests/test_fwd_fp8 $(BUILD)/examples/fmha_decode
 bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:

@@ -20,12 +20,17 @@
  *                              tile_m, tile_n, warps, stages)
  *   FMHA_DEFAULT_FWD_SET(X)            every forward row the library tunes
  *   FMHA_DEFAULT_FWD_FP8_SET(X)        the e4m3 forward's rows (Hopper only)
+ *   FMHA_DEFAULT_PREFILL_SET(X)        batch prefill (both layouts, fp8 KV)
+ *   FMHA_DEFAULT_DECODE_SET(X)         decode with split-KV (contiguous and
+ *                                      paged caches, fp8 KV)
  *   FMHA_ANY                           wildcard for tile_m, tile_n, warps, stages
  *
  * Columns:
  *   family   FWD | PREFILL | PREFILL_VEC (batch prefill over LINEAR /
- *            VECTORIZED KV pages); the backward has its own sets
- *            (dispatch/bwd_set.h); split-KV and append-KV join later
+ *            VECTORIZED KV pages) | DECODE | DECODE_VEC (decode with
+ *            split-KV over a contiguous cache or LINEAR pages / VECTORIZED
+ *            pages); the backward has its own sets (dispatch/bwd_set.h);
+ *            append-KV joins later
  *   dtype    FP16 | BF16 (PREFILL also FP8: e4m3 KV, bf16 or e4m3 queries,
  *            portable pipeline, and wildcard rows add wgmma e4m3 kernels for
  *            e4m3 queries on sm_90a; FWD wildcard rows also FP8: e4m3 Q/K/V,
@@ -35,7 +40,11 @@
  *   mask     NOMASK | MASK      MASK kernels take any window/causal mask and
  *                               either alignment at run time
  *   softcap  NOSOFTCAP | SOFTCAP
- *   alibi    NOALIBI | ALIBI
+ *   alibi    NOALIBI | ALIBI  (FWD); PREFILL and DECODE rows have the
+ *            page column here: smallest page size served (DECODE: 0 is a
+ *            contiguous cache), FMHA_ANY for the tuned classes; decode
+ *            kernels take ALiBi at run time and a SOFTCAP decode kernel
+ *            serves problems without a soft cap too
  *   tile_m   query rows per block: 16 or 32 per warp
  *   tile_n   keys per step: a multiple of 16, at most 128
  *   warps    1..8
@@ -95,7 +104,11 @@
 #include "fmha_tile/dispatch/bwd_dispatch.h"
 #include "fmha_tile/dispatch/bwd_set.h"
 
-/* split-KV decode: split ranges, split-count heuristic, workspace */
+/* decode with split-KV: split ranges, heuristic, workspace; the combine
+ * kernel; plans (fmha_decode_plan_make, fmha_decode_run, fmha_decode) */
 #include "fmha_tile/dispatch/splitkv.h"
+#include "fmha_tile/kernel/decode.h"
+#include "fmha_tile/kernel/combine.h"
+#include "fmha_tile/dispatch/decode_dispatch.h"
 
 #endif /* FMHA_TILE_H */

@@ -74,8 +74,10 @@ typedef enum fmha_family {
     FMHA_FAMILY_BWD = 2,             /* dq_dk_dv: the main backward kernel    */
     FMHA_FAMILY_BWD_DOT_DO_O = 3,    /* D = rowsum(dO * O), zeroes dq_acc     */
     FMHA_FAMILY_BWD_CONVERT_DQ = 4,  /* dq_acc (fp32, summed over splits) -> dQ */
-    FMHA_FAMILY_BWD_DET = 5          /* dq_dk_dv of deterministic plans        */
-    /* splitkv, appendkv: later families join here */
+    FMHA_FAMILY_BWD_DET = 5,         /* dq_dk_dv of deterministic plans        */
+    FMHA_FAMILY_DECODE = 6,          /* decode over a KV cache (split-KV)      */
+    FMHA_FAMILY_SPLITKV_COMBINE = 7  /* merges split-KV partials (LSE rule)    */
+    /* appendkv: later families join here */
 } fmha_family;
 
 /* Architecture a kernel was written for. A kernel runs on a device only when
@@ -228,6 +230,83 @@ typedef struct fmha_batch_prefill_args {
     int window_left, window_right;
 } fmha_batch_prefill_args;
 
+/* ----------------------------------------------------------------------------
+ * Decode: a few query rows per sequence (seqlen_q, e.g. 1, or up to 8 for
+ * speculative decoding) against a KV cache, bound by reading K/V.
+ *
+ * Queries, O and LSE in batch mode: [batch, seqlen_q, nhead_q, d] by strides
+ * (LSE [batch, nhead_q, seqlen_q], row stride 1). The query heads that share
+ * a KV head are packed into one block tile (seqlen_q x nhead_q/nhead_k rows),
+ * so each K/V byte is read once per KV head.
+ * The cache is contiguous or paged:
+ *   contiguous  K element (entry e, token t, head h, dim c) at
+ *               e*batch_stride_k + t*stride_k + h*nhead_stride_k + c;
+ *               sequence b reads entry cache_batch_idx[b] (NULL: b) and has
+ *               seqlen_k[b] keys (device int32 [batch]).
+ *   paged       the page tables and layouts of batch prefill (both tables,
+ *               LINEAR and VECTORIZED, page sizes 1..2048): stride_k and
+ *               nhead_stride_k are the token and head strides inside a page,
+ *               page_stride_k the page stride (V alike); seqlen_k is the
+ *               VLLM_2D table's key counts.
+ * FP8 KV (e4m3, LINEAR or contiguous, head dim a multiple of 16) with bf16
+ * or e4m3 queries and a bf16 O; descales as in batch prefill.
+ * Masks, soft cap and ALiBi ([nhead_q] or [batch, nhead_q] slopes) as in the
+ * forward; the bottom-right mask aligns the last query row with the last key.
+ *
+ * Split-KV: each (sequence, KV head, query tile) is cut into num_splits
+ * blocks over its key tiles; each writes a partial O and LSE (fp32) to the
+ * workspace and a combine kernel merges them in split order (deterministic).
+ * One split writes O directly and needs no workspace. fmha_decode_plan_make
+ * picks the kernel and the split count (num_splits 0: a heuristic from the
+ * device's SM count, batch x heads and max_seqlen_k) and reports the
+ * workspace size; fmha_decode_run launches (no allocation, no host
+ * synchronisation: graph-capture safe) and a plan serves every call of the
+ * same shape (e.g. every layer of a model step).
+ * ------------------------------------------------------------------------- */
+typedef struct fmha_decode_args {
+    fmha_dtype q_dtype;      /* FP16, BF16, or FP8 with FP8 KV                 */
+    fmha_dtype kv_dtype;     /* FP16, BF16 (= q_dtype) or FP8                  */
+    int batch, nhead_q, nhead_k;
+    int seqlen_q;            /* query rows of every sequence, >= 1             */
+    int max_seqlen_k;        /* host bound of the key counts (split heuristic) */
+    int hdim_q, hdim_v;      /* equal, multiple of 8, <= 256                   */
+    const void *q;
+    void *o;                 /* q's dtype (BF16 when KV is FP8)                */
+    float *lse;              /* optional                                       */
+    int64_t stride_q, nhead_stride_q, batch_stride_q;
+    int64_t stride_o, nhead_stride_o, batch_stride_o;
+    int64_t nhead_stride_lse, batch_stride_lse;
+    /* the cache */
+    int is_paged;
+    const void *k_cache, *v_cache;
+    int64_t stride_k, nhead_stride_k, batch_stride_k;   /* paged: batch unused */
+    int64_t stride_v, nhead_stride_v, batch_stride_v;
+    const int32_t *seqlen_k;         /* contiguous and VLLM_2D: [batch]        */
+    const int32_t *cache_batch_idx;  /* contiguous, optional                   */
+    int num_total_pages, page_size;  /* paged, as in batch prefill             */
+    fmha_kv_layout kv_layout;
+    int64_t page_stride_k, page_stride_v;
+    fmha_page_table page_table;
+    const int32_t *kv_indptr, *kv_page_indices, *kv_last_page_lens;   /* SGLANG_1D */
+    const int32_t *block_table;                                       /* VLLM_2D   */
+    int64_t block_table_stride;
+    /* FP8 */
+    fmha_kv_scale kv_scale;
+    const float *q_descale, *k_descale, *v_descale;
+    const float *k_page_descale, *v_page_descale;
+    int64_t descale_page_stride, descale_nhead_stride;
+    float scale;
+    float logits_soft_cap;
+    const float *alibi_slopes;
+    int64_t alibi_batch_stride;
+    fmha_mask_type mask_type;
+    int window_left, window_right;
+    /* split-KV */
+    int num_splits;          /* 0: the heuristic; 1..FMHA_SPLITKV_MAX_SPLITS   */
+    void *workspace;         /* device, 16-byte aligned (num_splits > 1)       */
+    size_t workspace_size;
+} fmha_decode_args;
+
 /* A kernel of a kernel set, as the registry describes it. */
 typedef struct fmha_kernel_info {
     const char *name;        /* self-describing, e.g. fmha_fwd_bf16_d128_... */
@@ -256,6 +335,21 @@ typedef struct fmha_fwd_plan {
                                 (wgmma): ..." or "portable pipeline: <the
                                 reason the fast one does not serve it>"     */
 } fmha_fwd_plan;
+
+/* What fmha_decode_plan_make picked: the attention kernel, the combine
+ * kernel (NULL with one split), the split count and the workspace. */
+typedef struct fmha_decode_plan {
+    const fmha_kernel_info *kernel;
+    const fmha_kernel_info *combine;
+    int num_splits;
+    size_t workspace_size;   /* bytes (0 with one split)                      */
+    int grid_x, grid_y, grid_z, block;   /* the attention kernel's launch     */
+    const char *why;
+    /* private: the problem shape the plan is for, and the set's entry */
+    int batch_, nhead_q_, nhead_k_, seqlen_q_, hdim_, dtypes_, paged_;
+    const struct fmha_kernel_set *set_;
+    int entry_;
+} fmha_decode_plan;
 
 /* Opaque: defined by DECL_FMHA_KERNEL_SET in the user's translation unit. */
 typedef struct fmha_kernel_set fmha_kernel_set;
@@ -389,6 +483,16 @@ FMHA_API fmha_status fmha_batch_prefill(const fmha_kernel_set *set,
 FMHA_API fmha_status fmha_batch_prefill_check_pages(const fmha_batch_prefill_args *args,
                                                     void *stream);
 
+/* Decode: plan (validate, pick the kernel and the split count, size the
+ * workspace; touches no device memory), run (validate the args against the
+ * plan, launch the attention kernel and, with splits, the combine), and
+ * both in one call (num_splits 0 there: the heuristic, limited to one split
+ * when the given workspace is too small for it). */
+FMHA_API fmha_status fmha_decode_plan_make(const fmha_kernel_set *set, const fmha_decode_args *args,
+                                           fmha_decode_plan *plan);
+FMHA_API fmha_status fmha_decode_run(const fmha_decode_plan *plan, const fmha_decode_args *args,
+                                     void *stream);
+FMHA_API fmha_status fmha_decode(const fmha_kernel_set *set, const fmha_decode_args *args, void *stream);
 /* Backward. plan_make validates the traits and picks the kernels of the three
  * stages (a missing stage is FMHA_ERR_NO_KERNEL here, never a crash later);
  * no device memory is touched. */

@@ -25,6 +25,12 @@
     X(PREFILL, FP8, 128, MASK,   NOSOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)           \
     X(PREFILL, FP8, 256, NOMASK, NOSOFTCAP, 1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
+/* decode: packed GQA rows and the split-KV epilogue, contiguous cache and
+ * small pages, 16-bit and e4m3 KV (and, in every set, the combine kernel) */
+#define AMD_CHECK_DECODE(X)                                                                       \
+    X(DECODE, BF16, 128, MASK, SOFTCAP, 0, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)               \
+    X(DECODE, FP8,  128, MASK, SOFTCAP, 1, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+
 #if !defined(FMHA_AMD_CHECK_FULL)
 #  define AMD_CHECK_HD(X, dt, hd)                                                        \
     X(FWD, dt, hd, MASK,   SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
@@ -32,10 +38,10 @@
 #  define AMD_CHECK_SET(X)                                                               \
     AMD_CHECK_HD(X, FP16, 64) AMD_CHECK_HD(X, FP16, 128) AMD_CHECK_HD(X, FP16, 256)      \
     AMD_CHECK_HD(X, BF16, 64) AMD_CHECK_HD(X, BF16, 128) AMD_CHECK_HD(X, BF16, 256)      \
-    AMD_CHECK_FP8(X) AMD_CHECK_BWD(X)
+    AMD_CHECK_FP8(X) AMD_CHECK_BWD(X) AMD_CHECK_DECODE(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
-#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X)
+#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X) AMD_CHECK_DECODE(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_FULL_SET)
 #endif
 

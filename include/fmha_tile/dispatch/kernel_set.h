@@ -8,7 +8,9 @@
  *       LIST(X) must expand to rows
  *   X(family, dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
  *       family  FWD | PREFILL (batch prefill, LINEAR pages) | PREFILL_VEC
- *               (batch prefill, VECTORIZED pages)
+ *               (batch prefill, VECTORIZED pages) | DECODE (decode with
+ *               split-KV over a contiguous cache, page 0, or LINEAR pages)
+ *               | DECODE_VEC (decode, VECTORIZED pages)
  *       dtype   FP16 | BF16 | FP8 (PREFILL rows: e4m3 KV, bf16 or e4m3
  *               queries chosen at run time, bf16 output; FWD rows: e4m3
  *               Q, K and V, bf16 output, Hopper wildcard rows only)
@@ -18,7 +20,10 @@
  *       alibi   NOALIBI | ALIBI          (FWD rows)
  *       page    smallest KV page size served, a power of two 1..2048, or
  *               FMHA_ANY (tuned classes: PREFILL 1, 16 and 64; PREFILL_VEC
- *               1 and 64)   (PREFILL rows, in place of alibi); a kernel for
+ *               1 and 64; DECODE 0 (contiguous cache), 1, 16 and 64;
+ *               DECODE_VEC 1, 16 and 64)   (PREFILL and DECODE rows, in
+ *               place of alibi: decode kernels take ALiBi at run time,
+ *               prefill ones have none); a kernel for
  *               page P serves every power of two >= P. P a multiple of
  *               tile_n reads one page index per tile; LINEAR 16 <= P <
  *               tile_n one per 16-row run; smaller P stages per-row offsets
@@ -100,6 +105,12 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_TTAB_PREFILL_VEC_FP16 FMHAI_TTAB_PREFILL_16
 #define FMHAI_TTAB_PREFILL_VEC_BF16 FMHAI_TTAB_PREFILL_16
 #define FMHAI_TTAB_PREFILL_VEC_FP8 FP8
+/* decode: the portable pipeline's decode rows (DEC tables) */
+#define FMHAI_TTAB_DECODE_FP16 DEC
+#define FMHAI_TTAB_DECODE_BF16 DEC
+#define FMHAI_TTAB_DECODE_FP8 DEC
+#define FMHAI_TTAB_DECODE_VEC_FP16 DECV
+#define FMHAI_TTAB_DECODE_VEC_BF16 DECV
 #define FMHAI_ON_MASK 1
 #define FMHAI_ON_NOMASK 0
 #define FMHAI_ON_SOFTCAP 1
@@ -115,12 +126,27 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_FAM_FWD FMHA_FAMILY_FWD
 #define FMHAI_FAM_PREFILL FMHA_FAMILY_BATCH_PREFILL
 #define FMHAI_FAM_PREFILL_VEC FMHA_FAMILY_BATCH_PREFILL
+#define FMHAI_FAM_DECODE FMHA_FAMILY_DECODE
+#define FMHAI_FAM_DECODE_VEC FMHA_FAMILY_DECODE
 #define FMHAI_VEC_FWD 0
 #define FMHAI_VEC_PREFILL 0
 #define FMHAI_VEC_PREFILL_VEC 1
+#define FMHAI_VEC_DECODE 0
+#define FMHAI_VEC_DECODE_VEC 1
 #define FMHAI_LAYOUT_FWD FMHA_KV_LAYOUT_LINEAR
 #define FMHAI_LAYOUT_PREFILL FMHA_KV_LAYOUT_LINEAR
 #define FMHAI_LAYOUT_PREFILL_VEC FMHA_KV_LAYOUT_VECTORIZED
+#define FMHAI_LAYOUT_DECODE FMHA_KV_LAYOUT_LINEAR
+#define FMHAI_LAYOUT_DECODE_VEC FMHA_KV_LAYOUT_VECTORIZED
+/* decode kernels (packed GQA rows, split-KV epilogue) take ALiBi at run
+ * time; a SOFTCAP decode kernel serves problems with and without a soft cap
+ * (as a MASK kernel serves any mask) */
+#define FMHAI_DEC_FWD 0
+#define FMHAI_DEC_PREFILL 0
+#define FMHAI_DEC_PREFILL_VEC 0
+#define FMHAI_DEC_DECODE 1
+#define FMHAI_DEC_DECODE_VEC 1
+#define FMHAI_ALIBI_ON(fam, al) (FMHAI_ON_##al | FMHAI_DEC_##fam)
 #define FMHAI_ARCHS_SM80 "sm80"
 #define FMHAI_ARCHS_SM90A "sm90a"
 #define FMHAI_ARCHS_GFX9 "gfx9"
@@ -145,6 +171,13 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_KNAME_PREFILL_VEC(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)            \
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
     "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+/* decode: page0 is the contiguous cache */
+#define FMHAI_KNAME_DECODE(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                 \
+    "fmha_decode_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc                \
+    "_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_DECODE_VEC(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)             \
+    "fmha_decode_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc                \
+    "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 
 /* K/V source of the pipeline (FMHAI_PAGING, policy/fwd_tiles.h): 0
  * contiguous, 1 pages of any size (staged row offsets), 2 pages that are
@@ -158,7 +191,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
  * e4m3: the forward, and batch prefill with e4m3 queries). */
 #define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_GFX9 fmhai_fwd_portable
-#define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8) \
+#define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8, dec) \
     fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8)
 
 /* ---- pass 1: kernels ------------------------------------------------------- */
@@ -176,8 +209,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         extern __shared__ __align__(128) char fmhai_smem[];                                     \
         if (FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
             FMHAI_CAT(FMHAI_FWD_BODY_, arch)(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, \
-                                  w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al,         \
-                                  FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt));        \
+                                  w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al), \
+                                  FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt),         \
+                                  FMHAI_DEC_##fam);                                             \
     }
 #  define FMHAI_KFN(kid) ((const void *)kid)
 #endif
@@ -185,7 +219,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* ---- pass 2: table entries -------------------------------------------------- */
 #define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,          \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al), bm, bn, w, st, \
         FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
       FMHAI_CAT(FMHAI_FWD_SMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt)),                  \
@@ -216,6 +250,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ROWS_PREFILL(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st) \
     FMHAI_CAT(FMHAI_PAGES_, FMHAI_IS_ANY(pg))(R, fam, dt, hd, mask, sc, pg, bm, bn, w, st)
 #define FMHAI_ROWS_PREFILL_VEC FMHAI_ROWS_PREFILL
+#define FMHAI_ROWS_DECODE FMHAI_ROWS_PREFILL
+#define FMHAI_ROWS_DECODE_VEC FMHAI_ROWS_PREFILL
 
 #define FMHAI_XDEF(fam, dt, hd, mask, sc, c6, bm, bn, w, st)                                     \
     FMHA_STATIC_ASSERT((0 FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_COUNT_ROW, fam, dt, hd, mask, sc, c6, \
@@ -271,6 +307,22 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     FMHAI_DEFAULT_PREFILL_HD(X, BF16, 64)      \
     FMHAI_DEFAULT_PREFILL_HD(X, BF16, 128)     \
     FMHAI_DEFAULT_PREFILL_HD(X, BF16, 256)
+/* Decode: MASK + SOFTCAP rows serve every mask and soft cap (and ALiBi) at
+ * run time; contiguous caches and LINEAR pages for every dtype (e4m3 KV
+ * with bf16 or e4m3 queries), VECTORIZED pages for fp16/bf16. */
+#define FMHAI_DEFAULT_DECODE_HD(X, dt, hd)                                                   \
+    X(DECODE,     dt, hd, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)   \
+    X(DECODE_VEC, dt, hd, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define FMHA_DEFAULT_DECODE_SET(X)                                                          \
+    X(DECODE, FP8, 64,  MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(DECODE, FP8, 128, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(DECODE, FP8, 256, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    FMHAI_DEFAULT_DECODE_HD(X, FP16, 64)                                                     \
+    FMHAI_DEFAULT_DECODE_HD(X, FP16, 128)                                                    \
+    FMHAI_DEFAULT_DECODE_HD(X, FP16, 256)                                                    \
+    FMHAI_DEFAULT_DECODE_HD(X, BF16, 64)                                                     \
+    FMHAI_DEFAULT_DECODE_HD(X, BF16, 128)                                                    \
+    FMHAI_DEFAULT_DECODE_HD(X, BF16, 256)
 /* The e4m3 forward (Hopper rows only: declare it for an sm_90a build). */
 #define FMHA_DEFAULT_FWD_FP8_SET(X)        \
     FMHAI_DEFAULT_FWD_HD(X, FP8, 128)      \

@@ -7,14 +7,17 @@
  *
  *   can serve  enabled; family; dtype; kernel hdim >= problem hdim; mask
  *              (a MASK kernel serves any mask, a NOMASK one only none);
- *              soft cap and ALiBi exactly as compiled; page size and layout;
+ *              soft cap and ALiBi exactly as compiled (decode: a SOFTCAP
+ *              kernel serves any soft cap, ALiBi is always there); page
+ *              size (0: contiguous K/V, only for contiguous problems) and layout;
  *              arch runs on the device; the binary holds code for the
  *              device; shared memory fits; a Hopper row only for a problem
  *              the fallback rule lets it serve (FMHAI_FWD90_SERVES,
  *              policy/fwd_tiles.h).
  *   score      (lexicographic, smaller wins)
  *              1. kernel hdim - problem hdim       (least padding)
- *              2. MASK kernel on an unmasked problem (prefer the lean one)
+ *              2. MASK kernel on an unmasked problem, SOFTCAP decode
+ *                 kernel without a soft cap     (prefer the lean one)
  *              3. pipeline rank: arch-specific before portable (the fast
  *                 pipeline first, the portable one is the fallback)
  *              4. larger kernel page size first    (fewer page lookups)
@@ -182,6 +185,8 @@ static inline const char *fmhai_family_name(fmha_family f)
     case FMHA_FAMILY_BWD_DOT_DO_O:   return "bwd_dot_do_o";
     case FMHA_FAMILY_BWD_CONVERT_DQ: return "bwd_convert_dq";
     case FMHA_FAMILY_BWD_DET:        return "bwd_dq_dk_dv_det";
+    case FMHA_FAMILY_DECODE:         return "decode";
+    case FMHA_FAMILY_SPLITKV_COMBINE: return "splitkv_combine";
     }
     return "?";
 }
@@ -206,15 +211,19 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
                                          const fmhai_device *d, int *nmiss)
 {
     const char *first = 0;
+    const int dec = pb->family == FMHA_FAMILY_DECODE;
     int n = 0;
 #define FMHAI_MISS(cond, field) if (cond) { if (!first) first = field; ++n; }
     FMHAI_MISS(e->info.family != pb->family, "family")
     FMHAI_MISS(e->info.dtype != pb->dtype, "dtype")
     FMHAI_MISS(e->info.hdim < pb->hdim, "hdim")
     FMHAI_MISS(pb->masked && !e->info.has_mask, "mask")
-    FMHAI_MISS(e->info.has_softcap != pb->softcap, "softcap")
-    FMHAI_MISS(e->info.has_alibi != pb->alibi, "alibi")
-    FMHAI_MISS(e->info.page_size > pb->page_size, "page size")
+    /* decode kernels: a SOFTCAP one serves any soft cap (as MASK any mask),
+     * and every one takes ALiBi at run time */
+    FMHAI_MISS(dec ? pb->softcap && !e->info.has_softcap : e->info.has_softcap != pb->softcap, "softcap")
+    FMHAI_MISS(dec ? pb->alibi && !e->info.has_alibi : e->info.has_alibi != pb->alibi, "alibi")
+    FMHAI_MISS(e->info.page_size > pb->page_size || (e->info.page_size == 0) != (pb->page_size == 0),
+               "page size")
     FMHAI_MISS((int)e->info.kv_layout != pb->kv_layout, "kv layout")
     FMHAI_MISS(!fmhai_arch_runs_on(e->info.arch, d), "arch")
     FMHAI_MISS(e->smem_bytes > d->smem_optin, "shared memory")
@@ -231,7 +240,8 @@ static inline int fmhai_cmp(const fmhai_entry *a, const fmhai_entry *b, const fm
     const int sq = pb->max_seqlen_q;
     int ka[7], kb[7], i;
     ka[0] = a->info.hdim - pb->hdim;              kb[0] = b->info.hdim - pb->hdim;
-    ka[1] = a->info.has_mask && !pb->masked;      kb[1] = b->info.has_mask && !pb->masked;
+    ka[1] = (a->info.has_mask && !pb->masked) + (a->info.has_softcap && !pb->softcap);
+    kb[1] = (b->info.has_mask && !pb->masked) + (b->info.has_softcap && !pb->softcap);
     ka[2] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;
     kb[2] = b->info.arch == FMHA_ARCH_SM80 || b->info.arch == FMHA_ARCH_GFX9;
     ka[3] = -a->info.page_size;                   kb[3] = -b->info.page_size;
@@ -355,12 +365,12 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
     return fmhai_select(set, &pb, chosen);
 }
 
-/* Launch entry i with grid (m_blocks, heads, batch). */
-static inline fmha_status fmhai_launch(const fmha_kernel_set *set, int i, fmhai_fwd_params *p,
-                                       int heads, int batch, void *stream)
+/* Launch entry i with grid (gx, heads, batch). */
+static inline fmha_status fmhai_launch_grid(const fmha_kernel_set *set, int i, fmhai_fwd_params *p, int gx,
+                                            int heads, int batch, void *stream)
 {
 #if defined(FMHA_PLATFORM_HOST_ONLY)
-    (void)set; (void)i; (void)p; (void)heads; (void)batch; (void)stream;
+    (void)set; (void)i; (void)p; (void)gx; (void)heads; (void)batch; (void)stream;
     return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
 #else
     const fmhai_entry *e = &set->entries[i];
@@ -376,13 +386,20 @@ static inline fmha_status fmhai_launch(const fmha_kernel_set *set, int i, fmhai_
                               e->info.name, e->smem_bytes, hipGetErrorString(err));
         set->probe[i] |= 1 << 11;
     }
-    err = hipLaunchKernel(e->fn, dim3((unsigned)p->m_blocks, (unsigned)heads, (unsigned)batch),
+    err = hipLaunchKernel(e->fn, dim3((unsigned)gx, (unsigned)heads, (unsigned)batch),
                           dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
                           (hipStream_t)stream);
     if (err != hipSuccess)
         return fmhai_fail(FMHA_ERR_LAUNCH, "%s: launch failed: %s", e->info.name, hipGetErrorString(err));
     return FMHA_OK;
 #endif
+}
+
+/* Launch entry i with grid (m_blocks, heads, batch). */
+static inline fmha_status fmhai_launch(const fmha_kernel_set *set, int i, fmhai_fwd_params *p,
+                                       int heads, int batch, void *stream)
+{
+    return fmhai_launch_grid(set, i, p, p->m_blocks, heads, batch, stream);
 }
 
 /* Why selection picked entry i's pipeline for a forward or batch-prefill
@@ -493,7 +510,7 @@ static inline void fmhai_json_put(char *buf, size_t cap, size_t *len, const char
 FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
 {
     static const char *fams[] = { "fwd", "batch_prefill", "bwd_dq_dk_dv", "bwd_dot_do_o",
-                                  "bwd_convert_dq", "bwd_dq_dk_dv_det" };
+                                  "bwd_convert_dq", "bwd_dq_dk_dv_det", "decode", "splitkv_combine" };
     static const char *dts[] = { "fp16", "bf16", "fp8" };
     size_t len = 0;
     int i, first = 1;

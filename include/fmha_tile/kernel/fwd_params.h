@@ -45,6 +45,18 @@ typedef struct fmhai_fwd_params {
     const float *q_descale, *k_descale, *v_descale;
     const float *k_page_descale, *v_page_descale;   /* NULL: no per-page scale */
     int64_t ds_page, ds_head;    /* per-page descale strides (elements) */
+    /* decode (pipelines built with DEC): the query heads of a KV head are
+     * packed into the tile's rows (row r = query r / head_ratio, head
+     * hk * head_ratio + r % head_ratio); seqlen_k_ptr (non-NULL) gives a
+     * contiguous cache's key counts, cache_batch_idx its entry per
+     * sequence. Split-KV: grid.x is m_blocks x num_splits; with more than
+     * one split each block writes its rows' partial O and LSE (fp32) to
+     * ws_o [num_splits][ws_rows][d] and ws_lse [num_splits][ws_rows], row
+     * (b * nhead_q + h) * seqlen_q + i. */
+    const int32_t *cache_batch_idx;
+    int num_splits;
+    float *ws_lse, *ws_o;
+    int64_t ws_rows;
     float scale_log2;            /* scale * log2(e) */
     float softcap_pre;           /* scale / cap        (soft cap on) */
     float softcap_post_log2;     /* cap * log2(e)      (soft cap on) */

@@ -33,11 +33,20 @@ static inline uint64_t fmhai_pool_bytes(int pages, int page_size, int nhead_k, i
     return last * (uint64_t)esize;
 }
 
-/* The dtype combinations batch prefill serves: fp16/bf16 with Q and KV alike,
- * or e4m3 KV with bf16 or e4m3 queries (bf16 output), and their descales. */
-static inline fmha_status fmhai_prefill_validate_dtypes(const fmha_batch_prefill_args *a)
+/* The dtypes of a paged-cache family's call (batch prefill, decode). */
+typedef struct fmhai_kv_dtypes {
+    fmha_dtype q_dtype, kv_dtype;
+    fmha_kv_layout kv_layout;
+    int hdim;
+    fmha_kv_scale kv_scale;
+    const float *q_descale, *k_descale, *v_descale, *k_page_descale, *v_page_descale;
+    int64_t descale_page_stride, descale_nhead_stride;
+} fmhai_kv_dtypes;
+
+/* The dtype combinations served: fp16/bf16 with Q and KV alike, or e4m3 KV
+ * with bf16 or e4m3 queries (bf16 output), and their descales. */
+static inline fmha_status fmhai_validate_kv_dtypes(const char *fam, const fmhai_kv_dtypes *a)
 {
-    const char *fam = "batch_prefill";
     const int kv8 = a->kv_dtype == FMHA_DTYPE_FP8, q8 = a->q_dtype == FMHA_DTYPE_FP8;
     if (a->q_dtype != FMHA_DTYPE_FP16 && a->q_dtype != FMHA_DTYPE_BF16 && !q8)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q dtype %d not supported", fam, (int)a->q_dtype);
@@ -57,9 +66,9 @@ static inline fmha_status fmhai_prefill_validate_dtypes(const fmha_batch_prefill
                    : FMHA_OK;
     if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: fp8 KV is served for the LINEAR layout only", fam);
-    if (a->hdim_q % 16 != 0)
+    if (a->hdim % 16 != 0)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: fp8 KV needs a head dim divisible by 16 (got %d)", fam,
-                          a->hdim_q);
+                          a->hdim);
     if (a->kv_scale == FMHA_KV_SCALE_PER_TENSOR) {
         if (!a->k_descale || !a->v_descale)
             return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: per-tensor scaling needs k_descale and v_descale", fam);
@@ -79,6 +88,49 @@ static inline fmha_status fmhai_prefill_validate_dtypes(const fmha_batch_prefill
     return FMHA_OK;
 }
 
+/* The paged cache's page size, layout and table (both paged families). */
+static inline fmha_status fmhai_validate_pages(const char *fam, int page_size, int num_total_pages,
+                                               fmha_kv_layout layout, int hdim, fmha_page_table table,
+                                               const int32_t *kv_indptr, const int32_t *kv_page_indices,
+                                               const int32_t *kv_last_page_lens, const int32_t *block_table,
+                                               const int32_t *seqlen_k, int64_t block_table_stride, int check_table)
+{
+    if (fmhai_log2_exact(page_size) < 0 || page_size > 2048)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: page size %d is not a power of two in 1..2048",
+                          fam, page_size);
+    if (num_total_pages < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: num_total_pages must be >= 0", fam);
+    if (layout == FMHA_KV_LAYOUT_VECTORIZED && (hdim % 8 != 0 || page_size % 8 != 0))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                          "%s: VECTORIZED layout needs head dim and page size divisible by x = 8 "
+                          "(got %d, %d)", fam, hdim, page_size);
+    if (layout != FMHA_KV_LAYOUT_LINEAR && layout != FMHA_KV_LAYOUT_VECTORIZED)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown kv_layout %d", fam, (int)layout);
+    if (!check_table) return FMHA_OK;
+    if (table == FMHA_PAGE_TABLE_SGLANG_1D) {
+        if (!kv_indptr || !kv_page_indices || !kv_last_page_lens)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                              "%s: SGLANG_1D needs kv_indptr, kv_page_indices and kv_last_page_lens", fam);
+    } else if (table == FMHA_PAGE_TABLE_VLLM_2D) {
+        if (!block_table || !seqlen_k || block_table_stride < 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: VLLM_2D needs block_table, its row stride and seqlen_k",
+                              fam);
+    } else {
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown page_table %d", fam, (int)table);
+    }
+    return FMHA_OK;
+}
+
+static inline fmha_status fmhai_prefill_validate_dtypes(const fmha_batch_prefill_args *a)
+{
+    fmhai_kv_dtypes t;
+    t.q_dtype = a->q_dtype; t.kv_dtype = a->kv_dtype; t.kv_layout = a->kv_layout; t.hdim = a->hdim_q;
+    t.kv_scale = a->kv_scale; t.q_descale = a->q_descale; t.k_descale = a->k_descale;
+    t.v_descale = a->v_descale; t.k_page_descale = a->k_page_descale; t.v_page_descale = a->v_page_descale;
+    t.descale_page_stride = a->descale_page_stride; t.descale_nhead_stride = a->descale_nhead_stride;
+    return fmhai_validate_kv_dtypes("batch_prefill", &t);
+}
+
 static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *a)
 {
     const char *fam = "batch_prefill";
@@ -91,31 +143,17 @@ static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: max_seqlen_q must be >= 0 (got %d)", fam, a->max_seqlen_q);
     st = fmhai_prefill_validate_dtypes(a);
     if (st != FMHA_OK) return st;
-    if (fmhai_log2_exact(a->page_size) < 0 || a->page_size > 2048)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: page size %d is not a power of two in 1..2048",
-                          fam, a->page_size);
-    if (a->num_total_pages < 0)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: num_total_pages must be >= 0", fam);
-    if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED && (a->hdim_q % 8 != 0 || a->page_size % 8 != 0))
-        return fmhai_fail(FMHA_ERR_INVALID_ARG,
-                          "%s: VECTORIZED layout needs head dim and page size divisible by x = 8 "
-                          "(got %d, %d)", fam, a->hdim_q, a->page_size);
-    if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR && a->kv_layout != FMHA_KV_LAYOUT_VECTORIZED)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown kv_layout %d", fam, (int)a->kv_layout);
+    st = fmhai_validate_pages(fam, a->page_size, a->num_total_pages, a->kv_layout, a->hdim_q, a->page_table,
+                              a->kv_indptr, a->kv_page_indices, a->kv_last_page_lens, a->block_table,
+                              a->seqlen_k, a->block_table_stride, 0);
+    if (st != FMHA_OK) return st;
     if (a->batch == 0) return FMHA_OK;
     if (!a->q || !a->o || !a->k_pool || !a->v_pool || !a->seqstart_q)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: q, o, k_pool, v_pool and seqstart_q must not be NULL", fam);
-    if (a->page_table == FMHA_PAGE_TABLE_SGLANG_1D) {
-        if (!a->kv_indptr || !a->kv_page_indices || !a->kv_last_page_lens)
-            return fmhai_fail(FMHA_ERR_INVALID_ARG,
-                              "%s: SGLANG_1D needs kv_indptr, kv_page_indices and kv_last_page_lens", fam);
-    } else if (a->page_table == FMHA_PAGE_TABLE_VLLM_2D) {
-        if (!a->block_table || !a->seqlen_k || a->block_table_stride < 0)
-            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: VLLM_2D needs block_table, its row stride and seqlen_k",
-                              fam);
-    } else {
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: unknown page_table %d", fam, (int)a->page_table);
-    }
+    st = fmhai_validate_pages(fam, a->page_size, a->num_total_pages, a->kv_layout, a->hdim_q, a->page_table,
+                              a->kv_indptr, a->kv_page_indices, a->kv_last_page_lens, a->block_table,
+                              a->seqlen_k, a->block_table_stride, 1);
+    if (st != FMHA_OK) return st;
     if (fmhai_misaligned(a->q) || fmhai_misaligned(a->o) || fmhai_misaligned(a->k_pool) ||
         fmhai_misaligned(a->v_pool))
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q, o, k_pool, v_pool must be 16-byte aligned", fam);

@@ -20,19 +20,25 @@
 
 /* Batch entry b: its query rows [q_start, q_start + s_q) and s_k keys; in
  * batch mode b_eff = b selects the batch stride, in group mode and for paged
- * KV the starts do (b_eff = 0). Paged KV: the entry's page indices and the
- * index of its last page (-1 when it has none). */
+ * KV the starts do (b_eff = 0); kv_b selects K/V's (decode: the cache entry
+ * of cache_batch_idx). Paged KV: the entry's page indices and the index of
+ * its last page (-1 when it has none). DEC (decode kernels): a contiguous
+ * cache's key count comes from seqlen_k_ptr when given. */
 typedef struct fmhai_fwd_seq {
-    int s_q, s_k, q_start, k_start, b_eff;
+    int s_q, s_k, q_start, k_start, b_eff, kv_b;
     const int32_t *pages;
     int last_page;
 } fmhai_fwd_seq;
 
-FMHAI_DEVICE void fmhai_fwd_seq_of(const fmhai_fwd_params *p, int b, int PAGED, fmhai_fwd_seq *S)
+FMHAI_DEVICE void fmhai_fwd_seq_of(const fmhai_fwd_params *p, int b, int PAGED, int DEC, fmhai_fwd_seq *S)
 {
     S->s_q = p->seqlen_q; S->s_k = p->seqlen_k;
-    S->q_start = 0; S->k_start = 0; S->b_eff = b;
+    S->q_start = 0; S->k_start = 0; S->b_eff = b; S->kv_b = b;
     S->pages = 0; S->last_page = -1;
+    if (DEC && !PAGED) {
+        if (p->seqlen_k_ptr) S->s_k = p->seqlen_k_ptr[b];
+        if (p->cache_batch_idx) S->kv_b = p->cache_batch_idx[b];
+    }
     if (p->seqstart_q) {
         S->q_start = p->seqstart_q[b];
         S->s_q = p->seqstart_q[b + 1] - S->q_start;
@@ -41,6 +47,7 @@ FMHAI_DEVICE void fmhai_fwd_seq_of(const fmhai_fwd_params *p, int b, int PAGED, 
             S->s_k = p->seqstart_k[b + 1] - S->k_start;
         }
         S->b_eff = 0;
+        S->kv_b = 0;
     }
     if (PAGED) {
         int n_pages;

@@ -66,6 +66,33 @@
  * decode to NaN on sm_89+ (a cache stores none; rows past s_k are
  * zero-filled, never read). */
 
+/* Byte offset of tile row r's query from the tile's base: plain rows
+ * (pr == 0), or decode's packed rows (pr = queries' head ratio; tile row r
+ * is packed row m0 + r: query (m0 + r) / pr of head (m0 + r) % pr of the
+ * group, whose base is query 0 of the group's first head). */
+FMHAI_DEVICE int64_t fmhai_q_row_off(int r, int64_t row_bytes, int64_t head_bytes, int pr, int m0)
+{
+    return pr ? (int64_t)((m0 + r) / pr) * row_bytes + (int64_t)((m0 + r) % pr) * head_bytes
+              : (int64_t)r * row_bytes;
+}
+
+/* Decode's 16-bit queries: the packed rows of the tile into the swizzled Q
+ * tile (cp.async, rows past rows_valid and columns past d zero-filled). */
+FMHAI_DEVICE void fmhai_block_load_q_packed(fmhai_smem_t dst, const char *src, int64_t row_bytes,
+                                            int64_t head_bytes, int pr, int m0, int rows, int rows_valid,
+                                            int d, int hd, int nthreads, int tid)
+{
+    const int chunks = hd / 8, rstep = nthreads / chunks;
+    const int r0 = tid / chunks, c = tid % chunks;
+#pragma unroll
+    for (int i = 0; i < rows / rstep; ++i) {
+        const int r = r0 + i * rstep;
+        const int ok = c * 8 < d && r < rows_valid;
+        fmhai_copy_async16(dst + fmhai_swz(r, c, hd),
+                           ok ? src + fmhai_q_row_off(r, row_bytes, head_bytes, pr, m0) + c * 16 : src, ok);
+    }
+}
+
 /* Queries of an FP8 kernel, read once per block with plain loads into the
  * swizzled fp16 Q tile (the first loop barrier publishes it), each 16-column
  * chunk in the head-dim order of the e4m3 K fragments (fmhai_warp_ldsm_x4_e4m3
@@ -78,7 +105,7 @@
  * on the plain path). */
 FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const char *src,
                                    int64_t row_bytes, int rows, int rows_valid, int d, int hd,
-                                   int nthreads, int tid, int q8)
+                                   int nthreads, int tid, int q8, int64_t head_bytes, int pr, int m0)
 {
     const int chunk_elems = q8 ? 16 : 8;    /* elements per 16-byte global chunk */
     const int chunks = hd / chunk_elems, rstep = nthreads / chunks;
@@ -88,7 +115,7 @@ FMHAI_DEVICE void fmhai_load_q_f16(fmhai_smem_t dst, float *sRowScale, const cha
         const int r = r0 + i * rstep;
         uint32_t x[4] = { 0u, 0u, 0u, 0u };
         if (r < rows_valid && c * chunk_elems < d) {
-            const uint4 v = *(const uint4 *)(src + r * row_bytes + c * 16);
+            const uint4 v = *(const uint4 *)(src + fmhai_q_row_off(r, row_bytes, head_bytes, pr, m0) + c * 16);
             x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
         }
         if (q8) {   /* one 16-column chunk: word i holds columns 4i .. 4i+3 */
@@ -155,7 +182,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                      const int is_bf16, const int HD, const int BM,
                                      const int BN, const int NW, const int ST,
                                      const int HAS_MASK, const int SOFTCAP, const int ALIBI,
-                                     const int PAGING, const int KV_VEC, const int KV8)
+                                     const int PAGING, const int KV_VEC, const int KV8, const int DEC)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -167,25 +194,41 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int g = lane / 4, t = lane % 4;
 
     /* ---- which rows, which keys ---------------------------------------- */
-    const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
-    const int h = (int)blockIdx.y, b = (int)blockIdx.z;
+    /* Decode (DEC): blockIdx.y is a KV head and the tile's rows are the
+     * (query, head) pairs of its group, PR = head_ratio rows per query
+     * (fmhai_q_row_off); blockIdx.x also names the block's split. */
+    const int PR = DEC ? p->head_ratio : 1;
+    const int bx = (int)blockIdx.x;
+    const int m_block = p->m_blocks - 1 - (DEC ? bx % p->m_blocks : bx);   /* long rows first */
+    const int split = DEC ? bx / p->m_blocks : 0;
+    const int h = DEC ? (int)blockIdx.y * PR : (int)blockIdx.y, b = (int)blockIdx.z;   /* DEC: the group's first head */
     fmhai_fwd_seq S;
-    fmhai_fwd_seq_of(p, b, PAGING != 0, &S);
+    fmhai_fwd_seq_of(p, b, PAGING != 0, DEC, &S);
     const int s_q = S.s_q, s_k = S.s_k, q_start = S.q_start, b_eff = S.b_eff;
+    const int s_rows = s_q * PR;   /* tile rows of the sequence */
     const int m0 = m_block * BM;
-    if (m0 >= s_q) return;
+    if (m0 >= s_rows) return;
     const int hk = h / p->head_ratio;
-    const int m_last = min(m0 + BM, s_q) - 1;
+    const int m_last = min(m0 + BM, s_rows) - 1;
 
     fmhai_fwd_keys W;
-    fmhai_fwd_keys_of(p, HAS_MASK, m0, m_last, s_q, s_k, BN, &W);
-    const int n_hi = W.n_hi, f_lo = W.f_lo, f_hi = W.f_hi, n_iters = W.n_iters, c_hi = W.c_hi, c_lo = W.c_lo;
+    fmhai_fwd_keys_of(p, HAS_MASK, m0 / PR, m_last / PR, s_q, s_k, BN, &W);
+    const int f_lo = W.f_lo, f_hi = W.f_hi, c_hi = W.c_hi, c_lo = W.c_lo;
+    int n_hi = W.n_hi, n_iters = W.n_iters;
+    if (DEC && p->num_splits > 1) {
+        /* split-KV: this split's share of the visible tiles, as
+         * fmhai_splitkv_range (dispatch/splitkv.h) cuts them */
+        const int per = (n_iters + p->num_splits - 1) / p->num_splits;
+        const int t0 = min(split * per, n_iters), t1 = min(t0 + per, n_iters);
+        n_hi = W.n_lo + t1;
+        n_iters = t1 - t0;
+    }
 
     /* element sizes: e4m3 KV (and queries) take one byte */
     const int Q8 = KV8 && p->q_fp8;
     const int qb = Q8 ? 1 : 2, kvb = KV8 ? 1 : 2;
     const char *q_ptr = (const char *)p->q + qb * ((int64_t)b_eff * p->q_batch +
-                        (int64_t)(q_start + m0) * p->q_row + (int64_t)h * p->q_head);
+                        (int64_t)(q_start + (DEC ? 0 : m0)) * p->q_row + (int64_t)h * p->q_head);
     fmhai_kv_src ksrc, vsrc;
     fmhai_kv_srcs_of(p, &S, hk, kvb, KV_VEC, &ksrc, &vsrc);
 
@@ -263,7 +306,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             fmhai_stage_runs(sRunA + t * 32, &ksrc, n_hi - 1 - t, BN, tid, p->page_log2);
         fmhai_copy_commit();
     }
-    if (!KV8) fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid, 0);
+    if (!KV8 && DEC)
+        fmhai_block_load_q_packed(sQ, q_ptr, 2 * p->q_row, 2 * p->q_head, PR, m0, BM, s_rows - m0, p->d, HD, NT,
+                                  tid);
+    else if (!KV8)
+        fmhai_block_load_tile(sQ, q_ptr, 2 * p->q_row, 16, BM, s_q - m0, p->d, HD, NT, tid, 0);
     fmhai_copy_commit();
     if (STAGE_RUNS) {   /* the runs group (Q may stay in flight) */
         fmhai_copy_wait(1);
@@ -294,7 +341,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             sScale[(j & 3) * 2 * BN + BN + tid] = p->v_page_descale[at];
         }
     }
-    if (KV8) fmhai_load_q_f16(sQ, sRowScale, q_ptr, qb * p->q_row, BM, s_q - m0, p->d, HD, NT, tid, Q8);
+    if (KV8)
+        fmhai_load_q_f16(sQ, sRowScale, q_ptr, qb * p->q_row, BM, s_rows - m0, p->d, HD, NT, tid, Q8,
+                         qb * p->q_head, DEC ? PR : 0, m0);
 
     /* ---- per-thread state ---------------------------------------------- */
     float acc_o[2][FMHAI_FWD_MAX_HD / 8][4];
@@ -313,15 +362,31 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * (plain path: one FFMA) or up front (soft cap / ALiBi path). */
     const float scale_log2 = p->scale_log2 * qk_ds, softcap_pre = p->softcap_pre * qk_ds;
     const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    /* decode kernels built with a soft cap serve problems without one */
+    const int SC_ON = SOFTCAP && (!DEC || p->softcap_pre != 0.f);
     /* bf16 queries' row scales (FP8): on the plain path they fold into the
      * row's exp2 scale (max and the mask commute with a positive factor;
      * measured 2-3% faster than multiplying the scores); soft cap / ALiBi
      * multiply the scores by them first */
     const int ROW_FOLD = KV8 && !Q8 && !SOFTCAP && !ALIBI;
     float slope = 0.f;
-    if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
+    if (ALIBI && !DEC) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
 
     const int warp_row0 = warp * MT * 16;
+    /* decode: each row's query index and ALiBi slope (its head's; decode
+     * kernels take ALiBi at run time: no slopes, no bias) */
+    int dec_qi[2][2];
+    float dec_slope[2][2];
+#pragma unroll
+    for (int mt = 0; mt < MT && DEC; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            const int R = m0 + warp_row0 + mt * 16 + g + 8 * hf;
+            dec_qi[mt][hf] = R / PR;
+            dec_slope[mt][hf] = ALIBI && p->alibi_slopes
+                                    ? p->alibi_slopes[(int64_t)b * p->alibi_batch + h + R % PR] * 1.4426950408889634f
+                                    : 0.f;
+        }
     /* ldmatrix bases. Q (A operand): lanes 0-15 rows, lanes 16-31 the upper
      * 8 columns. K (B, non-transposed): lane/8 picks (key half, column half).
      * V (B, transposed): lane/8 picks (key half, d half). */
@@ -492,12 +557,12 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         float x = acc_s[mt][nt][e];
-                        if (SOFTCAP) x = tanhf(x * softcap_pre) * p->softcap_post_log2;
+                        if (SC_ON) x = tanhf(x * softcap_pre) * p->softcap_post_log2;
                         else x *= scale_log2;
                         if (ALIBI) {   /* bottom-right aligned distance |i + s_k - s_q - j| */
-                            int i = m0 + warp_row0 + mt * 16 + g + 8 * (e / 2);
+                            int i = DEC ? dec_qi[mt][e / 2] : m0 + warp_row0 + mt * 16 + g + 8 * (e / 2);
                             int j = n * BN + nt * 8 + 2 * t + (e % 2);
-                            x -= slope * fabsf((float)(i + s_k - s_q - j));
+                            x -= (DEC ? dec_slope[mt][e / 2] : slope) * fabsf((float)(i + s_k - s_q - j));
                         }
                         acc_s[mt][nt][e] = x;
                     }
@@ -510,7 +575,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int hf = 0; hf < 2; ++hf) {
-                    const int i = m0 + warp_row0 + mt * 16 + g + 8 * hf;
+                    const int i = DEC ? dec_qi[mt][hf] : m0 + warp_row0 + mt * 16 + g + 8 * hf;
                     const int base = n * BN + 2 * t;
                     const int hi = min(s_k, i + c_hi) - base, lo = i + c_lo - base;
 #pragma unroll
@@ -657,7 +722,19 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 acc_o[mt][dt][2 * hf + 1] *= inv;
             }
             const int row = warp_row0 + mt * 16 + g + 8 * hf;
-            if (p->lse && t == 0 && m0 + row < s_q) {
+            const int R = m0 + row;
+            if (DEC && t == 0 && R < s_rows && (p->lse || p->num_splits > 1)) {
+                /* decode: the row's query and head; a split's LSE goes to the
+                 * workspace whether or not the caller wants LSE */
+                const float sl2r = ROW_FOLD ? sl2 * sRowScale[row] : sl2;
+                const float lse = sum > 0.f ? (row_max[mt][hf] * sl2r) * LN2 + logf(sum) : NEG_INF;
+                const int qi = dec_qi[mt][hf], hh = h + R % PR;
+                if (p->num_splits > 1)
+                    p->ws_lse[(int64_t)split * p->ws_rows + ((int64_t)b * p->nhead_q + hh) * s_q + qi] = lse;
+                else
+                    p->lse[(int64_t)b * p->lse_batch + (int64_t)hh * p->lse_head + qi] = lse;
+            }
+            if (!DEC && p->lse && t == 0 && m0 + row < s_q) {
                 const float sl2r = ROW_FOLD ? sl2 * sRowScale[row] : sl2;
                 float lse = sum > 0.f ? (row_max[mt][hf] * sl2r) * LN2 + logf(sum) : NEG_INF;
                 int64_t li = p->seqstart_q ? (int64_t)h * p->lse_head + q_start + m0 + row
@@ -665,6 +742,34 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 p->lse[li] = lse;
             }
         }
+    }
+    if (DEC && p->num_splits > 1) {
+        /* split-KV partial O (normalised by this split's own sum, fp32)
+         * straight from the accumulators: 16-bit V gives lane t columns 2t,
+         * 2t + 1 of each 8-column tile; e4m3 V columns 4t .. 4t + 3 of each
+         * 16-column chunk (even ones in acc_o[2 dn], odd in acc_o[2 dn + 1]) */
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                const int R = m0 + warp_row0 + mt * 16 + g + 8 * hf;
+                if (R >= s_rows) continue;
+                float *dst = p->ws_o + ((int64_t)split * p->ws_rows +
+                                        ((int64_t)b * p->nhead_q + h + R % PR) * s_q + dec_qi[mt][hf]) * p->d;
+#pragma unroll
+                for (int dt = 0; dt < HD / 8 && !KV8; ++dt)
+                    if (dt * 8 < p->d)
+                        *(float2 *)(dst + dt * 8 + 2 * t) = make_float2(acc_o[mt][dt][2 * hf], acc_o[mt][dt][2 * hf + 1]);
+#pragma unroll
+                for (int dn = 0; dn < HD / 16 && KV8; ++dn)
+                    if (dn * 16 < p->d) {
+                        const float *e = acc_o[mt][2 * dn], *o = acc_o[mt][2 * dn + 1];
+                        float4 v;
+                        v.x = e[2 * hf]; v.y = o[2 * hf]; v.z = e[2 * hf + 1]; v.w = o[2 * hf + 1];
+                        *(float4 *)(dst + dn * 16 + 4 * t) = v;
+                    }
+            }
+        return;
     }
     /* O goes through this warp's own rows of the Q tile (only this warp reads
      * them), then out with 16-byte coalesced stores. */
@@ -699,13 +804,13 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             }
     fmhai_sync_warp();
     char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch +
-                  (int64_t)(q_start + m0) * p->o_row + (int64_t)h * p->o_head);
+                  (int64_t)(q_start + (DEC ? 0 : m0)) * p->o_row + (int64_t)h * p->o_head);
     const int chunks = HD / 8;
 #pragma unroll
     for (int i = 0; i < MT * 16 * chunks / 32; ++i) {
         int idx = lane + 32 * i;
         int r = warp_row0 + idx / chunks, c = idx % chunks;
-        if (m0 + r < s_q && c * 8 < p->d) {
+        if (m0 + r < s_rows && c * 8 < p->d) {
             uint4 v;
 #if defined(FMHA_PLATFORM_NVIDIA)
             asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
@@ -713,7 +818,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #else
             v = *(const uint4 *)(sQ + fmhai_swz(r, c, HD));
 #endif
-            *(uint4 *)(o_ptr + (int64_t)r * 2 * p->o_row + c * 16) = v;
+            *(uint4 *)(o_ptr + fmhai_q_row_off(r, 2 * p->o_row, 2 * p->o_head, DEC ? PR : 0, m0) + c * 16) = v;
         }
     }
 #endif

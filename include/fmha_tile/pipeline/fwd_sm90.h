@@ -309,7 +309,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
     const int h = (int)blockIdx.y, b = (int)blockIdx.z;
     fmhai_fwd_seq S;
-    fmhai_fwd_seq_of(p, b, PAGED, &S);
+    fmhai_fwd_seq_of(p, b, PAGED, 0, &S);
     const int s_q = S.s_q, s_k = S.s_k, q_start = S.q_start, b_eff = S.b_eff;
     const int m0 = m_block * BM;
     if (m0 >= s_q) return;

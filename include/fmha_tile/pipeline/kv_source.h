@@ -100,9 +100,9 @@ FMHAI_DEVICE void fmhai_kv_srcs_of(const fmhai_fwd_params *p, const fmhai_fwd_se
     v->page_bytes = kvb * p->v_page;
     k->chunk_bytes = vec ? (int64_t)16 << p->page_log2 : 16;
     v->chunk_bytes = vec ? (int64_t)16 * p->d : 16;
-    k->base = (const char *)p->k + kvb * ((int64_t)S->b_eff * p->k_batch + (int64_t)S->k_start * p->k_row +
+    k->base = (const char *)p->k + kvb * ((int64_t)S->kv_b * p->k_batch + (int64_t)S->k_start * p->k_row +
                                           (int64_t)hk * p->k_head);
-    v->base = (const char *)p->v + kvb * ((int64_t)S->b_eff * p->v_batch + (int64_t)S->k_start * p->v_row +
+    v->base = (const char *)p->v + kvb * ((int64_t)S->kv_b * p->v_batch + (int64_t)S->k_start * p->v_row +
                                           (int64_t)hk * p->v_head);
 }
 

@@ -72,6 +72,24 @@
 #define FMHAI_TILES_SM80_FP8_256(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    8,     1)
 #endif
 
+/* ---- decode rows (DECODE families): the portable pipeline with packed GQA
+ * rows and the split-KV epilogue. One warp per block and 16 rows (the query
+ * heads of a KV head, times the query rows): decode reads K/V once per KV
+ * head and is bound by memory, so small blocks that fit several per SM keep
+ * more copies in flight than wide ones. Key tiles of 32 (one staging
+ * thread per row for small pages and fp8 descales) in a 3-stage ring;
+ * VECTORIZED pages need 64-key tiles, so two warps (32 rows). A starting
+ * point until the decode benchmark tunes it (bench/RESULTS.md). */
+#ifndef FMHAI_TILES_SM80_DEC_64
+/*                                                  arch  tile_m tile_n warps stages */
+#define FMHAI_TILES_SM80_DEC_64(Y, ...)   Y(__VA_ARGS__, SM80,   16,     32,    1,     3)
+#define FMHAI_TILES_SM80_DEC_128(Y, ...)  Y(__VA_ARGS__, SM80,   16,     32,    1,     3)
+#define FMHAI_TILES_SM80_DEC_256(Y, ...)  Y(__VA_ARGS__, SM80,   16,     32,    1,     3)
+#define FMHAI_TILES_SM80_DECV_64(Y, ...)  Y(__VA_ARGS__, SM80,   32,     64,    2,     2)
+#define FMHAI_TILES_SM80_DECV_128(Y, ...) Y(__VA_ARGS__, SM80,   32,     64,    2,     2)
+#define FMHAI_TILES_SM80_DECV_256(Y, ...) Y(__VA_ARGS__, SM80,   32,     64,    2,     2)
+#endif
+
 /* ---- AMD CDNA, portable pipeline (compile-checked; MFMA pipeline to come) */
 /*                                                 arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_GFX9_FWD_64(Y, ...)  Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
@@ -98,6 +116,12 @@
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DEC_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DEC_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DEC_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DECV_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DECV_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DECV_256(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH GFX9
 #else
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -119,6 +143,12 @@
                                        FMHAI_TILES_SM80_FP8_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FP8_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DEC_64(Y, ...)  FMHAI_TILES_SM80_DEC_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DEC_128(Y, ...) FMHAI_TILES_SM80_DEC_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DEC_256(Y, ...) FMHAI_TILES_SM80_DEC_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DECV_64(Y, ...)  FMHAI_TILES_SM80_DECV_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DECV_128(Y, ...) FMHAI_TILES_SM80_DECV_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_DECV_256(Y, ...) FMHAI_TILES_SM80_DECV_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
 
@@ -152,7 +182,7 @@
  * Rows-per-warp x head dim of 256 (e.g. 32 x 128, 16 x 256) needs the whole
  * 255-register budget; smaller ones aim at 256 query rows per SM. */
 #define FMHAI_FWD_MIN_BLOCKS(hd, bm, w) \
-    (((bm) / (16 * (w))) * (hd) >= 256 ? 1 : ((bm) >= 256 ? 1 : 256 / (bm)))
+    (((bm) / (16 * (w))) * (hd) >= 256 || (w) < 4 ? 1 : ((bm) >= 256 ? 1 : 256 / (bm)))
 
 /* How the pipeline reads K/V (fmhai_block_load_kv), from a row's page column
  * pg (smallest page size served, 0: not paged) and tile_n:
@@ -192,6 +222,15 @@
 #ifndef FMHAI_TUNED_PAGES_PREFILL_VEC
 #define FMHAI_TUNED_PAGES_PREFILL_VEC(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 64)
 #endif
+/* Decode: page 0 is the contiguous cache; with 32-key tiles pages 1..8 run
+ * class 1, 16 class 3, 32 and up class 2 (VECTORIZED, 64-key tiles: 8
+ * class 1, 16..32 class 3, 64 and up class 2). */
+#ifndef FMHAI_TUNED_PAGES_DECODE
+#define FMHAI_TUNED_PAGES_DECODE(Z, ...) Z(__VA_ARGS__, 0) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 32)
+#endif
+#ifndef FMHAI_TUNED_PAGES_DECODE_VEC
+#define FMHAI_TUNED_PAGES_DECODE_VEC(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 64)
+#endif
 
 /* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page,
  * vectorized, fp8 KV); page is 0 for families without a paged KV cache,
@@ -219,8 +258,10 @@
       "page size must be a power of two in 1..2048")                                      \
     C(vectorized_tile_n_64_128, !(vec) || ((bn) == 64 || (bn) == 128),                     \
       "VECTORIZED KV needs tile_n 64 or 128 (V^T rows of 8+ chunks)")                   \
-    C(fp8_kv_linear_pages, !(kv8) || ((pg) > 0 && !(vec)),                                 \
-      "FP8 KV rows are batch prefill rows with LINEAR pages")                              \
+    C(staging_threads_cover_tile, !((pg) > 0 && (FMHAI_PAGING(pg, bn) == 1 || (kv8))) || (w) * 32 >= (bn), \
+      "small pages (below 16) and paged fp8 KV stage one row per thread: warps*32 must be >= tile_n") \
+    C(fp8_kv_linear_pages, !(kv8) || !(vec),                                               \
+      "FP8 KV rows take LINEAR pages or contiguous K/V")                                   \
     C(fp8_tiles_split_over_threads,                                                        \
       !(kv8) || ((w) >= 1 && ((bn) * (hd) / 16) % ((w) * 32) == 0 && ((w) * 32) % ((hd) / 16) == 0), \
       "FP8 KV: tile_n*hd/16 must be a multiple of the thread count")                     \

@@ -1,0 +1,146 @@
+/*
+ * Decode family, host side: argument validation and kernel parameters.
+ *
+ * The kernels are the portable forward pipeline built for decode (DEC,
+ * pipeline/fwd_portable.h): a block owns one KV head of one sequence, its
+ * tile rows are the (query, query head) pairs of that KV head's group, and
+ * with split-KV a block takes one share of the key tiles and writes a
+ * partial O and LSE (fp32) to the caller's workspace; the combine kernel
+ * (kernel/combine.h) merges the shares. K/V come from a contiguous cache
+ * (per-sequence key counts, optional cache_batch_idx) or from the pages of
+ * batch prefill's caches (kernel/prefill.h validates their tables). This
+ * file decides whether a call is well formed and fills the parameter
+ * block; dispatch/decode_dispatch.h plans and launches. Pure C.
+ */
+#ifndef FMHA_TILE_KERNEL_DECODE_H
+#define FMHA_TILE_KERNEL_DECODE_H
+
+#include "prefill.h"
+#include "../dispatch/splitkv.h"
+
+static inline fmha_status fmhai_decode_validate(const fmha_decode_args *a)
+{
+    const char *fam = "decode";
+    fmha_status st;
+    fmhai_kv_dtypes t;
+    if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: args is NULL", fam);
+    st = fmhai_validate_common(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
+                               a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
+    if (st != FMHA_OK) return st;
+    if (a->seqlen_q < 1)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: seqlen_q must be >= 1 (got %d)", fam, a->seqlen_q);
+    if (a->max_seqlen_k < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: max_seqlen_k must be >= 0 (got %d)", fam, a->max_seqlen_k);
+    if (a->num_splits < 0 || a->num_splits > FMHA_SPLITKV_MAX_SPLITS)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: num_splits %d outside 0..%d (0: the heuristic)", fam,
+                          a->num_splits, FMHA_SPLITKV_MAX_SPLITS);
+    t.q_dtype = a->q_dtype; t.kv_dtype = a->kv_dtype; t.hdim = a->hdim_q;
+    t.kv_layout = a->is_paged ? a->kv_layout : FMHA_KV_LAYOUT_LINEAR;
+    t.kv_scale = a->kv_scale; t.q_descale = a->q_descale; t.k_descale = a->k_descale;
+    t.v_descale = a->v_descale; t.k_page_descale = a->k_page_descale; t.v_page_descale = a->v_page_descale;
+    t.descale_page_stride = a->descale_page_stride; t.descale_nhead_stride = a->descale_nhead_stride;
+    st = fmhai_validate_kv_dtypes(fam, &t);
+    if (st != FMHA_OK) return st;
+    if (!a->is_paged && a->kv_scale == FMHA_KV_SCALE_PER_PAGE)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: per-page descales need a paged cache", fam);
+    if (a->is_paged) {
+        st = fmhai_validate_pages(fam, a->page_size, a->num_total_pages, a->kv_layout, a->hdim_q, a->page_table,
+                                  a->kv_indptr, a->kv_page_indices, a->kv_last_page_lens, a->block_table,
+                                  a->seqlen_k, a->block_table_stride, a->batch > 0);
+        if (st != FMHA_OK) return st;
+    }
+    if (a->batch == 0) return FMHA_OK;
+    if (!a->q || !a->o || !a->k_cache || !a->v_cache)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: q, o, k_cache and v_cache must not be NULL", fam);
+    if (!a->is_paged && !a->seqlen_k)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: a contiguous cache needs seqlen_k (keys per sequence)", fam);
+    if (fmhai_misaligned(a->q) || fmhai_misaligned(a->o) || fmhai_misaligned(a->k_cache) ||
+        fmhai_misaligned(a->v_cache))
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q, o, k_cache and v_cache must be 16-byte aligned", fam);
+    {
+        const int q8 = a->q_dtype == FMHA_DTYPE_FP8, kv8 = a->kv_dtype == FMHA_DTYPE_FP8;
+        const int64_t s[14] = { a->stride_q, a->nhead_stride_q, a->batch_stride_q,
+                                a->stride_o, a->nhead_stride_o, a->batch_stride_o,
+                                a->stride_k, a->nhead_stride_k, a->is_paged ? a->page_stride_k : a->batch_stride_k,
+                                a->stride_v, a->nhead_stride_v, a->is_paged ? a->page_stride_v : a->batch_stride_v,
+                                0, 0 };
+        /* 16-byte rows: 8 elements of 16 bits, 16 of fp8 (O is 16-bit) */
+        st = fmhai_validate_strides(fam, s, 3, q8 ? 16 : 8);
+        if (st == FMHA_OK) st = fmhai_validate_strides(fam, s + 3, 3, 8);
+        if (st == FMHA_OK) st = fmhai_validate_strides(fam, s + 6, 6, kv8 ? 16 : 8);
+        if (st != FMHA_OK) return st;
+        if (s[6] < 0 || s[7] < 0 || s[8] < 0 || s[9] < 0 || s[10] < 0 || s[11] < 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: KV strides must be >= 0", fam);
+    }
+    if (a->alibi_slopes && ((uintptr_t)a->alibi_slopes & 3u))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: alibi_slopes must be 4-byte aligned", fam);
+    return FMHA_OK;
+}
+
+/* Query rows x query heads of the call: the rows of the split workspace. */
+static inline int64_t fmhai_decode_rows(const fmha_decode_args *a)
+{
+    return (int64_t)a->batch * a->nhead_q * a->seqlen_q;
+}
+
+/* The parameter block of a validated call for a kernel of tile_m rows, with
+ * `splits` splits (> 1: the workspace holds the partials). */
+static inline void fmhai_decode_make_params(const fmha_decode_args *a, int tile_m, int splits, fmhai_fwd_params *p)
+{
+    const float log2e = 1.4426950408889634f;
+    const int esize = a->kv_dtype == FMHA_DTYPE_FP8 ? 1 : 2;
+    const int ratio = a->nhead_q / a->nhead_k;
+    memset(p, 0, sizeof(*p));
+    p->q = a->q; p->k = a->k_cache; p->v = a->v_cache; p->o = a->o; p->lse = a->lse;
+    p->alibi_slopes = a->alibi_slopes; p->alibi_batch = a->alibi_batch_stride;
+    p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
+    p->o_row = a->stride_o; p->o_head = a->nhead_stride_o; p->o_batch = a->batch_stride_o;
+    p->lse_head = a->nhead_stride_lse; p->lse_batch = a->batch_stride_lse;
+    p->k_row = a->stride_k; p->k_head = a->nhead_stride_k;
+    p->v_row = a->stride_v; p->v_head = a->nhead_stride_v;
+    p->seqlen_q = a->seqlen_q;
+    p->seqlen_k_ptr = a->seqlen_k;
+    if (a->is_paged) {
+        const uint64_t four_gb = (uint64_t)1 << 32;
+        p->k_page = a->page_stride_k; p->v_page = a->page_stride_v;
+        p->kv_indptr = a->kv_indptr; p->kv_page_indices = a->kv_page_indices;
+        p->kv_last_page_lens = a->kv_last_page_lens;
+        p->block_table = a->block_table; p->block_table_stride = a->block_table_stride;
+        p->page_table = (int)a->page_table;
+        p->page_log2 = fmhai_log2_exact(a->page_size);
+        p->kv_off64 = a->num_total_pages == 0 ||
+                      fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_k,
+                                       a->stride_k, a->nhead_stride_k, esize) >= four_gb ||
+                      fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_v,
+                                       a->stride_v, a->nhead_stride_v, esize) >= four_gb;
+    } else {
+        p->k_batch = a->batch_stride_k; p->v_batch = a->batch_stride_v;
+        p->cache_batch_idx = a->cache_batch_idx;
+    }
+    p->q_fp8 = a->q_dtype == FMHA_DTYPE_FP8;
+    p->q_descale = a->q_descale; p->k_descale = a->k_descale; p->v_descale = a->v_descale;
+    p->k_page_descale = a->k_page_descale; p->v_page_descale = a->v_page_descale;
+    p->ds_page = a->descale_page_stride; p->ds_head = a->descale_nhead_stride;
+    p->nhead_q = a->nhead_q; p->head_ratio = ratio;
+    p->d = a->hdim_q;
+    p->m_blocks = (a->seqlen_q * ratio + tile_m - 1) / tile_m;
+    p->mask_kind = (int)a->mask_type;
+    p->window_left = fmhai_norm_window(a->window_left);
+    p->window_right = fmhai_norm_window(a->window_right);
+    if (a->mask_type != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
+        p->mask_kind = FMHA_MASK_NONE;
+    p->scale_log2 = a->scale * log2e;
+    if (a->logits_soft_cap > 0.f) {
+        p->softcap_pre = a->scale / a->logits_soft_cap;
+        p->softcap_post_log2 = a->logits_soft_cap * log2e;
+    }
+    p->num_splits = splits;
+    if (splits > 1) {
+        const int64_t rows = fmhai_decode_rows(a);
+        p->ws_rows = rows;
+        p->ws_lse = (float *)a->workspace;
+        p->ws_o = (float *)((char *)a->workspace + fmhai_align16((size_t)splits * (size_t)rows * 4));
+    }
+}
+
+#endif /* FMHA_TILE_KERNEL_DECODE_H */
