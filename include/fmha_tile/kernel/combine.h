@@ -81,11 +81,24 @@ fmhai_splitkv_combine_kernel(const FMHAI_GRID_CONSTANT fmhai_combine_params p)
     for (int c = 4 * lane; c < p.d; c += 128) {
         float4 acc;
         acc.x = acc.y = acc.z = acc.w = 0.f;
-        for (int s = 0; s < p.splits; ++s) {
-            const float w = sW[grp][s];
-            if (w == 0.f) continue;   /* a split without keys adds nothing (its O may be anything) */
-            const float4 v = *(const float4 *)(p.ws_o + ((int64_t)s * p.rows + row) * p.d + c);
-            acc.x += w * v.x; acc.y += w * v.y; acc.z += w * v.z; acc.w += w * v.w;
+        /* eight splits' loads in flight, then their sums in split order (a
+         * loop of dependent load-add steps waited a memory latency per split) */
+        for (int s0 = 0; s0 < p.splits; s0 += 8) {
+            float4 v[8];
+            float w[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const int s = s0 + u;
+                w[u] = s < p.splits ? sW[grp][s] : 0.f;
+                v[u].x = v[u].y = v[u].z = v[u].w = 0.f;
+                /* a split without keys adds nothing (its O may be anything) */
+                if (w[u] != 0.f) v[u] = *(const float4 *)(p.ws_o + ((int64_t)s * p.rows + row) * p.d + c);
+            }
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                acc.x += w[u] * v[u].x; acc.y += w[u] * v[u].y;
+                acc.z += w[u] * v[u].z; acc.w += w[u] * v[u].w;
+            }
         }
         uint2 r;
         r.x = fmhai_pack2(acc.x * inv, acc.y * inv, p.out_bf16);
