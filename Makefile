@@ -74,15 +74,21 @@ $(BUILD)/tests/test_fwd: tests/gpu/test_fwd.cu tests/gpu/test_util.h tests/ref/f
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
 
-$(BUILD)/tests/test_prefill: tests/gpu/test_prefill.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)
+$(BUILD)/tests/test_prefill: tests/gpu/test_prefill.cu tests/gpu/test_util.h tests/gpu/paged_pool.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
 
 # the same suite with the default prefill set's Hopper rows left out: every
 # problem on the portable pipeline, the fast one's fallback (sm_90a only)
-$(BUILD)/tests/test_prefill_portable: tests/gpu/test_prefill_portable.cu tests/gpu/test_prefill.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)
+$(BUILD)/tests/test_prefill_portable: tests/gpu/test_prefill_portable.cu tests/gpu/test_prefill.cu tests/gpu/test_util.h tests/gpu/paged_pool.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -Itests -gencode=arch=compute_90a,code=sm_90a $< -o $@
+
+# decode with split-KV over contiguous and paged caches (the pools are
+# test_prefill's, tests/gpu/paged_pool.h); ptxas report kept like test_fwd's
+$(BUILD)/tests/test_decode: tests/gpu/test_decode.cu tests/gpu/test_util.h tests/gpu/paged_pool.h tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; }
 
 # the FP8 (e4m3) forward: Hopper rows only (sm_90a), its own translation unit
 $(BUILD)/tests/test_fwd_fp8: tests/gpu/test_fwd_fp8.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)
@@ -195,7 +201,7 @@ $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 
 nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1 \
             $(BUILD)/tests/test_bwd_portable $(BUILD)/tests/test_wgmma $(BUILD)/tests/test_prefill_portable \
-            $(BUILD)/tests/test_fwd_fp8 $(BUILD)/examples/fmha_decode
+            $(BUILD)/tests/test_fwd_fp8 $(BUILD)/tests/test_decode $(BUILD)/examples/fmha_decode
 bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:

@@ -55,6 +55,14 @@ if [ -f "$log" ]; then
          /bytes stack frame/ { if ($1 > 0) { bad[arch]++; list[arch] = list[arch] " " k "(" $1 "B)" } }
          END { for (a in n) printf "INFO ptxas bwd %s: %d kernels, %d with a stack frame%s\n", a, n[a], bad[a] + 0, list[a] }' "$log"
 fi
+log="$build/tests/test_decode.ptxas.log"
+if [ -f "$log" ]; then
+    awk '/Compiling entry function/ { k = $0; sub(/.*fmhai_k_/, "", k); sub(/_L[0-9]+16fmhai.*/, "", k);
+                                      gsub(/_FMHA_ANY|_NOALIBI/, "", k);
+                                      arch = ($0 ~ /sm_90a/) ? "sm_90a" : "sm_80"; n[arch]++ }
+         /bytes stack frame/ { if ($1 > 0) { bad[arch]++; list[arch] = list[arch] " " k "(" $1 "B)" } }
+         END { for (a in n) printf "INFO ptxas decode %s: %d kernels, %d with a stack frame%s\n", a, n[a], bad[a] + 0, list[a] }' "$log"
+fi
 # ptxas C7517 ("warpgroup.wait is injected") and C7515 ("wgmma.mma_async
 # instructions are serialized") slow a wgmma pipeline down: none may appear in
 # the default forward and prefill sets
@@ -88,6 +96,7 @@ if [ "$mode" = "--all" ]; then
         run_suite gpu_prefill "$build/tests/test_prefill"
         run_suite gpu_prefill_portable "$build/tests/test_prefill_portable"
         run_suite gpu_fwd_fp8 "$build/tests/test_fwd_fp8"
+        run_suite gpu_decode "$build/tests/test_decode"
         run_suite gpu_bwd "$build/tests/test_bwd"
         run_suite gpu_bwd_chain "$build/tests/test_bwd_chain"
         run_suite gpu_bwd_stage1 "$build/tests/test_bwd_stage1"

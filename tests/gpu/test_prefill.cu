@@ -17,7 +17,8 @@
  * optional head and page padding; token strides are documented as unused and are
  * passed as 8, and in one problem as 0).
  * The reference gets K/V gathered from the pages into contiguous per-sequence arrays
- * and runs the group-mode forward reference of tests/ref/fmha_ref.h.
+ * and runs the group-mode forward reference of tests/ref/fmha_ref.h. (Pools, tables
+ * and the gather: tests/gpu/paged_pool.h, shared with test_decode.cu.)
  *
  * Two pipelines, one suite: this file builds as test_prefill, where an sm_90
  * device runs every 16-bit problem on the Hopper wgmma pipeline (one kernel per
@@ -95,6 +96,7 @@
 
 #include "fmha_tile.h"
 #include "test_util.h"
+#include "paged_pool.h"
 #include "../ref/fmha_ref.h"
 
 /* Everything the library offers for batch prefill (page classes 1, 16 and 64,
@@ -157,7 +159,7 @@ DECL_FMHA_KERNEL_SET(stages3_set, STAGES3_SET)
 /* ============================================================================
  * Problem descriptions
  * ========================================================================== */
-#define MAXB 8
+#define MAXB PP_MAXB
 #define MAXCFG 400
 /* Poisoned elements before and after the O and LSE buffers (keeps O 16-byte aligned). */
 #define GUARD 256
@@ -168,8 +170,6 @@ DECL_FMHA_KERNEL_SET(stages3_set, STAGES3_SET)
 #define LARGE_POOL_FIRST ((size_t)1 << 32)          /* 4 GiB   */
 /* Pools up to this size are built as one host image and uploaded at once. */
 #define SMALL_POOL_BYTES ((size_t)256 << 20)
-/* e4m3 NaN: fills every fp8 slot nobody may read (the 16-bit types use TU_POISON_IN16). */
-#define FP8_POISON 0x7Fu
 
 typedef struct pf_cfg {
     char name[256];
@@ -212,12 +212,6 @@ typedef struct pf_cfg {
     int r8k, r8v, r8q;           /* e4m3 code ranges of K, V and Q (R8_*)              */
     int quick;
 } pf_cfg;
-
-/* e4m3 code ranges, as exponent fields: full (subnormals .. 448), mid (0.25 ..
- * 7.5), low (subnormals and the smallest normals, |x| < 2^-3). */
-enum { R8_FULL = 0, R8_MID = 1, R8_LOW = 2 };
-static const int r8_emin[3] = { 0, 5, 0 }, r8_emax[3] = { 15, 9, 3 };
-static const char *const r8_str[3] = { "full", "mid", "low" };
 
 static pf_cfg g_cfgs[MAXCFG];
 static int g_ncfg;
@@ -918,35 +912,19 @@ static int big_pool_get(char *why, size_t cap)
 }
 
 typedef struct pf_run {
-    int np[MAXB];                /* pages of sequence b                                */
-    int pstart[MAXB + 1];        /* prefix sums of np: logical page of (b, i) is lpage[pstart[b] + i] */
-    int *lpage;
-    int n_logical, n_total;      /* distinct pages used; pages in the pool             */
-    int *phys;                   /* pool index of each logical page                    */
-    int *fill;                   /* keys any sequence reads from each logical page     */
+    pp_spec spec;                /* the pool's description (from the problem)          */
+    pp_pool pool;                /* pages, tables, images, gathered K/V, descales      */
     int32_t ssq[MAXB + 1], ssk[MAXB + 1];
-    int tq, tk, maxq, maxnp;
-    int es, esq;                 /* bytes per K/V element and per Q element (1: e4m3)  */
-    int dq, dpk, dpv;            /* padded row lengths: Q/O, K, V                      */
-    int64_t ps_k, ts_k, hs_k, ps_v, ts_v, hs_v;
-    size_t n_q, n_o, n_lse, n_kpool, n_vpool;
+    int tq, tk, maxq;
+    int esq;                     /* bytes per Q element (1: e4m3)                      */
+    int dq;                      /* padded Q/O row length                              */
+    size_t n_q, n_o, n_lse;
     int64_t lse_head;
-    /* tables (host) */
-    int32_t *h_indptr, *h_indices, *h_last, *h_bt, *h_seqk;
-    size_t n_indices, n_bt;
-    int64_t bt_stride;
     /* host */
-    unsigned char *kimg, *vimg;  /* images of the logical pages (page stride each)      */
-    float *qf, *kf, *vf, *ref_o, *ref_lse;
+    float *qf, *ref_o, *ref_lse;
     unsigned char *qh;           /* Q as stored (16-bit or e4m3)                        */
     uint16_t *oh_all, *oh;
-    float vamp;                  /* largest |V| the reference sees (fp8 max-abs bound)  */
-    float *vsk;                  /* fp8: each key's V descale [tk][h_k] (the e4m3 P model) */
     double *sabs;                /* e4m3 kernels: per O row, the score bound of the LSE tolerance */
-    /* FP8 descales: PER_PAGE host arrays (NaN where nobody may read) and strides */
-    float *h_kds, *h_vds;
-    size_t n_ds;
-    int64_t ds_page, ds_head;
     uint32_t *lseh_all, *lseh;
     unsigned char *o_logical_all, *o_logical, *lse_logical_all, *lse_logical;
     /* device */
@@ -959,260 +937,33 @@ typedef struct pf_run {
 
 static void run_free(pf_run *r)
 {
-    free(r->lpage); free(r->phys); free(r->fill);
-    free(r->h_indptr); free(r->h_indices); free(r->h_last); free(r->h_bt); free(r->h_seqk);
-    free(r->kimg); free(r->vimg); free(r->qf); free(r->kf); free(r->vf); free(r->ref_o); free(r->ref_lse);
-    free(r->vsk); free(r->sabs);
+    pp_free(&r->pool);
+    free(r->qf); free(r->ref_o); free(r->ref_lse); free(r->sabs);
     free(r->qh); free(r->oh_all); free(r->lseh_all); free(r->o_logical_all); free(r->lse_logical_all);
     tu_dfree(r->dqp); tu_dfree(r->dout_all); tu_dfree(r->dlse_all); tu_dfree(r->dssq);
     tu_dfree(r->d_indptr); tu_dfree(r->d_indices); tu_dfree(r->d_last); tu_dfree(r->d_bt); tu_dfree(r->d_seqk);
-    free(r->h_kds); free(r->h_vds);
     tu_dfree(r->d_kds); tu_dfree(r->d_vds); tu_dfree(r->d_qds);
     if (!r->big) { tu_dfree(r->dk); tu_dfree(r->dv); }
 }
 
-/* Host images hold 16-bit elements (es 2) or e4m3 codes (es 1). */
-static void img_put(unsigned char *img, int es, int64_t i, unsigned v)
+/* The pool of a problem (paged_pool.h): its layout, sharing and table
+ * options, and a large problem's 4.5 GiB pool with every used page past 4 GiB. */
+static void pool_spec(const pf_cfg *c, pp_spec *s)
 {
-    if (es == 1) img[i] = (unsigned char)v;
-    else ((uint16_t *)img)[i] = (uint16_t)v;
-}
-
-static unsigned img_get(const unsigned char *img, int es, int64_t i)
-{
-    return es == 1 ? img[i] : ((const uint16_t *)img)[i];
-}
-
-/* n elements of input poison: NaN in fp16/bf16 (0xFFFF) and in e4m3 (0x7F). */
-static void img_poison(unsigned char *img, int es, size_t n)
-{
-    if (es == 1) memset(img, FP8_POISON, n);
-    else tu_fill16((uint16_t *)img, n, TU_POISON_IN16);
-}
-
-/* A random input element of type dt: fp16/bf16 bits of amplitude amp, or an e4m3
- * code of range r8 (R8_*). */
-static unsigned rand_elem(fmha_ref_rng *rng, fmha_dtype dt, float amp, int r8)
-{
-    if (dt == FMHA_DTYPE_FP8) return fmha_ref_rng_e4m3(rng, r8_emin[r8], r8_emax[r8]);
-    return fmha_ref_f32_to_bits16(fmha_ref_rng_input(rng, amp), dt == FMHA_DTYPE_BF16);
-}
-
-static float elem_f32(unsigned u, fmha_dtype dt)
-{
-    if (dt == FMHA_DTYPE_FP8) return fmha_ref_e4m3_to_f32((uint8_t)u);
-    return fmha_ref_bits16_to_f32((uint16_t)u, dt == FMHA_DTYPE_BF16);
-}
-
-/* 1 when the device buffer still holds the n bytes of h. */
-static int same_bytes_on_device(const void *dev, const void *h, size_t n)
-{
-    unsigned char *tmp = (unsigned char *)tu_hmalloc(n + 1);
-    int same;
-    tu_download(tmp, dev, n);
-    same = memcmp(tmp, h, n) == 0;
-    free(tmp);
-    return same;
-}
-
-/* Pages of each sequence, sharing, and where each distinct page sits in the pool. */
-static void plan_pages(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
-{
-    const int P = c->page;
-    int b, i, n = 0;
-    r->pstart[0] = 0;
-    for (b = 0; b < c->batch; b++) {
-        r->np[b] = (c->lk[b] + P - 1) / P;
-        r->pstart[b + 1] = r->pstart[b] + r->np[b];
-        if (r->np[b] > r->maxnp) r->maxnp = r->np[b];
-    }
-    r->lpage = (int *)tu_hmalloc(sizeof(int) * (size_t)(r->pstart[c->batch] + 1));
-    for (b = 0; b < c->batch; b++) {
-        int shared = 0, src = 0;
-        if (c->share == 1 && b % 2 == 1) {
-            int m = r->np[b] < r->np[b - 1] ? r->np[b] : r->np[b - 1];
-            shared = m > 0 ? (3 * m + 3) / 4 : 0;     /* at least one page when both have one */
-            src = b - 1;
-        } else if (c->share == 2 && b > 0) {
-            shared = r->np[b] < r->np[0] ? r->np[b] : r->np[0];
-            src = 0;
-        }
-        for (i = 0; i < r->np[b]; i++)
-            r->lpage[r->pstart[b] + i] = i < shared ? r->lpage[r->pstart[src] + i] : n++;
-    }
-    r->n_logical = n;
-    r->fill = (int *)calloc((size_t)n + 1, sizeof(int));
-    r->phys = (int *)tu_hmalloc(sizeof(int) * ((size_t)n + 1));
-    if (!r->fill) { tu_fail(c->name, "out of host memory"); tu_finish(); }
-    for (b = 0; b < c->batch; b++)
-        for (i = 0; i < r->np[b]; i++) {
-            int l = r->lpage[r->pstart[b] + i], used = c->lk[b] - i * P;
-            if (used > P) used = P;
-            if (used > r->fill[l]) r->fill[l] = used;
-        }
-
-    if (c->large) {
-        /* all of them in [first, n_total), the pool's last page among them */
-        const size_t page_bytes = (size_t)r->ps_k * (size_t)r->es;
-        const int first = (int)((LARGE_POOL_FIRST + page_bytes - 1) / page_bytes);
-        int range, *cand;
-        r->n_total = (int)(LARGE_POOL_BYTES / page_bytes);
-        range = r->n_total - first;
-        if (range < n) { tu_fail(c->name, "large pool holds too few pages past 4 GiB"); tu_finish(); }
-        cand = (int *)tu_hmalloc(sizeof(int) * (size_t)range);
-        for (i = 0; i < range; i++) cand[i] = first + i;
-        { int t = cand[0]; cand[0] = cand[range - 1]; cand[range - 1] = t; }   /* top page first */
-        for (i = 1; i < n; i++) {                      /* partial Fisher-Yates */
-            int jj = i + (int)(fmha_ref_rng_next(rng) % (uint64_t)(range - i));
-            int t = cand[i]; cand[i] = cand[jj]; cand[jj] = t;
-        }
-        if (!c->shuffle)
-            for (i = 0; i < n; i++) cand[i] = first + i;
-        for (i = 0; i < n; i++) r->phys[i] = cand[i];
-        free(cand);
-        return;
-    }
-    r->n_total = n + c->spare;
-    if (c->shuffle) {
-        int *perm = (int *)tu_hmalloc(sizeof(int) * ((size_t)r->n_total + 1));
-        for (i = 0; i < r->n_total; i++) perm[i] = i;
-        for (i = r->n_total - 1; i > 0; i--) {
-            int jj = (int)(fmha_ref_rng_next(rng) % (uint64_t)(i + 1));
-            int t = perm[i]; perm[i] = perm[jj]; perm[jj] = t;
-        }
-        for (i = 0; i < n; i++) r->phys[i] = perm[i];
-        free(perm);
-    } else {
-        for (i = 0; i < n; i++) r->phys[i] = c->spare / 2 + i;   /* spare pages before and after */
-    }
-}
-
-/* Page tables on the host. Garbage is anything no valid read may touch. */
-static void build_tables(const pf_cfg *c, pf_run *r)
-{
-    const int B = c->batch;
-    const int32_t garbage[4] = { -1, INT32_MAX, r->n_total + 7, INT32_MIN };
-    int b, i;
-    size_t g = 0;
-    r->h_indptr = (int32_t *)tu_hmalloc(sizeof(int32_t) * (size_t)(B + 1));
-    r->h_last = (int32_t *)tu_hmalloc(sizeof(int32_t) * (size_t)(B + 1));
-    r->h_seqk = (int32_t *)tu_hmalloc(sizeof(int32_t) * (size_t)(B + 1));
-    r->n_indices = (size_t)c->indptr_base + (size_t)r->pstart[B] + 4;
-    r->h_indices = (int32_t *)tu_hmalloc(sizeof(int32_t) * r->n_indices);
-    for (i = 0; i < (int)r->n_indices; i++) r->h_indices[i] = garbage[g++ % 4];
-    for (b = 0; b <= B; b++) r->h_indptr[b] = c->indptr_base + r->pstart[b];
-    for (b = 0; b < B; b++) {
-        for (i = 0; i < r->np[b]; i++)
-            r->h_indices[c->indptr_base + r->pstart[b] + i] = r->phys[r->lpage[r->pstart[b] + i]];
-        r->h_last[b] = r->np[b] > 0 ? c->lk[b] - (r->np[b] - 1) * c->page : 0;
-        r->h_seqk[b] = c->lk[b];
-    }
-    r->bt_stride = r->maxnp + c->bt_extra;
-    if (r->bt_stride < 1) r->bt_stride = 1;
-    r->n_bt = (size_t)B * (size_t)r->bt_stride;
-    r->h_bt = (int32_t *)tu_hmalloc(sizeof(int32_t) * (r->n_bt + 1));
-    for (b = 0; b < B; b++)
-        for (i = 0; i < (int)r->bt_stride; i++)
-            r->h_bt[(size_t)b * r->bt_stride + i] = i < r->np[b] ? r->phys[r->lpage[r->pstart[b] + i]] : garbage[g++ % 4];
-}
-
-/* Element offset of (token t, KV head h, dim x) inside a page of K (which 0) or V
- * (which 1): LINEAR t*token_stride + h*head_stride + x; VECTORIZED (x = 8 elements
- * per 16 bytes) K [h][d/8][page][8], V [h][page/8][d][8]. */
-static int64_t kv_off(const pf_cfg *c, const pf_run *r, int which, int t, int h, int x)
-{
-    if (c->vec) {
-        if (!which) return (int64_t)h * r->hs_k + (int64_t)(x >> 3) * c->page * 8 + (int64_t)t * 8 + (x & 7);
-        return (int64_t)h * r->hs_v + (int64_t)(t >> 3) * c->d * 8 + (int64_t)x * 8 + (t & 7);
-    }
-    return which ? (int64_t)t * r->ts_v + (int64_t)h * r->hs_v + x : (int64_t)t * r->ts_k + (int64_t)h * r->hs_k + x;
-}
-
-/* Fills the logical page images: random keys for the filled slots, NaN elsewhere. */
-static void fill_pages(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
-{
-    size_t nk = (size_t)r->n_logical * (size_t)r->ps_k, nv = (size_t)r->n_logical * (size_t)r->ps_v;
-    int l, t, h, x, which;
-    r->kimg = (unsigned char *)tu_hmalloc((nk + 1) * (size_t)r->es);
-    r->vimg = (unsigned char *)tu_hmalloc((nv + 1) * (size_t)r->es);
-    img_poison(r->kimg, r->es, nk);
-    img_poison(r->vimg, r->es, nv);
-    for (which = 0; which < 2; which++) {
-        unsigned char *img = which ? r->vimg : r->kimg;
-        int64_t ps = which ? r->ps_v : r->ps_k;
-        const int r8 = which ? c->r8v : c->r8k;
-        for (l = 0; l < r->n_logical; l++)
-            for (t = 0; t < r->fill[l]; t++)
-                for (h = 0; h < c->hk; h++)
-                    for (x = 0; x < c->d; x++)
-                        img_put(img, r->es, (int64_t)l * ps + kv_off(c, r, which, t, h, x),
-                                rand_elem(rng, c->dtype, c->amp, r8));
-    }
-}
-
-/* FP8 PER_PAGE descales, indexed by pool page: a log-uniform value in [0.25, 4]
- * for every (used page, KV head), NaN everywhere else (unreferenced pages, row
- * padding), in [pages][h_k + ds_pad] or, for ds_pad -1, [h_k][pages + 3]. */
-static void make_descales(const pf_cfg *c, pf_run *r, fmha_ref_rng *rng)
-{
-    size_t i;
-    int l, h, which;
-    if (c->dtype != FMHA_DTYPE_FP8 || c->kvs != FMHA_KV_SCALE_PER_PAGE) return;
-    if (c->ds_pad < 0) {
-        r->ds_page = 1;
-        r->ds_head = (int64_t)r->n_total + 3;
-        r->n_ds = (size_t)c->hk * (size_t)r->ds_head;
-    } else {
-        r->ds_page = (int64_t)c->hk + c->ds_pad;
-        r->ds_head = 1;
-        r->n_ds = (size_t)r->n_total * (size_t)r->ds_page;
-    }
-    r->h_kds = (float *)tu_hmalloc((r->n_ds + 1) * 4);
-    r->h_vds = (float *)tu_hmalloc((r->n_ds + 1) * 4);
-    for (i = 0; i < r->n_ds; i++) r->h_kds[i] = r->h_vds[i] = NAN;
-    for (which = 0; which < 2; which++)
-        for (l = 0; l < r->n_logical; l++)
-            for (h = 0; h < c->hk; h++)
-                (which ? r->h_vds : r->h_kds)[(int64_t)r->phys[l] * r->ds_page + (int64_t)h * r->ds_head] =
-                    (float)exp2((double)fmha_ref_rng_uniform(rng, -2.0f, 2.0f));
-}
-
-/* Descale of K (which 0) or V (1) on logical page l, KV head h (1 unless fp8). */
-static float kv_descale(const pf_cfg *c, const pf_run *r, int which, int l, int h)
-{
-    if (c->dtype != FMHA_DTYPE_FP8 || c->kvs == FMHA_KV_SCALE_NONE) return 1.0f;
-    if (c->kvs == FMHA_KV_SCALE_PER_TENSOR) return which ? c->vds : c->kds;
-    return (which ? r->h_vds : r->h_kds)[(int64_t)r->phys[l] * r->ds_page + (int64_t)h * r->ds_head];
-}
-
-/* K/V of every sequence gathered from the pages, dequantised (stored * descale):
- * [tk, h_k, d] floats. */
-static void gather_kv(const pf_cfg *c, pf_run *r)
-{
-    const int P = c->page;
-    size_t n = (size_t)(r->tk > 0 ? r->tk : 1) * c->hk * c->d;
-    int b, j, h, x;
-    r->kf = (float *)tu_hmalloc(n * 4);
-    r->vf = (float *)tu_hmalloc(n * 4);
-    r->vsk = (float *)tu_hmalloc((n / c->d) * 4);
-    r->vamp = 0.0f;
-    for (b = 0; b < c->batch; b++)
-        for (j = 0; j < c->lk[b]; j++) {
-            int l = r->lpage[r->pstart[b] + j / P];
-            for (h = 0; h < c->hk; h++) {
-                const unsigned char *kp = r->kimg + (int64_t)l * r->ps_k * r->es;
-                const unsigned char *vp = r->vimg + (int64_t)l * r->ps_v * r->es;
-                const float kds = kv_descale(c, r, 0, l, h), vds = kv_descale(c, r, 1, l, h);
-                r->vsk[(size_t)(r->ssk[b] + j) * c->hk + h] = vds;
-                float *kd = r->kf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
-                float *vd = r->vf + ((size_t)(r->ssk[b] + j) * c->hk + h) * c->d;
-                for (x = 0; x < c->d; x++) {
-                    kd[x] = elem_f32(img_get(kp, r->es, kv_off(c, r, 0, j % P, h, x)), c->dtype) * kds;
-                    vd[x] = elem_f32(img_get(vp, r->es, kv_off(c, r, 1, j % P, h, x)), c->dtype) * vds;
-                    if (fabsf(vd[x]) > r->vamp) r->vamp = fabsf(vd[x]);
-                }
-            }
-        }
+    memset(s, 0, sizeof(*s));
+    s->name = c->name;
+    s->dtype = c->dtype;
+    s->batch = c->batch; s->hk = c->hk; s->d = c->d;
+    s->lk = c->lk;
+    s->page = c->page;
+    s->hnd = c->hnd; s->vec = c->vec; s->vec_ts = c->vec_ts;
+    s->pad = c->pad; s->page_pad = c->page_pad;
+    s->shuffle = c->shuffle; s->share = c->share; s->spare = c->spare;
+    s->indptr_base = c->indptr_base; s->bt_extra = c->bt_extra;
+    if (c->large) { s->large_bytes = LARGE_POOL_BYTES; s->large_first = LARGE_POOL_FIRST; }
+    s->amp = c->amp;
+    s->r8k = c->r8k; s->r8v = c->r8v;
+    s->kvs = c->kvs; s->kds = c->kds; s->vds = c->vds; s->ds_pad = c->ds_pad;
 }
 
 /* The softmax scale: the problem's, or 1/sqrt(d). Full-range fp8 keys (|k| up to
@@ -1258,7 +1009,7 @@ static void make_ref(const pf_cfg *c, pf_run *r, fmha_ref_fwd *p)
     p->batch = c->batch; p->nhead_q = c->hq; p->nhead_k = c->hk;
     p->seqstart_q = r->ssq; p->seqstart_k = r->ssk;
     p->hdim_q = p->hdim_v = c->d;
-    p->q = r->qf; p->k = r->kf; p->v = r->vf; p->o = r->ref_o; p->lse = r->ref_lse;
+    p->q = r->qf; p->k = r->pool.kf; p->v = r->pool.vf; p->o = r->ref_o; p->lse = r->ref_lse;
     p->stride_q = (int64_t)c->hq * r->dq; p->nhead_stride_q = r->dq;
     p->stride_k = p->stride_v = (int64_t)c->hk * c->d; p->nhead_stride_k = p->nhead_stride_v = c->d;
     p->stride_o = (int64_t)c->hq * r->dq; p->nhead_stride_o = r->dq;
@@ -1284,23 +1035,23 @@ static void make_args(const pf_cfg *c, const pf_run *r, const fmha_ref_fwd *p, f
     a->stride_o = p->stride_o; a->nhead_stride_o = p->nhead_stride_o;
     a->nhead_stride_lse = r->lse_head;
     a->k_pool = r->dk; a->v_pool = r->dv;
-    a->num_total_pages = r->n_total;
+    a->num_total_pages = r->pool.n_total;
     a->page_size = c->page;
     a->kv_layout = c->vec ? FMHA_KV_LAYOUT_VECTORIZED : FMHA_KV_LAYOUT_LINEAR;
-    a->page_stride_k = r->ps_k; a->token_stride_k = r->ts_k; a->nhead_stride_k = r->hs_k;
-    a->page_stride_v = r->ps_v; a->token_stride_v = r->ts_v; a->nhead_stride_v = r->hs_v;
+    a->page_stride_k = r->pool.ps_k; a->token_stride_k = r->pool.ts_k; a->nhead_stride_k = r->pool.hs_k;
+    a->page_stride_v = r->pool.ps_v; a->token_stride_v = r->pool.ts_v; a->nhead_stride_v = r->pool.hs_v;
     a->page_table = (fmha_page_table)c->table;
     if (c->table == SG) {
         a->kv_indptr = r->d_indptr; a->kv_page_indices = r->d_indices; a->kv_last_page_lens = r->d_last;
     } else {
-        a->block_table = r->d_bt; a->seqlen_k = r->d_seqk; a->block_table_stride = r->bt_stride;
+        a->block_table = r->d_bt; a->seqlen_k = r->d_seqk; a->block_table_stride = r->pool.bt_stride;
     }
     a->kv_scale = c->dtype == FMHA_DTYPE_FP8 ? c->kvs : FMHA_KV_SCALE_NONE;
     if (a->kv_scale == FMHA_KV_SCALE_PER_TENSOR) {
         a->k_descale = r->d_kds; a->v_descale = r->d_vds;
     } else if (a->kv_scale == FMHA_KV_SCALE_PER_PAGE) {
         a->k_page_descale = r->d_kds; a->v_page_descale = r->d_vds;
-        a->descale_page_stride = r->ds_page; a->descale_nhead_stride = r->ds_head;
+        a->descale_page_stride = r->pool.ds_page; a->descale_nhead_stride = r->pool.ds_head;
     }
     if (c->q8 && c->qds > 0) a->q_descale = r->d_qds;
     a->scale = p->scale;
@@ -1398,7 +1149,6 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     const int P = c->page, kv8 = c->dtype == FMHA_DTYPE_FP8;
     const int is_bf16 = c->dtype != FMHA_DTYPE_FP16;       /* the output: bf16 for fp8 KV */
     const fmha_dtype qdt = !kv8 ? c->dtype : c->q8 ? FMHA_DTYPE_FP8 : FMHA_DTYPE_BF16;
-    const int vx = kv8 ? 16 : 8;          /* extra V row/page padding: one 16-byte unit */
     const float qds = c->q8 && c->qds > 0 ? c->qds : 1.0f;
     pf_run r;
     fmha_ref_fwd p;
@@ -1415,7 +1165,6 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
 
     tu_current = c->name;
     memset(&r, 0, sizeof(r));
-    r.es = kv8 ? 1 : 2;
     r.esq = qdt == FMHA_DTYPE_FP8 ? 1 : 2;
 
     /* lengths */
@@ -1428,34 +1177,15 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
 
     /* layouts: Q/O [tq, hq, d + pad]; pool pages nhd or hnd, V padded differently */
     r.dq = c->d + c->pad;
-    r.dpk = c->d + c->pad;
-    r.dpv = c->d + (c->pad ? c->pad + vx : 0);
-    if (c->vec) {              /* head blocks [d/8][page][8] and [page/8][d][8], padded */
-        r.hs_k = (int64_t)P * c->d + 8 * c->pad;
-        r.hs_v = (int64_t)P * c->d + (c->pad ? 8 * c->pad + 8 : 0);
-        r.ts_k = r.ts_v = c->vec_ts == 0 ? 8 : c->vec_ts < 0 ? 0 : c->vec_ts;
-        r.dpk = r.dpv = c->d;
-    } else if (!c->hnd) {
-        r.ts_k = (int64_t)c->hk * r.dpk; r.hs_k = r.dpk;
-        r.ts_v = (int64_t)c->hk * r.dpv; r.hs_v = r.dpv;
-    } else {
-        r.hs_k = (int64_t)P * r.dpk; r.ts_k = r.dpk;
-        r.hs_v = (int64_t)P * r.dpv; r.ts_v = r.dpv;
-    }
-    r.ps_k = (c->vec ? c->hk * r.hs_k : (int64_t)P * c->hk * r.dpk) + c->page_pad;
-    r.ps_v = (c->vec ? c->hk * r.hs_v : (int64_t)P * c->hk * r.dpv) + (c->page_pad ? c->page_pad + vx : 0);
-    if (c->large && r.ps_k != r.ps_v) { tu_fail(c->name, "large pool problems need equal K and V page strides"); goto done; }
+    pool_spec(c, &r.spec);
+    pp_layout(&r.spec, &r.pool);
+    if (c->large && r.pool.ps_k != r.pool.ps_v) { tu_fail(c->name, "large pool problems need equal K and V page strides"); goto done; }
     r.n_q = r.n_o = (size_t)(r.tq > 0 ? r.tq : 1) * c->hq * r.dq;
     r.lse_head = (r.tq > 0 ? r.tq : 1) + c->lse_pad;
     r.n_lse = (size_t)c->hq * (size_t)r.lse_head;
 
-    plan_pages(c, &r, &rng);
-    build_tables(c, &r);
-    fill_pages(c, &r, &rng);
-    make_descales(c, &r, &rng);
-    gather_kv(c, &r);
-    r.n_kpool = (size_t)r.n_total * (size_t)r.ps_k;
-    r.n_vpool = (size_t)r.n_total * (size_t)r.ps_v;
+    /* pages, tables, page images, descales, the gathered K/V (paged_pool.h) */
+    pp_build(&r.spec, &r.pool, &rng);
 
     /* Q (NaN in its padding), reference outputs, host copies of O/LSE */
     r.qf = (float *)tu_hmalloc(r.n_q * 4);
@@ -1489,28 +1219,28 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     r.dlse = r.dlse_all + GUARD;
     r.dssq = (int32_t *)tu_dmalloc(sizeof(r.ssq));
     r.d_indptr = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
-    r.d_indices = (int32_t *)tu_dmalloc(sizeof(int32_t) * r.n_indices);
+    r.d_indices = (int32_t *)tu_dmalloc(sizeof(int32_t) * r.pool.n_indices);
     r.d_last = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
-    r.d_bt = (int32_t *)tu_dmalloc(sizeof(int32_t) * r.n_bt);
+    r.d_bt = (int32_t *)tu_dmalloc(sizeof(int32_t) * r.pool.n_bt);
     r.d_seqk = (int32_t *)tu_dmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
     tu_upload(r.dqp, r.qh, r.n_q * (size_t)r.esq);
     if (kv8 && c->kvs == FMHA_KV_SCALE_PER_TENSOR) {
         r.d_kds = (float *)tu_dmalloc(4); r.d_vds = (float *)tu_dmalloc(4);
         tu_upload(r.d_kds, &c->kds, 4); tu_upload(r.d_vds, &c->vds, 4);
     } else if (kv8 && c->kvs == FMHA_KV_SCALE_PER_PAGE) {
-        r.d_kds = (float *)tu_dmalloc(r.n_ds * 4); r.d_vds = (float *)tu_dmalloc(r.n_ds * 4);
-        tu_upload(r.d_kds, r.h_kds, r.n_ds * 4); tu_upload(r.d_vds, r.h_vds, r.n_ds * 4);
+        r.d_kds = (float *)tu_dmalloc(r.pool.n_ds * 4); r.d_vds = (float *)tu_dmalloc(r.pool.n_ds * 4);
+        tu_upload(r.d_kds, r.pool.h_kds, r.pool.n_ds * 4); tu_upload(r.d_vds, r.pool.h_vds, r.pool.n_ds * 4);
     }
     if (c->q8 && c->qds > 0) {
         r.d_qds = (float *)tu_dmalloc(4);
         tu_upload(r.d_qds, &c->qds, 4);
     }
     tu_upload(r.dssq, r.ssq, sizeof(int32_t) * (size_t)(c->batch + 1));
-    tu_upload(r.d_indptr, r.h_indptr, sizeof(int32_t) * (size_t)(c->batch + 1));
-    tu_upload(r.d_indices, r.h_indices, sizeof(int32_t) * r.n_indices);
-    tu_upload(r.d_last, r.h_last, sizeof(int32_t) * (size_t)c->batch);
-    tu_upload(r.d_bt, r.h_bt, sizeof(int32_t) * r.n_bt);
-    tu_upload(r.d_seqk, r.h_seqk, sizeof(int32_t) * (size_t)c->batch);
+    tu_upload(r.d_indptr, r.pool.h_indptr, sizeof(int32_t) * (size_t)(c->batch + 1));
+    tu_upload(r.d_indices, r.pool.h_indices, sizeof(int32_t) * r.pool.n_indices);
+    tu_upload(r.d_last, r.pool.h_last, sizeof(int32_t) * (size_t)c->batch);
+    tu_upload(r.d_bt, r.pool.h_bt, sizeof(int32_t) * r.pool.n_bt);
+    tu_upload(r.d_seqk, r.pool.h_seqk, sizeof(int32_t) * (size_t)c->batch);
     tu_poison16(r.dout_all, r.n_o + 2 * GUARD, TU_POISON_OUT16);
     tu_poison32(r.dlse_all, r.n_lse + 2 * GUARD, TU_POISON_LSE);
 
@@ -1526,26 +1256,19 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
         r.dk = g_big_k; r.dv = g_big_v;
         TU_CUDA(cudaMemset(r.dk, kv8 ? FP8_POISON : 0xFF, LARGE_POOL_BYTES));
         TU_CUDA(cudaMemset(r.dv, kv8 ? FP8_POISON : 0xFF, LARGE_POOL_BYTES));
-        for (i = 0; i < (size_t)r.n_logical; i++) {
-            const size_t kb = (size_t)r.ps_k * r.es, vb = (size_t)r.ps_v * r.es;
-            tu_upload((unsigned char *)r.dk + (size_t)r.phys[i] * kb, r.kimg + i * kb, kb);
-            tu_upload((unsigned char *)r.dv + (size_t)r.phys[i] * vb, r.vimg + i * vb, vb);
+        for (i = 0; i < (size_t)r.pool.n_logical; i++) {
+            const size_t kb = (size_t)r.pool.ps_k * r.pool.es, vb = (size_t)r.pool.ps_v * r.pool.es;
+            tu_upload((unsigned char *)r.dk + (size_t)r.pool.phys[i] * kb, r.pool.kimg + i * kb, kb);
+            tu_upload((unsigned char *)r.dv + (size_t)r.pool.phys[i] * vb, r.pool.vimg + i * vb, vb);
         }
     } else {
-        unsigned char *pool;
         int which;
-        if ((r.n_kpool + r.n_vpool) * r.es > SMALL_POOL_BYTES) { tu_fail(c->name, "pool too big for a small problem"); goto done; }
-        r.dk = tu_dmalloc(r.n_kpool * r.es);
-        r.dv = tu_dmalloc(r.n_vpool * r.es);
+        if ((r.pool.n_kpool + r.pool.n_vpool) * r.pool.es > SMALL_POOL_BYTES) { tu_fail(c->name, "pool too big for a small problem"); goto done; }
+        r.dk = tu_dmalloc(r.pool.n_kpool * r.pool.es);
+        r.dv = tu_dmalloc(r.pool.n_vpool * r.pool.es);
         for (which = 0; which < 2; which++) {
-            size_t n = which ? r.n_vpool : r.n_kpool;
-            const size_t pb = (size_t)(which ? r.ps_v : r.ps_k) * r.es;
-            const unsigned char *img = which ? r.vimg : r.kimg;
-            pool = (unsigned char *)tu_hmalloc(n * r.es + 2);
-            img_poison(pool, r.es, n);
-            for (i = 0; i < (size_t)r.n_logical; i++)
-                memcpy(pool + (size_t)r.phys[i] * pb, img + i * pb, pb);
-            tu_upload(which ? r.dv : r.dk, pool, n * r.es);
+            unsigned char *pool = pp_pool_image(&r.pool, which);
+            tu_upload(which ? r.dv : r.dk, pool, (which ? r.pool.n_vpool : r.pool.n_kpool) * r.pool.es);
             free(pool);
         }
     }
@@ -1619,7 +1342,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     /* e4m3 kernels: the reference rounds P as they do (per-page V descales
      * included); 16-bit and fp8-KV portable kernels: the exact one */
     p8 = kv8 && plan.kernel->arch == FMHA_ARCH_SM90A;
-    if (p8 && c->kvs == FMHA_KV_SCALE_PER_PAGE) p.p8_vscale = r.vsk;
+    if (p8 && c->kvs == FMHA_KV_SCALE_PER_PAGE) p.p8_vscale = r.pool.vsk;
     if ((p8 ? ref_run_p8(c, &r, &p, plan.kernel->tile_n) : fmha_ref_fwd_run(&p)) != 0) {
         tu_fail(c->name, "reference: out of memory");
         tu_finish();
@@ -1681,16 +1404,16 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     /* inputs are read-only (the whole small pool; the used pages of a large one) */
     if (!why[0] && !same_bytes_on_device(r.dqp, r.qh, r.n_q * r.esq)) snprintf(why, sizeof(why), "Q changed");
     if (!why[0] && !c->large) {
-        const size_t kb = (size_t)r.ps_k * r.es, vb = (size_t)r.ps_v * r.es;
-        for (i = 0; i < (size_t)r.n_logical && !why[0]; i++)
-            if (!same_bytes_on_device((unsigned char *)r.dk + (size_t)r.phys[i] * kb, r.kimg + i * kb, kb) ||
-                !same_bytes_on_device((unsigned char *)r.dv + (size_t)r.phys[i] * vb, r.vimg + i * vb, vb))
-                snprintf(why, sizeof(why), "page %d of the K or V pool changed", r.phys[i]);
+        const size_t kb = (size_t)r.pool.ps_k * r.pool.es, vb = (size_t)r.pool.ps_v * r.pool.es;
+        for (i = 0; i < (size_t)r.pool.n_logical && !why[0]; i++)
+            if (!same_bytes_on_device((unsigned char *)r.dk + (size_t)r.pool.phys[i] * kb, r.pool.kimg + i * kb, kb) ||
+                !same_bytes_on_device((unsigned char *)r.dv + (size_t)r.pool.phys[i] * vb, r.pool.vimg + i * vb, vb))
+                snprintf(why, sizeof(why), "page %d of the K or V pool changed", r.pool.phys[i]);
     }
 
     /* bf16 tolerances for fp8 KV (bf16 output); the max-abs bound scales with the
      * amplitude of V: the inputs' for fp16/bf16, the largest dequantised |V| for fp8 */
-    amp = kv8 ? r.vamp : c->amp;
+    amp = kv8 ? r.pool.vamp : c->amp;
     rel = fmha_ref_err_rel_l2(&err);
     if (!why[0] && !(rel <= tu_tol_rel_l2(is_bf16)))
         snprintf(why, sizeof(why), "rel-L2 %.3g > %.0e (max abs %.3g)", rel, tu_tol_rel_l2(is_bf16), err.max_abs);

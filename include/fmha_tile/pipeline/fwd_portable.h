@@ -38,6 +38,15 @@
  * are free of bank conflicts. Out-of-range rows and head-dim columns past d
  * are zero-filled by the copy, so padding never meets garbage (no 0 * NaN).
  *
+ * Decode (DEC, kernel/decode.h): blockIdx.y is a KV head and the tile's
+ * rows are the (query, query head) pairs of its group (the queries' heads
+ * packed, so each K/V tile serves every head of the group); blockIdx.x
+ * also names the block's split-KV share of the key tiles, and with more
+ * than one split the epilogue writes fp32 O (normalised by the share's own
+ * sum) and LSE to the workspace for kernel/combine.h. Decode kernels take
+ * ALiBi (per row: its head's slope) and, when built with one, the soft cap
+ * at run time.
+ *
  * The body is one static __device__ __forceinline__ function whose shape
  * arguments are compile-time constants at the kernel's call site; register
  * arrays are declared at the largest shape and only indexed by unrolled
