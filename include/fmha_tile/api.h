@@ -246,8 +246,9 @@ typedef struct fmha_batch_prefill_args {
  *   paged       the page tables and layouts of batch prefill (both tables,
  *               LINEAR and VECTORIZED, page sizes 1..2048): stride_k and
  *               nhead_stride_k are the token and head strides inside a page,
- *               page_stride_k the page stride (V alike); seqlen_k is the
- *               VLLM_2D table's key counts.
+ *               page_stride_k the page stride (V alike; VECTORIZED pages
+ *               leave stride_k unused: pass 8); seqlen_k is the VLLM_2D
+ *               table's key counts.
  * FP8 KV (e4m3, LINEAR or contiguous, head dim a multiple of 16) with bf16
  * or e4m3 queries and a bf16 O; descales as in batch prefill.
  * Masks, soft cap and ALiBi ([nhead_q] or [batch, nhead_q] slopes) as in the
@@ -261,7 +262,10 @@ typedef struct fmha_batch_prefill_args {
  * device's SM count, batch x heads and max_seqlen_k) and reports the
  * workspace size; fmha_decode_run launches (no allocation, no host
  * synchronisation: graph-capture safe) and a plan serves every call of the
- * same shape (e.g. every layer of a model step).
+ * same shape (e.g. every layer of a model step); run refuses a call whose
+ * shape differs or whose mask, soft cap or page size the plan's kernel does
+ * not serve (FMHA_ERR_INVALID_ARG). batch 0 launches nothing. Per-page
+ * descales need a paged cache.
  * ------------------------------------------------------------------------- */
 typedef struct fmha_decode_args {
     fmha_dtype q_dtype;      /* FP16, BF16, or FP8 with FP8 KV                 */
@@ -315,14 +319,15 @@ typedef struct fmha_kernel_info {
     int hdim;                /* serves problems with hdim_q <= hdim          */
     int has_mask;            /* 0: no mask only; 1: any mask at run time     */
     int has_softcap;         /* logits soft cap compiled in                  */
-    int has_alibi;           /* ALiBi compiled in                            */
+    int has_alibi;           /* ALiBi compiled in (decode: always, run time) */
     int tile_m, tile_n;      /* query rows and key columns of one block tile */
     int warps;               /* warps per block                              */
     int stages;              /* K/V staging depth                            */
     const char *pipeline;    /* "portable_mma", ...                          */
     fmha_arch arch;
-    int page_size;           /* batch prefill: smallest page size served
-                                (every power of two >= it); 0 otherwise      */
+    int page_size;           /* batch prefill, decode: smallest page size
+                                served (every power of two >= it); 0
+                                otherwise (decode: a contiguous cache)       */
     fmha_kv_layout kv_layout; /* batch prefill: LINEAR or VECTORIZED         */
 } fmha_kernel_info;
 
@@ -487,7 +492,7 @@ FMHA_API fmha_status fmha_batch_prefill_check_pages(const fmha_batch_prefill_arg
  * workspace; touches no device memory), run (validate the args against the
  * plan, launch the attention kernel and, with splits, the combine), and
  * both in one call (num_splits 0 there: the heuristic, limited to one split
- * when the given workspace is too small for it). */
+ * when the given workspace is missing, misaligned or too small for it). */
 FMHA_API fmha_status fmha_decode_plan_make(const fmha_kernel_set *set, const fmha_decode_args *args,
                                            fmha_decode_plan *plan);
 FMHA_API fmha_status fmha_decode_run(const fmha_decode_plan *plan, const fmha_decode_args *args,
