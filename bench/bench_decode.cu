@@ -757,25 +757,27 @@ static int g_nrows, g_caprows;
 static graph_row *g_grows;
 static int g_ngrows, g_capgrows;
 
+/* Room for one more element in a growing array (*cap doubles), zeroed. */
+static void *grow_one(void *arr, int n, int *cap, size_t elem)
+{
+    if (n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        arr = realloc(arr, elem * (size_t)*cap);
+        if (!arr) { fprintf(stderr, "bench_decode: out of host memory\n"); exit(1); }
+    }
+    memset((char *)arr + elem * (size_t)n, 0, elem);
+    return arr;
+}
+
 static bench_row *new_row(void)
 {
-    if (g_nrows == g_caprows) {
-        g_caprows = g_caprows ? 2 * g_caprows : 64;
-        g_rows = (bench_row *)realloc(g_rows, sizeof(bench_row) * (size_t)g_caprows);
-        if (!g_rows) { fprintf(stderr, "bench_decode: out of host memory\n"); exit(1); }
-    }
-    memset(&g_rows[g_nrows], 0, sizeof(bench_row));
+    g_rows = (bench_row *)grow_one(g_rows, g_nrows, &g_caprows, sizeof(bench_row));
     return &g_rows[g_nrows++];
 }
 
 static graph_row *new_grow(void)
 {
-    if (g_ngrows == g_capgrows) {
-        g_capgrows = g_capgrows ? 2 * g_capgrows : 16;
-        g_grows = (graph_row *)realloc(g_grows, sizeof(graph_row) * (size_t)g_capgrows);
-        if (!g_grows) { fprintf(stderr, "bench_decode: out of host memory\n"); exit(1); }
-    }
-    memset(&g_grows[g_ngrows], 0, sizeof(graph_row));
+    g_grows = (graph_row *)grow_one(g_grows, g_ngrows, &g_capgrows, sizeof(graph_row));
     return &g_grows[g_ngrows++];
 }
 

@@ -19,17 +19,8 @@
 # bench_fwd.log, sdpa_bench.log. Without a GPU it prints a SKIP line and exits 0.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-BUILD="${BUILD:-build}"
-OUT_DIR="${OUT_DIR:-$BUILD/bench}"
-PYTHON="${PYTHON:-python3}"
-if [ -z "${NVCC:-}" ]; then
-    if command -v nvcc >/dev/null 2>&1; then NVCC=nvcc
-    elif [ -x /usr/local/cuda/bin/nvcc ]; then NVCC=/usr/local/cuda/bin/nvcc
-    else NVCC=nvcc; fi
-fi
+# shellcheck source=bench/bench_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench_env.sh"
 
 build_only=0
 run_sdpa=1

@@ -32,16 +32,8 @@
 # point failed or an output was off); without a GPU a SKIP line and 0.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-BUILD="${BUILD:-build}"
-OUT_DIR="${OUT_DIR:-$BUILD/bench}"
-PYTHON="${PYTHON:-python3}"
-if [ -z "${NVCC:-}" ]; then
-    if command -v nvcc >/dev/null 2>&1; then NVCC=nvcc
-    elif [ -x /usr/local/cuda/bin/nvcc ]; then NVCC=/usr/local/cuda/bin/nvcc
-    else NVCC=nvcc; fi
-fi
+# shellcheck source=bench/bench_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench_env.sh"
 
 build_only=0; run_sdpa=1; common=(); fmha_only=(); graph_set=0
 while [ $# -gt 0 ]; do

@@ -85,8 +85,9 @@ def fwd_flops(b, h, s, d, causal):
     return f * 0.5 if causal else f
 
 
-def time_calls(torch, fn, nsets):
-    """Median milliseconds of fn(set_index), each call under its own event pair."""
+def time_calls(torch, fn, nsets, target_s=TARGET_S):
+    """Median milliseconds of fn(set_index), each call under its own event pair,
+    for about target_s seconds."""
     fn(0)  # first call: backend/graph setup
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -97,7 +98,7 @@ def time_calls(torch, fn, nsets):
     stop.synchronize()
     per_ms = max(start.elapsed_time(stop) / 3.0, 1e-3)
     nwarm = min(500, max(3, int(WARMUP_S * 1e3 / per_ms)))
-    runs = min(MAX_RUNS, max(MIN_RUNS, int(TARGET_S * 1e3 / per_ms)))
+    runs = min(MAX_RUNS, max(MIN_RUNS, int(target_s * 1e3 / per_ms)))
     k = 0
     for _ in range(nwarm):
         fn(k % nsets)

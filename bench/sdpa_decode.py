@@ -37,34 +37,23 @@ Without torch or without a GPU it prints a SKIP line and exits 0.
 import argparse
 import json
 import math
-import statistics
+import os
 import sys
 
-MIN_RUNS = 20
-MAX_RUNS = 2000
-WARMUP_S = 0.05
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sdpa_bench  # noqa: E402  (its list parser and timing loop)
+from sdpa_bench import time_calls  # noqa: E402
+
 COPY_BYTES = 1 << 30
 MAX_SETS = 512
 BACKENDS = (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"))
 
 
 def parse_list(text):
-    """'1,8k,32k' -> [1, 8192, 32768]"""
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            raise argparse.ArgumentTypeError("empty item in %r" % text)
-        mult = 1
-        if item[-1] in "kK":
-            mult, item = 1024, item[:-1]
-        try:
-            v = int(item) * mult
-        except ValueError:
-            raise argparse.ArgumentTypeError("not an integer list: %r" % text)
-        if v < 1:
-            raise argparse.ArgumentTypeError("values must be >= 1: %r" % text)
-        out.append(v)
+    """'1,8k,32k' -> [1, 8192, 32768] (sdpa_bench's lists, every value >= 1)"""
+    out = sdpa_bench.parse_list(text)
+    if min(out) < 1:
+        raise argparse.ArgumentTypeError("values must be >= 1: %r" % text)
     return out
 
 
@@ -101,34 +90,6 @@ def rotation_sets(copy_bytes, l2):
     if copy_bytes >= 16 * l2:
         return 1
     return int(min(MAX_SETS, max(2, math.ceil(4 * l2 / copy_bytes))))
-
-
-def time_calls(torch, fn, nsets, target_s):
-    """Median milliseconds of fn(set_index), each call under its own event pair."""
-    fn(0)  # first call: backend setup
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for i in range(3):
-        fn(i % nsets)
-    stop.record()
-    stop.synchronize()
-    per_ms = max(start.elapsed_time(stop) / 3.0, 1e-3)
-    nwarm = min(500, max(3, int(WARMUP_S * 1e3 / per_ms)))
-    runs = min(MAX_RUNS, max(MIN_RUNS, int(target_s * 1e3 / per_ms)))
-    k = 0
-    for _ in range(nwarm):
-        fn(k % nsets)
-        k += 1
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    stops = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
-    for i in range(runs):
-        starts[i].record()
-        fn(k % nsets)
-        stops[i].record()
-        k += 1
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in zip(starts, stops))
 
 
 def time_graph(torch, fn, nsets, target_s):

@@ -105,41 +105,15 @@ FMHA_API fmha_status fmha_decode_plan_make(const fmha_kernel_set *set, const fmh
     return fmhai_decode_plan(set, args, args->num_splits, plan);
 }
 
-FMHA_API fmha_status fmha_decode_run(const fmha_decode_plan *plan, const fmha_decode_args *a, void *stream)
+/* Launch a validated call on its plan: the attention kernel, then (splits)
+ * the combine. */
+static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, const fmha_decode_args *a, void *stream)
 {
-    const fmha_kernel_set *set;
-    const fmhai_entry *e;
+    const fmha_kernel_set *set = plan->set_;
+    const fmhai_entry *e = &set->entries[plan->entry_];
     fmhai_fwd_params p;
-    fmhai_problem pb;
-    fmha_status st;
-    int nmiss = 0;
-    fmhai_device dev = { 0, 0, 0, 0 };
-    int ordinal = 0;
-    if (!plan || !plan->set_ || plan->entry_ < 0 || plan->entry_ >= plan->set_->count)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "decode: plan is NULL or not made by fmha_decode_plan_make");
-    st = fmhai_decode_validate(a);
-    if (st != FMHA_OK) return st;
-    if (a->batch != plan->batch_ || a->nhead_q != plan->nhead_q_ || a->nhead_k != plan->nhead_k_ ||
-        a->seqlen_q != plan->seqlen_q_ || a->hdim_q != plan->hdim_ ||
-        (int)a->q_dtype * 16 + (int)a->kv_dtype != plan->dtypes_ ||
-        (a->is_paged ? 1 + (int)a->kv_layout : 0) != plan->paged_)
-        return fmhai_fail(FMHA_ERR_INVALID_ARG,
-                          "decode: the call's shape (batch, heads, seqlen_q, head dim, dtypes, cache kind) "
-                          "differs from the plan's");
-    set = plan->set_;
-    e = &set->entries[plan->entry_];
-    /* the plan's kernel must still serve this call's features (mask, soft cap,
-     * page size may differ between calls of one shape) */
-    fmhai_decode_problem(a, &pb);
-    st = fmhai_current_device(&dev, &ordinal);
-    if (st != FMHA_OK) return st;
-    {
-        const char *field = fmhai_mismatch(e, &pb, &dev, &nmiss);
-        if (field)
-            return fmhai_fail(FMHA_ERR_INVALID_ARG, "decode: the plan's kernel %s does not serve this call (%s)",
-                              e->info.name, field);
-    }
-    st = fmhai_splitkv_check(plan->num_splits, a->workspace, a->workspace_size, fmhai_decode_rows(a), a->hdim_v);
+    fmha_status st = fmhai_splitkv_check(plan->num_splits, a->workspace, a->workspace_size, fmhai_decode_rows(a),
+                                         a->hdim_v);
     if (st != FMHA_OK) return st;
     if (a->batch == 0) return FMHA_OK;
     fmhai_decode_make_params(a, e->info.tile_m, plan->num_splits, &p);
@@ -176,6 +150,38 @@ FMHA_API fmha_status fmha_decode_run(const fmha_decode_plan *plan, const fmha_de
 #endif
 }
 
+FMHA_API fmha_status fmha_decode_run(const fmha_decode_plan *plan, const fmha_decode_args *a, void *stream)
+{
+    const fmhai_entry *e;
+    fmhai_problem pb;
+    fmha_status st;
+    int nmiss = 0, ordinal = 0;
+    fmhai_device dev = { 0, 0, 0, 0 };
+    const char *field;
+    if (!plan || !plan->set_ || plan->entry_ < 0 || plan->entry_ >= plan->set_->count)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "decode: plan is NULL or not made by fmha_decode_plan_make");
+    st = fmhai_decode_validate(a);
+    if (st != FMHA_OK) return st;
+    if (a->batch != plan->batch_ || a->nhead_q != plan->nhead_q_ || a->nhead_k != plan->nhead_k_ ||
+        a->seqlen_q != plan->seqlen_q_ || a->hdim_q != plan->hdim_ ||
+        (int)a->q_dtype * 16 + (int)a->kv_dtype != plan->dtypes_ ||
+        (a->is_paged ? 1 + (int)a->kv_layout : 0) != plan->paged_)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                          "decode: the call's shape (batch, heads, seqlen_q, head dim, dtypes, cache kind) "
+                          "differs from the plan's");
+    /* the plan's kernel must still serve this call's features (mask, soft cap,
+     * page size may differ between calls of one shape) */
+    e = &plan->set_->entries[plan->entry_];
+    fmhai_decode_problem(a, &pb);
+    st = fmhai_current_device(&dev, &ordinal);
+    if (st != FMHA_OK) return st;
+    field = fmhai_mismatch(e, &pb, &dev, &nmiss);
+    if (field)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "decode: the plan's kernel %s does not serve this call (%s)",
+                          e->info.name, field);
+    return fmhai_decode_launch(plan, a, stream);
+}
+
 FMHA_API fmha_status fmha_decode(const fmha_kernel_set *set, const fmha_decode_args *args, void *stream)
 {
     fmha_decode_plan plan;
@@ -190,7 +196,7 @@ FMHA_API fmha_status fmha_decode(const fmha_kernel_set *set, const fmha_decode_a
         st = fmhai_decode_plan(set, args, 1, &plan);
         if (st != FMHA_OK) return st;
     }
-    return fmha_decode_run(&plan, args, stream);
+    return fmhai_decode_launch(&plan, args, stream);   /* the plan validated args */
 }
 
 #endif /* FMHA_TILE_DECODE_DISPATCH_H */

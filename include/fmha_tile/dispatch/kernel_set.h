@@ -111,6 +111,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_TTAB_DECODE_FP8 DEC
 #define FMHAI_TTAB_DECODE_VEC_FP16 DECV
 #define FMHAI_TTAB_DECODE_VEC_BF16 DECV
+#define FMHAI_TTAB_DECODE_VEC_FP8 DEC    /* stopped by fp8_kv_linear_pages */
 #define FMHAI_ON_MASK 1
 #define FMHAI_ON_NOMASK 0
 #define FMHAI_ON_SOFTCAP 1

@@ -87,11 +87,11 @@ static inline int64_t fmhai_decode_rows(const fmha_decode_args *a)
  * `splits` splits (> 1: the workspace holds the partials). */
 static inline void fmhai_decode_make_params(const fmha_decode_args *a, int tile_m, int splits, fmhai_fwd_params *p)
 {
-    const float log2e = 1.4426950408889634f;
     const int esize = a->kv_dtype == FMHA_DTYPE_FP8 ? 1 : 2;
     const int ratio = a->nhead_q / a->nhead_k;
     memset(p, 0, sizeof(*p));
     p->q = a->q; p->k = a->k_cache; p->v = a->v_cache; p->o = a->o; p->lse = a->lse;
+    p->d = a->hdim_q;
     p->alibi_slopes = a->alibi_slopes; p->alibi_batch = a->alibi_batch_stride;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
     p->o_row = a->stride_o; p->o_head = a->nhead_stride_o; p->o_batch = a->batch_stride_o;
@@ -101,18 +101,13 @@ static inline void fmhai_decode_make_params(const fmha_decode_args *a, int tile_
     p->seqlen_q = a->seqlen_q;
     p->seqlen_k_ptr = a->seqlen_k;
     if (a->is_paged) {
-        const uint64_t four_gb = (uint64_t)1 << 32;
         p->k_page = a->page_stride_k; p->v_page = a->page_stride_v;
         p->kv_indptr = a->kv_indptr; p->kv_page_indices = a->kv_page_indices;
         p->kv_last_page_lens = a->kv_last_page_lens;
         p->block_table = a->block_table; p->block_table_stride = a->block_table_stride;
         p->page_table = (int)a->page_table;
         p->page_log2 = fmhai_log2_exact(a->page_size);
-        p->kv_off64 = a->num_total_pages == 0 ||
-                      fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_k,
-                                       a->stride_k, a->nhead_stride_k, esize) >= four_gb ||
-                      fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_v,
-                                       a->stride_v, a->nhead_stride_v, esize) >= four_gb;
+        p->kv_off64 = fmhai_pool_off64(p, a->num_total_pages, a->page_size, a->nhead_k, esize);
     } else {
         p->k_batch = a->batch_stride_k; p->v_batch = a->batch_stride_v;
         p->cache_batch_idx = a->cache_batch_idx;
@@ -122,18 +117,8 @@ static inline void fmhai_decode_make_params(const fmha_decode_args *a, int tile_
     p->k_page_descale = a->k_page_descale; p->v_page_descale = a->v_page_descale;
     p->ds_page = a->descale_page_stride; p->ds_head = a->descale_nhead_stride;
     p->nhead_q = a->nhead_q; p->head_ratio = ratio;
-    p->d = a->hdim_q;
     p->m_blocks = (a->seqlen_q * ratio + tile_m - 1) / tile_m;
-    p->mask_kind = (int)a->mask_type;
-    p->window_left = fmhai_norm_window(a->window_left);
-    p->window_right = fmhai_norm_window(a->window_right);
-    if (a->mask_type != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
-        p->mask_kind = FMHA_MASK_NONE;
-    p->scale_log2 = a->scale * log2e;
-    if (a->logits_soft_cap > 0.f) {
-        p->softcap_pre = a->scale / a->logits_soft_cap;
-        p->softcap_post_log2 = a->logits_soft_cap * log2e;
-    }
+    fmhai_params_mask_scale(p, a->mask_type, a->window_left, a->window_right, a->scale, a->logits_soft_cap);
     p->num_splits = splits;
     if (splits > 1) {
         const int64_t rows = fmhai_decode_rows(a);

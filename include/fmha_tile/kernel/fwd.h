@@ -126,9 +126,26 @@ static inline int fmhai_fwd_max_seqlen_q(const fmha_fwd_args *a)
  * 32-bit index sums from overflowing). */
 static inline int fmhai_norm_window(int w) { return w > (1 << 29) ? -1 : w; }
 
-static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmhai_fwd_params *p)
+/* The mask and the pre-folded softmax scales of a call (every forward
+ * family's parameter block): (-1, -1) with a mask type is no mask. */
+static inline void fmhai_params_mask_scale(fmhai_fwd_params *p, fmha_mask_type mask, int wl, int wr, float scale,
+                                           float softcap)
 {
     const float log2e = 1.4426950408889634f;
+    p->mask_kind = (int)mask;
+    p->window_left = fmhai_norm_window(wl);
+    p->window_right = fmhai_norm_window(wr);
+    if (mask != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
+        p->mask_kind = FMHA_MASK_NONE;   /* (-1, -1) sees everything */
+    p->scale_log2 = scale * log2e;
+    if (softcap > 0.f) {
+        p->softcap_pre = scale / softcap;
+        p->softcap_post_log2 = softcap * log2e;
+    }
+}
+
+static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmhai_fwd_params *p)
+{
     memset(p, 0, sizeof(*p));
     p->q = a->q; p->k = a->k; p->v = a->v; p->o = a->o; p->lse = a->lse;
     p->seqstart_q = a->is_group_mode ? a->seqstart_q : 0;
@@ -144,18 +161,9 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
     p->d = a->hdim_q;
     p->m_blocks = (fmhai_fwd_max_seqlen_q(a) + tile_m - 1) / tile_m;
-    p->mask_kind = (int)a->mask_type;
-    p->window_left = fmhai_norm_window(a->window_left);
-    p->window_right = fmhai_norm_window(a->window_right);
-    if (a->mask_type != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
-        p->mask_kind = FMHA_MASK_NONE;   /* (-1, -1) sees everything */
     p->q_fp8 = a->dtype == FMHA_DTYPE_FP8;
     p->q_descale = a->q_descale; p->k_descale = a->k_descale; p->v_descale = a->v_descale;
-    p->scale_log2 = a->scale * log2e;
-    if (a->logits_soft_cap > 0.f) {
-        p->softcap_pre = a->scale / a->logits_soft_cap;
-        p->softcap_post_log2 = a->logits_soft_cap * log2e;
-    }
+    fmhai_params_mask_scale(p, a->mask_type, a->window_left, a->window_right, a->scale, a->logits_soft_cap);
 }
 
 #endif /* FMHA_TILE_KERNEL_FWD_H */

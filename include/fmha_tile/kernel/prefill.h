@@ -174,14 +174,27 @@ static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *
     return FMHA_OK;
 }
 
+/* Does a paged pool need 64-bit page offsets? The 32-bit offset is safe
+ * while every page of both pools (the params' page, token and head strides)
+ * starts below 4 GB; num_total_pages unknown (0): stay on the 64-bit path. */
+static inline int fmhai_pool_off64(const fmhai_fwd_params *p, int num_total_pages, int page_size, int nhead_k,
+                                   int esize)
+{
+    const uint64_t four_gb = (uint64_t)1 << 32;
+    return num_total_pages == 0 ||
+           fmhai_pool_bytes(num_total_pages, page_size, nhead_k, p->d, p->k_page, p->k_row, p->k_head, esize) >=
+               four_gb ||
+           fmhai_pool_bytes(num_total_pages, page_size, nhead_k, p->d, p->v_page, p->v_row, p->v_head, esize) >=
+               four_gb;
+}
+
 static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, int tile_m,
                                              fmhai_fwd_params *p)
 {
-    const float log2e = 1.4426950408889634f;
-    const uint64_t four_gb = (uint64_t)1 << 32;
     const int esize = a->kv_dtype == FMHA_DTYPE_FP8 ? 1 : 2;
     memset(p, 0, sizeof(*p));
     p->q = a->q; p->k = a->k_pool; p->v = a->v_pool; p->o = a->o; p->lse = a->lse;
+    p->d = a->hdim_q;
     p->seqstart_q = a->seqstart_q;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q;
     p->k_row = a->token_stride_k; p->k_head = a->nhead_stride_k; p->k_page = a->page_stride_k;
@@ -194,13 +207,7 @@ static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, i
     p->block_table_stride = a->block_table_stride;
     p->page_table = (int)a->page_table;
     p->page_log2 = fmhai_log2_exact(a->page_size);
-    /* the 32-bit page offset is safe while every page starts below 4 GB
-     * (num_total_pages unknown, 0: stay on the 64-bit path) */
-    p->kv_off64 = a->num_total_pages == 0 ||
-                  fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_k,
-                                   a->token_stride_k, a->nhead_stride_k, esize) >= four_gb ||
-                  fmhai_pool_bytes(a->num_total_pages, a->page_size, a->nhead_k, a->hdim_q, a->page_stride_v,
-                                   a->token_stride_v, a->nhead_stride_v, esize) >= four_gb;
+    p->kv_off64 = fmhai_pool_off64(p, a->num_total_pages, a->page_size, a->nhead_k, esize);
     p->q_fp8 = a->q_dtype == FMHA_DTYPE_FP8;
     p->q_descale = a->q_descale;
     p->k_descale = a->k_descale;
@@ -210,18 +217,8 @@ static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, i
     p->ds_page = a->descale_page_stride;
     p->ds_head = a->descale_nhead_stride;
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
-    p->d = a->hdim_q;
     p->m_blocks = (a->max_seqlen_q + tile_m - 1) / tile_m;
-    p->mask_kind = (int)a->mask_type;
-    p->window_left = fmhai_norm_window(a->window_left);
-    p->window_right = fmhai_norm_window(a->window_right);
-    if (a->mask_type != FMHA_MASK_NONE && p->window_left < 0 && p->window_right < 0)
-        p->mask_kind = FMHA_MASK_NONE;
-    p->scale_log2 = a->scale * log2e;
-    if (a->logits_soft_cap > 0.f) {
-        p->softcap_pre = a->scale / a->logits_soft_cap;
-        p->softcap_post_log2 = a->logits_soft_cap * log2e;
-    }
+    fmhai_params_mask_scale(p, a->mask_type, a->window_left, a->window_right, a->scale, a->logits_soft_cap);
 }
 
 /* ---- optional page-table validation (copies the tables, synchronises) ---- */
