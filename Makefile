@@ -104,6 +104,11 @@ $(BUILD)/bench/bench_prefill: bench/bench_prefill.cu examples/example_util.h $(H
 	@mkdir -p $(dir $@)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $< -o $@
 
+# append-KV with rotary embedding, alone and fused with decode (sm_80 + sm_90a)
+$(BUILD)/tests/test_appendkv: tests/gpu/test_appendkv.cu tests/gpu/test_util.h tests/ref/fmha_ref_decode.h tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) $< -o $@
+
 # split-KV decode bandwidth (bench/run_decode.sh runs it beside PyTorch SDPA): sm_90a only
 $(BUILD)/bench/bench_decode: bench/bench_decode.cu examples/example_util.h $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -201,7 +206,7 @@ $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 
 nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1 \
             $(BUILD)/tests/test_bwd_portable $(BUILD)/tests/test_wgmma $(BUILD)/tests/test_prefill_portable \
-            $(BUILD)/tests/test_fwd_fp8 $(BUILD)/tests/test_decode $(BUILD)/examples/fmha_decode
+            $(BUILD)/tests/test_fwd_fp8 $(BUILD)/tests/test_decode $(BUILD)/tests/test_appendkv $(BUILD)/examples/fmha_decode
 bench-bwd: $(BUILD)/bench/bench_bwd
 else
 nvcc-build:

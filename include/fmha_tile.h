@@ -62,7 +62,7 @@
  *
  * Functions (include/fmha_tile/api.h): fmha_fwd, fmha_fwd_check,
  * fmha_batch_prefill[_check], fmha_decode_plan_make, fmha_decode_run,
- * fmha_decode, the backward's fmha_bwd_*,
+ * fmha_decode, fmha_appendkv, the backward's fmha_bwd_*,
  * fmha_set_size, fmha_set_kernel, fmha_set_json, fmha_status_str,
  * fmha_last_error. Selection rules: include/fmha_tile/dispatch/registry.h.
  *

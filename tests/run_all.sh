@@ -97,6 +97,7 @@ if [ "$mode" = "--all" ]; then
         run_suite gpu_prefill_portable "$build/tests/test_prefill_portable"
         run_suite gpu_fwd_fp8 "$build/tests/test_fwd_fp8"
         run_suite gpu_decode "$build/tests/test_decode"
+        run_suite gpu_appendkv "$build/tests/test_appendkv"
         run_suite gpu_bwd "$build/tests/test_bwd"
         run_suite gpu_bwd_chain "$build/tests/test_bwd_chain"
         run_suite gpu_bwd_stage1 "$build/tests/test_bwd_stage1"

@@ -305,6 +305,29 @@ typedef struct fmha_decode_args {
     int64_t alibi_batch_stride;
     fmha_mask_type mask_type;
     int window_left, window_right;
+    /* append-KV (optional, fp16/bf16 caches): seqlen_knew rows of k_new and
+     * v_new ([batch, seqlen_knew, nhead_k, d] by strides) are written to the
+     * last seqlen_knew positions of each sequence before the attention:
+     * seqlen_k and the page tables count the keys after the append (the
+     * pages of the new rows are allocated by the caller, as serving engines
+     * do). fmha_appendkv runs this step alone. */
+    const void *k_new, *v_new;
+    int seqlen_knew;
+    int64_t stride_knew, nhead_stride_knew, batch_stride_knew;
+    int64_t stride_vnew, nhead_stride_vnew, batch_stride_vnew;
+    int cache_seqlen_max;    /* contiguous: tokens a cache entry holds (0:
+                                unchecked); max_seqlen_k must not exceed it */
+    /* rotary embedding of the new keys and the queries (rotary_dim 0: none):
+     * the first rotary_dim elements of a row at position t turn by the
+     * angles of row t of rotary_cos / rotary_sin (fp32 [rotary_seqlen]
+     * [rotary_dim / 2]); pairs (2k, 2k + 1) when rotary_interleaved, else
+     * (k, k + rotary_dim / 2). A new key's position is its cache position;
+     * query i's is seqlen_k - seqlen_q + i. Rotated queries are written to
+     * q_rope (q's strides; it may be q itself) and the attention reads them
+     * from there; q_rope NULL leaves the queries alone. */
+    int rotary_dim, rotary_interleaved, rotary_seqlen;
+    const float *rotary_cos, *rotary_sin;
+    void *q_rope;
     /* split-KV */
     int num_splits;          /* 0: the heuristic; 1..FMHA_SPLITKV_MAX_SPLITS   */
     void *workspace;         /* device, 16-byte aligned (num_splits > 1)       */
@@ -498,6 +521,9 @@ FMHA_API fmha_status fmha_decode_plan_make(const fmha_kernel_set *set, const fmh
 FMHA_API fmha_status fmha_decode_run(const fmha_decode_plan *plan, const fmha_decode_args *args,
                                      void *stream);
 FMHA_API fmha_status fmha_decode(const fmha_kernel_set *set, const fmha_decode_args *args, void *stream);
+/* Append-KV alone: the new K/V rows into the cache and the rotary
+ * embedding of the new keys and (q_rope) the queries; no attention. */
+FMHA_API fmha_status fmha_appendkv(const fmha_decode_args *args, void *stream);
 /* Backward. plan_make validates the traits and picks the kernels of the three
  * stages (a missing stage is FMHA_ERR_NO_KERNEL here, never a crash later);
  * no device memory is touched. */

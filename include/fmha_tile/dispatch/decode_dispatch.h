@@ -21,6 +21,7 @@
 
 #include "../kernel/decode.h"
 #include "../kernel/combine.h"
+#include "../kernel/appendkv.h"
 #include "registry.h"
 
 static inline void fmhai_decode_problem(const fmha_decode_args *a, fmhai_problem *pb)
@@ -61,7 +62,7 @@ static inline fmha_status fmhai_decode_plan(const fmha_kernel_set *set, const fm
     fmha_status st;
     if (!set) return fmhai_fail(FMHA_ERR_INVALID_ARG, "decode: kernel set is NULL");
     if (!plan) return fmhai_fail(FMHA_ERR_INVALID_ARG, "decode: plan is NULL");
-    st = fmhai_decode_validate(a);
+    st = fmhai_decode_validate(a, 1);
     if (st != FMHA_OK) return st;
     fmhai_decode_problem(a, &pb);
     st = fmhai_select(set, &pb, &i);
@@ -105,8 +106,8 @@ FMHA_API fmha_status fmha_decode_plan_make(const fmha_kernel_set *set, const fmh
     return fmhai_decode_plan(set, args, args->num_splits, plan);
 }
 
-/* Launch a validated call on its plan: the attention kernel, then (splits)
- * the combine. */
+/* Launch a validated call on its plan: append-KV and rotary (when asked),
+ * the attention kernel, then (splits) the combine. */
 static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, const fmha_decode_args *a, void *stream)
 {
     const fmha_kernel_set *set = plan->set_;
@@ -117,6 +118,9 @@ static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, cons
     if (st != FMHA_OK) return st;
     if (a->batch == 0) return FMHA_OK;
     fmhai_decode_make_params(a, e->info.tile_m, plan->num_splits, &p);
+    st = fmhai_appendkv_launch(a, &p, stream);   /* new rows and rotary first */
+    if (st != FMHA_OK) return st;
+    if (p.q_rope) p.q = p.q_rope;               /* the attention reads the rotated queries */
     st = fmhai_launch_grid(set, plan->entry_, &p, p.m_blocks * plan->num_splits, a->nhead_k, a->batch, stream);
     if (st != FMHA_OK || plan->num_splits == 1) return st;
 #if defined(FMHA_PLATFORM_HOST_ONLY)
@@ -160,7 +164,7 @@ FMHA_API fmha_status fmha_decode_run(const fmha_decode_plan *plan, const fmha_de
     const char *field;
     if (!plan || !plan->set_ || plan->entry_ < 0 || plan->entry_ >= plan->set_->count)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "decode: plan is NULL or not made by fmha_decode_plan_make");
-    st = fmhai_decode_validate(a);
+    st = fmhai_decode_validate(a, 1);
     if (st != FMHA_OK) return st;
     if (a->batch != plan->batch_ || a->nhead_q != plan->nhead_q_ || a->nhead_k != plan->nhead_k_ ||
         a->seqlen_q != plan->seqlen_q_ || a->hdim_q != plan->hdim_ ||
@@ -197,6 +201,16 @@ FMHA_API fmha_status fmha_decode(const fmha_kernel_set *set, const fmha_decode_a
         if (st != FMHA_OK) return st;
     }
     return fmhai_decode_launch(&plan, args, stream);   /* the plan validated args */
+}
+
+FMHA_API fmha_status fmha_appendkv(const fmha_decode_args *args, void *stream)
+{
+    fmhai_fwd_params p;
+    const fmha_status st = fmhai_decode_validate(args, 0);
+    if (st != FMHA_OK) return st;
+    if (args->batch == 0) return FMHA_OK;
+    fmhai_decode_make_params(args, 16, 1, &p);
+    return fmhai_appendkv_launch(args, &p, stream);
 }
 
 #endif /* FMHA_TILE_DECODE_DISPATCH_H */

@@ -8,7 +8,8 @@
  * partial O and LSE (fp32) to the caller's workspace; the combine kernel
  * (kernel/combine.h) merges the shares. K/V come from a contiguous cache
  * (per-sequence key counts, optional cache_batch_idx) or from the pages of
- * batch prefill's caches (kernel/prefill.h validates their tables). This
+ * batch prefill's caches (kernel/prefill.h validates their tables); the
+ * optional append-KV / rotary step (kernel/appendkv.h) runs first. This
  * file decides whether a call is well formed and fills the parameter
  * block; dispatch/decode_dispatch.h plans and launches. Pure C.
  */
@@ -18,7 +19,76 @@
 #include "prefill.h"
 #include "../dispatch/splitkv.h"
 
-static inline fmha_status fmhai_decode_validate(const fmha_decode_args *a)
+/* The append-KV half of the checks fmhai_decode_validate runs. */
+static inline fmha_status fmhai_appendkv_validate(const fmha_decode_args *a)
+{
+    const char *fam = "decode";
+    if (a->seqlen_knew < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: seqlen_knew must be >= 0 (got %d)", fam, a->seqlen_knew);
+    if (!a->is_paged && a->cache_seqlen_max > 0 && a->max_seqlen_k > a->cache_seqlen_max)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: max_seqlen_k %d exceeds the cache's %d tokens per entry", fam,
+                          a->max_seqlen_k, a->cache_seqlen_max);
+    if (a->rotary_dim < 0 || a->rotary_dim % 16 != 0 || a->rotary_dim > a->hdim_q)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                          "%s: rotary_dim %d must be a multiple of 16 in 0..hdim (%d)", fam, a->rotary_dim,
+                          a->hdim_q);
+    if (a->seqlen_knew > 0 || a->rotary_dim > 0) {
+        if (a->kv_dtype == FMHA_DTYPE_FP8 || a->q_dtype == FMHA_DTYPE_FP8)
+            return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: append-KV and rotary take fp16/bf16 queries and caches", fam);
+    }
+    if (a->seqlen_knew > 0) {
+        if (a->seqlen_knew > a->max_seqlen_k)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                              "%s: the cache is too small for the append: seqlen_knew %d > max_seqlen_k %d (the "
+                              "key count after the append)", fam, a->seqlen_knew, a->max_seqlen_k);
+        if (a->batch > 0 && (!a->k_new || !a->v_new))
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: seqlen_knew > 0 needs k_new and v_new", fam);
+        if (fmhai_misaligned(a->k_new) || fmhai_misaligned(a->v_new))
+            return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: k_new and v_new must be 16-byte aligned", fam);
+        {
+            const int64_t s[6] = { a->stride_knew, a->nhead_stride_knew, a->batch_stride_knew,
+                                   a->stride_vnew, a->nhead_stride_vnew, a->batch_stride_vnew };
+            const fmha_status st = fmhai_validate_strides(fam, s, 6, 8);
+            if (st != FMHA_OK) return st;
+        }
+    }
+    if (a->rotary_dim > 0) {
+        if (!a->rotary_cos || !a->rotary_sin || (((uintptr_t)a->rotary_cos | (uintptr_t)a->rotary_sin) & 3u))
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: rotary needs 4-byte aligned rotary_cos and rotary_sin", fam);
+        if (a->rotary_seqlen < a->max_seqlen_k)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG,
+                              "%s: the rotary tables have %d positions, max_seqlen_k needs %d", fam,
+                              a->rotary_seqlen, a->max_seqlen_k);
+        if (fmhai_misaligned(a->q_rope))
+            return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q_rope must be 16-byte aligned", fam);
+    }
+    return FMHA_OK;
+}
+
+/* The append-KV part of a call's parameter block. */
+static inline void fmhai_appendkv_make_params(const fmha_decode_args *a, fmhai_fwd_params *p)
+{
+    p->k_new = a->k_new; p->v_new = a->v_new;
+    p->kn_row = a->stride_knew; p->kn_head = a->nhead_stride_knew; p->kn_batch = a->batch_stride_knew;
+    p->vn_row = a->stride_vnew; p->vn_head = a->nhead_stride_vnew; p->vn_batch = a->batch_stride_vnew;
+    p->seqlen_knew = a->seqlen_knew;
+    p->kv_paged = a->is_paged;
+    p->kv_vec = a->is_paged && a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED;
+    p->kv_bf16 = a->kv_dtype == FMHA_DTYPE_BF16;
+    p->rotary_dim = a->rotary_dim;
+    p->rotary_interleaved = a->rotary_interleaved;
+    p->rotary_seqlen = a->rotary_seqlen;
+    p->rotary_cos = a->rotary_cos; p->rotary_sin = a->rotary_sin;
+    p->q_rope = a->rotary_dim > 0 ? a->q_rope : 0;
+}
+
+/* Does the call append or rotate anything? */
+static inline int fmhai_appendkv_needed(const fmha_decode_args *a)
+{
+    return a->batch > 0 && ((a->seqlen_knew > 0) || (a->rotary_dim > 0 && a->q_rope));
+}
+
+static inline fmha_status fmhai_decode_validate(const fmha_decode_args *a, int attention)
 {
     const char *fam = "decode";
     fmha_status st;
@@ -41,6 +111,8 @@ static inline fmha_status fmhai_decode_validate(const fmha_decode_args *a)
     t.descale_page_stride = a->descale_page_stride; t.descale_nhead_stride = a->descale_nhead_stride;
     st = fmhai_validate_kv_dtypes(fam, &t);
     if (st != FMHA_OK) return st;
+    st = fmhai_appendkv_validate(a);
+    if (st != FMHA_OK) return st;
     if (!a->is_paged && a->kv_scale == FMHA_KV_SCALE_PER_PAGE)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: per-page descales need a paged cache", fam);
     if (a->is_paged) {
@@ -50,11 +122,11 @@ static inline fmha_status fmhai_decode_validate(const fmha_decode_args *a)
         if (st != FMHA_OK) return st;
     }
     if (a->batch == 0) return FMHA_OK;
-    if (!a->q || !a->o || !a->k_cache || !a->v_cache)
+    if (!a->q || (attention && !a->o) || !a->k_cache || !a->v_cache)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: q, o, k_cache and v_cache must not be NULL", fam);
     if (!a->is_paged && !a->seqlen_k)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: a contiguous cache needs seqlen_k (keys per sequence)", fam);
-    if (fmhai_misaligned(a->q) || fmhai_misaligned(a->o) || fmhai_misaligned(a->k_cache) ||
+    if (fmhai_misaligned(a->q) || (attention && fmhai_misaligned(a->o)) || fmhai_misaligned(a->k_cache) ||
         fmhai_misaligned(a->v_cache))
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q, o, k_cache and v_cache must be 16-byte aligned", fam);
     {
@@ -119,6 +191,7 @@ static inline void fmhai_decode_make_params(const fmha_decode_args *a, int tile_
     p->nhead_q = a->nhead_q; p->head_ratio = ratio;
     p->m_blocks = (a->seqlen_q * ratio + tile_m - 1) / tile_m;
     fmhai_params_mask_scale(p, a->mask_type, a->window_left, a->window_right, a->scale, a->logits_soft_cap);
+    fmhai_appendkv_make_params(a, p);
     p->num_splits = splits;
     if (splits > 1) {
         const int64_t rows = fmhai_decode_rows(a);

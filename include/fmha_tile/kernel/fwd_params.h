@@ -54,6 +54,13 @@ typedef struct fmhai_fwd_params {
      * ws_o [num_splits][ws_rows][d] and ws_lse [num_splits][ws_rows], row
      * (b * nhead_q + h) * seqlen_q + i. */
     const int32_t *cache_batch_idx;
+    /* append-KV (kernel/appendkv.h): new rows, the cache kind, rotary */
+    const void *k_new, *v_new;
+    int64_t kn_row, kn_head, kn_batch, vn_row, vn_head, vn_batch;
+    int seqlen_knew, kv_paged, kv_vec, kv_bf16;
+    int rotary_dim, rotary_interleaved, rotary_seqlen;
+    const float *rotary_cos, *rotary_sin;
+    void *q_rope;
     int num_splits;
     float *ws_lse, *ws_o;
     int64_t ws_rows;
