@@ -128,25 +128,31 @@ $(BUILD)/bench/tune_fwd: bench/tune_fwd.cu $(HEADERS)
 	$(NVCC) -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $< -o $@
 
 # ---- shared library (C ABI) and the C program that links it -------------------
-# One translation unit (src/fmha_tile_lib.cu) declares the default kernel set and
-# defines FMHA_TILE_BUILD_SHARED, so the API functions get C linkage and default
-# visibility; everything else is hidden. `-cudart shared`: the library uses
+# src/fmha_tile_lib.cu declares the default kernel set and defines
+# FMHA_TILE_BUILD_SHARED, so the API functions get C linkage and default
+# visibility; everything else is hidden. src/fmha_tile_lib_decode.cu holds the
+# decode set (its own unit: families do not grow one file) and exports only
+# fmha_default_decode_kernel_set. `-cudart shared`: the library uses
 # libcudart.so, the runtime a C program (-lcudart) or PyTorch loads too. After
 # linking, nm -D must list exactly the FMHA_API functions of api.h.
 CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(realpath $(NVCC))))
 LIB_SO    := $(BUILD)/libfmha_tile.so
 GIT_REV   := $(shell git rev-parse --short HEAD 2>/dev/null)
-LIB_FLAGS := -x cu -std=c++17 -O3 -Iinclude $(NVCC_ARCH) -shared -Xcompiler -fPIC \
-             -Xcompiler -fvisibility=hidden -cudart shared \
+LIB_FLAGS := -x cu -std=c++17 -O3 -Iinclude $(NVCC_ARCH) -Xcompiler -fPIC \
+             -Xcompiler -fvisibility=hidden \
              $(if $(GIT_REV),-DFMHA_TILE_LIB_GIT=\"$(GIT_REV)\")
+LIB_OBJS  := $(BUILD)/lib/fmha_tile_lib.o $(BUILD)/lib/fmha_tile_lib_decode.o
 # parentheses for sed inside $(shell ...), where make would count them
 LP        := (
 RP        := )
 LIB_API   := $(shell sed -n 's/^FMHA_API.*[ *]\$(LP)fmha_[a-z0-9_]*\$(RP)$(LP).*/\1/p' include/fmha_tile/api.h)
 
-$(LIB_SO): src/fmha_tile_lib.cu $(HEADERS)
+$(BUILD)/lib/%.o: src/%.cu $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(LIB_FLAGS) $< -o $@
+	$(NVCC) $(LIB_FLAGS) -c $< -o $@
+
+$(LIB_SO): $(LIB_OBJS)
+	$(NVCC) -shared -cudart shared $(NVCC_ARCH) $(LIB_OBJS) -o $@
 	@if command -v nm >/dev/null 2>&1; then \
 	    got=" $$(nm -D --defined-only $@ | awk 'NF == 3 { print $$3 }' | tr '\n' ' ')"; \
 	    want=" $(LIB_API) "; missing=; extra=; \

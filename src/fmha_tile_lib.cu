@@ -1,6 +1,7 @@
 /*
- * fmha_tile_lib.cu: the one translation unit of the shared library
- * build/libfmha_tile.so (`make lib`).
+ * fmha_tile_lib.cu: the main translation unit of the shared library
+ * build/libfmha_tile.so (`make lib`; the decode set has its own unit,
+ * fmha_tile_lib_decode.cu).
  *
  * It declares the library's default kernel set (FMHA_DEFAULT_FWD_SET, on NVIDIA
  * FMHA_DEFAULT_FWD_FP8_SET and, where the headers have them,
@@ -16,11 +17,11 @@
  * with FMHA_TILE_LINK_SHARED defined (examples/c_api.c); the Python package
  * python/fmha_tile loads it with ctypes.
  *
- * Build (what `make lib` runs):
- *   nvcc -x cu -std=c++17 -O3 -Iinclude -shared -Xcompiler -fPIC \
- *        -Xcompiler -fvisibility=hidden -cudart shared \
+ * Build (what `make lib` runs, per unit, then links them):
+ *   nvcc -x cu -std=c++17 -O3 -Iinclude -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
  *        -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90a,code=sm_90a \
- *        src/fmha_tile_lib.cu -o build/libfmha_tile.so
+ *        -c src/fmha_tile_lib.cu -o build/lib/fmha_tile_lib.o
+ *   nvcc -shared -cudart shared ... build/lib/*.o -o build/libfmha_tile.so
  * `-cudart shared` makes the library use libcudart.so, the same CUDA runtime
  * that a C program (-lcudart) or PyTorch loads, so streams and the current
  * device are shared with the caller.

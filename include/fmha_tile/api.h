@@ -568,6 +568,9 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
  * ------------------------------------------------------------------------- */
 #if defined(FMHA_TILE_LINK_SHARED) || defined(FMHA_TILE_BUILD_SHARED)
 FMHA_API const fmha_kernel_set *fmha_default_kernel_set(void);
+/* The decode set (FMHA_DEFAULT_DECODE_SET), for fmha_decode_plan_make and
+ * fmha_decode. */
+FMHA_API const fmha_kernel_set *fmha_default_decode_kernel_set(void);
 FMHA_API const char *fmha_version(void);
 #endif
 

@@ -48,6 +48,17 @@ Functions (names and meanings follow FlashAttention's Python API):
         descales per tensor (numbers or 1-element float32 tensors) or per page
         and KV head (float32 [num_pages, nheads_k], any strides), real =
         stored * descale. See fmha_tile._prefill.
+    attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None,
+                           rotary_cos=None, rotary_sin=None, rotary_interleaved=False,
+                           cache_batch_idx=None, *, kv_indptr=None, kv_page_indices=None,
+                           kv_last_page_len=None, block_table=None, max_seqlen_k=None,
+                           causal=False, window=(-1, -1), softcap=0.0, scale=None,
+                           alibi_slopes=None, k_descale=None, v_descale=None, num_splits=0,
+                           return_lse=False, out=None, plan_only=False)
+        decode (split-KV) of q [batch, seqlen_q, nheads, headdim] over a
+        contiguous or paged cache, appending k / v first and applying rotary
+        embedding; seqlens_k counts the keys after the append. See
+        fmha_tile._decode.
     attention_plan(...), attention_varlen_plan(...)
         the same arguments: "is it supported, and by which kernel?" without
         launching or allocating (fmha_fwd_check); a dict, or FmhaError.
@@ -110,12 +121,13 @@ import math
 from . import _args, _bwd, _lib
 from ._lib import FmhaError, FmhaLibraryError, library_path
 from ._prefill import batch_prefill, batch_prefill_plan
+from ._decode import attention_with_kvcache
 
 __version__ = "0.1.0"
 
 __all__ = [
     "attention", "attention_varlen", "attention_plan", "attention_varlen_plan", "batch_prefill",
-    "batch_prefill_plan",
+    "batch_prefill_plan", "attention_with_kvcache",
     "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
 ]
 

@@ -1,0 +1,22 @@
+/*
+ * fmha_tile_lib_decode.cu: the decode family's translation unit of the shared
+ * library build/libfmha_tile.so (`make lib`), compiled beside
+ * src/fmha_tile_lib.cu so that the library's build does not grow one unit
+ * per family.
+ *
+ * It declares the library's decode kernel set (FMHA_DEFAULT_DECODE_SET) and
+ * exports one function, fmha_default_decode_kernel_set(), the set to pass to
+ * fmha_decode_plan_make / fmha_decode. The C API itself (fmha_decode_run,
+ * the combine and append-KV kernels included) lives in fmha_tile_lib.cu;
+ * this unit includes the header without FMHA_TILE_BUILD_SHARED, so its own
+ * copies of the API functions stay static and unused, and only the function
+ * below is exported.
+ */
+#include "fmha_tile.h"
+
+DECL_FMHA_KERNEL_SET(fmha_lib_decode, FMHA_DEFAULT_DECODE_SET)
+
+extern "C" __attribute__((visibility("default"))) const fmha_kernel_set *fmha_default_decode_kernel_set(void)
+{
+    return &fmha_lib_decode;
+}
