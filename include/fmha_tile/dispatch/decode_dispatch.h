@@ -74,7 +74,12 @@ static inline fmha_status fmhai_decode_plan(const fmha_kernel_set *set, const fm
     m_blocks = (a->seqlen_q * ratio + e->info.tile_m - 1) / e->info.tile_m;
     if (splits <= 0) {
         const int n_tiles = (a->max_seqlen_k + e->info.tile_n - 1) / e->info.tile_n;
-        splits = fmhai_splitkv_heuristic(dev.sms * fmhai_blocks_per_sm(e, &dev),
+        /* 16-bit KV: two blocks per SM keep enough copies in flight and more
+         * splits only add start-up and combine work; e4m3 KV decodes every
+         * byte in registers and wants every block slot (bench/RESULTS.md) */
+        const int slots = fmhai_blocks_per_sm(e, &dev);
+        const int per_sm = a->kv_dtype == FMHA_DTYPE_FP8 || slots < 2 ? slots : 2;
+        splits = fmhai_splitkv_heuristic(dev.sms * per_sm,
                                          a->batch * a->nhead_k * m_blocks, n_tiles, FMHA_SPLITKV_MAX_SPLITS);
     }
     memset(plan, 0, sizeof(*plan));

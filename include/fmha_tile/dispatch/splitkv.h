@@ -24,10 +24,11 @@
  *
  * The split count comes from fmhai_splitkv_heuristic (a caller may pass its
  * own, 1..FMHA_SPLITKV_MAX_SPLITS): split only while the blocks do not fill
- * the GPU, and take the fewest splits that reach 85% of the best wave
- * efficiency (blocks x splits over whole waves of SMs), each split keeping
- * at least two key tiles. A starting point until decode is measured
- * (bench/RESULTS.md).
+ * the GPU's block slots, and take the fewest splits that reach 85% of the
+ * best wave efficiency (blocks x splits over whole waves of slots), each
+ * split keeping at least two key tiles. The decode plan passes the slots:
+ * two blocks per SM for 16-bit KV, every slot for e4m3 KV (measured,
+ * bench/RESULTS.md).
  */
 #ifndef FMHA_TILE_DISPATCH_SPLITKV_H
 #define FMHA_TILE_DISPATCH_SPLITKV_H
