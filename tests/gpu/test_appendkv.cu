@@ -461,20 +461,18 @@ static const char *cfg_name_at(int i) { return g_cfgs[i].name; }
 static int cfg_quick_at(int i) { return g_cfgs[i].quick; }
 static double cfg_work_at(int i) { return (double)g_cfgs[i].b * g_cfgs[i].hq * g_cfgs[i].d * 2048; }
 
+static void checks(cudaStream_t stream, uint64_t seed)
+{
+    (void)seed;
+    test_bad_inputs(stream);
+}
+
+static void run_at(int i, cudaStream_t stream, uint64_t seed) { run_config(&g_cfgs[i], stream, seed); }
+
 int main(int argc, char **argv)
 {
-    tu_args args;
-    tu_cfg_list cfgs;
-    cudaStream_t stream;
-    clock_t t0 = clock();
-    int i, rc;
+    tu_suite s = { "test_appendkv", usage_extra, { 0, cfg_name_at, cfg_quick_at, cfg_work_at }, checks, run_at, NULL };
     build_configs();
-    cfgs.n = g_ncfg; cfgs.name = cfg_name_at; cfgs.quick = cfg_quick_at; cfgs.work = cfg_work_at;
-    rc = tu_begin(argc, argv, "test_appendkv", usage_extra, &cfgs, &args, &stream);
-    if (rc >= 0) return rc;
-    test_bad_inputs(stream);
-    for (i = 0; i < g_ncfg; i++)
-        if (tu_cfg_wanted(&args, &cfgs, i)) run_config(&g_cfgs[i], stream, args.seed + (uint64_t)i);
-    tu_end(stream, t0);
-    return 0;
+    s.cfgs.n = g_ncfg;
+    return tu_main(argc, argv, &s);
 }

@@ -944,26 +944,19 @@ static const char *cfg_name_at(int i) { return g_cfgs[i].name; }
 static int cfg_quick_at(int i) { return g_cfgs[i].quick; }
 static double cfg_work_at(int i) { return cfg_work(&g_cfgs[i]); }
 
+static void checks(cudaStream_t stream, uint64_t seed)
+{
+    test_need(seed);
+    test_api(stream, seed);
+    test_graph(stream, seed + 5);
+}
+
+static void run_at(int i, cudaStream_t stream, uint64_t seed) { run_config(&g_cfgs[i], stream, seed); }
+
 int main(int argc, char **argv)
 {
-    tu_args args;
-    tu_cfg_list cfgs;
-    cudaStream_t stream;
-    clock_t t0 = clock();
-    int i, rc;
-
+    tu_suite s = { "test_bwd", usage_extra, { 0, cfg_name_at, cfg_quick_at, cfg_work_at }, checks, run_at, NULL };
     build_configs();
-    cfgs.n = g_ncfg;
-    cfgs.name = cfg_name_at;
-    cfgs.quick = cfg_quick_at;
-    cfgs.work = cfg_work_at;
-    rc = tu_begin(argc, argv, "test_bwd", usage_extra, &cfgs, &args, &stream);
-    if (rc >= 0) return rc;
-    test_need(args.seed);
-    test_api(stream, args.seed);
-    test_graph(stream, args.seed + 5);
-    for (i = 0; i < g_ncfg; i++)
-        if (tu_cfg_wanted(&args, &cfgs, i)) run_config(&g_cfgs[i], stream, args.seed + (uint64_t)i * 7919u);
-    tu_end(stream, t0);
-    return 0;
+    s.cfgs.n = g_ncfg;
+    return tu_main(argc, argv, &s);
 }

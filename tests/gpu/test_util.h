@@ -370,4 +370,31 @@ static inline void tu_end(cudaStream_t stream, clock_t t0)
     tu_finish();
 }
 
+/* A test program: its problem list and the steps main runs. */
+typedef struct tu_suite {
+    const char *prog, *usage_extra;
+    tu_cfg_list cfgs;
+    void (*checks)(cudaStream_t stream, uint64_t seed);   /* API checks before the problems (NULL: none) */
+    void (*run)(int i, cudaStream_t stream, uint64_t seed); /* problem i                              */
+    void (*cleanup)(void);                                 /* after the problems (NULL: none)        */
+} tu_suite;
+
+/* main of a test program: options, --list, the device, the checks, every
+ * selected problem (seed + 7919 i), the summary. Returns the exit status. */
+static inline int tu_main(int argc, char **argv, const tu_suite *s)
+{
+    tu_args args;
+    cudaStream_t stream;
+    clock_t t0 = clock();
+    int i;
+    const int rc = tu_begin(argc, argv, s->prog, s->usage_extra, &s->cfgs, &args, &stream);
+    if (rc >= 0) return rc;
+    if (s->checks) s->checks(stream, args.seed);
+    for (i = 0; i < s->cfgs.n; i++)
+        if (tu_cfg_wanted(&args, &s->cfgs, i)) s->run(i, stream, args.seed + (uint64_t)i * 7919u);
+    if (s->cleanup) s->cleanup();
+    tu_end(stream, t0);
+    return 0;
+}
+
 #endif /* FMHA_TEST_UTIL_H */
