@@ -111,8 +111,30 @@ FMHA_API fmha_status fmha_decode_plan_make(const fmha_kernel_set *set, const fmh
     return fmhai_decode_plan(set, args, args->num_splits, plan);
 }
 
+#if !defined(FMHA_PLATFORM_HOST_ONLY)
+/* Whether the combine may start as a programmatic dependent of the split
+ * kernel: only where its loaded binary was compiled for sm_90+ and so waits
+ * for the splits (fmhai_pdl_wait); a binary JIT-compiled from older PTX has
+ * no wait and runs as a plain launch. Asked once per translation unit. */
+static inline int fmhai_combine_dependent(void)
+{
+#  if defined(FMHA_PLATFORM_NVIDIA)
+    static volatile int known = -1;   /* -1: not asked yet (a race only repeats the question) */
+    if (known < 0) {
+        cudaFuncAttributes fa;
+        known = cudaFuncGetAttributes(&fa, (const void *)fmhai_splitkv_combine_kernel) == cudaSuccess &&
+                fa.ptxVersion >= 90;
+    }
+    return known;
+#  else
+    return 0;
+#  endif
+}
+#endif
+
 /* Launch a validated call on its plan: append-KV and rotary (when asked),
- * the attention kernel, then (splits) the combine. */
+ * the attention kernel, then (splits) the combine, which on sm_90 starts
+ * while the attention kernel finishes (fmhai_launch_dependent). */
 static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, const fmha_decode_args *a, void *stream)
 {
     const fmha_kernel_set *set = plan->set_;
@@ -148,9 +170,10 @@ static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, cons
         c.o_row = a->stride_o; c.o_head = a->nhead_stride_o; c.o_batch = a->batch_stride_o;
         c.lse_head = a->nhead_stride_lse; c.lse_batch = a->batch_stride_lse;
         kargs[0] = &c;
-        err = hipLaunchKernel((const void *)fmhai_splitkv_combine_kernel,
-                              dim3((unsigned)((c.rows + FMHAI_COMBINE_ROWS - 1) / FMHAI_COMBINE_ROWS)),
-                              dim3(FMHAI_COMBINE_ROWS * 32), kargs, 0, (hipStream_t)stream);
+        err = fmhai_launch_dependent((const void *)fmhai_splitkv_combine_kernel,
+                                     dim3((unsigned)c.rows), dim3(FMHAI_COMBINE_GROUPS * 32), kargs, 0,
+                                     (hipStream_t)stream,
+                                     fmhai_combine_dependent());
         if (err != hipSuccess)
             return fmhai_fail(FMHA_ERR_LAUNCH, "%s: launch failed: %s", fmhai_combine_info.name,
                               hipGetErrorString(err));

@@ -59,6 +59,7 @@
 #  include <cuda_runtime.h>
 #  include <cuda_fp16.h>
 #  include <cuda_bf16.h>
+#  include <string.h>
 #  define FMHAI_DEVICE static __device__ __forceinline__
 #  define FMHAI_WARP_SIZE 32
 /* kernel parameters read in place (no local copy when their address is taken) */
@@ -123,6 +124,54 @@ FMHAI_DEVICE float fmhai_exp2(float x)
 #  else
     return __builtin_amdgcn_exp2f(x);
 #  endif
+}
+
+/* Programmatic dependent launch (sm_90+): a kernel launched with
+ * fmhai_launch_dependent may start while the kernel before it in the stream
+ * is still running (its launch and prologue hidden behind that kernel's
+ * tail); it calls fmhai_pdl_wait() before reading what that kernel wrote,
+ * which returns once the earlier grid has completed and its writes are
+ * visible. fmhai_pdl_trigger() lets the dependent start before this grid's
+ * blocks have exited. Both are no-ops where the pass has no such
+ * instructions (older archs, AMD) and in a kernel launched normally. */
+FMHAI_DEVICE void fmhai_pdl_wait(void)
+{
+#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#  endif
+}
+FMHAI_DEVICE void fmhai_pdl_trigger(void)
+{
+#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#  endif
+}
+
+/* Launch fn as a programmatic dependent of the stream's previous kernel when
+ * `dependent` (NVIDIA; the caller has checked that fn's binary waits with
+ * fmhai_pdl_wait), else as a plain launch. */
+static inline hipError_t fmhai_launch_dependent(const void *fn, dim3 grid, dim3 block, void **args, size_t smem,
+                                                hipStream_t stream, int dependent)
+{
+#  if defined(FMHA_PLATFORM_NVIDIA)
+    if (dependent) {
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute at[1];
+        memset(&cfg, 0, sizeof cfg);
+        memset(at, 0, sizeof at);
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        return cudaLaunchKernelExC(&cfg, fn, args);
+    }
+#  endif
+    (void)dependent;
+    return hipLaunchKernel(fn, grid, block, args, smem, stream);
 }
 #endif /* !FMHA_PLATFORM_HOST_ONLY */
 
