@@ -187,8 +187,10 @@ def decode_args(q, k_cache, v_cache, seqlens_k, *, k=None, v=None, rotary_cos=No
                 int(k.shape[3]) != d:
             raise ValueError("k and v must be [batch, seqlen_new, nheads_k, headdim] = [%d, *, %d, %d]"
                              % (batch, hk, d))
-        if k.dtype != k_cache.dtype or v.dtype != k_cache.dtype:
-            raise TypeError("k and v must have the cache's dtype %s" % k_cache.dtype)
+        # an fp8 cache takes its new rows in the queries' dtype (stored as row / descale)
+        want = q.dtype if kv8 else k_cache.dtype
+        if k.dtype != want or v.dtype != want:
+            raise TypeError("k and v must be %s (the cache's dtype, or the queries' for an fp8 cache)" % want)
         ks, vs = strides(k), strides(v)
         a.k_new, a.v_new, a.seqlen_knew = k.data_ptr(), v.data_ptr(), int(k.shape[1])
         a.batch_stride_knew, a.stride_knew, a.nhead_stride_knew = ks[0], ks[1], ks[2]
@@ -247,7 +249,9 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
     keys and the queries are turned by their positions (interleaved or
     half-split pairs; the caller's q is not modified: a rotated copy is
     used). dtypes as batch_prefill (fp16/bf16, or float8_e4m3fn caches with
-    bf16 queries and per-tensor / per-page descales; no append into fp8).
+    bf16 queries and per-tensor / per-page descales; an fp8 cache takes bf16
+    k / v, stored as e4m3(row / descale) with its page's or the tensor's
+    descale).
     num_splits 0 lets the library choose. Returns out [batch, seqlen_q,
     nheads, headdim] (bf16 for fp8 caches), or (out, lse fp32 [batch,
     nheads, seqlen_q]); plan_only=True returns the plan as a dict instead of

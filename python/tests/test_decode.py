@@ -203,6 +203,50 @@ def test_fp8_cache_per_tensor():
     assert rel_l2(out, ref) <= TOL[torch.bfloat16]
 
 
+@pytest.mark.parametrize("paged", [False, True])
+def test_fp8_cache_append(paged):
+    """bf16 k / v appended into an e4m3 cache: K turned then stored as
+    e4m3(k / descale) (within one e4m3 step of torch's rounding of the same),
+    V exactly torch's e4m3(v * (1 / descale)), the attention on the result."""
+    b, hq, hk, d, s_new = 3, 8, 2, 128, 1
+    lens = [40, 1, 300]
+    case = make_case(torch.bfloat16, b, hq, hk, d, 1, lens, paged, 16, True, s_new=s_new, seed=13)
+    k8 = case["k_cache"].nan_to_num(0.0).to(torch.float8_e4m3fn)
+    v8 = case["v_cache"].nan_to_num(0.0).to(torch.float8_e4m3fn)
+    case.update(k_cache=k8, v_cache=v8)
+    ks, vs = 0.37, 1.9
+    g = torch.Generator(device="cpu").manual_seed(4)
+    k_new = (torch.rand(b, s_new, hk, d, generator=g) * 2 - 1).to(DEV).to(torch.bfloat16)
+    v_new = (torch.rand(b, s_new, hk, d, generator=g) * 2 - 1).to(DEV).to(torch.bfloat16)
+    rd, npos = 128, max(lens) + 8
+    theta = torch.arange(npos, device=DEV)[:, None] * (10000.0 ** (-torch.arange(rd // 2, device=DEV) * 2.0 / rd))
+    cos, sin = theta.cos().float().contiguous(), theta.sin().float().contiguous()
+    k_before, v_before = k8.clone(), v8.clone()
+    out = call(case, k=k_new, v=v_new, rotary_cos=cos, rotary_sin=sin, rotary_interleaved=True,
+               k_descale=ks, v_descale=vs, num_splits=2)
+    kc_ref, vc_ref = k_before.float(), v_before.float()
+    for i in range(b):
+        pos = torch.arange(lens[i] - s_new, lens[i], device=DEV)
+        kr = rotate(k_new[i].float(), cos, sin, pos[:, None], True)
+        for j in range(s_new):
+            e, r = case["rows"][i][lens[i] - s_new + j]
+            got = k8[e, r].float() * ks
+            assert (got - kr[j]).abs().le(kr[j].abs() / 8 + ks / 512).all(), "new K row off"
+            vinv = torch.ones((), device=DEV) / torch.tensor(vs, device=DEV)   # fp32, as the kernel
+            assert torch.equal(v8[e, r].view(torch.uint8),
+                               (v_new[i, j].float() * vinv).to(torch.float8_e4m3fn).view(torch.uint8))
+            kc_ref[e, r], vc_ref[e, r] = k8[e, r].float(), v8[e, r].float()
+    # nothing else of the cache changed
+    assert torch.equal(k8.float().nan_to_num(7.0), kc_ref.nan_to_num(7.0))
+    assert torch.equal(v8.float().nan_to_num(7.0), vc_ref.nan_to_num(7.0))
+    q_rot = case["q"].float().clone()
+    for i in range(b):
+        q_rot[i] = rotate(q_rot[i], cos, sin, torch.arange(lens[i] - 1, lens[i], device=DEV)[:, None], True)
+    kd, vd = gather(case, k8.float() * ks, v8.float() * vs)
+    ref, _ = reference(q_rot.to(torch.bfloat16), kd, vd, False, d ** -0.5)
+    assert rel_l2(out, ref) <= TOL[torch.bfloat16]
+
+
 def test_plan_and_graph():
     case = make_case(torch.bfloat16, 1, 32, 8, 128, 1, [8192], False, seed=2)
     plan = call(case, plan_only=True)

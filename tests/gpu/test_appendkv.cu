@@ -21,10 +21,15 @@
  *   - fused decode: O and LSE match the reference computed on the cache and
  *     queries the GPU wrote (rel-L2 fp16 2e-3 / bf16 1e-2, LSE 2e-3), and
  *     the cache is the same as after fmha_appendkv alone;
+ *   - e4m3 caches (bf16 queries and new rows; per-tensor descales, or
+ *     per-page ones read through strides from one interleaved buffer): the
+ *     new K rows dequantise to the turned keys within one e4m3 step, the new
+ *     V rows hold exactly e4m3(v * (1 / descale)), everything else is
+ *     unchanged; fused decode against the reference on the dequantised cache;
  *   - bad input (rotary_dim odd, not a multiple of 16 or above hdim, tables
  *     shorter than max_seqlen_k, no cos table, seqlen_knew above
- *     max_seqlen_k, a contiguous cache smaller than max_seqlen_k, fp8 KV with
- *     an append, no k_new): the status, and the cache untouched.
+ *     max_seqlen_k, a contiguous cache smaller than max_seqlen_k, e4m3
+ *     queries with an append, no k_new): the status, and the cache untouched.
  * Rotary styles: interleaved (pairs 2k, 2k + 1) and half-split (k, k + r/2),
  * rotary_dim = hdim and below it, none.
  *
@@ -46,7 +51,8 @@
 #define AKV_SET(X)                                                                             \
     X(DECODE,     BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(DECODE,     FP16, 64,  MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(DECODE_VEC, BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(DECODE_VEC, BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(DECODE,     FP8,  128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(akv_set, AKV_SET)
 
 #define MAXB 6
@@ -55,6 +61,7 @@ enum { CONTIG = 0, LINEAR = 1, VEC = 2 };
 typedef struct akv_cfg {
     char name[96];
     int bf16, b, hq, hk, d, s_q, s_new, page, kind, vllm, rd, inter, qmode, fused, quick;
+    int kv8;        /* e4m3 cache (bf16 queries and new rows): 1 per-tensor descales, 2 per-page */
     int lk[MAXB];   /* keys after the append */
 } akv_cfg;
 
@@ -62,19 +69,25 @@ static akv_cfg g_cfgs[64];
 static int g_ncfg;
 
 /* qmode: 0 no q_rope, 1 separate q_rope, 2 in place */
-static void add(int bf16, int b, int hq, int hk, int d, int s_q, int s_new, int page, int kind, int vllm, int rd,
-                int inter, int qmode, int fused, int quick, const int *lk)
+static void add8(int kv8, int bf16, int b, int hq, int hk, int d, int s_q, int s_new, int page, int kind, int vllm,
+                 int rd, int inter, int qmode, int fused, int quick, const int *lk)
 {
     akv_cfg *c = &g_cfgs[g_ncfg++];
     static const char *kinds[3] = { "contig", "linear", "vec" };
     memset(c, 0, sizeof(*c));
     c->bf16 = bf16; c->b = b; c->hq = hq; c->hk = hk; c->d = d; c->s_q = s_q; c->s_new = s_new;
     c->page = page; c->kind = kind; c->vllm = vllm; c->rd = rd; c->inter = inter; c->qmode = qmode;
-    c->fused = fused; c->quick = quick;
+    c->fused = fused; c->quick = quick; c->kv8 = kv8;
     memcpy(c->lk, lk, sizeof(int) * b);
     snprintf(c->name, sizeof(c->name), "%s_%s_%s%s_p%d_b%d_h%d-%d_d%d_q%d_new%d_rd%d%s%s", fused ? "fused" : "append",
-             bf16 ? "bf16" : "fp16", kinds[kind], kind && vllm ? "_vllm" : "", page, b, hq, hk, d, s_q, s_new, rd,
+             kv8 == 2 ? "fp8pagescale" : kv8 ? "fp8" : bf16 ? "bf16" : "fp16", kinds[kind], kind && vllm ? "_vllm" : "", page, b, hq, hk, d, s_q, s_new, rd,
              rd ? (inter ? "_inter" : "_half") : "", qmode == 0 ? "_noq" : qmode == 2 ? "_qinplace" : "");
+}
+
+static void add(int bf16, int b, int hq, int hk, int d, int s_q, int s_new, int page, int kind, int vllm, int rd,
+                int inter, int qmode, int fused, int quick, const int *lk)
+{
+    add8(0, bf16, b, hq, hk, d, s_q, s_new, page, kind, vllm, rd, inter, qmode, fused, quick, lk);
 }
 
 static void build_configs(void)
@@ -96,6 +109,13 @@ static void build_configs(void)
     add(0, 3, 8, 2, 64, 2, 2, 1, LINEAR, 1, 64, 0, 1, 1, 0, l2);
     add(1, 2, 8, 2, 128, 4, 4, 16, VEC, 1, 64, 1, 1, 1, 0, l3);
     add(1, 3, 8, 8, 128, 1, 1, 0, CONTIG, 0, 0, 0, 0, 1, 0, l2);
+    /* e4m3 caches (LINEAR or contiguous): per-tensor and per-page descales */
+    add8(1, 1, 4, 8, 2, 128, 1, 4, 0, CONTIG, 0, 128, 0, 1, 0, 1, l1);
+    add8(2, 1, 4, 8, 2, 128, 1, 4, 16, LINEAR, 0, 64, 1, 1, 0, 1, l1);
+    add8(1, 1, 3, 16, 1, 128, 1, 1, 1, LINEAR, 1, 128, 0, 2, 0, 0, l2);
+    add8(1, 1, 4, 32, 8, 128, 1, 1, 16, LINEAR, 1, 128, 1, 2, 1, 1, l1);
+    add8(2, 1, 2, 8, 2, 128, 4, 4, 16, LINEAR, 0, 64, 0, 1, 1, 0, l3);
+    add8(1, 1, 3, 8, 8, 128, 1, 1, 0, CONTIG, 0, 0, 0, 0, 1, 0, l2);
 }
 
 /* ---- host cache model -------------------------------------------------- */
@@ -149,14 +169,42 @@ static void make_cache(const akv_cfg *c, akv_run *r, fmha_ref_rng *g)
                                     : (size_t)r->pool_pages * c->page * c->hk * c->d;
     r->k0 = (uint16_t *)malloc(r->kv_elems * 2);
     r->v0 = (uint16_t *)malloc(r->kv_elems * 2);
-    for (size_t e = 0; e < r->kv_elems; ++e) r->k0[e] = r->v0[e] = 0xFFFFu;
+    /* unowned slots: NaN (16-bit 0xFFFF, e4m3 0x7F); e4m3 codes kept one per uint16 */
+    for (size_t e = 0; e < r->kv_elems; ++e) r->k0[e] = r->v0[e] = c->kv8 ? 0x7Fu : 0xFFFFu;
     for (b = 0; b < c->b; ++b)
         for (t = 0; t < c->lk[b] - c->s_new; ++t)
             for (h = 0; h < c->hk; ++h)
                 for (x = 0; x < c->d; ++x) {
-                    r->k0[kv_off(c, r, 0, b, t, h, x)] = rnd16(g, c->bf16);
-                    r->v0[kv_off(c, r, 1, b, t, h, x)] = rnd16(g, c->bf16);
+                    r->k0[kv_off(c, r, 0, b, t, h, x)] = c->kv8 ? fmha_ref_rng_e4m3(g, 1, 8) : rnd16(g, c->bf16);
+                    r->v0[kv_off(c, r, 1, b, t, h, x)] = c->kv8 ? fmha_ref_rng_e4m3(g, 1, 8) : rnd16(g, c->bf16);
                 }
+}
+
+/* The cache on the device: 16-bit elements, or e4m3 bytes (host: one code per uint16). */
+static void kv_upload(void *d, const uint16_t *h, size_t n, int kv8)
+{
+    if (!kv8) { tu_upload(d, h, n * 2); return; }
+    uint8_t *b = (uint8_t *)malloc(n + 1);
+    for (size_t e = 0; e < n; ++e) b[e] = (uint8_t)h[e];
+    tu_upload(d, b, n);
+    free(b);
+}
+static void kv_download(uint16_t *h, const void *d, size_t n, int kv8)
+{
+    if (!kv8) { tu_download(h, d, n * 2); return; }
+    uint8_t *b = (uint8_t *)malloc(n + 1);
+    tu_download(b, d, n);
+    for (size_t e = 0; e < n; ++e) h[e] = b[e];
+    free(b);
+}
+
+/* e4m3 caches: the descale of (sequence b, token t, KV head h) in K (v = 0) or V */
+#define AKV_K_DESCALE 0.37f
+#define AKV_V_DESCALE 1.9f
+static float kv_descale(const akv_cfg *c, const akv_run *r, const float *page_ds, int v, int b, int t, int h)
+{
+    if (c->kv8 == 2) return page_ds[((int64_t)r->pages[r->first_page[b] + t / c->page] * c->hk + h) * 2 + v];
+    return v ? AKV_V_DESCALE : AKV_K_DESCALE;
 }
 
 static int close16(float got, double ref, int bf16)
@@ -174,6 +222,12 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
     int b, t, h, x, i;
     int bad = 0;
     make_cache(c, &r, &g);
+    const int kv8 = c->kv8, eb = kv8 ? 1 : 2;
+    /* per-page descales [pool page][KV head][K, V] (kv8 == 2): one buffer, K at +0 and V at +1 */
+    const size_t nds = (size_t)r.pool_pages * hk * 2;
+    float *hds = (float *)malloc(sizeof(float) * (nds + 2));
+    for (size_t e = 0; e < nds; ++e) hds[e] = fmha_ref_rng_uniform(&g, 0.25f, 2.f);
+    hds[nds] = AKV_K_DESCALE; hds[nds + 1] = AKV_V_DESCALE;   /* the per-tensor pair */
     uint16_t *hq_ = (uint16_t *)malloc(nq * 2 + 2), *hkn = (uint16_t *)malloc(nn * 2 + 2), *hvn = (uint16_t *)malloc(nn * 2 + 2);
     for (size_t e = 0; e < nq; ++e) hq_[e] = rnd16(&g, bf);
     for (size_t e = 0; e < nn; ++e) { hkn[e] = rnd16(&g, bf); hvn[e] = rnd16(&g, bf); }
@@ -199,14 +253,16 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
 
     /* device */
     void *dq = tu_dmalloc(nq * 2 + 16), *dqr = tu_dmalloc(nq * 2 + 16), *dkn = tu_dmalloc(nn * 2 + 16), *dvn = tu_dmalloc(nn * 2 + 16);
-    void *dk = tu_dmalloc(r.kv_elems * 2), *dv = tu_dmalloc(r.kv_elems * 2), *dout = tu_dmalloc(nq * 2 + 16);
+    void *dk = tu_dmalloc(r.kv_elems * eb), *dv = tu_dmalloc(r.kv_elems * eb), *dout = tu_dmalloc(nq * 2 + 16);
+    float *dds = (float *)tu_dmalloc(sizeof(float) * (nds + 2));
     float *dlse = (float *)tu_dmalloc(nq / d * 4 + 16), *dcos = (float *)tu_dmalloc(sizeof(float) * (size_t)(rseq * half + 1));
     float *dsin = (float *)tu_dmalloc(sizeof(float) * (size_t)(rseq * half + 1));
     int32_t *dlk = (int32_t *)tu_dmalloc(4 * MAXB), *dcbi = (int32_t *)tu_dmalloc(4 * MAXB);
     int32_t *dind = (int32_t *)tu_dmalloc(4 * (MAXB + 1)), *dlast = (int32_t *)tu_dmalloc(4 * MAXB);
     int32_t *didx = (int32_t *)tu_dmalloc(4 * (size_t)(r.n_pages + 1)), *dbt = (int32_t *)tu_dmalloc(4 * (size_t)B * bt_stride);
     tu_upload(dq, hq_, nq * 2); tu_upload(dkn, hkn, nn * 2); tu_upload(dvn, hvn, nn * 2);
-    tu_upload(dk, r.k0, r.kv_elems * 2); tu_upload(dv, r.v0, r.kv_elems * 2);
+    kv_upload(dk, r.k0, r.kv_elems, kv8); kv_upload(dv, r.v0, r.kv_elems, kv8);
+    tu_upload(dds, hds, sizeof(float) * (nds + 2));
     tu_upload(dcos, hcos, sizeof(float) * (size_t)(rseq * half + 1)); tu_upload(dsin, hsin, sizeof(float) * (size_t)(rseq * half + 1));
     tu_upload(dlk, hlk, 4 * B); tu_upload(dcbi, r.cbi, 4 * B); tu_upload(dind, hindptr, 4 * (B + 1));
     tu_upload(dlast, hlast, 4 * B); tu_upload(didx, r.pages, 4 * (size_t)(r.n_pages + 1)); tu_upload(dbt, hbt, 4 * (size_t)B * bt_stride);
@@ -216,6 +272,17 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
     fmha_decode_args a;
     memset(&a, 0, sizeof(a));
     a.q_dtype = a.kv_dtype = bf ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16;
+    if (kv8) {
+        a.kv_dtype = FMHA_DTYPE_FP8;
+        if (kv8 == 2) {
+            a.kv_scale = FMHA_KV_SCALE_PER_PAGE;
+            a.k_page_descale = dds; a.v_page_descale = dds + 1;
+            a.descale_page_stride = 2 * hk; a.descale_nhead_stride = 2;
+        } else {
+            a.kv_scale = FMHA_KV_SCALE_PER_TENSOR;
+            a.k_descale = dds + nds; a.v_descale = dds + nds + 1;
+        }
+    }
     a.batch = B; a.nhead_q = hq; a.nhead_k = hk; a.seqlen_q = c->s_q; a.max_seqlen_k = r.max_lk;
     a.hdim_q = a.hdim_v = d;
     a.q = dq; a.o = dout; a.lse = dlse;
@@ -266,11 +333,12 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
     TU_CUDA(cudaStreamSynchronize(stream));
     {
         uint16_t *gk = (uint16_t *)malloc(r.kv_elems * 2), *gv = (uint16_t *)malloc(r.kv_elems * 2);
+        double k8_err = 0.0;   /* e4m3: the largest new-key error in units of the allowed one */
         uint16_t *gq = (uint16_t *)malloc(nq * 2 + 2), *gqr = (uint16_t *)malloc(nq * 2 + 2);
         uint16_t *ek = (uint16_t *)malloc(r.kv_elems * 2), *ev = (uint16_t *)malloc(r.kv_elems * 2);
         int nk_bad = 0, nv_bad = 0, nrest = 0, nq_bad = 0;
         float row[256];
-        tu_download(gk, dk, r.kv_elems * 2); tu_download(gv, dv, r.kv_elems * 2);
+        kv_download(gk, dk, r.kv_elems, kv8); kv_download(gv, dv, r.kv_elems, kv8);
         tu_download(gq, dq, nq * 2); tu_download(gqr, dqr, nq * 2);
         memcpy(ek, r.k0, r.kv_elems * 2); memcpy(ev, r.v0, r.kv_elems * 2);
         /* expected new rows; K checked within one rounding */
@@ -284,9 +352,22 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
                     if (c->rd) fmha_ref_rotary(row, c->rd, hcos + (size_t)pos * half, hsin + (size_t)pos * half, c->inter);
                     for (x = 0; x < d; ++x) {
                         const int64_t o = kv_off(c, &r, 0, b, pos, h, x), ov = kv_off(c, &r, 1, b, pos, h, x);
-                        if (!close16(f16(gk[o], bf), row[x], bf)) nk_bad++;
+                        if (kv8) {
+                            /* K: e4m3 of the turned key / descale, within one e4m3 step (the
+                             * GPU turns in fp32); V: exactly e4m3(v * (1 / descale)) */
+                            const float kds = kv_descale(c, &r, hds, 0, b, pos, h);
+                            const float vds = kv_descale(c, &r, hds, 1, b, pos, h);
+                            const double got = fmha_ref_e4m3_to_f32((uint8_t)gk[o]) * (double)kds;
+                            const double tol = fabs(row[x]) / 8 + kds / 512.0;
+                            const double e = fabs(got - row[x]) / tol;
+                            if (!(e <= 1.0)) nk_bad++;
+                            if (e > k8_err) k8_err = e;
+                            ev[ov] = fmha_ref_f32_to_e4m3(f16(hvn[src + x], bf) * (1.f / vds));
+                        } else {
+                            if (!close16(f16(gk[o], bf), row[x], bf)) nk_bad++;
+                            ev[ov] = hvn[src + x];
+                        }
                         ek[o] = gk[o];   /* accepted: compare the rest bitwise below */
-                        ev[ov] = hvn[src + x];
                     }
                 }
             }
@@ -311,8 +392,8 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
                     }
                 }
         if (nk_bad || nv_bad || nrest || nq_bad) {
-            tu_fail(c->name, "new K rows off %d, V slots off %d, other K slots changed %d, query elements off %d", nk_bad,
-                    nv_bad, nrest, nq_bad);
+            tu_fail(c->name, "new K rows off %d (e4m3: worst %.2f of the bound), V slots off %d, other K slots "
+                    "changed %d, query elements off %d", nk_bad, k8_err, nv_bad, nrest, nq_bad);
             bad = 1;
         }
         if (!bad && c->fused) {
@@ -331,8 +412,11 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
                     for (h = 0; h < hk; ++h)
                         for (x = 0; x < d; ++x) {
                             const size_t o = (((size_t)sk[b] + t) * hk + h) * d + x;
-                            rk[o] = f16(gk[kv_off(c, &r, 0, b, t, h, x)], bf);
-                            rv[o] = f16(gv[kv_off(c, &r, 1, b, t, h, x)], bf);
+                            const int64_t ok = kv_off(c, &r, 0, b, t, h, x), ov = kv_off(c, &r, 1, b, t, h, x);
+                            rk[o] = kv8 ? fmha_ref_e4m3_to_f32((uint8_t)gk[ok]) * kv_descale(c, &r, hds, 0, b, t, h)
+                                        : f16(gk[ok], bf);
+                            rv[o] = kv8 ? fmha_ref_e4m3_to_f32((uint8_t)gv[ov]) * kv_descale(c, &r, hds, 1, b, t, h)
+                                        : f16(gv[ov], bf);
                         }
             fmha_ref_fwd p;
             memset(&p, 0, sizeof(p));
@@ -377,9 +461,9 @@ static void run_config(const akv_cfg *c, cudaStream_t stream, uint64_t seed)
 done:
     tu_dfree(dq); tu_dfree(dqr); tu_dfree(dkn); tu_dfree(dvn); tu_dfree(dk); tu_dfree(dv); tu_dfree(dout);
     tu_dfree(dlse); tu_dfree(dcos); tu_dfree(dsin); tu_dfree(dlk); tu_dfree(dcbi); tu_dfree(dind); tu_dfree(dlast);
-    tu_dfree(didx); tu_dfree(dbt);
+    tu_dfree(didx); tu_dfree(dbt); tu_dfree(dds);
     if (dws) tu_dfree(dws);
-    free(hq_); free(hkn); free(hvn); free(hcos); free(hsin); free(hbt); free(r.pages); free(r.k0); free(r.v0);
+    free(hds); free(hq_); free(hkn); free(hvn); free(hcos); free(hsin); free(hbt); free(r.pages); free(r.k0); free(r.v0);
 }
 
 /* ---- bad input: the status, and the cache untouched --------------------- */
@@ -417,7 +501,7 @@ static void test_bad_inputs(cudaStream_t stream)
         { "appendkv_bad_rotary_no_cos", FMHA_ERR_INVALID_ARG, 4 },
         { "appendkv_bad_more_new_rows_than_keys", FMHA_ERR_INVALID_ARG, 5 },
         { "appendkv_bad_cache_too_small", FMHA_ERR_INVALID_ARG, 6 },
-        { "appendkv_bad_fp8_cache", FMHA_ERR_UNSUPPORTED, 7 },
+        { "appendkv_bad_fp8_queries", FMHA_ERR_UNSUPPORTED, 7 },
         { "appendkv_bad_no_k_new", FMHA_ERR_INVALID_ARG, 8 },
         { "appendkv_bad_negative_seqlen_knew", FMHA_ERR_INVALID_ARG, 9 },
     };
@@ -433,7 +517,7 @@ static void test_bad_inputs(cudaStream_t stream)
         case 4: a.rotary_cos = NULL; break;
         case 5: a.seqlen_knew = 61; break;
         case 6: a.cache_seqlen_max = 59; break;
-        case 7: a.kv_dtype = FMHA_DTYPE_FP8; a.q_dtype = FMHA_DTYPE_BF16; a.rotary_dim = 0; break;
+        case 7: a.kv_dtype = a.q_dtype = FMHA_DTYPE_FP8; a.rotary_dim = 0; break;
         case 8: a.k_new = NULL; break;
         case 9: a.seqlen_knew = -1; break;
         }
@@ -456,6 +540,59 @@ static void test_bad_inputs(cudaStream_t stream)
     free(h0); free(g);
 }
 
+/* ---- float -> e4m3 on the device vs the reference ------------------------
+ * Every code's value and the midpoints between neighbours (ties to even)
+ * with a float step either side, the subnormal range, past 448, infinities,
+ * NaN and random floats of every magnitude, both signs. A build from sm_80
+ * PTX runs the software conversion, an sm_89+ build the hardware one. */
+static __global__ void akv_e4m3_kernel(const float *x, uint8_t *y, int n)
+{
+    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i < n) y[i] = (uint8_t)fmhai_f32_to_e4m3(x[i]);
+}
+
+static void test_e4m3_convert(cudaStream_t stream)
+{
+    const char *name = "e4m3_convert_matches_reference";
+    enum { N = 8192 };
+    float *hx = (float *)malloc(sizeof(float) * N);
+    uint8_t *hy = (uint8_t *)malloc(N);
+    int n = 0, bad = 0, first = -1;
+    fmha_ref_rng g = fmha_ref_rng_make(11);
+    if (!tu_selected(name)) { free(hx); free(hy); return; }
+    for (int c = 0; c < 126; ++c) {   /* codes 0..0x7D and the midpoints to the next */
+        const float v = fmha_ref_e4m3_to_f32((uint8_t)c), w = fmha_ref_e4m3_to_f32((uint8_t)(c + 1));
+        const float m = 0.5f * (v + w);
+        const float set[5] = { v, m, nextafterf(m, 0.f), nextafterf(m, 1e9f), nextafterf(v, 1e9f) };
+        for (int k = 0; k < 5; ++k) { hx[n++] = set[k]; hx[n++] = -set[k]; }
+    }
+    {
+        const float sp[8] = { 448.f, 449.f, 464.f, 480.f, 1e30f, INFINITY, -INFINITY, NAN };
+        for (int k = 0; k < 8; ++k) hx[n++] = sp[k];
+    }
+    while (n < N) {
+        const float mag = ldexpf(fmha_ref_rng_uniform(&g, 1.f, 2.f), fmha_ref_rng_int(&g, -14, 10));
+        hx[n++] = fmha_ref_rng_uniform(&g, -1.f, 1.f) < 0.f ? -mag : mag;
+    }
+    float *dx = (float *)tu_dmalloc(sizeof(float) * N);
+    uint8_t *dy = (uint8_t *)tu_dmalloc(N);
+    tu_upload(dx, hx, sizeof(float) * N);
+    akv_e4m3_kernel<<<N / 256, 256, 0, stream>>>(dx, dy, N);
+    TU_CUDA(cudaGetLastError());
+    TU_CUDA(cudaStreamSynchronize(stream));
+    tu_download(hy, dy, N);
+    for (int i = 0; i < N; ++i) {
+        const uint8_t want = fmha_ref_f32_to_e4m3(hx[i]);
+        const int nan_ok = (want & 0x7f) == 0x7f && (hy[i] & 0x7f) == 0x7f;   /* NaN: either sign */
+        if (hy[i] != want && !nan_ok) { if (first < 0) first = i; bad++; }
+    }
+    if (bad) tu_fail(name, "%d of %d differ, first %.9g -> 0x%02x (want 0x%02x)", bad, N, hx[first], hy[first],
+                     fmha_ref_f32_to_e4m3(hx[first]));
+    else tu_pass(name);
+    tu_dfree(dx); tu_dfree(dy);
+    free(hx); free(hy);
+}
+
 static const char usage_extra[] = "  --quick   the problems marked quick (for compute-sanitizer)\n";
 static const char *cfg_name_at(int i) { return g_cfgs[i].name; }
 static int cfg_quick_at(int i) { return g_cfgs[i].quick; }
@@ -464,6 +601,7 @@ static double cfg_work_at(int i) { return (double)g_cfgs[i].b * g_cfgs[i].hq * g
 static void checks(cudaStream_t stream, uint64_t seed)
 {
     (void)seed;
+    test_e4m3_convert(stream);
     test_bad_inputs(stream);
 }
 

@@ -58,6 +58,21 @@ FMHAI_DEVICE void fmhai_store8(char *p, const float *x, int bf16)
     *(uint4 *)p = v;
 }
 
+/* 8 elements of a K row and of a V row into an e4m3 cache: stored =
+ * e4m3(x / descale), the dequantisation the decode kernels apply undone. */
+FMHAI_DEVICE void fmhai_store8_e4m3(char *kd, char *vd, const float *k, const float *v, float kds, float vds)
+{
+    const float ki = kds != 0.f ? 1.f / kds : 0.f, vi = vds != 0.f ? 1.f / vds : 0.f;
+    uint32_t kw[2] = { 0u, 0u }, vw[2] = { 0u, 0u };
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        kw[e / 4] |= fmhai_f32_to_e4m3(k[e] * ki) << (8 * (e % 4));
+        vw[e / 4] |= fmhai_f32_to_e4m3(v[e] * vi) << (8 * (e % 4));
+    }
+    *(uint2 *)kd = make_uint2(kw[0], kw[1]);
+    *(uint2 *)vd = make_uint2(vw[0], vw[1]);
+}
+
 static __global__ void FMHAI_LAUNCH_BOUNDS(FMHAI_APPENDKV_ROWS * 32, 1)
 fmhai_appendkv_kernel(const FMHAI_GRID_CONSTANT fmhai_fwd_params p)
 {
@@ -111,15 +126,25 @@ fmhai_appendkv_kernel(const FMHAI_GRID_CONSTANT fmhai_fwd_params p)
     fmhai_load8(v, (const char *)p.v_new + 2 * ((int64_t)b * p.vn_batch + (int64_t)i * p.vn_row +
                                                 (int64_t)h * p.vn_head + c0), bf);
     char *kd, *vd;
+    const int eb = p.kv_fp8 ? 1 : 2;   /* cache element bytes */
     if (!p.kv_paged) {
-        kd = (char *)p.k + 2 * ((int64_t)S.kv_b * p.k_batch + (int64_t)pos * p.k_row + (int64_t)h * p.k_head + c0);
-        vd = (char *)p.v + 2 * ((int64_t)S.kv_b * p.v_batch + (int64_t)pos * p.v_row + (int64_t)h * p.v_head + c0);
+        kd = (char *)p.k + eb * ((int64_t)S.kv_b * p.k_batch + (int64_t)pos * p.k_row + (int64_t)h * p.k_head + c0);
+        vd = (char *)p.v + eb * ((int64_t)S.kv_b * p.v_batch + (int64_t)pos * p.v_row + (int64_t)h * p.v_head + c0);
+        if (p.kv_fp8)
+            fmhai_store8_e4m3(kd, vd, x, v, p.k_descale ? *p.k_descale : 1.f, p.v_descale ? *p.v_descale : 1.f);
     } else {
         /* pos < s_k: its page is one of the sequence's own */
         const int64_t page = S.pages[pos >> p.page_log2];
         const int in = pos & ((1 << p.page_log2) - 1);
-        kd = (char *)p.k + 2 * (page * p.k_page + (int64_t)h * p.k_head);
-        vd = (char *)p.v + 2 * (page * p.v_page + (int64_t)h * p.v_head);
+        kd = (char *)p.k + eb * (page * p.k_page + (int64_t)h * p.k_head);
+        vd = (char *)p.v + eb * (page * p.v_page + (int64_t)h * p.v_head);
+        if (p.kv_fp8) {   /* LINEAR pages (e4m3 caches have no VECTORIZED kernels) */
+            const int64_t at = page * p.ds_page + (int64_t)h * p.ds_head;
+            const float kds = p.k_page_descale ? p.k_page_descale[at] : p.k_descale ? *p.k_descale : 1.f;
+            const float vds = p.v_page_descale ? p.v_page_descale[at] : p.v_descale ? *p.v_descale : 1.f;
+            fmhai_store8_e4m3(kd + (int64_t)in * p.k_row + c0, vd + (int64_t)in * p.v_row + c0, x, v, kds, vds);
+            return;
+        }
         if (p.kv_vec) {
             /* K [d/8][page][8]: the token's chunk c0/8; V [page/8][d][8]:
              * element c of the token at group in/8, row c, slot in%8 */
@@ -136,6 +161,7 @@ fmhai_appendkv_kernel(const FMHAI_GRID_CONSTANT fmhai_fwd_params p)
         kd += 2 * ((int64_t)in * p.k_row + c0);
         vd += 2 * ((int64_t)in * p.v_row + c0);
     }
+    if (p.kv_fp8) return;
     fmhai_store8(kd, x, bf);
     fmhai_store8(vd, v, bf);
 }

@@ -32,10 +32,9 @@ static inline fmha_status fmhai_appendkv_validate(const fmha_decode_args *a)
         return fmhai_fail(FMHA_ERR_INVALID_ARG,
                           "%s: rotary_dim %d must be a multiple of 16 in 0..hdim (%d)", fam, a->rotary_dim,
                           a->hdim_q);
-    if (a->seqlen_knew > 0 || a->rotary_dim > 0) {
-        if (a->kv_dtype == FMHA_DTYPE_FP8 || a->q_dtype == FMHA_DTYPE_FP8)
-            return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: append-KV and rotary take fp16/bf16 queries and caches", fam);
-    }
+    if ((a->seqlen_knew > 0 || a->rotary_dim > 0) && a->q_dtype == FMHA_DTYPE_FP8)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED,
+                          "%s: append-KV and rotary take fp16/bf16 queries (the new rows come in their dtype)", fam);
     if (a->seqlen_knew > 0) {
         if (a->seqlen_knew > a->max_seqlen_k)
             return fmhai_fail(FMHA_ERR_INVALID_ARG,
@@ -74,7 +73,9 @@ static inline void fmhai_appendkv_make_params(const fmha_decode_args *a, fmhai_f
     p->seqlen_knew = a->seqlen_knew;
     p->kv_paged = a->is_paged;
     p->kv_vec = a->is_paged && a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED;
-    p->kv_bf16 = a->kv_dtype == FMHA_DTYPE_BF16;
+    /* the new rows come in the queries' dtype when the cache is e4m3 */
+    p->kv_bf16 = (a->kv_dtype == FMHA_DTYPE_FP8 ? a->q_dtype : a->kv_dtype) == FMHA_DTYPE_BF16;
+    p->kv_fp8 = a->kv_dtype == FMHA_DTYPE_FP8;
     p->rotary_dim = a->rotary_dim;
     p->rotary_interleaved = a->rotary_interleaved;
     p->rotary_seqlen = a->rotary_seqlen;

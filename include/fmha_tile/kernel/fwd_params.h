@@ -57,7 +57,9 @@ typedef struct fmhai_fwd_params {
     /* append-KV (kernel/appendkv.h): new rows, the cache kind, rotary */
     const void *k_new, *v_new;
     int64_t kn_row, kn_head, kn_batch, vn_row, vn_head, vn_batch;
-    int seqlen_knew, kv_paged, kv_vec, kv_bf16;
+    int seqlen_knew, kv_paged, kv_vec;
+    int kv_bf16;                 /* the new rows (and queries) are bf16, else fp16 */
+    int kv_fp8;                  /* the cache is e4m3: new rows stored as x / descale */
     int rotary_dim, rotary_interleaved, rotary_seqlen;
     const float *rotary_cos, *rotary_sin;
     void *q_rope;

@@ -16,6 +16,7 @@
  *   fmhai_lds_load16 / fmhai_lds_store16       16 bytes shared <-> registers
  *   fmhai_lds_store8                           8 bytes registers -> shared
  *   fmhai_e4m3x4_to_f16(x, y)                  four e4m3 codes -> two f16x2, exact
+ *   fmhai_f32_to_e4m3(f)                       float -> e4m3 code (RNE, saturating)
  *   fmhai_warp_ldsm_x4_e4m3(b, addr)           four 8-key e4m3 K tiles from shared,
  *                                              decoded to f16 B fragments in a
  *                                              permuted head-dim order (below)
@@ -384,6 +385,30 @@ FMHAI_DEVICE void fmhai_sync_warp(void)
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
 #endif
+
+/* float -> e4m3 (OCP e4m3fn), round to nearest even, saturating to +-448
+ * (NaN stays NaN): the code in the low byte. sm_89+: the hardware
+ * conversion; elsewhere from the float's bits (normals: the 3-bit mantissa
+ * rounded in place; below 2^-6: units of 2^-9). */
+FMHAI_DEVICE uint32_t fmhai_f32_to_e4m3(float f)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned short r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;\n" : "=h"(r) : "f"(f));
+    return (uint32_t)r & 0xffu;
+#else
+    const uint32_t sign = (__float_as_uint(f) >> 24) & 0x80u;
+    const float a = fabsf(f);
+    if (a != a) return sign | 0x7fu;
+    if (a >= 448.f) return sign | 0x7eu;
+    if (a < 0.015625f) return sign | (uint32_t)rintf(a * 512.f);   /* 8 units: the smallest normal's code */
+    {
+        const uint32_t u = __float_as_uint(a);
+        const uint32_t r = u + 0x7ffffu + ((u >> 20) & 1u);        /* to 3 mantissa bits, ties to even */
+        return sign | ((((r >> 23) - 120u) << 3) | ((r >> 20) & 7u));
+    }
+#endif
+}
 
 /* ---- e4m3 K fragments straight from shared memory (both platforms) --------
  * ldmatrix moves bytes (the AMD emulation too): over a tile whose 16-byte
