@@ -113,6 +113,7 @@ struct __attribute__((aligned(8))) int2 { int x, y; };
 struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
 struct __attribute__((aligned(8))) float2 { float x, y; };
 static __device__ __forceinline__ float2 make_float2(float x, float y) { float2 v = { x, y }; return v; }
+static __device__ __forceinline__ uint2 make_uint2(unsigned x, unsigned y) { uint2 v = { x, y }; return v; }
 
 /* ---- barriers and lanes ---------------------------------------------------------- */
 static __device__ __forceinline__ void __syncthreads(void)
@@ -193,6 +194,7 @@ static __host__ __device__ __forceinline__ long long max(long long a, long long 
 /* ---- float math: device overloads of the libm names (HIP maps them to ocml;
  * ocml is not available here, so builtins / a close stand-in) ------------------------------------ */
 static __device__ __forceinline__ float fabsf(float x) { return __builtin_fabsf(x); }
+static __device__ __forceinline__ float rintf(float x) { return __builtin_rintf(x); }
 static __device__ __forceinline__ float fmaxf(float x, float y) { return __builtin_fmaxf(x, y); }
 static __device__ __forceinline__ float fminf(float x, float y) { return __builtin_fminf(x, y); }
 static __device__ __forceinline__ float sqrtf(float x) { return __builtin_sqrtf(x); }
