@@ -3,11 +3,11 @@
  * build/libfmha_tile.so (`make lib`; the decode set has its own unit,
  * fmha_tile_lib_decode.cu).
  *
- * It declares the library's default kernel set (FMHA_DEFAULT_FWD_SET, on NVIDIA
- * FMHA_DEFAULT_FWD_FP8_SET and, where the headers have them,
- * FMHA_DEFAULT_PREFILL_SET and FMHA_DEFAULT_BWD_SET: every family the library
- * has, with the tuned tiles of include/fmha_tile/policy/fwd_tiles.h) and exports the
- * C API of include/fmha_tile/api.h with C linkage. FMHA_TILE_BUILD_SHARED turns
+ * It joins the library's default kernel set from its parts (src/lib_parts.h:
+ * the forward, e4m3 forward, batch prefill and backward rows with the tuned
+ * tiles of include/fmha_tile/policy, one unit per part and dtype), builds
+ * the helper kernels (split-KV combine, append-KV) and exports the C API of
+ * include/fmha_tile/api.h with C linkage. FMHA_TILE_BUILD_SHARED turns
  * FMHA_API into `extern "C" __attribute__((visibility("default")))`; the build
  * compiles with -fvisibility=hidden, so those entry points are the only
  * symbols the library exports (the Makefile checks this with nm -D).
@@ -17,10 +17,11 @@
  * with FMHA_TILE_LINK_SHARED defined (examples/c_api.c); the Python package
  * python/fmha_tile loads it with ctypes.
  *
- * Build (what `make lib` runs, per unit, then links them):
+ * Build (what `make -j lib` runs, per unit, side by side, then links them):
  *   nvcc -x cu -std=c++17 -O3 -Iinclude -Xcompiler -fPIC -Xcompiler -fvisibility=hidden \
  *        -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90a,code=sm_90a \
  *        -c src/fmha_tile_lib.cu -o build/lib/fmha_tile_lib.o
+ *   (the same with -DFMHA_LIB_PART=<part> -c src/fmha_tile_lib_part.cu per part)
  *   nvcc -shared -cudart shared ... build/lib/*.o -o build/libfmha_tile.so
  * `-cudart shared` makes the library use libcudart.so, the same CUDA runtime
  * that a C program (-lcudart) or PyTorch loads, so streams and the current
@@ -38,33 +39,51 @@
 #endif
 
 /* ---- the default kernel set ------------------------------------------------ */
-/* Every family the library has, with the tuned tiles: the forward rows, and the
- * batch-prefill (paged KV) rows where the headers define them. A family that
- * lands later adds its FMHA_DEFAULT_<FAMILY>_SET here. The e4m3 forward has
- * only Hopper rows: an AMD build has none to expand (a wildcard row without
- * tuned rows stops the build), and on an sm_80 device its problems report
- * FMHA_ERR_NO_KERNEL. */
-#if defined(FMHA_PLATFORM_NVIDIA) && defined(FMHA_DEFAULT_FWD_FP8_SET)
-#  define FMHA_LIB_FWD_ROWS(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)
-#else
-#  define FMHA_LIB_FWD_ROWS(X) FMHA_DEFAULT_FWD_SET(X)
-#endif
-#if defined(FMHA_DEFAULT_PREFILL_SET)
-#  define FMHA_LIB_FWD_SETS(X) FMHA_LIB_FWD_ROWS(X) FMHA_DEFAULT_PREFILL_SET(X)
-#else
-#  define FMHA_LIB_FWD_SETS(X) FMHA_LIB_FWD_ROWS(X)
-#endif
-#if defined(FMHA_DEFAULT_BWD_SET)
-#  define FMHA_LIB_DEFAULT_SET(X) FMHA_LIB_FWD_SETS(X) FMHA_DEFAULT_BWD_SET(X)
-#else
-#  define FMHA_LIB_DEFAULT_SET(X) FMHA_LIB_FWD_SETS(X)
-#endif
-DECL_FMHA_KERNEL_SET(fmha_lib_default, FMHA_LIB_DEFAULT_SET)
+/* Every family the library has, with the tuned tiles, built in parts
+ * (src/lib_parts.h: one unit each, src/fmha_tile_lib_part.cu); this unit
+ * joins the parts' tables, in the list's order, into one set the first time
+ * it is asked for. The entries are copied (their kernels stay in the parts'
+ * units); the set keeps its own probe cache. */
+#include <pthread.h>
+#include <stdlib.h>
+#include "lib_parts.h"
+
+#define FMHAI_LIB_PART_FN(n, a) extern "C" const fmha_kernel_set *fmhai_lib_part_##n(void);
+FMHA_LIB_PARTS(FMHAI_LIB_PART_FN, ~)
+#define FMHAI_LIB_PART_PTR(n, a) fmhai_lib_part_##n(),
+
+static fmha_kernel_set fmhai_lib_default;
+static pthread_once_t fmhai_lib_default_once = PTHREAD_ONCE_INIT;
+
+static void fmhai_lib_join_parts(void)
+{
+    const fmha_kernel_set *parts[] = { FMHA_LIB_PARTS(FMHAI_LIB_PART_PTR, ~) };
+    const int np = (int)(sizeof(parts) / sizeof(parts[0]));
+    int total = 0, n = 0;
+    for (int k = 0; k < np; ++k) total += parts[k]->count;
+    fmhai_entry *e = (fmhai_entry *)malloc(sizeof(fmhai_entry) * (size_t)total);
+    int *probe = (int *)calloc((size_t)total, sizeof(int));
+    if (!e || !probe) {
+        free(e);
+        free(probe);
+        return;   /* count stays 0: fmha_default_kernel_set reports NULL */
+    }
+    for (int k = 0; k < np; ++k)
+        for (int i = 0; i < parts[k]->count; ++i) e[n++] = parts[k]->entries[i];
+    fmhai_lib_default.name = "fmha_lib_default";
+    fmhai_lib_default.entries = e;
+    fmhai_lib_default.probe = probe;
+    fmhai_lib_default.count = n;
+}
 
 /* ---- shared-library entry points (api.h, FMHA_TILE_BUILD_SHARED) ------------ */
 FMHA_API const fmha_kernel_set *fmha_default_kernel_set(void)
 {
-    return &fmha_lib_default;
+    if (pthread_once(&fmhai_lib_default_once, fmhai_lib_join_parts) != 0 || fmhai_lib_default.count == 0) {
+        fmhai_fail(FMHA_ERR_INVALID_ARG, "fmha_default_kernel_set: cannot join the library's kernel tables");
+        return NULL;
+    }
+    return &fmhai_lib_default;
 }
 
 FMHA_API const char *fmha_version(void)

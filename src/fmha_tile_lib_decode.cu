@@ -10,8 +10,10 @@
  * the combine and append-KV kernels included) lives in fmha_tile_lib.cu;
  * this unit includes the header without FMHA_TILE_BUILD_SHARED, so its own
  * copies of the API functions stay static and unused, and only the function
- * below is exported.
+ * below is exported; FMHA_TILE_SETS_ONLY leaves the helper kernels to that
+ * unit, so each is built once.
  */
+#define FMHA_TILE_SETS_ONLY 1
 #include "fmha_tile.h"
 
 DECL_FMHA_KERNEL_SET(fmha_lib_decode, FMHA_DEFAULT_DECODE_SET)

@@ -91,18 +91,17 @@ if [ "$mode" = "--all" ]; then
     run_suite host_ref_bwd "$build/host/test_ref_bwd"
     run_suite host_bwd_workspace "$build/host/test_bwd_workspace"
     run_suite host_splitkv "$build/host/test_splitkv"
+    if [ -x "$build/host/test_lib_registry" ] && [ -f "$build/libfmha_tile.so" ]; then
+        run_suite lib_registry "$build/host/test_lib_registry" "$build/libfmha_tile.so"
+    else
+        echo "SKIP lib_registry: the library is not built (no nvcc)"
+    fi
     if [ -x "$build/tests/test_fwd" ]; then
-        run_suite gpu_fwd "$build/tests/test_fwd"
-        run_suite gpu_prefill "$build/tests/test_prefill"
-        run_suite gpu_prefill_portable "$build/tests/test_prefill_portable"
-        run_suite gpu_fwd_fp8 "$build/tests/test_fwd_fp8"
-        run_suite gpu_decode "$build/tests/test_decode"
-        run_suite gpu_appendkv "$build/tests/test_appendkv"
-        run_suite gpu_bwd "$build/tests/test_bwd"
-        run_suite gpu_bwd_chain "$build/tests/test_bwd_chain"
-        run_suite gpu_bwd_stage1 "$build/tests/test_bwd_stage1"
-        run_suite gpu_bwd_portable "$build/tests/test_bwd_portable"
-        run_suite gpu_wgmma "$build/tests/test_wgmma"
+        # the sm_90a-only tests are not built for FMHA_TILE_ARCHS=sm_80
+        for t in fwd prefill prefill_portable fwd_fp8 decode appendkv bwd bwd_chain bwd_stage1 bwd_portable wgmma; do
+            if [ -x "$build/tests/test_$t" ]; then run_suite "gpu_$t" "$build/tests/test_$t"
+            else echo "SKIP gpu_$t: not built for these archs"; fi
+        done
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi

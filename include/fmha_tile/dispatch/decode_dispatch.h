@@ -111,7 +111,7 @@ FMHA_API fmha_status fmha_decode_plan_make(const fmha_kernel_set *set, const fmh
     return fmhai_decode_plan(set, args, args->num_splits, plan);
 }
 
-#if !defined(FMHA_PLATFORM_HOST_ONLY)
+#if defined(FMHAI_AUX_KERNELS)
 /* Whether the combine may start as a programmatic dependent of the split
  * kernel: only where its loaded binary was compiled for sm_90+ and so waits
  * for the splits (fmhai_pdl_wait); a binary JIT-compiled from older PTX has
@@ -150,8 +150,8 @@ static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, cons
     if (p.q_rope) p.q = p.q_rope;               /* the attention reads the rotated queries */
     st = fmhai_launch_grid(set, plan->entry_, &p, p.m_blocks * plan->num_splits, a->nhead_k, a->batch, stream);
     if (st != FMHA_OK || plan->num_splits == 1) return st;
-#if defined(FMHA_PLATFORM_HOST_ONLY)
-    return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
+#if !defined(FMHAI_AUX_KERNELS)
+    return fmhai_fail(FMHA_ERR_LAUNCH, "built without the helper kernels (no device compiler, or FMHA_TILE_SETS_ONLY)");
 #else
     {
         fmhai_combine_params c;

@@ -298,16 +298,20 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(PREFILL, FP8, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
     X(PREFILL, FP8, hd, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
     X(PREFILL, FP8, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-#define FMHA_DEFAULT_PREFILL_SET(X)            \
+/* Each default set is the concatenation of its per-dtype parts (the shared
+ * library builds each part in its own translation unit, src/lib_parts.h). */
+#define FMHAI_DEFAULT_PREFILL_FP8(X)           \
     FMHAI_DEFAULT_PREFILL_FP8_HD(X, 64)        \
     FMHAI_DEFAULT_PREFILL_FP8_HD(X, 128)       \
-    FMHAI_DEFAULT_PREFILL_FP8_HD(X, 256)       \
-    FMHAI_DEFAULT_PREFILL_HD(X, FP16, 64)      \
-    FMHAI_DEFAULT_PREFILL_HD(X, FP16, 128)     \
-    FMHAI_DEFAULT_PREFILL_HD(X, FP16, 256)     \
-    FMHAI_DEFAULT_PREFILL_HD(X, BF16, 64)      \
-    FMHAI_DEFAULT_PREFILL_HD(X, BF16, 128)     \
-    FMHAI_DEFAULT_PREFILL_HD(X, BF16, 256)
+    FMHAI_DEFAULT_PREFILL_FP8_HD(X, 256)
+#define FMHAI_DEFAULT_PREFILL_DT(X, dt)        \
+    FMHAI_DEFAULT_PREFILL_HD(X, dt, 64)        \
+    FMHAI_DEFAULT_PREFILL_HD(X, dt, 128)       \
+    FMHAI_DEFAULT_PREFILL_HD(X, dt, 256)
+#define FMHA_DEFAULT_PREFILL_SET(X)            \
+    FMHAI_DEFAULT_PREFILL_FP8(X)               \
+    FMHAI_DEFAULT_PREFILL_DT(X, FP16)          \
+    FMHAI_DEFAULT_PREFILL_DT(X, BF16)
 /* Decode: MASK + SOFTCAP rows serve every mask and soft cap (and ALiBi) at
  * run time; contiguous caches and LINEAR pages for every dtype (e4m3 KV
  * with bf16 or e4m3 queries), VECTORIZED pages for fp16/bf16. */
@@ -328,12 +332,12 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHA_DEFAULT_FWD_FP8_SET(X)        \
     FMHAI_DEFAULT_FWD_HD(X, FP8, 128)      \
     FMHAI_DEFAULT_FWD_HD(X, FP8, 256)
+#define FMHAI_DEFAULT_FWD_DT(X, dt)        \
+    FMHAI_DEFAULT_FWD_HD(X, dt, 64)        \
+    FMHAI_DEFAULT_FWD_HD(X, dt, 128)       \
+    FMHAI_DEFAULT_FWD_HD(X, dt, 256)
 #define FMHA_DEFAULT_FWD_SET(X)            \
-    FMHAI_DEFAULT_FWD_HD(X, FP16, 64)      \
-    FMHAI_DEFAULT_FWD_HD(X, FP16, 128)     \
-    FMHAI_DEFAULT_FWD_HD(X, FP16, 256)     \
-    FMHAI_DEFAULT_FWD_HD(X, BF16, 64)      \
-    FMHAI_DEFAULT_FWD_HD(X, BF16, 128)     \
-    FMHAI_DEFAULT_FWD_HD(X, BF16, 256)
+    FMHAI_DEFAULT_FWD_DT(X, FP16)          \
+    FMHAI_DEFAULT_FWD_DT(X, BF16)
 
 #endif /* FMHA_TILE_KERNEL_SET_H */

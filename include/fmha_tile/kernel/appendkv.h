@@ -30,7 +30,7 @@
 
 #define FMHAI_APPENDKV_ROWS 4   /* rows (32-lane groups) per block */
 
-#if !defined(FMHA_PLATFORM_HOST_ONLY)
+#if defined(FMHAI_AUX_KERNELS)
 FMHAI_DEVICE float fmhai_u16_to_f32(uint32_t u, int bf16)
 {
     return bf16 ? __uint_as_float(u << 16) : __half2float(__ushort_as_half((unsigned short)u));
@@ -173,9 +173,9 @@ static inline fmha_status fmhai_appendkv_launch(const fmha_decode_args *a, const
 {
     const int64_t rows = (int64_t)a->seqlen_knew * a->nhead_k + (p->q_rope ? (int64_t)a->seqlen_q * a->nhead_q : 0);
     if (!fmhai_appendkv_needed(a) || rows == 0) return FMHA_OK;
-#if defined(FMHA_PLATFORM_HOST_ONLY)
+#if !defined(FMHAI_AUX_KERNELS)
     (void)stream;
-    return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
+    return fmhai_fail(FMHA_ERR_LAUNCH, "built without the helper kernels (no device compiler, or FMHA_TILE_SETS_ONLY)");
 #else
     {
         void *kargs[1];

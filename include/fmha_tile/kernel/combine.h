@@ -57,7 +57,7 @@ static const fmha_kernel_info fmhai_combine_info = {
 #endif
     0, FMHA_KV_LAYOUT_LINEAR };
 
-#if !defined(FMHA_PLATFORM_HOST_ONLY)
+#if defined(FMHAI_AUX_KERNELS)
 FMHA_STATIC_ASSERT(FMHA_SPLITKV_MAX_SPLITS <= FMHAI_COMBINE_GROUPS * 32, "one LSE per thread");
 
 /* Split s's O at column c of the row (zeros past the head dim or the splits) */

@@ -91,6 +91,14 @@ typedef cudaHostFn_t hipHostFn_t;
 #  define hipLaunchHostFunc cudaLaunchHostFunc
 #endif
 
+/* FMHA_TILE_SETS_ONLY: a translation unit that only declares kernel sets for
+ * API calls another unit of the same binary makes (the shared library's part
+ * units) leaves the helper kernels (split-KV combine, append-KV) to that
+ * unit, so that no kernel is built twice. */
+#if !defined(FMHA_PLATFORM_HOST_ONLY) && !defined(FMHA_TILE_SETS_ONLY)
+#  define FMHAI_AUX_KERNELS 1
+#endif
+
 /* Lanes in the groups the kernels reason about (an NVIDIA warp; half a wave64). */
 #define FMHAI_LANES 32
 
