@@ -4,7 +4,8 @@
 #                gfx942/gfx90a), GPU tests where a GPU exists; last line
 #                "N passed, M failed"
 #   make check   compile only (everything make test builds)
-#   make run     build the example forward pass and run it with validation
+#   make run     build the example forward pass (one kernel row) and run it with validation
+#   make examples  build/examples/*: the CLIs with the library's whole default sets
 #   make bench   forward TFLOPS on the DESIGN grid + PyTorch SDPA, same run
 #   make bench-bwd  build build/bench/bench_bwd (backward TFLOPS; bench/run_bwd.sh
 #                runs it next to PyTorch SDPA's flash and cuDNN backward)
@@ -45,7 +46,7 @@ CFLAGS_C11 := -std=c11 -Wall -Wextra -pedantic -Werror -Iinclude -Itests
 
 HEADERS := $(shell find include -name '*.h')
 
-.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest bench-bwd
+.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest bench-bwd examples
 
 all: toolchain nvcc-build host-tests
 
@@ -111,6 +112,15 @@ $(BUILD)/tests/test_fwd_fp8: tests/gpu/test_fwd_fp8.cu tests/gpu/test_util.h tes
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests -Xptxas -v $< -o $@ \
 	    2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; } $(T1)
+
+# The examples (`make examples`) declare the library's default sets: their
+# kernels are the library's parts again, so the test build compiles each
+# example with one row instead (examples/<name>_one, FMHA_EXAMPLE_ONE_ROW),
+# which checks the example's code; the library checks the sets.
+EXAMPLES := fmha_fwd fmha_batch_prefill fmha_decode
+$(BUILD)/examples/%_one: examples/%.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC_FLAGS) --threads 0 -DFMHA_EXAMPLE_ONE_ROW $< -o $@ $(T1)
 
 $(BUILD)/examples/fmha_batch_prefill: examples/fmha_batch_prefill.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -214,9 +224,9 @@ lib: $(LIB_SO)
 c_api: $(BUILD)/examples/c_api
 pytest: $(LIB_SO)
 
-nvcc-build: $(BUILD)/tests/test_fwd $(BUILD)/examples/fmha_fwd $(LIB_SO) $(BUILD)/examples/c_api \
+nvcc-build: $(BUILD)/tests/test_fwd $(patsubst %,$(BUILD)/examples/%_one,$(EXAMPLES)) $(LIB_SO) $(BUILD)/examples/c_api \
             $(BUILD)/host/test_lib_registry \
-            $(BUILD)/tests/test_prefill $(BUILD)/examples/fmha_batch_prefill
+            $(BUILD)/tests/test_prefill
 
 # backward: GPU test (ptxas report kept for the register summary) and benchmark
 $(BUILD)/tests/test_bwd: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
@@ -250,7 +260,7 @@ $(BUILD)/bench/bench_bwd: bench/bench_bwd.cu examples/example_util.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC_FLAGS) $< -o $@ $(T1)
 
-nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_decode $(BUILD)/tests/test_appendkv $(BUILD)/examples/fmha_decode \
+nvcc-build: $(BUILD)/tests/test_bwd $(BUILD)/tests/test_decode $(BUILD)/tests/test_appendkv \
             $(if $(HAS_SM90A),$(BUILD)/tests/test_bwd_chain $(BUILD)/tests/test_bwd_stage1 \
                 $(BUILD)/tests/test_bwd_portable $(BUILD)/tests/test_wgmma $(BUILD)/tests/test_prefill_portable \
                 $(BUILD)/tests/test_fwd_fp8)
@@ -272,13 +282,11 @@ test: toolchain host-tests nvcc-build
 	@sh tests/run_all.sh --all "$(BUILD)" "$(CC)" "$(CLANG19)" "$(PYTHON)"
 
 # the example forward with the one row its problem needs (bf16, hdim 128, a
-# mask): a first result in seconds; build/examples/fmha_fwd has every row
-$(BUILD)/examples/fmha_fwd_run: examples/fmha_fwd.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(Q)$(T0) $(NVCC) $(NVCC_FLAGS) --threads 0 -DFMHA_FWD_CLI_ONE_ROW $< -o $@ $(T1)
+# mask): a first result in seconds; `make examples` builds every row
+run: $(BUILD)/examples/fmha_fwd_one
+	$(BUILD)/examples/fmha_fwd_one -b=2 -h=16 -h_k=4 -s=1000 -s_k=1200 -d=128 -prec=bf16 -mask=b -v=1
 
-run: $(BUILD)/examples/fmha_fwd_run
-	$(BUILD)/examples/fmha_fwd_run -b=2 -h=16 -h_k=4 -s=1000 -s_k=1200 -d=128 -prec=bf16 -mask=b -v=1
+examples: $(patsubst %,$(BUILD)/examples/%,$(EXAMPLES))
 
 bench:
 	bash bench/run.sh

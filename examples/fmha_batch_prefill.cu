@@ -78,7 +78,15 @@
 #include "example_util.h"
 #include "../tests/ref/fmha_ref.h"
 
-DECL_FMHA_KERNEL_SET(fmha_prefill, FMHA_DEFAULT_PREFILL_SET)
+/* The library's prefill rows; FMHA_EXAMPLE_ONE_ROW (the test build's compile
+ * check): one row, bf16 hdim 128 with a mask, every page size. */
+#if defined(FMHA_EXAMPLE_ONE_ROW)
+#  define FMHA_PREFILL_CLI_SET(X) \
+    X(PREFILL, BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#else
+#  define FMHA_PREFILL_CLI_SET(X) FMHA_DEFAULT_PREFILL_SET(X)
+#endif
+DECL_FMHA_KERNEL_SET(fmha_prefill, FMHA_PREFILL_CLI_SET)
 
 #define MAX_BATCH 4096
 /* Rows x keys x d the reference may spend per validation before sampling rows. */

@@ -37,7 +37,15 @@
 #include "example_util.h"
 #include "../tests/ref/fmha_ref.h"
 
-DECL_FMHA_KERNEL_SET(decode_set, FMHA_DEFAULT_DECODE_SET)
+/* The library's decode rows; FMHA_EXAMPLE_ONE_ROW (the test build's compile
+ * check): one row, bf16 hdim 128, contiguous or LINEAR pages. */
+#if defined(FMHA_EXAMPLE_ONE_ROW)
+#  define FMHA_DECODE_CLI_SET(X) \
+    X(DECODE, BF16, 128, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#else
+#  define FMHA_DECODE_CLI_SET(X) FMHA_DEFAULT_DECODE_SET(X)
+#endif
+DECL_FMHA_KERNEL_SET(decode_set, FMHA_DECODE_CLI_SET)
 
 #define CK(call)                                                                          \
     do {                                                                                  \

@@ -64,9 +64,10 @@
 #include "../tests/ref/fmha_ref.h"
 
 /* The library's forward rows, and the e4m3 forward's Hopper rows for -prec=fp8;
- * FMHA_FWD_CLI_ONE_ROW (`make run`): only the row its problem needs (bf16,
- * hdim 128, a mask), to reach a first result fast. */
-#if defined(FMHA_FWD_CLI_ONE_ROW)
+ * FMHA_EXAMPLE_ONE_ROW (`make run`, and the test build's compile check): only
+ * the row `make run`'s problem needs (bf16, hdim 128, a mask), to reach a
+ * first result fast. */
+#if defined(FMHA_EXAMPLE_ONE_ROW)
 #  define FMHA_FWD_CLI_SET(X) X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #else
 #  define FMHA_FWD_CLI_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)

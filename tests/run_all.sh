@@ -29,8 +29,10 @@ api_c11() {
 }
 
 nvcc_built() {
-    if [ -x "$build/tests/test_fwd" ] && [ -x "$build/examples/fmha_fwd" ] && [ -x "$build/tests/test_prefill" ]; then
-        echo "PASS default kernel sets build for sm_80 and sm_90a (test_fwd, test_prefill, fmha_fwd, fmha_batch_prefill)"
+    if [ -x "$build/tests/test_fwd" ] && [ -f "$build/libfmha_tile.so" ] && [ -x "$build/tests/test_prefill" ] &&
+       [ -x "$build/examples/fmha_fwd_one" ] && [ -x "$build/examples/fmha_batch_prefill_one" ] &&
+       [ -x "$build/examples/fmha_decode_one" ]; then
+        echo "PASS default kernel sets build (the library's parts; test_fwd, test_prefill) and the examples compile"
         echo "1 passed, 0 failed"
     else
         echo "SKIP nvcc compile check: nvcc not found"; echo "0 passed, 0 failed"
