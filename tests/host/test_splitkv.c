@@ -185,6 +185,27 @@ static void test_heuristic(void)
             if (!ok) printf("# heuristic(132, %d, %d) = %d\n", s, sp, got);
         }
     CHECK(ok, "heuristic_answers_in_bounds_no_empty_split");
+    /* waves of the real slots: batch 64 x 8 KV heads on 132 SMs x 3 blocks
+     * (VECTORIZED decode, 128 tiles): one split runs 1.29 waves, two 2.59
+     * (86% full), three 3.88 (97%): 3; on 4 blocks a SM (528 slots) 512 blocks
+     * are one wave: unchanged; a grid within one wave (batch 1's 29 splits
+     * x 8 heads) is left alone */
+    CHECK(fmhai_splitkv_fill_waves(396, 512, 128, 1, 128) == 3, "fill_waves_b64_vec_3_splits");
+    CHECK(fmhai_splitkv_fill_waves(528, 512, 128, 1, 128) == 1, "fill_waves_one_wave_unchanged");
+    CHECK(fmhai_splitkv_fill_waves(528, 8, 256, 29, 128) == 29, "fill_waves_partial_wave_unchanged");
+    CHECK(fmhai_splitkv_fill_waves(396, 792, 128, 1, 128) == 1, "fill_waves_whole_waves_unchanged");
+    CHECK(fmhai_splitkv_fill_waves(396, 512, 4, 1, 128) == 1, "fill_waves_too_few_tiles");
+    ok = 1;
+    for (sp = 1; sp <= 300 && ok; sp += 7)
+        for (s = 1; s <= 2000 && ok; s += 37) {
+            const int got = fmhai_splitkv_fill_waves(396, s, sp, 1, 128);
+            int t0, t1, e;
+            if (got < 1 || got > FMHA_SPLITKV_MAX_SPLITS || (got > 1 && 2 * got > sp)) ok = 0;
+            for (e = 0; e < got && ok; ++e)
+                if (fmhai_splitkv_range(sp, got, e, &t0, &t1) == 0) ok = 0;
+            if (!ok) printf("# fill_waves(396, %d, %d, 1) = %d\n", s, sp, got);
+        }
+    CHECK(ok, "fill_waves_answers_in_bounds_no_empty_split");
 }
 
 /* ---- workspace and arguments ------------------------------------------------- */

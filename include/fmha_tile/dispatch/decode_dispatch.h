@@ -79,8 +79,9 @@ static inline fmha_status fmhai_decode_plan(const fmha_kernel_set *set, const fm
          * byte in registers and wants every block slot (bench/RESULTS.md) */
         const int slots = fmhai_blocks_per_sm(e, &dev);
         const int per_sm = a->kv_dtype == FMHA_DTYPE_FP8 || slots < 2 ? slots : 2;
-        splits = fmhai_splitkv_heuristic(dev.sms * per_sm,
-                                         a->batch * a->nhead_k * m_blocks, n_tiles, FMHA_SPLITKV_MAX_SPLITS);
+        const int blocks = a->batch * a->nhead_k * m_blocks;
+        splits = fmhai_splitkv_heuristic(dev.sms * per_sm, blocks, n_tiles, FMHA_SPLITKV_MAX_SPLITS);
+        splits = fmhai_splitkv_fill_waves(dev.sms * slots, blocks, n_tiles, splits, FMHA_SPLITKV_MAX_SPLITS);
     }
     memset(plan, 0, sizeof(*plan));
     plan->kernel = &e->info;

@@ -76,6 +76,27 @@ static inline int fmhai_splitkv_heuristic(int num_sms, int blocks, int n_tiles, 
     return 1;
 }
 
+/* A grid of blocks x splits that runs past one wave of the device's real
+ * block slots (`slots`: SMs x the blocks an SM holds) with a mostly empty
+ * last wave: more splits, so that the waves come out nearly full (each a
+ * slice of the same work). The heuristic's own slot count may be smaller
+ * than what the SMs hold (two per SM for 16-bit KV), so a grid it counts as
+ * two full waves can run as one full wave and a third of another (batch 64,
+ * VECTORIZED pages, 3 blocks per SM: 512 blocks on 396 slots). Grids within
+ * one wave are left alone: their partial wave is the heuristic's choice. */
+static inline int fmhai_splitkv_fill_waves(int slots, int blocks, int n_tiles, int splits, int max_splits)
+{
+    int s, cap = n_tiles / 2;
+    if (cap > max_splits) cap = max_splits;
+    if (slots <= 0 || blocks <= 0 || splits < 1) return splits;
+    for (s = splits; s <= cap || s == splits; ++s) {
+        const double waves = (double)blocks * s / slots;
+        if (s > splits && (s - 1) * ((n_tiles + s - 1) / s) >= n_tiles) continue;   /* an empty split */
+        if (waves <= 1.0 || waves / ceil(waves) >= (s == splits ? 0.8 : 0.9)) return s;
+    }
+    return splits;
+}
+
 static inline size_t fmhai_align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* Bytes of the workspace for `rows` query rows (x query heads) of hdim_v. */
