@@ -28,7 +28,8 @@
  * best wave efficiency (blocks x splits over whole waves of slots), each
  * split keeping at least two key tiles. The decode plan passes the slots:
  * two blocks per SM for 16-bit KV, every slot for e4m3 KV (measured,
- * bench/RESULTS.md).
+ * bench/RESULTS.md), then fmhai_splitkv_fill_waves adds splits to a grid
+ * whose last wave of the SMs' real slots would run mostly empty.
  */
 #ifndef FMHA_TILE_DISPATCH_SPLITKV_H
 #define FMHA_TILE_DISPATCH_SPLITKV_H
