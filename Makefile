@@ -34,7 +34,7 @@ comma := ,
 NVCC_ARCH  ?= $(foreach a,$(FMHA_TILE_ARCHS),-gencode=arch=compute_$(patsubst sm_%,%,$(a))$(comma)code=$(a))
 # NVCC_THREADS=N (0: one per core) compiles a unit's archs in parallel: for
 # many cores, where the slowest unit sets the time (2 cores, make -j2 lib:
-# 252 s with 2 threads, 257 s without)
+# 252 s with 2 threads, 258 s without)
 NVCC_THREADS ?=
 NVCC_TFLAG := $(if $(NVCC_THREADS),--threads $(NVCC_THREADS))
 NVCC_FLAGS ?= -x cu -std=c++17 -O3 -Iinclude -Itests $(NVCC_ARCH) $(NVCC_TFLAG)
