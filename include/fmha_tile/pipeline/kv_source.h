@@ -471,6 +471,21 @@ FMHAI_DEVICE void fmhai_wg_load_kv_vec(fmhai_smem_t dst, const fmhai_kv_src *s, 
             fmhai_copy_async16(dst + fmhai_cmaj(r, c, rows), g, row_ok && c * 8 < d);
             g += gstep;
         }
+    } else if (nthreads % hd == 0 && tok0 + rows <= s_k) {
+        /* a whole tile (all but a sequence's last): each thread keeps one d
+         * row (consecutive threads, consecutive rows of one 8-token group,
+         * contiguous in the page) and copies whole chunks, no per-copy
+         * length (the general loop below spent 4 of its ~10 instructions a
+         * copy on it) */
+        const int dr = tid % hd, kstep = nthreads / hd;
+        const char *vb = s->base + dr * 16;
+        const int d_ok = dr < d;
+#pragma unroll
+        for (int i = 0; i < (rows / 8) / kstep; ++i) {
+            const int kc = tid / hd + i * kstep, tok = tok0 + kc * 8;
+            const char *g = fmhai_page_at(s, vb, sPage[kc * 8], (tok & page_mask) >> 3, s->chunk_bytes, OFF64);
+            fmhai_copy_async16(dst + fmhai_cmaj(dr, kc, hd), g, d_ok);
+        }
     } else {
         /* consecutive threads take consecutive d rows of one 8-token group
          * (contiguous in the page); a group past s_k copies its valid tokens
