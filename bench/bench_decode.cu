@@ -41,6 +41,10 @@
  * and per layer for the graph and for L plain launches (the difference is the launch
  * cost), on every shape whose L caches fit --max_gb, bf16 KV, each layout asked for
  * (first table, first page).
+ * --append 1: every call also appends seqlen_q new rows per sequence and turns
+ * them and the queries by rotary embedding (the rows the cache holds, an
+ * identity rotation: the output still matches the reference), as a serving
+ * step does.
  *
  *   bench_decode [--batch 1,8,64] [--kv 8k,32k] [--hq 32] [--hk 8] [--hdim 128]
  *                [--seqlen_q 1] [--layouts contig,linear,vectorized] [--tables sglang,vllm]
@@ -226,12 +230,16 @@ static void bench_usage(FILE *f)
             "usage: bench_decode [--batch 1,8,64] [--kv 8k,32k] [--hq 32] [--hk 8] [--hdim 128] [--seqlen_q 1]\n"
             "                    [--layouts contig,linear,vectorized] [--tables sglang,vllm] [--pages 16]\n"
             "                    [--kv_dtype bf16,fp8] [--kv_scale tensor,page|none] [--splits 0[,1,2,..]]\n"
-            "                    [--graph_layers 0] [--max_gb 16] [--target_s 0.3] [--json out.json] [--quick]\n"
+            "                    [--graph_layers 0] [--append 0|1] [--max_gb 16] [--target_s 0.3] [--json out.json]\n"
+            "                    [--quick]\n"
             "  split-KV decode, bf16 queries; K+V bytes read per second vs a 1 GiB device copy.\n"
-            "  Lists are comma-separated, numbers take a k suffix; --splits 0 is the plan's heuristic.\n");
+            "  Lists are comma-separated, numbers take a k suffix; --splits 0 is the plan's heuristic.\n"
+            "  --append 1: each call also appends seqlen_q rows per sequence with rotary embedding.\n");
 }
 
 /* "1,8k,32k" -> ints (k = x1024); count, or -1. */
+static int g_append;   /* --append (see append_bufs) */
+
 static int parse_ints(const char *s, int *out, int cap)
 {
     int n = 0;
@@ -289,7 +297,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         if (!strcmp(a, "--quick")) { o->quick = 1; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); exit(0); }
         if (strncmp(a, "--", 2) || !strstr(" --batch --kv --hq --hk --hdim --seqlen_q --pages --splits --layouts "
-                                           "--tables --kv_dtype --kv_scale --graph_layers --max_gb --target_s --json ",
+                                           "--tables --kv_dtype --kv_scale --graph_layers --append --max_gb --target_s --json ",
                                            a)) {
             fprintf(stderr, "bench_decode: unknown option %s\n", a);
             return -1;
@@ -311,6 +319,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--kv_dtype")) bad = (o->nkvdt = parse_names(val, dtype_names, 2, o->kvdt, 2)) < 0;
         else if (!strcmp(a, "--kv_scale")) bad = (o->nscales = parse_names(val, scale_names, 3, o->scales, 3)) < 0;
         else if (!strcmp(a, "--graph_layers")) o->graph_layers = atoi(val);
+        else if (!strcmp(a, "--append")) g_append = atoi(val) != 0;
         else if (!strcmp(a, "--max_gb")) o->max_gb = atof(val);
         else if (!strcmp(a, "--target_s")) { o->target_s = atof(val); set_target = 1; }
         else if (!strcmp(a, "--json")) o->json_path = val;
@@ -414,6 +423,36 @@ static int rotation_copies(double copy_bytes, double l2)
     return (int)c;
 }
 
+/* --append 1: every call also appends the sequences' last seqlen_q rows and
+ * turns the new keys and the queries by rotary embedding (as a serving step
+ * does), with the rows the cache already holds and an identity rotation
+ * (cos 1, sin 0) so that the output still matches the reference. */
+static float *g_rot;          /* cos [kv][d / 2] (all 1), then sin [kv][d / 2] (all 0) */
+static uint16_t *g_qrope;
+static size_t g_rot_n, g_qrope_n;
+
+static void append_bufs(const bench_shape *s)
+{
+    const size_t nrot = (size_t)s->kv * s->d;
+    if (nrot > g_rot_n) {
+        float *h = (float *)malloc(nrot * sizeof(float));
+        size_t i;
+        for (i = 0; i < nrot; i++) h[i] = i < nrot / 2 ? 1.0f : 0.0f;
+        dfree(g_rot);
+        g_rot = (float *)dmalloc_try(nrot * sizeof(float));
+        if (!g_rot) { fprintf(stderr, "bench_decode: out of device memory (rotary tables)\n"); exit(1); }
+        CUDA_CHECK(cudaMemcpy(g_rot, h, nrot * sizeof(float), cudaMemcpyHostToDevice));
+        free(h);
+        g_rot_n = nrot;
+    }
+    if (s->nq > g_qrope_n) {
+        dfree(g_qrope);
+        g_qrope = (uint16_t *)dmalloc_try(s->nq * 2);
+        if (!g_qrope) { fprintf(stderr, "bench_decode: out of device memory (q_rope)\n"); exit(1); }
+        g_qrope_n = s->nq;
+    }
+}
+
 static void make_args(const bench_shape *s, const bench_cache *c, int ci, int splits, fmha_decode_args *a)
 {
     const bench_var *v = &c->v;
@@ -470,6 +509,17 @@ static void make_args(const bench_shape *s, const bench_cache *c, int ci, int sp
     if (s->sq > 1) { a->mask_type = FMHA_MASK_BOTTOM_RIGHT; a->window_left = -1; a->window_right = 0; }
     else { a->mask_type = FMHA_MASK_NONE; a->window_left = -1; a->window_right = -1; }
     a->num_splits = splits;
+    if (g_append) {
+        const size_t last = (size_t)(s->kv - s->sq) * s->hk * s->d;
+        append_bufs(s);
+        a->k_new = s->k + last; a->v_new = s->v + last; a->seqlen_knew = s->sq;
+        a->stride_knew = a->stride_vnew = (int64_t)s->hk * s->d;
+        a->nhead_stride_knew = a->nhead_stride_vnew = s->d;
+        a->batch_stride_knew = a->batch_stride_vnew = (int64_t)s->kv * s->hk * s->d;
+        a->rotary_dim = s->d; a->rotary_interleaved = 0; a->rotary_seqlen = s->kv;
+        a->rotary_cos = g_rot; a->rotary_sin = g_rot + (size_t)s->kv * s->d / 2;
+        a->q_rope = g_qrope;
+    }
 }
 
 static void free_cache(bench_cache *c)

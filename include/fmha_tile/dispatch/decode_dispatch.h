@@ -149,7 +149,10 @@ static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, cons
     st = fmhai_appendkv_launch(a, &p, stream);   /* new rows and rotary first */
     if (st != FMHA_OK) return st;
     if (p.q_rope) p.q = p.q_rope;               /* the attention reads the rotated queries */
-    st = fmhai_launch_grid(set, plan->entry_, &p, p.m_blocks * plan->num_splits, a->nhead_k, a->batch, stream);
+    /* as a programmatic dependent of the stream's previous kernel (the
+     * append, or whatever ran before): the decode kernel waits for it before
+     * its first read (fmhai_pdl_wait), its launch overlaps that kernel's tail */
+    st = fmhai_launch_grid(set, plan->entry_, &p, p.m_blocks * plan->num_splits, a->nhead_k, a->batch, stream, 1);
     if (st != FMHA_OK || plan->num_splits == 1) return st;
 #if !defined(FMHAI_AUX_KERNELS)
     return fmhai_fail(FMHA_ERR_LAUNCH, "built without the helper kernels (no device compiler, or FMHA_TILE_SETS_ONLY)");

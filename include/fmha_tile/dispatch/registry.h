@@ -121,13 +121,16 @@ static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
 }
 
 /* Does the binary hold code of this kernel for the current device? Cached per
- * entry: the device ordinal it was filled for, the binary version, and whether
- * the kernel's shared-memory limit was raised on that device. */
-#define FMHAI_PROBE_MAKE(ordinal, version, smem_set) \
-    ((((ordinal) + 1) << 12) | ((smem_set) << 11) | ((version) & 2047))
-#define FMHAI_PROBE_DEVICE(c) (((c) >> 12) - 1)
+ * entry: the device ordinal it was filled for, the binary version, whether
+ * the kernel's shared-memory limit was raised on that device, and whether
+ * its code was compiled for sm_90+ (from PTX 9.0 on: a kernel that calls
+ * fmhai_pdl_wait may then be launched as a programmatic dependent). */
+#define FMHAI_PROBE_MAKE(ordinal, version, smem_set, pdl) \
+    ((((ordinal) + 1) << 13) | ((pdl) << 12) | ((smem_set) << 11) | ((version) & 2047))
+#define FMHAI_PROBE_DEVICE(c) (((c) >> 13) - 1)
 #define FMHAI_PROBE_VERSION(c) ((c) & 2047)
 #define FMHAI_PROBE_SMEM_SET(c) (((c) >> 11) & 1)
+#define FMHAI_PROBE_PDL(c) (((c) >> 12) & 1)
 static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int ordinal,
                                        const fmhai_device *d)
 {
@@ -137,7 +140,7 @@ static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int or
 #else
     const fmhai_entry *e = &set->entries[i];
     int cached = set->probe[i];
-    int version;
+    int version, pdl = 0;
     if (cached != 0 && FMHAI_PROBE_DEVICE(cached) == ordinal) {
         version = FMHAI_PROBE_VERSION(cached);
     } else {
@@ -147,8 +150,11 @@ static inline int fmhai_entry_has_code(const fmha_kernel_set *set, int i, int or
             version = 0;
         } else {
             version = fa.binaryVersion;
+#  if defined(FMHA_PLATFORM_NVIDIA)
+            pdl = fa.ptxVersion >= 90;
+#  endif
         }
-        set->probe[i] = FMHAI_PROBE_MAKE(ordinal, version, 0);
+        set->probe[i] = FMHAI_PROBE_MAKE(ordinal, version, 0, pdl);
     }
     if (version <= 0) return 0;
 #  if defined(FMHA_PLATFORM_AMD)
@@ -367,10 +373,10 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
 
 /* Launch entry i with grid (gx, heads, batch). */
 static inline fmha_status fmhai_launch_grid(const fmha_kernel_set *set, int i, fmhai_fwd_params *p, int gx,
-                                            int heads, int batch, void *stream)
+                                            int heads, int batch, void *stream, int dependent)
 {
 #if defined(FMHA_PLATFORM_HOST_ONLY)
-    (void)set; (void)i; (void)p; (void)gx; (void)heads; (void)batch; (void)stream;
+    (void)set; (void)i; (void)p; (void)gx; (void)heads; (void)batch; (void)stream; (void)dependent;
     return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
 #else
     const fmhai_entry *e = &set->entries[i];
@@ -386,9 +392,11 @@ static inline fmha_status fmhai_launch_grid(const fmha_kernel_set *set, int i, f
                               e->info.name, e->smem_bytes, hipGetErrorString(err));
         set->probe[i] |= 1 << 11;
     }
-    err = hipLaunchKernel(e->fn, dim3((unsigned)gx, (unsigned)heads, (unsigned)batch),
-                          dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
-                          (hipStream_t)stream);
+    /* dependent: the kernel waits for the stream's previous one itself
+     * (fmhai_pdl_wait), where its code is sm_90+ */
+    err = fmhai_launch_dependent(e->fn, dim3((unsigned)gx, (unsigned)heads, (unsigned)batch),
+                                 dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
+                                 (hipStream_t)stream, dependent && FMHAI_PROBE_PDL(set->probe[i]));
     if (err != hipSuccess)
         return fmhai_fail(FMHA_ERR_LAUNCH, "%s: launch failed: %s", e->info.name, hipGetErrorString(err));
     return FMHA_OK;
@@ -399,7 +407,7 @@ static inline fmha_status fmhai_launch_grid(const fmha_kernel_set *set, int i, f
 static inline fmha_status fmhai_launch(const fmha_kernel_set *set, int i, fmhai_fwd_params *p,
                                        int heads, int batch, void *stream)
 {
-    return fmhai_launch_grid(set, i, p, p->m_blocks, heads, batch, stream);
+    return fmhai_launch_grid(set, i, p, p->m_blocks, heads, batch, stream, 0);
 }
 
 /* Why selection picked entry i's pipeline for a forward or batch-prefill

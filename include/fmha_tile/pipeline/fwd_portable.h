@@ -208,9 +208,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * (fmhai_q_row_off); blockIdx.x also names the block's split. */
     const int PR = DEC ? p->head_ratio : 1;
     const int bx = (int)blockIdx.x;
-    /* the split-KV combine may be scheduled once every block has started (it
+    /* decode is launched as a programmatic dependent (dispatch/decode_dispatch.h):
+     * no global memory access before the previous kernel (the append) is done;
+     * the split-KV combine may be scheduled once every block has started (it
      * waits for this grid to complete before reading the partials) */
-    if (DEC) fmhai_pdl_trigger();
+    if (DEC) {
+        fmhai_pdl_wait();
+        fmhai_pdl_trigger();
+    }
     const int m_block = p->m_blocks - 1 - (DEC ? bx % p->m_blocks : bx);   /* long rows first */
     const int split = DEC ? bx / p->m_blocks : 0;
     const int h = DEC ? (int)blockIdx.y * PR : (int)blockIdx.y, b = (int)blockIdx.z;   /* DEC: the group's first head */
