@@ -162,23 +162,26 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     FMHAI_CAT(fmhai_k_##fam##_##dt##_##hd##_##mask##_##sc##_##al##_##upg##_##pg##_##ubm##_##ubn \
               ##_##uw##_##ust##_##arch##_##bm##_##bn##_##w##_##st##_L, __LINE__)
 
-/* Self-describing kernel names (CK style). */
+/* Self-describing kernel names (CK style): family, head dim, dtype, features,
+ * page class, then the tile, warps, stages, pipeline and arch. */
+#define FMHAI_KNAME_TILE(bm, bn, w, st, arch) \
+    "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
 #define FMHAI_KNAME_FWD(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                    \
     "fmha_fwd_d" #hd "_" FMHAI_DTF_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc FMHAI_ONS_##al     \
-    "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+    FMHAI_KNAME_TILE(bm, bn, w, st, arch)
 #define FMHAI_KNAME_PREFILL(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                \
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
-    "_linear_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+    "_linear_page" #pg FMHAI_KNAME_TILE(bm, bn, w, st, arch)
 #define FMHAI_KNAME_PREFILL_VEC(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)            \
     "fmha_batch_prefill_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc         \
-    "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+    "_vectorized_page" #pg FMHAI_KNAME_TILE(bm, bn, w, st, arch)
 /* decode: page0 is the contiguous cache */
 #define FMHAI_KNAME_DECODE(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)                 \
     "fmha_decode_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc                \
-    "_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+    "_page" #pg FMHAI_KNAME_TILE(bm, bn, w, st, arch)
 #define FMHAI_KNAME_DECODE_VEC(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch)             \
     "fmha_decode_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc                \
-    "_vectorized_page" #pg "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_FWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+    "_vectorized_page" #pg FMHAI_KNAME_TILE(bm, bn, w, st, arch)
 
 /* K/V source of the pipeline (FMHAI_PAGING, policy/fwd_tiles.h): 0
  * contiguous, 1 pages of any size (staged row offsets), 2 pages that are
