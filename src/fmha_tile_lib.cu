@@ -48,6 +48,10 @@
 #include <stdlib.h>
 #include "lib_parts.h"
 
+#ifndef FMHA_LIB_SET_NAME   /* a set declared from Python names itself (lib_parts.h) */
+#  define FMHA_LIB_SET_NAME "fmha_lib_default"
+#endif
+
 #define FMHAI_LIB_PART_FN(n, a) extern "C" const fmha_kernel_set *fmhai_lib_part_##n(void);
 FMHA_LIB_PARTS(FMHAI_LIB_PART_FN, ~)
 #define FMHAI_LIB_PART_PTR(n, a) fmhai_lib_part_##n(),
@@ -70,7 +74,7 @@ static void fmhai_lib_join_parts(void)
     }
     for (int k = 0; k < np; ++k)
         for (int i = 0; i < parts[k]->count; ++i) e[n++] = parts[k]->entries[i];
-    fmhai_lib_default.name = "fmha_lib_default";
+    fmhai_lib_default.name = FMHA_LIB_SET_NAME;
     fmhai_lib_default.entries = e;
     fmhai_lib_default.probe = probe;
     fmhai_lib_default.count = n;

@@ -21,6 +21,14 @@
 #ifndef FMHA_TILE_LIB_PARTS_H
 #define FMHA_TILE_LIB_PARTS_H
 
+#if defined(FMHA_LIB_ROWS_HEADER)
+/* A kernel set declared from Python (python/fmha_tile/jit.py): the generated
+ * header defines FMHA_LIB_PARTS and FMHAI_LIB_ROWS_<part> as below (one part
+ * per family of its rows, decode included) and FMHA_LIB_SET_NAME, and the
+ * same units build a library of those rows instead of the default set. */
+#  include FMHA_LIB_ROWS_HEADER
+#else
+
 #define FMHA_LIB_PARTS(P, a) \
     P(fwd_fp16, a)           \
     P(fwd_bf16, a)           \
@@ -39,6 +47,7 @@
 #define FMHAI_LIB_ROWS_prefill_bf16(X) FMHAI_DEFAULT_PREFILL_DT(X, BF16)
 #define FMHAI_LIB_ROWS_bwd_fp16(X) FMHAI_DEFAULT_BWD_DT(X, FP16)
 #define FMHAI_LIB_ROWS_bwd_bf16(X) FMHAI_DEFAULT_BWD_DT(X, BF16)
+#endif /* FMHA_LIB_ROWS_HEADER */
 
 /* Every part's rows, in order: the default set as one list. */
 #define FMHAI_LIB_ROWS_OF(n, X) FMHAI_LIB_ROWS_##n(X)
