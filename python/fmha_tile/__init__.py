@@ -122,6 +122,8 @@ from . import _args, _bwd, _lib
 from ._lib import FmhaError, FmhaLibraryError, library_path
 from ._prefill import batch_prefill, batch_prefill_plan
 from ._decode import attention_with_kvcache
+from ._lib import Library
+from .jit import ANY, KernelSet, InvalidRowError, FmhaBuildError
 
 __version__ = "0.1.0"
 
@@ -129,6 +131,7 @@ __all__ = [
     "attention", "attention_varlen", "attention_plan", "attention_varlen_plan", "batch_prefill",
     "batch_prefill_plan", "attention_with_kvcache",
     "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
+    "KernelSet", "Library", "ANY", "InvalidRowError", "FmhaBuildError",
 ]
 
 
@@ -140,21 +143,21 @@ def _torch():
     return torch
 
 
-def version():
-    """The library's version string (fmha_version())."""
-    return _lib.library().fmha_version().decode()
+def version(kernels=None):
+    """The library's version string (fmha_version()); kernels: as in attention()."""
+    return _lib.handle(kernels).version()
 
 
-def kernels():
-    """The library's default kernel set as parsed JSON (fmha_set_json()):
+def kernels(kernels=None):
+    """The library's default kernel set (or the one kernels= names, as in
+    attention()) as parsed JSON (fmha_set_json()):
     {"set": name, "kernels": [{"name", "family", "dtype", "hdim_q", "hdim_v",
     "mask", "softcap", "alibi", "tile", "warps", "stages", "pipeline", "arch",
     "smem_bytes"}, ...]}."""
-    lib = _lib.library()
-    kset = _lib.default_set()
-    n = lib.fmha_set_json(kset, None, 0)
+    h = _lib.handle(kernels)
+    n = h.cdll.fmha_set_json(h.set, None, 0)
     buf = ctypes.create_string_buffer(n + 1)
-    lib.fmha_set_json(kset, buf, n + 1)
+    h.cdll.fmha_set_json(h.set, buf, n + 1)
     return json.loads(buf.value.decode())
 
 
@@ -171,16 +174,16 @@ def _check_flag(name, x):
     return x
 
 
-def _launch(torch, p, q, o, lse, where):
-    """Launch the forward into o (and lse, unless None) on the current stream;
-    the caller has made q's device current."""
-    lib = _lib.library()
-    kset = _lib.default_set()
+def _launch(torch, p, q, o, lse, where, h):
+    """Launch the forward into o (and lse, unless None) on the current stream
+    with library handle h; the caller has made q's device current."""
+    lib = h.cdll
+    kset = h.set
     p.set_outputs(o, lse)
     if p.empty_q or p.empty_k:
         # Nothing to launch, but the call is validated all the same.
         st = lib.fmha_fwd_check(kset, ctypes.byref(p.check_args()), None)
-        _lib.check_status(st, where)
+        h.check_status(st, where)
         if not p.empty_q:      # queries but no keys: every row sees nothing
             o.zero_()
             if lse is not None:
@@ -188,10 +191,10 @@ def _launch(torch, p, q, o, lse, where):
     else:
         stream = torch.cuda.current_stream(q.device).cuda_stream
         st = lib.fmha_fwd(kset, ctypes.byref(p.args), ctypes.c_void_p(stream))
-        _lib.check_status(st, where)
+        h.check_status(st, where)
 
 
-def _run(torch, p, q, out, out_lse, return_lse, where):
+def _run(torch, p, q, out, out_lse, return_lse, where, h):
     """Allocate (unless given) the outputs and launch on the current stream."""
     p.check_out(out, q)
     p.check_lse(out_lse, q)
@@ -201,7 +204,7 @@ def _run(torch, p, q, out, out_lse, return_lse, where):
         lse = out_lse
         if lse is None and return_lse:
             lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
-        _launch(torch, p, q, o, lse, where)
+        _launch(torch, p, q, o, lse, where, h)
     return (o, lse) if return_lse else o
 
 
@@ -217,16 +220,17 @@ def _attention_function(torch):
 
     class _Attention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, p, deterministic, where):
+        def forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, p, deterministic, where, h):
             with torch.cuda.device(q.device):
                 o = torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
                 # the backward needs the LSE whether or not the caller asked for it
                 lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
-                _launch(torch, p, q, o, lse, where)
+                _launch(torch, p, q, o, lse, where, h)
             ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
             ctx.problem = p
             ctx.deterministic = deterministic
             ctx.where = where
+            ctx.lib = h
             ctx.mark_non_differentiable(lse)
             return o, lse
 
@@ -235,17 +239,17 @@ def _attention_function(torch):
         def backward(ctx, dout, dlse):
             q, k, v, o, lse, cu_q, cu_k = ctx.saved_tensors
             dq, dk, dv = _bwd.run_backward(torch, ctx.problem, q, k, v, o, lse, dout, cu_q, cu_k,
-                                           ctx.deterministic, ctx.where + " (backward)")
+                                           ctx.deterministic, ctx.where + " (backward)", ctx.lib)
             need = ctx.needs_input_grad
             return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None,
-                    None, None, None, None, None)
+                    None, None, None, None, None, None)
 
     _function.append(_Attention)
     return _Attention
 
 
 def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, out_lse,
-              return_lse, deterministic, where):
+              return_lse, deterministic, where, h):
     """The differentiable path: inputs require grad and grad mode is on."""
     if p.fp8:
         raise NotImplementedError(
@@ -259,21 +263,20 @@ def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, 
         raise ValueError("%s: out= and out_lse= are not supported when an input requires grad "
                          "(use return_lse=True for the LSE)" % where)
     o, lse = _attention_function(torch).apply(q, k, v, cu_seqlens_q, cu_seqlens_k, p,
-                                              deterministic, where)
+                                              deterministic, where, h)
     return (o, lse) if return_lse else o
 
 
-def _plan(p):
-    lib = _lib.library()
+def _plan(p, h):
     plan = _lib.FmhaFwdPlan()
-    st = lib.fmha_fwd_check(_lib.default_set(), ctypes.byref(p.check_args()), ctypes.byref(plan))
-    _lib.check_status(st, "fmha_fwd_check")
+    st = h.cdll.fmha_fwd_check(h.set, ctypes.byref(p.check_args()), ctypes.byref(plan))
+    h.check_status(st, "fmha_fwd_check")
     return _lib.plan_dict(plan)
 
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
               scale=None, return_lse=False, *, out=None, out_lse=None, deterministic=False,
-              q_descale=None, k_descale=None, v_descale=None):
+              q_descale=None, k_descale=None, v_descale=None, kernels=None):
     """Attention over [batch, seqlen, nheads, headdim] tensors.
 
     q [b, s_q, h, d], k and v [b, s_k, h_k, d] (fp16 or bf16, one CUDA device,
@@ -297,22 +300,29 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     backward (fmha_bwd); out= / out_lse= are refused then. deterministic:
     the backward uses no float atomics and gives bitwise-identical dq, dk,
     dv run to run (slower).
+
+    kernels: the kernel set that serves the call, forward and backward:
+    None for the library's default set, or a set declared from Python, an
+    fmha_tile.KernelSet (built on first use) or the Library its build()
+    returns.
     """
     torch = _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
                             q_descale, k_descale, v_descale)
     deterministic = _check_flag("deterministic", deterministic)
+    h = _lib.handle(kernels)
     where = "fmha_tile.attention"
     if _needs_grad(torch, (q, k, v, alibi_slopes)):
         return _run_grad(torch, p, q, k, v, None, None, alibi_slopes, out, out_lse, return_lse,
-                         deterministic, where)
-    return _run(torch, p, q, out, out_lse, return_lse, where)
+                         deterministic, where, h)
+    return _run(torch, p, q, out, out_lse, return_lse, where, h)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
-                     deterministic=False, q_descale=None, k_descale=None, v_descale=None):
+                     deterministic=False, q_descale=None, k_descale=None, v_descale=None,
+                     kernels=None):
     """Attention over packed variable-length sequences.
 
     q [total_q, h, d], k and v [total_k, h_k, d]; sequence i holds rows
@@ -331,42 +341,48 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     Differentiable as attention() is (deterministic: the same). The
     backward reads the sequence lengths on the host (it synchronises the
     stream): max_seqlen_q and max_seqlen_k must bound them (ValueError
-    otherwise); gradients of rows past cu_seqlens[-1] are 0.
+    otherwise); gradients of rows past cu_seqlens[-1] are 0. kernels: as in
+    attention().
     """
     torch = _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, window, softcap, alibi_slopes, scale,
                              q_descale, k_descale, v_descale)
     deterministic = _check_flag("deterministic", deterministic)
+    h = _lib.handle(kernels)
     where = "fmha_tile.attention_varlen"
     if _needs_grad(torch, (q, k, v, alibi_slopes)):
         return _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out,
-                         out_lse, return_lse, deterministic, where)
-    return _run(torch, p, q, out, out_lse, return_lse, where)
+                         out_lse, return_lse, deterministic, where, h)
+    return _run(torch, p, q, out, out_lse, return_lse, where, h)
 
 
 def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                   scale=None, *, q_descale=None, k_descale=None, v_descale=None):
+                   scale=None, *, q_descale=None, k_descale=None, v_descale=None, kernels=None):
     """Is attention(q, k, v, ...) supported, and by which kernel? Validates and
     selects (fmha_fwd_check) without launching or allocating; returns a dict
     {"kernel", "pipeline", "hdim", "page_size", "tile", "warps", "stages", "grid",
     "block", "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
     why the fast wgmma pipeline does not serve it; fp8 inputs: an fmha_fwd_d*_fp8_*
-    wgmma kernel) or raises (TypeError, ValueError, FmhaError)."""
+    wgmma kernel) or raises (TypeError, ValueError, FmhaError). kernels: as
+    in attention()."""
     _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
                             q_descale, k_descale, v_descale)
+    h = _lib.handle(kernels)
     with _torch().cuda.device(q.device):
-        return _plan(p)
+        return _plan(p, h)
 
 
 def attention_varlen_plan(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                           causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                          scale=None, *, q_descale=None, k_descale=None, v_descale=None):
+                          scale=None, *, q_descale=None, k_descale=None, v_descale=None,
+                          kernels=None):
     """attention_plan() for attention_varlen()'s arguments."""
     _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, window, softcap, alibi_slopes, scale,
                              q_descale, k_descale, v_descale)
+    h = _lib.handle(kernels)
     with _torch().cuda.device(q.device):
-        return _plan(p)
+        return _plan(p, h)

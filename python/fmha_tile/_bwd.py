@@ -96,9 +96,10 @@ def _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k):
 
 
 def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, deterministic,
-                 where):
+                 where, kernels=None):
     """dq, dk, dv (contiguous, the shapes and dtypes of q, k, v) of forward
-    problem p, computed on the current stream of q's device."""
+    problem p, computed on the current stream of q's device with the kernel
+    set of kernels (an _lib.handle() argument: None for the default set)."""
     group = bool(p.args.is_group_mode)
     with torch.cuda.device(q.device):
         # group mode: rows past cu_seqlens[-1] belong to no sequence and are
@@ -114,10 +115,11 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
             _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k)
         dout = _dense_grad(torch, dout, o)
         traits, a = bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic)
-        lib = _lib.bwd_library()
+        h = _lib.handle(kernels)
+        lib = _lib.bwd_library(h)
         plan = _lib.FmhaBwdPlan()
-        st = lib.fmha_bwd_plan_make(_lib.default_set(), ctypes.byref(traits), ctypes.byref(plan))
-        _lib.check_status(st, where)
+        st = lib.fmha_bwd_plan_make(h.set, ctypes.byref(traits), ctypes.byref(plan))
+        h.check_status(st, where)
         stream = ctypes.c_void_p(torch.cuda.current_stream(q.device).cuda_stream)
         ws = None
         size = plan.workspace_size
@@ -128,9 +130,9 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
         # pinned staging that would have to outlive the stream work
         st = lib.fmha_bwd_prepare_workspace(ctypes.byref(plan), ws_ptr, size, a.seqstart_q,
                                             a.seqstart_k, stream)
-        _lib.check_status(st, where)
+        h.check_status(st, where)
         a.workspace, a.workspace_size = ws_ptr, size
         st = lib.fmha_bwd(ctypes.byref(plan), ctypes.byref(a), stream)
-        _lib.check_status(st, where)
+        h.check_status(st, where)
         # ws is freed here; the caching allocator reuses it in stream order
     return dq, dk, dv

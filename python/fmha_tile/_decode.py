@@ -81,26 +81,30 @@ class FmhaDecodePlan(ctypes.Structure):
     ]
 
 
-_decode_set = []
+def _declare(lib):
+    P = ctypes.POINTER
+    lib.fmha_default_decode_kernel_set.argtypes = []
+    lib.fmha_default_decode_kernel_set.restype = _vp
+    lib.fmha_decode_plan_make.argtypes = [_vp, P(FmhaDecodeArgs), P(FmhaDecodePlan)]
+    lib.fmha_decode_plan_make.restype = _c_enum
+    lib.fmha_decode_run.argtypes = [P(FmhaDecodePlan), P(FmhaDecodeArgs), _vp]
+    lib.fmha_decode_run.restype = _c_enum
 
 
-def _fn():
-    """The library with the decode entry points declared, and the decode set."""
-    lib = _lib.library()
-    if not _decode_set:
-        P = ctypes.POINTER
-        try:
-            lib.fmha_default_decode_kernel_set.argtypes = []
-            lib.fmha_default_decode_kernel_set.restype = _vp
-            lib.fmha_decode_plan_make.argtypes = [_vp, P(FmhaDecodeArgs), P(FmhaDecodePlan)]
-            lib.fmha_decode_plan_make.restype = _c_enum
-            lib.fmha_decode_run.argtypes = [P(FmhaDecodePlan), P(FmhaDecodeArgs), _vp]
-            lib.fmha_decode_run.restype = _c_enum
-        except AttributeError as e:
-            raise _lib.FmhaLibraryError("fmha_tile: %s has no decode (%s); rebuild it with `make lib`"
-                                        % (_lib.library_path(), e)) from None
-        _decode_set.append(lib.fmha_default_decode_kernel_set())
-    return lib, _decode_set[0]
+def _fn(h=None):
+    """The CDLL of library handle h (default: the default library) with the
+    decode entry points declared, and its decode set (in a library built
+    from Python, the whole set: selection takes its decode rows)."""
+    h = h or _lib.handle()
+    try:
+        lib = h.declared("decode", _declare)
+    except AttributeError as e:
+        raise _lib.FmhaLibraryError("fmha_tile: %s has no decode (%s); rebuild it with `make lib`"
+                                    % (h.path, e)) from None
+    dset = h.decode_set
+    if dset is None:
+        dset = h.decode_set = lib.fmha_default_decode_kernel_set()
+    return lib, dset
 
 
 def _cache_layout(a, k_cache, v_cache, d, paged):
@@ -235,7 +239,7 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
                            kv_indptr=None, kv_page_indices=None, kv_last_page_len=None, block_table=None,
                            max_seqlen_k=None, causal=False, window=(-1, -1), softcap=0.0, scale=None,
                            alibi_slopes=None, k_descale=None, v_descale=None, num_splits=0,
-                           return_lse=False, out=None, plan_only=False):
+                           return_lse=False, out=None, plan_only=False, kernels=None):
     """Decode step: q [batch, seqlen_q, nheads, headdim] against a KV cache.
 
     Cache: contiguous k_cache / v_cache [batch_cache, seqlen_cache, nheads_k,
@@ -255,10 +259,13 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
     num_splits 0 lets the library choose. Returns out [batch, seqlen_q,
     nheads, headdim] (bf16 for fp8 caches), or (out, lse fp32 [batch,
     nheads, seqlen_q]); plan_only=True returns the plan as a dict instead of
-    running.
+    running. kernels: the kernel set (None: the library's decode set; an
+    fmha_tile.KernelSet or the Library its build() returns, with DECODE /
+    DECODE_VEC rows).
     """
     import torch
 
+    h = _lib.handle(kernels)
     with torch.cuda.device(q.device):
         def to_device(x):
             return torch.full((1,), x, dtype=torch.float32, device=q.device)
@@ -285,10 +292,10 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
         if a.rotary_dim > 0:   # the rotated queries, at q's strides (q_rope takes them)
             q_rot = torch.empty_strided(tuple(q.shape), tuple(q.stride()), dtype=q.dtype, device=q.device)
             a.q_rope = q_rot.data_ptr()
-        lib, dset = _fn()
+        lib, dset = _fn(h)
         plan = FmhaDecodePlan()
-        _lib.check_status(lib.fmha_decode_plan_make(dset, ctypes.byref(a), ctypes.byref(plan)),
-                          "fmha_tile.attention_with_kvcache")
+        h.check_status(lib.fmha_decode_plan_make(dset, ctypes.byref(a), ctypes.byref(plan)),
+                       "fmha_tile.attention_with_kvcache")
         if plan_only:
             return {"kernel": plan.kernel.contents.name.decode(), "num_splits": plan.num_splits,
                     "workspace_size": plan.workspace_size,
@@ -304,5 +311,5 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
         stream = torch.cuda.current_stream(q.device).cuda_stream
         st = lib.fmha_decode_run(ctypes.byref(plan), ctypes.byref(a), _vp(stream))
         del keep, ws, q_rot   # freed in stream order after the launch
-        _lib.check_status(st, "fmha_tile.attention_with_kvcache")
+        h.check_status(st, "fmha_tile.attention_with_kvcache")
     return (o, lse) if return_lse else o

@@ -20,7 +20,7 @@ __all__ = [
     "FMHA_OK", "FMHA_ERR_INVALID_ARG", "FMHA_ERR_UNSUPPORTED", "FMHA_ERR_NO_KERNEL",
     "FMHA_ERR_DEVICE", "FMHA_ERR_LAUNCH", "FMHA_DTYPE_FP16", "FMHA_DTYPE_BF16",
     "FMHA_DTYPE_FP8", "FMHA_MASK_NONE", "FMHA_MASK_TOP_LEFT", "FMHA_MASK_BOTTOM_RIGHT",
-    "library", "bwd_library", "library_path", "default_set", "check_status",
+    "library", "bwd_library", "library_path", "default_set", "check_status", "Library", "handle",
 ]
 
 # ---- enums (api.h) ------------------------------------------------------------
@@ -299,6 +299,95 @@ def _declare(lib):
     lib.fmha_version.restype = ctypes.c_char_p
 
 
+class Library(object):
+    """A loaded fmha_tile C-ABI library and its kernel set: the default build
+    (make lib; handle()) or a kernel set built from Python
+    (fmha_tile.KernelSet.build()). Every entry point of the package takes
+    one as kernels=.
+
+    Attributes: cdll (the ctypes.CDLL), path, set (its
+    fmha_default_kernel_set(), an fmha_kernel_set * as an int), name (the
+    set's name). Errors of a call are read from the library that made it
+    (check_status), since each library keeps its own last error."""
+
+    def __init__(self, cdll, path):
+        _declare(cdll)
+        self.cdll = cdll
+        self.path = path
+        self.set = cdll.fmha_default_kernel_set()
+        self._declared = set()
+        self.decode_set = None     # fmha_default_decode_kernel_set(), read by _decode
+        self.name = None
+
+    @classmethod
+    def load(cls, path, name=None):
+        """Load the library at path (torch first when installed, as library() does)."""
+        try:  # share PyTorch's libcudart when it is the same soname
+            import torch  # noqa: F401
+        except ImportError:
+            pass
+        try:
+            cdll = ctypes.CDLL(path)
+        except OSError as e:
+            raise FmhaLibraryError("fmha_tile: cannot load %s: %s" % (path, e)) from None
+        try:
+            lib = cls(cdll, path)
+        except AttributeError as e:
+            raise FmhaLibraryError("fmha_tile: %s is not an fmha_tile library (%s)" % (path, e)) from None
+        if not lib.set:
+            raise FmhaLibraryError("fmha_tile: %s has no kernel set (%s)" % (path, lib.last_error()))
+        lib.name = name
+        return lib
+
+    def __repr__(self):
+        return "<fmha_tile.Library %s>" % self.path
+
+    def declared(self, what, declare):
+        """Run declare(cdll) once per library for a group of entry points
+        (what: its name); returns the CDLL."""
+        if what not in self._declared:
+            declare(self.cdll)
+            self._declared.add(what)
+        return self.cdll
+
+    def status_str(self, status):
+        s = self.cdll.fmha_status_str(status)
+        return s.decode() if s else "unknown status"
+
+    def last_error(self):
+        s = self.cdll.fmha_last_error()
+        return s.decode(errors="replace") if s else ""
+
+    def check_status(self, status, where=""):
+        """Raise FmhaError for a status other than FMHA_OK (this library's message)."""
+        if status != FMHA_OK:
+            raise FmhaError(status, self.status_str(status), self.last_error(), where)
+
+    def version(self):
+        return self.cdll.fmha_version().decode()
+
+
+_default_handle = [None]
+
+
+def handle(kernels=None):
+    """The Library an entry point's kernels= argument names: None, the
+    default library (library()); a Library; or an object with build() (a
+    fmha_tile.KernelSet), built or found in the cache and loaded."""
+    if kernels is None:
+        library()
+        return _default_handle[0]
+    if isinstance(kernels, Library):
+        return kernels
+    build = getattr(kernels, "build", None)
+    if callable(build):
+        lib = build()
+        if isinstance(lib, Library):
+            return lib
+    raise TypeError("kernels must be None (the library's default set), an fmha_tile.KernelSet "
+                    "or the Library its build() returns, got %r" % (kernels,))
+
+
 def library():
     """The loaded ctypes.CDLL (loaded on first use, then cached).
 
@@ -330,11 +419,15 @@ def library():
                 tried.append("%s (from %s): %s" % (path, how, e))
                 continue
             try:
-                _declare(lib)
+                h = Library(lib, path)
             except AttributeError as e:
                 tried.append("%s (from %s): not an fmha_tile library (%s)" % (path, how, e))
                 continue
-            _default_set = lib.fmha_default_kernel_set()
+            except FmhaLibraryError as e:
+                tried.append("%s (from %s): %s" % (path, how, e))
+                continue
+            _default_handle[0] = h
+            _default_set = h.set
             _lib_path = path
             _lib = lib
             return lib
@@ -356,35 +449,32 @@ def default_set():
     return _default_set
 
 
-_bwd_declared = [None]   # the CDLL whose backward entry points are declared
-
-
-def bwd_library():
-    """library(), with the backward entry points declared. They are declared
-    here rather than in _declare() so that a library built before the
-    backward existed still loads for the forward; such a library raises
-    FmhaLibraryError here."""
-    lib = library()
-    if _bwd_declared[0] is lib:
-        return lib
-    P = ctypes.POINTER
-    vp = ctypes.c_void_p
+def bwd_library(kernels=None):
+    """The CDLL of handle(kernels), with the backward entry points declared.
+    They are declared here rather than in _declare() so that a library built
+    before the backward existed still loads for the forward; such a library
+    raises FmhaLibraryError here."""
+    h = handle(kernels)
     try:
-        lib.fmha_bwd_plan_make.argtypes = [vp, P(FmhaBwdTraits), P(FmhaBwdPlan)]
-        lib.fmha_bwd_plan_make.restype = _c_enum
-        lib.fmha_bwd_prepare_workspace.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp, vp, vp]
-        lib.fmha_bwd_prepare_workspace.restype = _c_enum
-        lib.fmha_bwd_prepare_workspace_async.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp, vp,
-                                                         vp, vp]
-        lib.fmha_bwd_prepare_workspace_async.restype = _c_enum
-        lib.fmha_bwd.argtypes = [P(FmhaBwdPlan), P(FmhaBwdArgs), vp]
-        lib.fmha_bwd.restype = _c_enum
+        return h.declared("bwd", _declare_bwd)
     except AttributeError as e:
         raise FmhaLibraryError(
             "fmha_tile: %s has no backward pass (%s); rebuild it with `make lib`"
-            % (_lib_path, e)) from None
-    _bwd_declared[0] = lib
-    return lib
+            % (h.path, e)) from None
+
+
+def _declare_bwd(lib):
+    P = ctypes.POINTER
+    vp = ctypes.c_void_p
+    lib.fmha_bwd_plan_make.argtypes = [vp, P(FmhaBwdTraits), P(FmhaBwdPlan)]
+    lib.fmha_bwd_plan_make.restype = _c_enum
+    lib.fmha_bwd_prepare_workspace.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp, vp, vp]
+    lib.fmha_bwd_prepare_workspace.restype = _c_enum
+    lib.fmha_bwd_prepare_workspace_async.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp, vp,
+                                                     vp, vp]
+    lib.fmha_bwd_prepare_workspace_async.restype = _c_enum
+    lib.fmha_bwd.argtypes = [P(FmhaBwdPlan), P(FmhaBwdArgs), vp]
+    lib.fmha_bwd.restype = _c_enum
 
 
 def status_str(status):

@@ -80,18 +80,17 @@ class FmhaBatchPrefillArgs(ctypes.Structure):
     ]
 
 
-_declared = []
+def _declare(lib):
+    lib.fmha_batch_prefill.restype = ctypes.c_int
+    lib.fmha_batch_prefill.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.fmha_batch_prefill_check.restype = ctypes.c_int
+    lib.fmha_batch_prefill_check.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 
 
-def _fn():
-    lib = _lib.library()
-    if not _declared:
-        lib.fmha_batch_prefill.restype = ctypes.c_int
-        lib.fmha_batch_prefill.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        lib.fmha_batch_prefill_check.restype = ctypes.c_int
-        lib.fmha_batch_prefill_check.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        _declared.append(True)
-    return lib
+def _fn(h=None):
+    """The CDLL of library handle h (default: the default library) with the
+    batch prefill entry points declared."""
+    return (h or _lib.handle()).declared("prefill", _declare)
 
 
 def _int32_vector(name, t, n=None):
@@ -323,7 +322,7 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
                   kv_page_indices=None, kv_last_page_len=None, block_table=None, seqlens_k=None,
                   kv_layout="NHD", causal=True, window=(-1, -1), softcap=0.0, scale=None,
                   k_descale=None, v_descale=None, q_descale=None,
-                  return_lse=False, out=None, out_lse=None):
+                  return_lse=False, out=None, out_lse=None, kernels=None):
     """Prefill of packed queries q [total_q, h, d] (rows cu_seqlens_q[b] ..
     cu_seqlens_q[b+1]-1 for sequence b) over a paged KV cache.
 
@@ -344,10 +343,12 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
     sequence); window (left, right), softcap and scale as in attention().
     Returns out [total_q, h, d] (q's dtype; bf16 for fp8 caches), or
     (out, lse) with lse fp32 [h, total_q]. out= / out_lse= take caller-owned
-    outputs.
+    outputs. kernels: the kernel set (None: the library's default set; an
+    fmha_tile.KernelSet or the Library its build() returns).
     """
     import torch
 
+    h = _lib.handle(kernels)
     with torch.cuda.device(q.device):
         a, out_dtype, keep = _device_args(
             q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_indptr=kv_indptr,
@@ -373,24 +374,26 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
         a.lse = lse.data_ptr() if lse is not None else None
         a.stride_o, a.nhead_stride_o = os_[0], os_[1]
         a.nhead_stride_lse = lse.stride(0) if lse is not None else 0
-        lib = _fn()
+        lib = _fn(h)
         stream = torch.cuda.current_stream(q.device).cuda_stream
-        st = lib.fmha_batch_prefill(_lib.default_set(), ctypes.byref(a), ctypes.c_void_p(stream))
+        st = lib.fmha_batch_prefill(h.set, ctypes.byref(a), ctypes.c_void_p(stream))
         del keep   # descale tensors made here: freed in stream order after the launch
-        _lib.check_status(st, "fmha_tile.batch_prefill")
+        h.check_status(st, "fmha_tile.batch_prefill")
     return (o, lse) if return_lse else o
 
 
 def batch_prefill_plan(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=None,
                        kv_page_indices=None, kv_last_page_len=None, block_table=None, seqlens_k=None,
                        kv_layout="NHD", causal=True, window=(-1, -1), softcap=0.0, scale=None,
-                       k_descale=None, v_descale=None, q_descale=None):
+                       k_descale=None, v_descale=None, q_descale=None, kernels=None):
     """Is batch_prefill(...) with these arguments supported, and by which
     kernel? Validates and selects (fmha_batch_prefill_check) without
     launching; returns attention_plan()'s dict (page_size included) ("why": the pipeline
-    picked and the reason, e.g. "portable pipeline: fp8 KV ...") or raises."""
+    picked and the reason, e.g. "portable pipeline: fp8 KV ...") or raises.
+    kernels: as in batch_prefill()."""
     import torch
 
+    h = _lib.handle(kernels)
     with torch.cuda.device(q.device):
         a, _, keep = _device_args(
             q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_indptr=kv_indptr,
@@ -403,7 +406,7 @@ def batch_prefill_plan(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_in
         a.o = q.data_ptr()
         a.stride_o, a.nhead_stride_o = int(q.shape[1]) * d, d
         plan = _lib.FmhaFwdPlan()
-        st = _fn().fmha_batch_prefill_check(_lib.default_set(), ctypes.byref(a), ctypes.byref(plan))
+        st = _fn(h).fmha_batch_prefill_check(h.set, ctypes.byref(a), ctypes.byref(plan))
         del keep
-        _lib.check_status(st, "fmha_tile.batch_prefill_plan")
+        h.check_status(st, "fmha_tile.batch_prefill_plan")
     return _lib.plan_dict(plan)
