@@ -5,7 +5,11 @@
 #                "N passed, M failed"
 #   make check   compile only (everything make test builds)
 #   make run     build the example forward pass (one kernel row) and run it with validation
-#   make examples  build/examples/*: the CLIs with the library's whole default sets
+#   make examples  build/examples/*: the CLIs with the library's whole default sets,
+#                and the feature examples (build/examples/features/*: one short
+#                program per feature, one kernel-set row each)
+#   make examples-run  build and run the feature examples; last line
+#                "N passed, M failed"
 #   make bench   forward TFLOPS on the DESIGN grid + PyTorch SDPA, same run
 #   make bench-bwd  build build/bench/bench_bwd (backward TFLOPS; bench/run_bwd.sh
 #                runs it next to PyTorch SDPA's flash and cuDNN backward)
@@ -51,7 +55,8 @@ CFLAGS_C11 := -std=c11 -Wall -Wextra -pedantic -Werror -Iinclude -Itests
 
 HEADERS := $(shell find include -name '*.h')
 
-.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest bench-bwd examples
+.PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest bench-bwd examples \
+        features examples-run
 
 all: toolchain nvcc-build host-tests
 
@@ -126,6 +131,23 @@ EXAMPLES := fmha_fwd fmha_batch_prefill fmha_decode
 $(BUILD)/examples/%_one: examples/%.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC_FLAGS) --threads 0 -DFMHA_EXAMPLE_ONE_ROW $< -o $@ $(T1)
+
+# The feature examples (examples/features/*.cu): one short program per feature,
+# each with the one kernel-set row it needs (a few seconds to build), printing
+# one line ending in valid:y / valid:n; `make examples-run` runs them
+# (examples/features/run_all.sh). fwd_fp8 is Hopper-only: sm_90a, and only
+# when the archs include it.
+FEATURES := $(filter-out $(if $(HAS_SM90A),,fwd_fp8),$(basename $(notdir $(wildcard examples/features/*.cu))))
+FEATURE_BINS := $(patsubst %,$(BUILD)/examples/features/%,$(FEATURES))
+FEATURE_DEPS := examples/features/features.h examples/example_util.h tests/ref/fmha_ref.h \
+                tests/ref/fmha_ref_bwd.h tests/ref/fmha_ref_decode.h $(HEADERS)
+$(BUILD)/examples/features/%: examples/features/%.cu $(FEATURE_DEPS)
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC_FLAGS) $< -o $@ $(T1)
+
+$(BUILD)/examples/features/fwd_fp8: examples/features/fwd_fp8.cu $(FEATURE_DEPS)
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC90) $< -o $@ $(T1)
 
 $(BUILD)/examples/fmha_batch_prefill: examples/fmha_batch_prefill.cu examples/example_util.h tests/ref/fmha_ref.h $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -229,7 +251,8 @@ lib: $(LIB_SO)
 c_api: $(BUILD)/examples/c_api
 pytest: $(LIB_SO)
 
-nvcc-build: $(BUILD)/tests/test_fwd $(patsubst %,$(BUILD)/examples/%_one,$(EXAMPLES)) $(LIB_SO) $(BUILD)/examples/c_api \
+nvcc-build: $(BUILD)/tests/test_fwd $(patsubst %,$(BUILD)/examples/%_one,$(EXAMPLES)) $(FEATURE_BINS) \
+            $(LIB_SO) $(BUILD)/examples/c_api \
             $(BUILD)/host/test_lib_registry \
             $(BUILD)/tests/test_prefill
 
@@ -291,7 +314,13 @@ test: toolchain host-tests nvcc-build
 run: $(BUILD)/examples/fmha_fwd_one
 	$(BUILD)/examples/fmha_fwd_one -b=2 -h=16 -h_k=4 -s=1000 -s_k=1200 -d=128 -prec=bf16 -mask=b -v=1
 
-examples: $(patsubst %,$(BUILD)/examples/%,$(EXAMPLES))
+examples: $(patsubst %,$(BUILD)/examples/%,$(EXAMPLES)) features
+
+# the feature examples alone, and running them ("N passed, M failed" last)
+features: $(FEATURE_BINS)
+
+examples-run: features
+	@sh examples/features/run_all.sh "$(BUILD)"
 
 bench:
 	bash bench/run.sh
