@@ -107,6 +107,9 @@ if [ "$mode" = "--all" ]; then
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi
+    # kernel sets declared from Python (python/fmha_tile/jit.py): standard
+    # library only, no GPU (the C checks use cc; one real build where nvcc is)
+    run_suite python_jit_host env CC="$cc" "$python" python/tests/test_jit_host.py
     # Python package (python/tests): runs where torch, pytest and a GPU exist
     run_suite python sh python/tests/run.sh "$python" "$build"
 fi

@@ -523,9 +523,15 @@ def sorted_rows(rows):
 
 
 # ---- the compile -------------------------------------------------------------------------------
+_say_lock = threading.Lock()
+
+
 def _say(verbose, msg):
+    """A progress line on stderr (whole lines, from any thread)."""
     if verbose:
-        print(msg, file=sys.stderr, flush=True)
+        with _say_lock:
+            sys.stderr.write(msg + "\n")
+            sys.stderr.flush()
 
 
 def _nvcc_error(unit, cmd, out):
@@ -560,9 +566,10 @@ def compile_units(workdir, files, nvcc, archs, root, jobs, verbose, runner=None)
         if rc != 0:
             failure.append(_nvcc_error(unit, cmd, out))
             return
-        done[0] += 1
-        _say(verbose, "fmha_tile.jit: [%d/%d] %s (%.1f s)" % (done[0], len(units), unit,
-                                                             time.time() - t))
+        with _say_lock:
+            done[0] += 1
+            n = done[0]
+        _say(verbose, "fmha_tile.jit: [%d/%d] %s (%.1f s)" % (n, len(units), unit, time.time() - t))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         list(ex.map(one, cmds))
