@@ -140,6 +140,13 @@ typedef struct fmha_fwd_args {
 
     /* FP8 only (NULL: 1; any other dtype: must be NULL) */
     const float *q_descale, *k_descale, *v_descale;
+
+    /* Attention sinks (optional, device fp32 [nhead_q], 4-byte aligned): one
+     * logit per query head that joins every row's softmax as a key with no
+     * value (gpt-oss): O = sum_j e^(s_j) v_j / (e^sink + sum_j e^(s_j)), with
+     * s_j the scaled (soft-capped, ALiBi-biased) scores; the LSE includes it.
+     * A row that sees no key gets O = 0 and LSE = sink. NULL: none. */
+    const float *sinks;
 } fmha_fwd_args;
 
 /* ----------------------------------------------------------------------------
@@ -228,6 +235,7 @@ typedef struct fmha_batch_prefill_args {
     float logits_soft_cap;
     fmha_mask_type mask_type;  /* causal prefill: BOTTOM_RIGHT with (-1, 0)    */
     int window_left, window_right;
+    const float *sinks;        /* optional [nhead_q], as in fmha_fwd_args     */
 } fmha_batch_prefill_args;
 
 /* ----------------------------------------------------------------------------
@@ -332,6 +340,7 @@ typedef struct fmha_decode_args {
     int num_splits;          /* 0: the heuristic; 1..FMHA_SPLITKV_MAX_SPLITS   */
     void *workspace;         /* device, 16-byte aligned (num_splits > 1)       */
     size_t workspace_size;
+    const float *sinks;      /* optional [nhead_q], as in fmha_fwd_args       */
 } fmha_decode_args;
 
 /* A kernel of a kernel set, as the registry describes it. */
@@ -482,6 +491,14 @@ typedef struct fmha_bwd_args {
 
     void *workspace;                 /* device, 256-byte aligned              */
     size_t workspace_size;           /* bytes; >= plan.workspace_size         */
+
+    /* Attention sinks (optional, device fp32 [nhead_q], the forward's): the
+     * forward's LSE already holds them, so dQ/dK/dV need nothing more;
+     * dsinks (fp32 [nhead_q], required with sinks, overwritten) receives
+     * d loss / d sink_h = -sum over the head's rows of e^(sink_h - lse) *
+     * rowsum(dO * O). */
+    const float *sinks;
+    float *dsinks;
 } fmha_bwd_args;
 
 /* ----------------------------------------------------------------------------

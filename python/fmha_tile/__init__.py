@@ -187,7 +187,10 @@ def _launch(torch, p, q, o, lse, where, h):
         if not p.empty_q:      # queries but no keys: every row sees nothing
             o.zero_()
             if lse is not None:
-                lse.fill_(-math.inf)
+                if p.sinks is None:
+                    lse.fill_(-math.inf)
+                else:          # [b, h, s] or [h, total]: each row's LSE is its sink
+                    lse.copy_(p.sinks.view((1, -1, 1) if lse.dim() == 3 else (-1, 1)).expand_as(lse))
     else:
         stream = torch.cuda.current_stream(q.device).cuda_stream
         st = lib.fmha_fwd(kset, ctypes.byref(p.args), ctypes.c_void_p(stream))
@@ -220,13 +223,13 @@ def _attention_function(torch):
 
     class _Attention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, p, deterministic, where, h):
+        def forward(ctx, q, k, v, sinks, cu_seqlens_q, cu_seqlens_k, p, deterministic, where, h):
             with torch.cuda.device(q.device):
                 o = torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
                 # the backward needs the LSE whether or not the caller asked for it
                 lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
                 _launch(torch, p, q, o, lse, where, h)
-            ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
+            ctx.save_for_backward(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k)
             ctx.problem = p
             ctx.deterministic = deterministic
             ctx.where = where
@@ -237,12 +240,13 @@ def _attention_function(torch):
         @staticmethod
         @once_differentiable
         def backward(ctx, dout, dlse):
-            q, k, v, o, lse, cu_q, cu_k = ctx.saved_tensors
-            dq, dk, dv = _bwd.run_backward(torch, ctx.problem, q, k, v, o, lse, dout, cu_q, cu_k,
-                                           ctx.deterministic, ctx.where + " (backward)", ctx.lib)
+            q, k, v, o, lse, sinks, cu_q, cu_k = ctx.saved_tensors
+            dq, dk, dv, dsinks = _bwd.run_backward(torch, ctx.problem, q, k, v, o, lse, dout, cu_q,
+                                                   cu_k, ctx.deterministic, ctx.where + " (backward)",
+                                                   ctx.lib, sinks)
             need = ctx.needs_input_grad
             return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None,
-                    None, None, None, None, None, None)
+                    dsinks if need[3] else None, None, None, None, None, None, None)
 
     _function.append(_Attention)
     return _Attention
@@ -262,7 +266,7 @@ def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, 
     if out is not None or out_lse is not None:
         raise ValueError("%s: out= and out_lse= are not supported when an input requires grad "
                          "(use return_lse=True for the LSE)" % where)
-    o, lse = _attention_function(torch).apply(q, k, v, cu_seqlens_q, cu_seqlens_k, p,
+    o, lse = _attention_function(torch).apply(q, k, v, p.sinks, cu_seqlens_q, cu_seqlens_k, p,
                                               deterministic, where, h)
     return (o, lse) if return_lse else o
 
@@ -276,7 +280,7 @@ def _plan(p, h):
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
               scale=None, return_lse=False, *, out=None, out_lse=None, deterministic=False,
-              q_descale=None, k_descale=None, v_descale=None, kernels=None):
+              q_descale=None, k_descale=None, v_descale=None, kernels=None, sinks=None):
     """Attention over [batch, seqlen, nheads, headdim] tensors.
 
     q [b, s_q, h, d], k and v [b, s_k, h_k, d] (fp16 or bf16, one CUDA device,
@@ -294,8 +298,12 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     out= / out_lse= take caller-owned outputs of those shapes (any strides
     with a unit last-dim stride); the call then allocates nothing.
 
-    Differentiable with respect to q, k and v (not alibi_slopes; ALiBi has
-    no backward). When an input requires grad and grad mode is on, the
+    sinks: None, or fp32 [h] attention-sink logits (gpt-oss): one more key
+    per row with that logit and no value; the LSE includes it, a row that
+    sees no key gets out 0 and lse = its sink.
+
+    Differentiable with respect to q, k, v and sinks (not alibi_slopes; ALiBi
+    has no backward). When an input requires grad and grad mode is on, the
     forward also keeps the LSE and saves q, k, v, out and lse for the
     backward (fmha_bwd); out= / out_lse= are refused then. deterministic:
     the backward uses no float atomics and gives bitwise-identical dq, dk,
@@ -308,11 +316,11 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     """
     torch = _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
-                            q_descale, k_descale, v_descale)
+                            q_descale, k_descale, v_descale, sinks)
     deterministic = _check_flag("deterministic", deterministic)
     h = _lib.handle(kernels)
     where = "fmha_tile.attention"
-    if _needs_grad(torch, (q, k, v, alibi_slopes)):
+    if _needs_grad(torch, (q, k, v, alibi_slopes, sinks)):
         return _run_grad(torch, p, q, k, v, None, None, alibi_slopes, out, out_lse, return_lse,
                          deterministic, where, h)
     return _run(torch, p, q, out, out_lse, return_lse, where, h)
@@ -322,7 +330,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
                      deterministic=False, q_descale=None, k_descale=None, v_descale=None,
-                     kernels=None):
+                     kernels=None, sinks=None):
     """Attention over packed variable-length sequences.
 
     q [total_q, h, d], k and v [total_k, h_k, d]; sequence i holds rows
@@ -332,8 +340,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     longest query sequence (it sizes the grid; the prefix sums are never read
     on the host, so the call does not synchronise). max_seqlen_k is taken for
     FlashAttention compatibility and checked to be >= 0. Masks, soft cap,
-    ALiBi ([h] or [batch, h]) and scale as in attention(), per sequence;
-    fp8 q, k, v and their descales too.
+    ALiBi ([h] or [batch, h]), sinks and scale as in attention(), per
+    sequence; fp8 q, k, v and their descales too.
 
     Returns out [total_q, h, d], or (out, lse) with return_lse, lse fp32
     [h, total_q]. Rows of q past cu_seqlens_q[-1] are left unwritten.
@@ -347,11 +355,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     torch = _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, window, softcap, alibi_slopes, scale,
-                             q_descale, k_descale, v_descale)
+                             q_descale, k_descale, v_descale, sinks)
     deterministic = _check_flag("deterministic", deterministic)
     h = _lib.handle(kernels)
     where = "fmha_tile.attention_varlen"
-    if _needs_grad(torch, (q, k, v, alibi_slopes)):
+    if _needs_grad(torch, (q, k, v, alibi_slopes, sinks)):
         return _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out,
                          out_lse, return_lse, deterministic, where, h)
     return _run(torch, p, q, out, out_lse, return_lse, where, h)

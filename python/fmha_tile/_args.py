@@ -215,6 +215,7 @@ class Problem(object):
         self.empty_k = False      # no keys anywhere: O = 0, LSE = -inf
         self.max_seqlen_k = None  # group mode: the caller's bound (the backward sizes by it)
         self.fp8 = False          # e4m3 q, k, v: a bf16 output
+        self.sinks = None         # the sinks tensor (fp32 [h]) or None
 
     def out_dtype(self, torch, q):
         """The output's torch dtype: q's, bf16 for the fp8 forward."""
@@ -281,7 +282,28 @@ class Problem(object):
         return c
 
 
-def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhead_q, descales):
+def check_sinks(sinks, q, nhead):
+    """Attention sinks: None, or fp32 [nhead] on q's device with a unit stride.
+    -> the device pointer (None)."""
+    if sinks is None:
+        return None
+    if not _is_tensor(sinks):
+        raise TypeError("sinks must be a torch.Tensor or None, got %s" % type(sinks).__name__)
+    if str(sinks.dtype) != FLOAT32:
+        raise TypeError("sinks must be torch.float32, got %s" % sinks.dtype)
+    if tuple(sinks.shape) != (nhead,):
+        raise ValueError("sinks must have shape (%d,) (one logit per query head), got %s"
+                         % (nhead, tuple(sinks.shape)))
+    if not getattr(sinks, "is_cuda", False):
+        raise ValueError("sinks must be on a CUDA device, got %s" % sinks.device)
+    check_same_device(q, (("sinks", sinks),))
+    if nhead > 1 and sinks.stride(0) != 1:
+        raise ValueError("sinks must be contiguous")
+    return sinks.data_ptr()
+
+
+def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhead_q, descales,
+            sinks=None):
     a = p.args
     a.dtype = dtype_code(q, k, v)
     p.fp8 = a.dtype == _lib.FMHA_DTYPE_FP8
@@ -298,6 +320,8 @@ def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhe
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] > 0 else 1.0
     a.scale = check_scalar("scale", scale, False)
     a.alibi_slopes, a.alibi_batch_stride = check_alibi(alibi_slopes, q, batch, nhead_q)
+    a.sinks = check_sinks(sinks, q, nhead_q)
+    p.sinks = sinks
 
 
 def _heads(hq, hk):
@@ -309,7 +333,7 @@ def _heads(hq, hk):
 
 
 def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                  scale=None, q_descale=None, k_descale=None, v_descale=None):
+                  scale=None, q_descale=None, k_descale=None, v_descale=None, sinks=None):
     """Checks of attention(); q [b, s_q, h, d], k/v [b, s_k, h_k, d]."""
     what = "[batch, seqlen, nheads, headdim]"
     check_tensor("q", q, 4, what)
@@ -334,7 +358,7 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
     a.seqlen_k = check_size("seqlen of k", s_k)
     a.max_seqlen_q = a.seqlen_q
     _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, b, hq,
-            (q_descale, k_descale, v_descale))
+            (q_descale, k_descale, v_descale), sinks)
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
         setattr(a, name, t.data_ptr() or None)
@@ -350,7 +374,7 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
 
 def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                    causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
-                   q_descale=None, k_descale=None, v_descale=None):
+                   q_descale=None, k_descale=None, v_descale=None, sinks=None):
     """Checks of attention_varlen(); q [total_q, h, d], k/v [total_k, h_k, d],
     cu_seqlens_* int32 [batch + 1] on the device (never read on the host)."""
     what = "[total_tokens, nheads, headdim]"
@@ -398,7 +422,7 @@ def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen
     a.seqstart_q = cu_seqlens_q.data_ptr()
     a.seqstart_k = cu_seqlens_k.data_ptr()
     _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, hq,
-            (q_descale, k_descale, v_descale))
+            (q_descale, k_descale, v_descale), sinks)
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
         setattr(a, name, t.data_ptr() or None)

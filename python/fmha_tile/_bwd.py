@@ -96,10 +96,11 @@ def _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k):
 
 
 def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, deterministic,
-                 where, kernels=None):
-    """dq, dk, dv (contiguous, the shapes and dtypes of q, k, v) of forward
-    problem p, computed on the current stream of q's device with the kernel
-    set of kernels (an _lib.handle() argument: None for the default set)."""
+                 where, kernels=None, sinks=None):
+    """dq, dk, dv (contiguous, the shapes and dtypes of q, k, v) and dsinks
+    (fp32 [h], None without sinks) of forward problem p, computed on the
+    current stream of q's device with the kernel set of kernels (an
+    _lib.handle() argument: None for the default set)."""
     group = bool(p.args.is_group_mode)
     with torch.cuda.device(q.device):
         # group mode: rows past cu_seqlens[-1] belong to no sequence and are
@@ -109,12 +110,17 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
         dq = alloc(tuple(q.shape), dtype=q.dtype, device=q.device)
         dk = alloc(tuple(k.shape), dtype=k.dtype, device=q.device)
         dv = alloc(tuple(v.shape), dtype=v.dtype, device=q.device)
+        # no keys: O = 0, so D = 0 and dsinks = 0 too
+        dsinks = torch.zeros(tuple(sinks.shape), dtype=torch.float32, device=q.device) \
+            if sinks is not None else None
         if trivial:   # no query rows: dK = dV = 0; no keys: O = 0, so dQ = 0
-            return dq, dk, dv
+            return dq, dk, dv, dsinks
         if group:
             _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k)
         dout = _dense_grad(torch, dout, o)
         traits, a = bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic)
+        if sinks is not None:
+            a.sinks, a.dsinks = sinks.data_ptr(), dsinks.data_ptr()
         h = _lib.handle(kernels)
         lib = _lib.bwd_library(h)
         plan = _lib.FmhaBwdPlan()
@@ -135,4 +141,4 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
         st = lib.fmha_bwd(ctypes.byref(plan), ctypes.byref(a), stream)
         h.check_status(st, where)
         # ws is freed here; the caching allocator reuses it in stream order
-    return dq, dk, dv
+    return dq, dk, dv, dsinks

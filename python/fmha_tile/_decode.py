@@ -63,6 +63,7 @@ class FmhaDecodeArgs(ctypes.Structure):
         ("rotary_cos", _vp), ("rotary_sin", _vp), ("q_rope", _vp),
         ("num_splits", ctypes.c_int),
         ("workspace", _vp), ("workspace_size", ctypes.c_size_t),
+        ("sinks", _vp),
     ]
 
 

@@ -100,6 +100,7 @@ class FmhaFwdArgs(ctypes.Structure):
         ("q_descale", ctypes.c_void_p),      # const float * (fp8 only)
         ("k_descale", ctypes.c_void_p),
         ("v_descale", ctypes.c_void_p),
+        ("sinks", ctypes.c_void_p),          # const float * [nhead_q]
     ]
 
 
@@ -228,6 +229,8 @@ class FmhaBwdArgs(ctypes.Structure):
         ("is_deterministic", ctypes.c_int),
         ("workspace", ctypes.c_void_p),
         ("workspace_size", ctypes.c_size_t),
+        ("sinks", ctypes.c_void_p),          # const float *
+        ("dsinks", ctypes.c_void_p),         # float *
     ]
 
 

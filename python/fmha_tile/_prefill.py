@@ -77,6 +77,7 @@ class FmhaBatchPrefillArgs(ctypes.Structure):
         ("descale_page_stride", ctypes.c_int64), ("descale_nhead_stride", ctypes.c_int64),
         ("scale", ctypes.c_float), ("logits_soft_cap", ctypes.c_float),
         ("mask_type", _c_enum), ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
+        ("sinks", ctypes.c_void_p),
     ]
 
 

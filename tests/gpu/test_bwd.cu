@@ -71,6 +71,7 @@ typedef struct bwd_cfg {
     int det;                      /* deterministic mode (checked over 3 runs) */
     int perm, pad;                /* 0: bshd, 1: bhsd; extra elements per row */
     int async;                    /* prepare_workspace_async from pinned staging */
+    int sinks;                    /* attention sinks: dsinks checked too */
     int quick;
 } bwd_cfg;
 
@@ -121,6 +122,7 @@ static void cfg_name(bwd_cfg *c)
     if (c->amp != 1.0f) n += (size_t)snprintf(s + n, cap - n, "_amp%g", c->amp);
     if (c->perm || c->pad) n += (size_t)snprintf(s + n, cap - n, "_perm%d_pad%d", c->perm, c->pad);
     if (c->async) n += (size_t)snprintf(s + n, cap - n, "_async");
+    if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     n += (size_t)snprintf(s + n, cap - n, c->det ? "_det" : "_nondet");
 }
 
@@ -295,6 +297,31 @@ static void build_configs(void)
         c.det = 1;
         add(c, 0);
     }
+
+    /* 9. attention sinks: dsinks from the D of dot_do_o (dq_acc plans) or
+     * from O and dO (one key tile per sequence: dQ direct), fully masked
+     * rows (their sink takes all the weight, D = 0), group mode with empty
+     * entries, GQA, soft cap, deterministic. */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        bwd_cfg c = cfg_batch(B, 2, 8, 2, 300, 500, 128);
+        c.sinks = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 1, 4, 4, 200, 100, 64);
+        c.sinks = 1; c.det = 1;
+        cfg_mask(&c, TL, 20, 0);      /* rows from 120 on see no key */
+        add(c, 1);
+        c = cfg_group(B, 4, gq, gk, 4, 1, 128);
+        c.sinks = 1; c.cap = 3.0f; c.det = 1; c.async = 1;
+        add(c, 0);
+        c = cfg_batch(F, 3, 4, 2, 50, 40, 64);   /* every key sequence in one tile */
+        c.sinks = 1;
+        add(c, 0);
+        c = cfg_batch(B, 1, 2, 2, 64, 256, 256);
+        c.sinks = 1;
+        add(c, 0);
+    }
     (void)NO;
 }
 
@@ -333,7 +360,9 @@ typedef struct bwd_run {
     tlayout lq, lk, lv, lo;
     int64_t lse_head, lse_batch;
     size_t n_lse;
-    float *qf, *kf, *vf, *dof, *ref_o, *ref_lse, *ref_dq, *ref_dk, *ref_dv;
+    float *qf, *kf, *vf, *dof, *ref_o, *ref_lse, *ref_dq, *ref_dk, *ref_dv, *sinks;
+    double *ref_dsinks;
+    float *d_sinks, *d_dsinks;
     uint16_t *qh, *kh, *vh, *oh, *doh;
     unsigned char *mq, *mk, *mv;          /* logical elements of Q-, K-, V-shaped buffers */
     void *dq_in, *dk_in, *dv_in, *d_o, *d_do;
@@ -347,11 +376,11 @@ typedef struct bwd_run {
 static void run_free(bwd_run *r)
 {
     free(r->qf); free(r->kf); free(r->vf); free(r->dof); free(r->ref_o); free(r->ref_lse);
-    free(r->ref_dq); free(r->ref_dk); free(r->ref_dv);
+    free(r->ref_dq); free(r->ref_dk); free(r->ref_dv); free(r->sinks); free(r->ref_dsinks);
     free(r->qh); free(r->kh); free(r->vh); free(r->oh); free(r->doh);
     free(r->mq); free(r->mk); free(r->mv);
     tu_dfree(r->dq_in); tu_dfree(r->dk_in); tu_dfree(r->dv_in); tu_dfree(r->d_o); tu_dfree(r->d_do);
-    tu_dfree(r->d_lse); tu_dfree(r->d_ssq); tu_dfree(r->d_ssk);
+    tu_dfree(r->d_lse); tu_dfree(r->d_ssq); tu_dfree(r->d_ssk); tu_dfree(r->d_sinks); tu_dfree(r->d_dsinks);
     tu_dfree(r->g_dq); tu_dfree(r->g_dk); tu_dfree(r->g_dv); tu_dfree(r->ws);
     if (r->staging) TU_CUDA(cudaFreeHost(r->staging));
     memset(r, 0, sizeof(*r));
@@ -375,6 +404,7 @@ static void make_ref(const bwd_cfg *c, bwd_run *r, fmha_ref_fwd *p)
     p->logits_soft_cap = c->cap;
     p->mask_type = (int)c->mask;
     p->window_left = c->wl; p->window_right = c->wr;
+    p->sinks = c->sinks ? r->sinks : NULL;
 }
 
 /* which: 0 Q-shaped, 1 K, 2 V, 3 O. Fills random values (rng != NULL) and/or
@@ -485,7 +515,12 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
         r->g_dq = (uint16_t *)tu_dmalloc((r->lq.n + 2 * GUARD) * 2);
         r->g_dk = (uint16_t *)tu_dmalloc((r->lk.n + 2 * GUARD) * 2);
         r->g_dv = (uint16_t *)tu_dmalloc((r->lv.n + 2 * GUARD) * 2);
+        r->sinks = (float *)tu_hmalloc((size_t)c->hq * 4);
+        r->ref_dsinks = (double *)tu_hmalloc((size_t)c->hq * 8);
+        r->d_sinks = (float *)tu_dmalloc((size_t)c->hq * 4);
+        r->d_dsinks = (float *)tu_dmalloc((size_t)c->hq * 4);
     }
+    for (b = 0; b < c->hq && c->sinks; b++) r->sinks[b] = fmha_ref_rng_uniform(&rng, -2.0f, 3.0f);
     make_ref(c, r, &p);
     fill_tensor(&rng, &p, 0, c->amp, is_bf16, r->qf, r->qh, r->mq, r->lq.n, c->hq, r->sq);
     fill_tensor(&rng, &p, 1, c->amp, is_bf16, r->kf, r->kh, r->mk, r->lk.n, c->hk, r->sk);
@@ -502,6 +537,7 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
     g.fwd = p;
     g.dout = r->dof;
     g.dq = r->ref_dq; g.dk = r->ref_dk; g.dv = r->ref_dv;
+    g.dsinks = r->ref_dsinks;
     for (i = 0; i < r->lq.n; i++) r->ref_dq[i] = NAN;
     for (i = 0; i < r->lk.n; i++) r->ref_dk[i] = NAN;
     for (i = 0; i < r->lv.n; i++) r->ref_dv[i] = NAN;
@@ -514,6 +550,7 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
     tu_upload(r->d_lse, r->ref_lse, r->n_lse * 4);
     tu_upload(r->d_ssq, r->ssq, sizeof(r->ssq));
     tu_upload(r->d_ssk, r->ssk, sizeof(r->ssk));
+    if (c->sinks) tu_upload(r->d_sinks, r->sinks, (size_t)c->hq * 4);
     /* the uploads (legacy stream) are done before work on the test stream */
     TU_CUDA(cudaDeviceSynchronize());
     return 0;
@@ -563,6 +600,7 @@ static void make_args(const bwd_cfg *c, const bwd_run *r, const fmha_bwd_plan *p
     a->is_deterministic = c->det;
     a->workspace = r->ws;
     a->workspace_size = plan->workspace_size;
+    if (c->sinks) { a->sinks = r->d_sinks; a->dsinks = r->d_dsinks; }
 }
 
 static void poison_grads(bwd_run *r)
@@ -571,6 +609,31 @@ static void poison_grads(bwd_run *r)
     tu_poison16(r->g_dk, r->lk.n + 2 * GUARD, TU_POISON_OUT16);
     tu_poison16(r->g_dv, r->lv.n + 2 * GUARD, TU_POISON_OUT16);
     TU_CUDA(cudaDeviceSynchronize());
+}
+
+/* dsinks against the reference (rel-L2 over the heads, the gradients'
+ * tolerance); *bits gets the result for the deterministic re-runs. */
+static int check_dsinks(const bwd_cfg *c, const bwd_run *r, float *bits, char *why, size_t cap)
+{
+    fmha_ref_err e;
+    int h;
+    double rel;
+    tu_download(bits, r->d_dsinks, (size_t)c->hq * 4);
+    fmha_ref_err_init(&e);
+    for (h = 0; h < c->hq; h++) {
+        if (!isfinite(bits[h])) {
+            snprintf(why, cap, "dsinks[%d] = %g", h, bits[h]);
+            return -1;
+        }
+        fmha_ref_err_add(&e, bits[h], r->ref_dsinks[h]);
+    }
+    rel = fmha_ref_err_rel_l2(&e);
+    if (!(rel <= tol_grad(c->dtype == FMHA_DTYPE_BF16))) {
+        snprintf(why, cap, "dsinks: rel-L2 %.3g (tol %.1g, max abs err %.3g; dsinks[0] %.6g, want %.6g)", rel,
+                 tol_grad(c->dtype == FMHA_DTYPE_BF16), e.max_abs, bits[0], r->ref_dsinks[0]);
+        return -1;
+    }
+    return 0;
 }
 
 /* One gradient tensor: written where logical, untouched elsewhere, finite,
@@ -653,6 +716,7 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
     fmha_status st;
     char why[1024] = "";
     uint16_t *first[3] = { NULL, NULL, NULL };
+    float ds_first[64], ds_now[64];
     int ok = 1, run, nrun = c->det ? 3 : 1;
 
     tu_current = c->name;
@@ -674,6 +738,10 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
     make_args(c, &r, &plan, &a);
     for (run = 0; ok && run < nrun; ++run) {
         poison_grads(&r);
+        if (c->sinks) {
+            tu_poison32(r.d_dsinks, (size_t)c->hq, TU_POISON_LSE);
+            TU_CUDA(cudaDeviceSynchronize());
+        }
         /* deterministic: run 1 as fmha_bwd schedules it, run 2 with one row
          * of blocks walking every unit, run 3 with a block per unit: same
          * bits */
@@ -689,7 +757,15 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         TU_CUDA(cudaStreamSynchronize(stream));
         if (run == 0) {
             if (check_all(c, &r, first, why, sizeof(why)) != 0) ok = 0;
+            if (ok && c->sinks && check_dsinks(c, &r, ds_first, why, sizeof(why)) != 0) ok = 0;
         } else {
+            if (c->sinks) {
+                tu_download(ds_now, r.d_dsinks, (size_t)c->hq * 4);
+                if (memcmp(ds_now, ds_first, (size_t)c->hq * 4)) {
+                    snprintf(why, sizeof(why), "deterministic mode: run %d differs from run 1 in dsinks", run + 1);
+                    ok = 0;
+                }
+            }
             const uint16_t *devs[3] = { r.g_dq, r.g_dk, r.g_dv };
             const size_t ns[3] = { r.lq.n, r.lk.n, r.lv.n };
             int w;

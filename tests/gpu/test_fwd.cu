@@ -53,6 +53,13 @@ DECL_FMHA_KERNEL_SET(fmha_default, FMHA_DEFAULT_FWD_SET)
     X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(tiny_set, TINY_FWD_SET)
 
+/* Explicit rows: the portable pipeline on every arch (the default set runs
+ * the wgmma pipeline on Hopper), for the features both pipelines carry. */
+#define PORTABLE_FWD_SET(X) \
+    X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 64, 4, 1) \
+    X(FWD, FP16, 64, MASK, SOFTCAP, ALIBI, 128, 64, 4, 2)
+DECL_FMHA_KERNEL_SET(portable_set, PORTABLE_FWD_SET)
+
 /* ============================================================================
  * Problem descriptions
  * ========================================================================== */
@@ -78,6 +85,7 @@ typedef struct fwd_cfg {
     float scale;                 /* 0: 1/sqrt(d)                                */
     float amp;                   /* inputs in [-amp, amp]                       */
     int graph;                   /* launch through a captured CUDA graph        */
+    int sinks;                   /* one attention-sink logit per query head     */
     int quick;                   /* part of --quick                             */
 } fwd_cfg;
 
@@ -141,6 +149,8 @@ static void cfg_name(fwd_cfg *c)
     if (c->amp != 1.0f) n += (size_t)snprintf(s + n, cap - n, "_amp%g", c->amp);
     if (c->maxq_slack) n += (size_t)snprintf(s + n, cap - n, "_maxqslack%d", c->maxq_slack);
     if (c->set == &tiny_set) n += (size_t)snprintf(s + n, cap - n, "_tinyset");
+    if (c->set == &portable_set) n += (size_t)snprintf(s + n, cap - n, "_portable");
+    if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
 }
 
@@ -407,6 +417,48 @@ static void build_configs(void)
         c.graph = 1;
         add(c, 0);
     }
+
+    /* 13. attention sinks: a logit per head in every row's softmax with no
+     * value; rows that see no key get O = 0 and LSE = sink. Both pipelines
+     * (the portable set's explicit rows), masks with fully masked rows (top-
+     * left, s_q > s_k), GQA, group mode with empty entries, soft cap, ALiBi,
+     * hdim 64/128/256. */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        fwd_cfg c = cfg_batch(B, 2, 8, 2, 300, 500, 128);
+        c.sinks = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 1, 4, 4, 200, 100, 64);
+        c.sinks = 1;
+        cfg_mask(&c, TL, 20, 0);       /* top-left window: rows from 120 on see nothing */
+        add(c, 1);
+        c = cfg_group(B, 4, gq, gk, 4, 1, 256);
+        c.sinks = 1;
+        c.cap = 30.f;
+        cfg_mask(&c, BR, 64, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 257, 257, 128);
+        c.sinks = 1;
+        c.alibi = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 300, 500, 128);
+        c.sinks = 1;
+        c.set = &portable_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 1, 4, 2, 200, 100, 64);
+        c.sinks = 1;
+        c.set = &portable_set;
+        c.cap = 20.f;
+        c.alibi = 2;
+        cfg_mask(&c, TL, 20, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 4, 2, 70, 90, 40);   /* padded head dim, portable */
+        c.sinks = 1;
+        c.set = &portable_set;
+        add(c, 0);
+    }
 }
 
 /* ============================================================================
@@ -456,23 +508,23 @@ typedef struct fwd_run {
     int64_t lse_head, lse_batch;
     size_t n_lse, n_slopes;
     /* host */
-    float *qf, *kf, *vf, *ref_o, *ref_lse, *slopes;
+    float *qf, *kf, *vf, *ref_o, *ref_lse, *slopes, *sinks;
     uint16_t *qh, *kh, *vh, *oh, *oh_all;
     uint32_t *lseh, *lseh_all;
     unsigned char *o_logical, *lse_logical, *o_logical_all, *lse_logical_all;
     /* device; O and LSE sit GUARD elements inside their allocations */
     void *dq, *dk, *dv, *dout, *dout_all;
-    float *dlse, *dlse_all, *dslopes;
+    float *dlse, *dlse_all, *dslopes, *dsinks;
     int32_t *dssq, *dssk;
 } fwd_run;
 
 static void run_free(fwd_run *r)
 {
-    free(r->qf); free(r->kf); free(r->vf); free(r->ref_o); free(r->ref_lse); free(r->slopes);
+    free(r->qf); free(r->kf); free(r->vf); free(r->ref_o); free(r->ref_lse); free(r->slopes); free(r->sinks);
     free(r->qh); free(r->kh); free(r->vh); free(r->oh_all); free(r->lseh_all);
     free(r->o_logical_all); free(r->lse_logical_all);
     tu_dfree(r->dq); tu_dfree(r->dk); tu_dfree(r->dv); tu_dfree(r->dout_all);
-    tu_dfree(r->dlse_all); tu_dfree(r->dslopes); tu_dfree(r->dssq); tu_dfree(r->dssk);
+    tu_dfree(r->dlse_all); tu_dfree(r->dslopes); tu_dfree(r->dsinks); tu_dfree(r->dssq); tu_dfree(r->dssk);
 }
 
 /* Fills reference-problem fields that mirror the GPU arguments. */
@@ -496,6 +548,7 @@ static void make_ref(const fwd_cfg *c, fwd_run *r, fmha_ref_fwd *p)
     p->alibi_batch_stride = c->alibi == 2 ? c->hq + 3 : 0;   /* padded per-batch rows */
     p->mask_type = (int)c->mask;
     p->window_left = c->wl; p->window_right = c->wr;
+    p->sinks = c->sinks ? r->sinks : NULL;
 }
 
 /* Random logical values into the float and 16-bit copies of one tensor; the
@@ -545,6 +598,7 @@ static void make_args(const fwd_cfg *c, const fwd_run *r, const fmha_ref_fwd *p,
     a->mask_type = c->mask;
     a->window_left = c->wl;
     a->window_right = c->wr;
+    a->sinks = c->sinks ? r->dsinks : NULL;
 }
 
 /* Kernel hdim selection must pick: the smallest hdim >= d among kernels of the
@@ -666,9 +720,13 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     r.o_logical = r.o_logical_all + GUARD; r.lse_logical = r.lse_logical_all + GUARD;
     r.n_slopes = (size_t)(c->batch * (c->hq + 3));
     r.slopes = (float *)tu_hmalloc(r.n_slopes * 4);
+    r.sinks = (float *)tu_hmalloc((size_t)c->hq * 4);
     if (!r.o_logical_all || !r.lse_logical_all) { tu_fail(c->name, "out of host memory"); tu_finish(); }
 
     make_ref(c, &r, &p);
+    /* sinks from below to above the scores' range, so some rows are ruled
+     * by their sink and some barely feel it */
+    for (h = 0; h < c->hq && c->sinks; h++) r.sinks[h] = fmha_ref_rng_uniform(&rng, -2.0f, 3.0f);
     fill_tensor(&rng, &p, 0, c->amp, is_bf16, r.qf, r.qh, r.lq.n, c->hq, r.sq);
     fill_tensor(&rng, &p, 1, c->amp, is_bf16, r.kf, r.kh, r.lk.n, c->hk, r.sk);
     fill_tensor(&rng, &p, 2, c->amp, is_bf16, r.vf, r.vh, r.lv.n, c->hk, r.sk);
@@ -688,12 +746,14 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     r.dout = (uint16_t *)r.dout_all + GUARD;
     r.dlse = r.dlse_all + GUARD;
     r.dslopes = (float *)tu_dmalloc(r.n_slopes * 4);
+    r.dsinks = (float *)tu_dmalloc((size_t)c->hq * 4);
     r.dssq = (int32_t *)tu_dmalloc(sizeof(r.ssq));
     r.dssk = (int32_t *)tu_dmalloc(sizeof(r.ssk));
     tu_upload(r.dq, r.qh, r.lq.n * 2);
     tu_upload(r.dk, r.kh, r.lk.n * 2);
     tu_upload(r.dv, r.vh, r.lv.n * 2);
     tu_upload(r.dslopes, r.slopes, r.n_slopes * 4);
+    tu_upload(r.dsinks, r.sinks, (size_t)c->hq * 4);
     tu_upload(r.dssq, r.ssq, sizeof(int32_t) * (c->batch + 1));
     tu_upload(r.dssk, r.ssk, sizeof(int32_t) * (c->batch + 1));
     tu_poison16(r.dout_all, r.lo.n + 2 * GUARD, TU_POISON_OUT16);

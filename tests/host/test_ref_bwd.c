@@ -54,11 +54,13 @@ typedef struct bwd_case {
     int alibi;                   /* 0 off, 1 shared, 2 per batch */
     int bhsd;                    /* 0: [b][s][h][d] / [t][h][d]; 1: [b][h][s][d] / [h][t][d] */
     int want_masked;             /* the case exists to have rows that see no key */
+    int sinks;                   /* 1: one sink logit per query head            */
 } bwd_case;
 
 typedef struct bwd_prob {
     fmha_ref_bwd g;
-    float *q, *k, *v, *dout, *dq, *dk, *dv, *slopes;
+    float *q, *k, *v, *dout, *dq, *dk, *dv, *slopes, *sinks;
+    double *dsinks;
     char *is_q, *is_k, *is_v;    /* 1 where an element is logical (not padding) */
     size_t nq, nk, nv, no;
     int32_t ssq[MAXB + 1], ssk[MAXB + 1];
@@ -165,12 +167,21 @@ static void setup(bwd_prob *bp, const bwd_case *c, uint64_t seed)
     }
     bp->g.dout = bp->dout;
     bp->g.dq = bp->dq; bp->g.dk = bp->dk; bp->g.dv = bp->dv;
+    if (c->sinks) {
+        /* logits around the scores' size, one above most of them */
+        bp->sinks = alloc_fill((size_t)c->hq, 0.0f);
+        bp->dsinks = (double *)malloc(sizeof(double) * (size_t)c->hq);
+        if (!bp->dsinks) { fprintf(stderr, "out of memory\n"); exit(2); }
+        for (h = 0; h < c->hq; h++) bp->sinks[h] = fmha_ref_rng_uniform(&r, -1.0f, 1.5f);
+        p->sinks = bp->sinks;
+        bp->g.dsinks = bp->dsinks;
+    }
 }
 
 static void teardown(bwd_prob *bp)
 {
     free(bp->q); free(bp->k); free(bp->v); free(bp->dout);
-    free(bp->dq); free(bp->dk); free(bp->dv); free(bp->slopes);
+    free(bp->dq); free(bp->dk); free(bp->dv); free(bp->slopes); free(bp->sinks); free(bp->dsinks);
     free(bp->is_q); free(bp->is_k); free(bp->is_v);
 }
 
@@ -209,6 +220,24 @@ static double fd_compare(bwd_prob *bp, float *in, const char *is, size_t n, cons
         in[t] = (float)(x0 - FD_STEP); xm = in[t]; lm = loss(bp, scores, o_row);
         in[t] = x0;
         fmha_ref_err_add(&e, grad[t], (lp - lm) / (xp - xm));
+    }
+    *max_abs = e.max_abs;
+    return fmha_ref_err_rel_l2(&e);
+}
+
+/* The same for the sinks (gradient in double). */
+static double fd_sinks(bwd_prob *bp, int n, double *scores, double *o_row, double *max_abs)
+{
+    fmha_ref_err e;
+    int t;
+    fmha_ref_err_init(&e);
+    for (t = 0; t < n; t++) {
+        const float x0 = bp->sinks[t];
+        double xp, xm, lp, lm;
+        bp->sinks[t] = (float)(x0 + FD_STEP); xp = bp->sinks[t]; lp = loss(bp, scores, o_row);
+        bp->sinks[t] = (float)(x0 - FD_STEP); xm = bp->sinks[t]; lm = loss(bp, scores, o_row);
+        bp->sinks[t] = x0;
+        fmha_ref_err_add(&e, bp->dsinks[t], (lp - lm) / (xp - xm));
     }
     *max_abs = e.max_abs;
     return fmha_ref_err_rel_l2(&e);
@@ -260,9 +289,9 @@ static int check_exact_zeros(const bwd_prob *bp, int *n_masked_rows, int *n_unse
 static void run_case(const bwd_case *c, uint64_t seed)
 {
     bwd_prob bp;
-    double *scores, *o_row, eq, ek, ev, mq, mk, mv;
+    double *scores, *o_row, eq, ek, ev, es = 0.0, mq, mk, mv, ms = 0.0;
     int max_sk = 1, b, sq, sk, bad_w, bad_z, n_masked, n_unseen, ok;
-    char detail[256];
+    char detail[320];
 
     setup(&bp, c, seed);
     for (b = 0; b < c->batch; b++) {
@@ -283,14 +312,15 @@ static void run_case(const bwd_case *c, uint64_t seed)
     eq = fd_compare(&bp, bp.q, bp.is_q, bp.nq, bp.dq, scores, o_row, &mq);
     ek = fd_compare(&bp, bp.k, bp.is_k, bp.nk, bp.dk, scores, o_row, &mk);
     ev = fd_compare(&bp, bp.v, bp.is_v, bp.nv, bp.dv, scores, o_row, &mv);
+    if (c->sinks) es = fd_sinks(&bp, c->hq, scores, o_row, &ms);
 
     /* written as e < tol so that a NaN error fails */
-    ok = eq < FD_TOL && ek < FD_TOL && ev < FD_TOL && bad_w == 0 && bad_z == 0 &&
+    ok = eq < FD_TOL && ek < FD_TOL && ev < FD_TOL && es < FD_TOL && bad_w == 0 && bad_z == 0 &&
          (!c->want_masked || n_masked > 0);
     snprintf(detail, sizeof(detail),
-             "rel-L2 vs finite diff: dq %.2g dk %.2g dv %.2g (max abs %.2g %.2g %.2g); "
+             "rel-L2 vs finite diff: dq %.2g dk %.2g dv %.2g dsinks %.2g (max abs %.2g %.2g %.2g %.2g); "
              "bad writes %d, nonzero masked grads %d, masked rows %d, unseen keys %d",
-             eq, ek, ev, mq, mk, mv, bad_w, bad_z, n_masked, n_unseen);
+             eq, ek, ev, es, mq, mk, mv, ms, bad_w, bad_z, n_masked, n_unseen);
     report(ok, c->name, detail);
     free(scores);
     teardown(&bp);
@@ -298,38 +328,43 @@ static void run_case(const bwd_case *c, uint64_t seed)
 
 int main(void)
 {
-    /*  name                 grp  B  hq hk dq dv  sq            sk            mask wl  wr  scale  cap  alibi bhsd masked */
+    /*  name                 grp  B  hq hk dq dv  sq            sk            mask wl  wr  scale  cap  alibi bhsd masked sinks */
     static const bwd_case cases[] = {
         /* plain softmax, odd lengths, hdim_q != hdim_v */
-        { "bwd_nomask",          0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0 },
+        { "bwd_nomask",          0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0 },
         /* causal top-left, s_q < s_k: the last keys are seen by nobody */
-        { "bwd_causal_tl",       0, 2, 2, 2, 8,  8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 0, 0 },
+        { "bwd_causal_tl",       0, 2, 2, 2, 8,  8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 0, 0, 0 },
         /* causal bottom-right, s_q > s_k: the first rows see nothing */
-        { "bwd_causal_br",       0, 1, 2, 1, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1 },
+        { "bwd_causal_br",       0, 1, 2, 1, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 0 },
         /* causal bottom-right, s_q < s_k */
-        { "bwd_causal_br_sq_lt_sk", 0, 2, 2, 2, 16, 16, {5},      {7},          2, -1,  0, 0.25f, 0,    0, 0, 0 },
+        { "bwd_causal_br_sq_lt_sk", 0, 2, 2, 2, 16, 16, {5},      {7},          2, -1,  0, 0.25f, 0,    0, 0, 0, 0 },
         /* sliding windows on both sides, both origins */
-        { "bwd_window_tl",       0, 1, 2, 2, 8,  8, {9},          {7},          1,  2,  1, 0.35f, 0,    0, 0, 0 },
-        { "bwd_window_br",       0, 2, 2, 1, 8,  8, {5},          {11},         2,  3,  0, 0.35f, 0,    0, 1, 0 },
+        { "bwd_window_tl",       0, 1, 2, 2, 8,  8, {9},          {7},          1,  2,  1, 0.35f, 0,    0, 0, 0, 0 },
+        { "bwd_window_br",       0, 2, 2, 1, 8,  8, {5},          {11},         2,  3,  0, 0.35f, 0,    0, 1, 0, 0 },
         /* soft cap with scale*q.k/c ~ 1, where 1 - tanh^2 is far from 1; scale != 1
          * so that a tanh argument missing the scale shows */
-        { "bwd_softcap",         0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.5f,  0.75f, 0, 0, 0 },
+        { "bwd_softcap",         0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.5f,  0.75f, 0, 0, 0, 0 },
         /* ALiBi: shared slopes, and per-batch slopes under a causal mask */
-        { "bwd_alibi_shared",    0, 2, 2, 2, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    1, 0, 0 },
-        { "bwd_alibi_batch_br",  0, 2, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    2, 1, 1 },
+        { "bwd_alibi_shared",    0, 2, 2, 2, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    1, 0, 0, 0 },
+        { "bwd_alibi_batch_br",  0, 2, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    2, 1, 1, 0 },
         /* GQA: MQA (4 query heads on 1 KV head) and groups of 2 */
-        { "bwd_mqa_4_1",         0, 2, 4, 1, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0 },
-        { "bwd_gqa_4_2",         0, 1, 4, 2, 16, 8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 1, 0 },
+        { "bwd_mqa_4_1",         0, 2, 4, 1, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0 },
+        { "bwd_gqa_4_2",         0, 1, 4, 2, 16, 8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 1, 0, 0 },
         /* group mode: length-0 and length-1 entries on either side, an entry with
          * keys but no queries (dk = dv = 0) and one with queries but no keys */
-        { "bwd_group",           1, 4, 4, 2, 8,  8, {3, 0, 1, 5}, {4, 2, 1, 0}, 0, -1, -1, 0.35f, 0,    2, 0, 1 },
-        { "bwd_group_causal_br", 1, 4, 2, 1, 8,  16, {1, 6, 0, 4}, {1, 3, 5, 7}, 2, -1, 0, 0.35f, 0,   1, 1, 1 },
+        { "bwd_group",           1, 4, 4, 2, 8,  8, {3, 0, 1, 5}, {4, 2, 1, 0}, 0, -1, -1, 0.35f, 0,    2, 0, 1, 0 },
+        { "bwd_group_causal_br", 1, 4, 2, 1, 8,  16, {1, 6, 0, 4}, {1, 3, 5, 7}, 2, -1, 0, 0.35f, 0,   1, 1, 1, 0 },
         /* a window that leaves rows with no key (top-left, s_q > s_k) */
-        { "bwd_masked_rows",     0, 1, 2, 2, 8,  8, {7},          {3},          1,  1,  0, 0.35f, 0,    0, 0, 1 },
+        { "bwd_masked_rows",     0, 1, 2, 2, 8,  8, {7},          {3},          1,  1,  0, 0.35f, 0,    0, 0, 1, 0 },
         /* s_k = 0: every row masked, dq all zero, no dk/dv to write */
-        { "bwd_sk0",             0, 2, 2, 1, 8,  8, {3},          {0},          0, -1, -1, 0.35f, 0,    0, 0, 1 },
+        { "bwd_sk0",             0, 2, 2, 1, 8,  8, {3},          {0},          0, -1, -1, 0.35f, 0,    0, 0, 1, 0 },
         /* everything at once: cap + ALiBi + window + GQA + group mode + bhsd */
-        { "bwd_combined",        1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1 },
+        { "bwd_combined",        1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 0 },
+        /* attention sinks: plain; rows that see no key (their sink still
+         * takes the whole weight, O = 0); everything at once with GQA */
+        { "bwd_sinks",           0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 1 },
+        { "bwd_sinks_masked_br", 0, 1, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 1 },
+        { "bwd_sinks_combined",  1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1 },
     };
     size_t t;
     for (t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) run_case(&cases[t], 4242 + t);

@@ -284,6 +284,11 @@ typedef struct fmha_ref_fwd {
      * P * vs / vref, vref the largest |vs| of the key tile, as the paged
      * FP8 kernels do with per-page descales. NULL: every vs is 1. */
     const float *p8_vscale;
+
+    /* attention sinks (optional, host [nhead_q]): one more logit in every
+     * row's softmax, with no value; a row that sees no key then has O = 0
+     * and LSE = sink */
+    const float *sinks;
 } fmha_ref_fwd;
 
 /* Lengths of batch entry b. */
@@ -372,18 +377,18 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
     for (c = 0; c < p->hdim_v; c++) o_row[c] = 0.0;
     n = fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi);
     if (n == 0) {
-        *lse = -INFINITY;
+        *lse = p->sinks ? (double)p->sinks[h] : -INFINITY;
         return 0;
     }
     if (p->alibi_slopes) slope = p->alibi_slopes[b * p->alibi_batch_stride + h];
     qrow = p->q + fmha_ref_off_q(p, b, h, i);
 
-    m = -INFINITY;
+    m = p->sinks ? (double)p->sinks[h] : -INFINITY;
     for (j = lo; j <= hi; j++) {
         scores[j - lo] = fmha_ref_score(p, qrow, p->k + fmha_ref_off_k(p, b, hk, j), slope, s_q, s_k, i, j);
         if (scores[j - lo] > m) m = scores[j - lo];
     }
-    l = 0.0;
+    l = p->sinks ? exp((double)p->sinks[h] - m) : 0.0;
     for (j = lo; j <= hi; j++) {
         const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
         double e = exp(scores[j - lo] - m);
@@ -402,7 +407,8 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
  * rescaled by exp(m_tile - m_final) afterwards; the row sum uses the
  * unrounded P, so the LSE is the exact one. Without this rounding a correct
  * kernel's O is about 3e-2 rel-L2 off fmha_ref_fwd_row (P's 3-bit mantissa);
- * with it what is left is fp32 and bf16 rounding. Per-key V descales
+ * with it what is left is fp32 and bf16 rounding. A sink joins the sum
+ * after the last tile. Per-key V descales
  * (p->p8_vscale) scale P before its rounding, as the paged kernels do.
  * *sabs (may be NULL): the
  * largest scale * sum_c |q_c k_c| over the visible keys, which bounds the
@@ -420,7 +426,7 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
     if (sabs) *sabs = 0.0;
     n = fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi);
     if (n == 0) {
-        *lse = -INFINITY;
+        *lse = p->sinks ? (double)p->sinks[h] : -INFINITY;
         return 0;
     }
     if (p->alibi_slopes) slope = p->alibi_slopes[b * p->alibi_batch_stride + h];
@@ -459,6 +465,7 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
         }
         m = mt;
     }
+    if (p->sinks) l += exp((double)p->sinks[h] - m);   /* after the tiles, as the kernels fold it */
     for (c = 0; c < p->hdim_v; c++) o_row[c] /= l;
     *lse = m + log(l);
     return n;

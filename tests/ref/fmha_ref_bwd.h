@@ -18,6 +18,9 @@
  *
  * dK and dV of a KV head are summed over every row of every query head that
  * reads it (GQA / MQA). Rows that see no key contribute nothing and get dq = 0.
+ * Attention sinks (fwd.sinks): the sink joins the softmax as a key with no
+ * value (dP_sink = 0), so dsink_h = sum over the head's rows of
+ * P_sink (0 - D) (dsinks, [nhead_q]).
  *
  * Like the forward reference, this is what GPU results are judged against, so
  * it is written to be obviously right rather than fast: the math above, one
@@ -37,6 +40,7 @@ typedef struct fmha_ref_bwd {
     fmha_ref_fwd fwd;        /* the problem and q/k/v at their strides (fwd.o, fwd.lse unused, may be NULL) */
     const float *dout;       /* dO, at O's strides (fwd.stride_o / nhead_stride_o / batch_stride_o) */
     float *dq, *dk, *dv;     /* written at Q's, K's, V's strides */
+    double *dsinks;          /* with fwd.sinks: [nhead_q], written */
 } fmha_ref_bwd;
 
 /* q.k over hdim_q in double: the same sum fmha_ref_score forms. */
@@ -65,7 +69,7 @@ static inline double fmha_ref_bwd_dscore_ddot(const fmha_ref_fwd *p, double dot)
  * accumulators, indexed by key row). `scratch` holds at least 2*s_k doubles.
  * Returns the number of visible keys (0: dq_row = 0 and nothing is added). */
 static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, double *scratch,
-                                   double *dq_row, double *dk_acc, double *dv_acc)
+                                   double *dq_row, double *dk_acc, double *dv_acc, double *dsink)
 {
     const fmha_ref_fwd *p = &g->fwd;
     int s_q, s_k, lo, hi, n, j, c;
@@ -84,13 +88,14 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
     qrow = p->q + fmha_ref_off_q(p, b, h, i);
     dorow = g->dout + fmha_ref_off_o(p, b, h, i);
 
-    /* P: scores, their max, exponentials, their sum, normalise. */
-    m = -INFINITY;
+    /* P: scores, their max, exponentials, their sum, normalise (the sink
+     * takes part in the max and the sum) */
+    m = p->sinks ? (double)p->sinks[h] : -INFINITY;
     for (j = lo; j <= hi; j++) {
         P[j - lo] = fmha_ref_score(p, qrow, p->k + fmha_ref_off_k(p, b, hk, j), slope, s_q, s_k, i, j);
         if (P[j - lo] > m) m = P[j - lo];
     }
-    l = 0.0;
+    l = p->sinks ? exp((double)p->sinks[h] - m) : 0.0;
     for (j = lo; j <= hi; j++) {
         P[j - lo] = exp(P[j - lo] - m);
         l += P[j - lo];
@@ -106,6 +111,7 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
         dP[j - lo] = acc;
         D += P[j - lo] * acc;
     }
+    if (p->sinks) *dsink -= exp((double)p->sinks[h] - m) / l * D;
 
     for (j = lo; j <= hi; j++) {
         const float *krow = p->k + fmha_ref_off_k(p, b, hk, j);
@@ -144,6 +150,8 @@ static inline int fmha_ref_bwd_run(const fmha_ref_bwd *p)
     dq_row = scratch + 2 * (size_t)max_sk;
     dk_acc = dq_row + f->hdim_q;
     dv_acc = dk_acc + (size_t)max_sk * (size_t)f->hdim_q;
+    if (f->sinks)
+        for (h = 0; h < f->nhead_q; h++) p->dsinks[h] = 0.0;
 
     for (b = 0; b < f->batch; b++) {
         int s_q, s_k;
@@ -156,7 +164,7 @@ static inline int fmha_ref_bwd_run(const fmha_ref_bwd *p)
             for (h = hk * group; h < (hk + 1) * group; h++)
                 for (i = 0; i < s_q; i++) {
                     float *dq = p->dq + fmha_ref_off_q(f, b, h, i);
-                    fmha_ref_bwd_row(p, b, h, i, scratch, dq_row, dk_acc, dv_acc);
+                    fmha_ref_bwd_row(p, b, h, i, scratch, dq_row, dk_acc, dv_acc, f->sinks ? p->dsinks + h : NULL);
                     for (c = 0; c < f->hdim_q; c++) dq[c] = (float)dq_row[c];
                 }
             for (j = 0; j < s_k; j++) {

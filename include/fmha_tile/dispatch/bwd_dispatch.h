@@ -22,6 +22,7 @@
 
 #include <stdlib.h>
 #include "../kernel/bwd.h"
+#include "../kernel/bwd_sinks.h"
 #include "registry.h"
 
 /* ---- plan --------------------------------------------------------------------- */
@@ -259,6 +260,28 @@ static inline fmha_status fmhai_bwd_launch(const fmha_bwd_plan *plan, int stage,
 #endif
 }
 
+/* d loss / d sinks (kernel/bwd_sinks.h), after the stages: it reads the D
+ * that dot_do_o left in the workspace. */
+static inline fmha_status fmhai_bwd_sinks_launch(const fmhai_bwd_params *p, const fmha_bwd_args *a, void *stream)
+{
+#if !defined(FMHAI_AUX_KERNELS)
+    (void)p; (void)a; (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "built without the helper kernels (no device compiler, or FMHA_TILE_SETS_ONLY)");
+#else
+    const float *sinks = a->sinks;
+    float *dsinks = a->dsinks;
+    int is_bf16 = a->dtype == FMHA_DTYPE_BF16;
+    void *kargs[4];
+    hipError_t err;
+    kargs[0] = (void *)p; kargs[1] = &sinks; kargs[2] = &dsinks; kargs[3] = &is_bf16;
+    err = hipLaunchKernel((const void *)fmhai_bwd_sinks_kernel, dim3((unsigned)a->nhead_q),
+                          dim3(FMHAI_SINKS_BWD_THREADS), kargs, 0, (hipStream_t)stream);
+    if (err != hipSuccess)
+        return fmhai_fail(FMHA_ERR_LAUNCH, "bwd sinks: launch failed: %s", hipGetErrorString(err));
+    return FMHA_OK;
+#endif
+}
+
 /* Tests only: -1 lets fmha_bwd choose the deterministic schedule's rows
  * (kernel/bwd.h, fmhai_bwd_det_rows), 0 forces one block per unit, k > 0 k
  * rows; the results are the same bits either way. */
@@ -298,8 +321,10 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
     }
     st = fmhai_bwd_launch(plan, 1, &p, gx, p.unit_rows > 0 ? p.unit_rows : args->nhead_k,
                           p.unit_rows > 0 ? 1 : args->batch, stream);
-    if (st != FMHA_OK || plan->dq_direct) return st;
-    return fmhai_bwd_launch(plan, 2, &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch, stream);
+    if (st == FMHA_OK && !plan->dq_direct)
+        st = fmhai_bwd_launch(plan, 2, &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch, stream);
+    if (st != FMHA_OK || !args->sinks) return st;
+    return fmhai_bwd_sinks_launch(&p, args, stream);
 }
 
 #endif /* FMHA_TILE_DISPATCH_BWD_DISPATCH_H */

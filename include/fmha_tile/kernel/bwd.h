@@ -305,6 +305,10 @@ static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, con
         fmhai_misaligned(a->dv))
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: q, k, v, o, dout, dq, dk, dv must be 16-byte aligned", fam);
     if ((uintptr_t)a->lse & 3u) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: lse must be 4-byte aligned", fam);
+    if (!a->sinks != !a->dsinks)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: sinks and dsinks go together (both or neither)", fam);
+    if (((uintptr_t)a->sinks | (uintptr_t)a->dsinks) & 3u)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: sinks and dsinks must be 4-byte aligned", fam);
     {
         const int64_t s[24] = { a->stride_q,  a->nhead_stride_q,  a->batch_stride_q,
                                 a->stride_k,  a->nhead_stride_k,  a->batch_stride_k,

@@ -147,6 +147,8 @@ static inline fmha_status fmhai_decode_validate(const fmha_decode_args *a, int a
     }
     if (a->alibi_slopes && ((uintptr_t)a->alibi_slopes & 3u))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: alibi_slopes must be 4-byte aligned", fam);
+    if (a->sinks && ((uintptr_t)a->sinks & 3u))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: sinks must be 4-byte aligned", fam);
     return FMHA_OK;
 }
 
@@ -166,6 +168,7 @@ static inline void fmhai_decode_make_params(const fmha_decode_args *a, int tile_
     p->q = a->q; p->k = a->k_cache; p->v = a->v_cache; p->o = a->o; p->lse = a->lse;
     p->d = a->hdim_q;
     p->alibi_slopes = a->alibi_slopes; p->alibi_batch = a->alibi_batch_stride;
+    p->sinks = a->sinks;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
     p->o_row = a->stride_o; p->o_head = a->nhead_stride_o; p->o_batch = a->batch_stride_o;
     p->lse_head = a->nhead_stride_lse; p->lse_batch = a->batch_stride_lse;

@@ -107,6 +107,8 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
     }
     if (a->alibi_slopes && ((uintptr_t)a->alibi_slopes & 3u))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: alibi_slopes must be 4-byte aligned");
+    if (a->sinks && ((uintptr_t)a->sinks & 3u))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: sinks must be 4-byte aligned");
     return FMHA_OK;
 }
 
@@ -151,6 +153,7 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->seqstart_q = a->is_group_mode ? a->seqstart_q : 0;
     p->seqstart_k = a->is_group_mode ? a->seqstart_k : 0;
     p->alibi_slopes = a->alibi_slopes;
+    p->sinks = a->sinks;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
     p->k_row = a->stride_k; p->k_head = a->nhead_stride_k; p->k_batch = a->batch_stride_k;
     p->v_row = a->stride_v; p->v_head = a->nhead_stride_v; p->v_batch = a->batch_stride_v;

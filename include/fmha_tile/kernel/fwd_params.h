@@ -66,6 +66,7 @@ typedef struct fmhai_fwd_params {
     int num_splits;
     float *ws_lse, *ws_o;
     int64_t ws_rows;
+    const float *sinks;          /* [nhead_q] sink logits (NULL: none) */
     float scale_log2;            /* scale * log2(e) */
     float softcap_pre;           /* scale / cap        (soft cap on) */
     float softcap_post_log2;     /* cap * log2(e)      (soft cap on) */

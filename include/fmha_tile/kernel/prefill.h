@@ -171,6 +171,8 @@ static inline fmha_status fmhai_prefill_validate(const fmha_batch_prefill_args *
     if (a->page_stride_k < 0 || a->token_stride_k < 0 || a->nhead_stride_k < 0 ||
         a->page_stride_v < 0 || a->token_stride_v < 0 || a->nhead_stride_v < 0)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: KV strides must be >= 0", fam);
+    if (a->sinks && ((uintptr_t)a->sinks & 3u))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: sinks must be 4-byte aligned", fam);
     return FMHA_OK;
 }
 
@@ -195,6 +197,7 @@ static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, i
     memset(p, 0, sizeof(*p));
     p->q = a->q; p->k = a->k_pool; p->v = a->v_pool; p->o = a->o; p->lse = a->lse;
     p->d = a->hdim_q;
+    p->sinks = a->sinks;
     p->seqstart_q = a->seqstart_q;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q;
     p->k_row = a->token_stride_k; p->k_head = a->nhead_stride_k; p->k_page = a->page_stride_k;
