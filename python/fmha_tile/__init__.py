@@ -65,6 +65,11 @@ Functions (names and meanings follow FlashAttention's Python API):
     kernels()   the default kernel set as parsed JSON (fmha_set_json)
     version()   the library's version string (fmha_version)
     library_path()  where the library was loaded from
+    KernelSet(rows).build()
+        a kernel set declared from Python (DECL_FMHA_KERNEL_SET's rows and
+        wildcards), checked by the library's constraints, compiled with nvcc
+        and cached (fmha_tile.jit); every function above takes the Library
+        it returns (or the KernelSet) as kernels= in place of the default set.
 
 Semantics:
   - dtype fp16 or bf16 (q, k, v alike); head dim a multiple of 8, at most 256.

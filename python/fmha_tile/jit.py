@@ -438,7 +438,9 @@ def check_rows(rows, root=None, cc=None):
                     "-I" + os.path.join(root, "include"), src]
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True)
-        if r.returncode != 0 and "unrecognized" in r.stdout and "-f" in r.stdout:
+        if r.returncode != 0 and "fmha_jit_rows" not in r.stdout and \
+                re.search(r"(unrecognized|unknown|unsupported)[^\n]*-f(max-errors|track-macro)", r.stdout):
+            # not gcc: its two options dropped (errors are still placed by their notes)
             cmd = [c for c in cmd if not c.startswith(("-fmax-errors", "-ftrack-macro"))]
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                universal_newlines=True)
@@ -594,7 +596,9 @@ def _run_cmd(cmd, cwd):
 
 # ---- the set ---------------------------------------------------------------------------------
 _loaded = {}             # library path -> Library: a library is loaded once per process
+_built = {}              # (rows, archs, nvcc, cache) -> Library, for build() in this process
 _loaded_lock = threading.Lock()
+_build_lock = threading.Lock()     # one build() at a time in a process
 
 
 def load(path, name=None):
@@ -626,8 +630,6 @@ class KernelSet(object):
         self.rows = tuple(sorted_rows(normalize_row(r) for r in rows))
         if not self.rows:
             raise ValueError("fmha_tile.KernelSet: no rows")
-        self._built = {}
-        self._lock = threading.Lock()
 
     @classmethod
     def parse(cls, text):
@@ -711,12 +713,15 @@ class KernelSet(object):
 
     def build(self, archs=None, nvcc=None, jobs=None, verbose=True, cache=None):
         """compile(), then load the library: an fmha_tile Library to pass as
-        kernels= (the same object for the same arguments, per process)."""
-        k = (archs if not isinstance(archs, list) else tuple(archs), nvcc, cache)
-        with self._lock:
-            lib = self._built.get(k)
+        kernels=. In one process the same rows and arguments give the same
+        Library without hashing or compiling again (a loaded library stays
+        loaded), whichever KernelSet object asks."""
+        k = (self.rows, tuple(archs) if isinstance(archs, (list, tuple)) else archs, nvcc,
+             cache or os.environ.get("FMHA_TILE_CACHE"))
+        with _build_lock:
+            lib = _built.get(k)
             if lib is None:
                 path = self.compile(archs=archs, nvcc=nvcc, jobs=jobs, verbose=verbose, cache=cache)
                 lib = load(path)
-                self._built[k] = lib
+                _built[k] = lib
         return lib
