@@ -278,9 +278,37 @@ def _tool_output(cmd):
     return out
 
 
-def nvcc_version(nvcc):
-    """The `nvcc --version` text (part of the cache key)."""
-    return _tool_output([nvcc, "--version"]).strip()
+def nvcc_version(nvcc, cache=None):
+    """The `nvcc --version` text (part of the cache key). Asked once per
+    process, and with cache (a directory) kept there per nvcc binary (its
+    real path, size and modification time), so that a build found in the
+    cache runs no nvcc at all."""
+    if cache is None:
+        return _tool_output([nvcc, "--version"]).strip()
+    try:
+        st = os.stat(os.path.realpath(nvcc))
+        ident = "%s|%d|%d" % (os.path.realpath(nvcc), st.st_size, st.st_mtime_ns)
+    except OSError:
+        return _tool_output([nvcc, "--version"]).strip()
+    memo = os.path.join(cache, "nvcc_versions.json")
+    try:
+        with open(memo) as f:
+            known = json.load(f)
+    except (OSError, ValueError):
+        known = {}
+    if ident in known:
+        return known[ident]
+    text = _tool_output([nvcc, "--version"]).strip()
+    known[ident] = text
+    try:
+        os.makedirs(cache, exist_ok=True)
+        tmp = "%s.%d.tmp" % (memo, os.getpid())
+        with open(tmp, "w") as f:
+            json.dump(known, f, indent=1)
+        os.replace(tmp, memo)
+    except OSError:
+        pass
+    return text
 
 
 def _arch_list(archs):
@@ -652,11 +680,12 @@ class KernelSet(object):
         first failing row's constraint."""
         check_rows(self.rows, cc=cc)
 
-    def key(self, archs=None, nvcc=None):
-        """The cache key build() would use (runs `nvcc --version` once per process)."""
+    def key(self, archs=None, nvcc=None, cache=None):
+        """The cache key build() would use."""
         root = source_root()
         nv = find_nvcc(nvcc)
-        return cache_key(self.rows, library_version(root), source_hash(root), nvcc_version(nv),
+        return cache_key(self.rows, library_version(root), source_hash(root),
+                         nvcc_version(nv, os.path.join(cache or cache_dir(), "jit")),
                          _arch_list(archs) if archs else default_archs())
 
     def compile(self, archs=None, nvcc=None, jobs=None, verbose=True, cache=None, runner=None):
@@ -671,8 +700,9 @@ class KernelSet(object):
         archs = _arch_list(archs) if archs else default_archs()
         nv = find_nvcc(nvcc)
         version = library_version(root)
-        key = cache_key(self.rows, version, source_hash(root), nvcc_version(nv), archs)
         base = os.path.join(cache or cache_dir(), "jit")
+        nv_text = nvcc_version(nv, base)
+        key = cache_key(self.rows, version, source_hash(root), nv_text, archs)
         final = os.path.join(base, key[:32])
         path = os.path.join(final, LIB_FILE)
         if os.path.isfile(path):
@@ -695,7 +725,7 @@ class KernelSet(object):
                     f.write(text)
             with open(os.path.join(work, "build.json"), "w") as f:
                 json.dump({"set": set_name, "rows": [row_text(r) for r in self.rows],
-                           "version": version, "archs": list(archs), "nvcc": nvcc_version(nv),
+                           "version": version, "archs": list(archs), "nvcc": nv_text,
                            "key": key}, f, indent=1)
             n = len([u for u in files if u.endswith(".cu")])
             jobs = jobs or int(os.environ.get("FMHA_TILE_JIT_JOBS", 0)) or os.cpu_count() or 1

@@ -386,6 +386,11 @@ def fake_nvcc(fail=None):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def builds(cache):
+    """The build directories in a cache (not the nvcc version memo)."""
+    return sorted(n for n in os.listdir(os.path.join(cache, "jit")) if not n.endswith(".json"))
+
+
 def compiles(calls):
     return [c for c in calls if "-c" in c or "-shared" in c]
 
@@ -400,7 +405,7 @@ def test_build_with_stand_in_nvcc():
         assert os.path.isfile(path) and path.endswith("/" + jit.LIB_FILE)
         d = os.path.dirname(path)
         assert os.path.dirname(d) == os.path.join(cache, "jit")
-        assert sorted(os.listdir(os.path.join(cache, "jit"))) == [os.path.basename(d)]  # no leftovers
+        assert builds(cache) == [os.path.basename(d)]        # no leftovers
         for name in ("fmha_jit_rows.h", "part_fwd.cu", "part_prefill.cu", "lib_main.cu",
                      "lib_decode.cu", "build.json"):
             assert os.path.isfile(os.path.join(d, name)), name
@@ -423,11 +428,18 @@ def test_build_with_stand_in_nvcc():
         assert [l for l in lines if re.match(r"fmha_tile.jit: \[4/4\] ", l)]
         assert lines[-1].startswith("fmha_tile.jit: linked %s" % jit.LIB_FILE)
 
-        # the same rows again (another order, another object): a cache hit, no nvcc call
+        # the same rows again (another order, another object): a cache hit, no nvcc call,
+        # in this process and in a fresh one (its version queries forgotten)
         n = len(calls())
         again = jit.KernelSet([PREFILL_ROW, FWD_ROW]).compile(archs="sm_90a", nvcc=nvcc, cache=cache,
                                                               verbose=False)
         assert again == path and len(calls()) == n
+        jit._tool_memo.clear()
+        again = jit.KernelSet([PREFILL_ROW, FWD_ROW]).compile(archs="sm_90a", nvcc=nvcc, cache=cache,
+                                                              verbose=False)
+        assert again == path and len(calls()) == n
+        # the key is what compile() used
+        assert os.path.basename(d) == ks.key(archs="sm_90a", nvcc=nvcc, cache=cache)[:32]
 
         # a changed row rebuilds, into another directory
         changed = jit.KernelSet([FWD_ROW[:9] + (2,), PREFILL_ROW])
@@ -455,7 +467,7 @@ def test_build_failure_is_reported():
                    verbose=False)
         assert "nvcc failed on part_prefill.cu" in str(e)
         assert "something the test asked for" in str(e)
-        assert os.listdir(os.path.join(cache, "jit")) == []      # nothing half-built is kept
+        assert builds(cache) == []                           # nothing half-built is kept
 
 
 def test_unsupported_arch_of_nvcc():
