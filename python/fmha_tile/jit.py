@@ -91,6 +91,9 @@ SUPPORTED_ARCHS = ("sm_80", "sm_90a")
 NVCC_FLAGS = ("-x", "cu", "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-Xcompiler",
               "-fvisibility=hidden", "--compress-mode=size")
 
+# Where nvcc is looked for after $NVCC, PATH and $CUDA_HOME/bin.
+NVCC_FALLBACKS = ("/usr/local/cuda/bin/nvcc",)
+
 ROWS_HEADER = "fmha_jit_rows.h"
 LIB_FILE = "libfmha_tile_jit.so"
 KEY_FORMAT = 1          # bump when the generated files change meaning
@@ -234,7 +237,7 @@ def find_nvcc(nvcc=None):
         for var in ("CUDA_HOME", "CUDA_PATH"):
             if os.environ.get(var):
                 cands.append(os.path.join(os.environ[var], "bin", "nvcc"))
-        cands.append("/usr/local/cuda/bin/nvcc")
+        cands.extend(NVCC_FALLBACKS)
     for c in cands:
         if not c:
             continue

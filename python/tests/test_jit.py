@@ -83,9 +83,14 @@ def test_second_build_is_a_cache_hit(cache, monkeypatch):
     def no_compiler(cmd, cwd):
         raise AssertionError("nvcc called on a cache hit: %s" % " ".join(cmd))
 
+    def no_compiler_query(cmd):
+        raise AssertionError("nvcc asked on a cache hit: %s" % " ".join(cmd))
+
     monkeypatch.setattr(jit, "_run_cmd", no_compiler)
+    monkeypatch.setattr(jit, "_built", {})            # past the process-wide memo: the disk cache
+    monkeypatch.setattr(jit, "_tool_output", no_compiler_query)   # nor nvcc --version
     again = fmha_tile.KernelSet([jit.row_text(ONE_ROW), ONE_ROW]).build(archs=ARCHS, cache=cache)
-    assert again.path == first.path and again is first
+    assert again.path == first.path and again is first     # a library is loaded once
 
 
 def test_changed_row_rebuilds(cache):
@@ -116,6 +121,20 @@ def test_problem_outside_the_set(cache):
     assert "fmha_jit_" in ei.value.message        # the error comes from the set's own library
     with pytest.raises(TypeError, match="kernels must be"):
         fmha_tile.attention(q, k, v, kernels="FWD")
+
+
+def test_varlen_through_the_set(cache):
+    lib = build([ONE_ROW], cache)
+    q, k, v = qkv(b=1, sq=150, sk=190, seed=7)
+    cu_q = torch.tensor([0, 60, 150], dtype=torch.int32, device=DEV)
+    cu_k = torch.tensor([0, 100, 190], dtype=torch.int32, device=DEV)
+    plan = fmha_tile.attention_varlen_plan(q[0], k[0], v[0], cu_q, cu_k, 90, 100, causal=True,
+                                           kernels=lib)
+    assert plan["kernel"] == ONE_ROW_NAME
+    out = fmha_tile.attention_varlen(q[0], k[0], v[0], cu_q, cu_k, 90, 100, causal=True, kernels=lib)
+    for (a, b), (c, e) in (((0, 60), (0, 100)), ((60, 150), (100, 190))):
+        want = dense_reference(q[:, a:b], k[:, c:e], v[:, c:e], True)[0]
+        assert rel_l2(out[a:b], want) <= TOL[BF16]
 
 
 def test_wildcard_row_takes_the_fast_pipeline(cache):

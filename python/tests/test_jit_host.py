@@ -322,6 +322,23 @@ def test_archs():
 def test_nvcc_missing():
     e = raises(jit.FmhaBuildError, jit.find_nvcc, "/nonexistent/bin/nvcc")
     assert "nvcc not found" in str(e) and "/nonexistent/bin/nvcc" in str(e)
+    # nowhere to be found: no $NVCC, PATH, $CUDA_HOME, fallback
+    saved = {k: os.environ.get(k) for k in ("NVCC", "PATH", "CUDA_HOME", "CUDA_PATH")}
+    fallbacks = jit.NVCC_FALLBACKS
+    try:
+        for k in saved:
+            os.environ.pop(k, None)
+        os.environ["PATH"] = tempfile.gettempdir() + "/fmha_jit_no_such_dir"
+        jit.NVCC_FALLBACKS = ("/nonexistent/cuda/bin/nvcc",)
+        e = raises(jit.FmhaBuildError, jit.find_nvcc)
+        assert "nvcc not found" in str(e) and "set NVCC or CUDA_HOME" in str(e)
+    finally:
+        jit.NVCC_FALLBACKS = fallbacks
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     ks = jit.KernelSet([FWD_ROW])
     e = raises(jit.FmhaBuildError, ks.compile, archs="sm_90a", nvcc="/nonexistent/bin/nvcc",
                verbose=False, cache=tempfile.gettempdir())
