@@ -137,6 +137,7 @@ typedef struct dc_cfg {
     float kds, vds, qds;         /* PER_TENSOR descales; q8: q_descale (0: NULL)        */
     int ds_pad;                  /* PER_PAGE descale page stride h_k + ds_pad; -1 head-major */
     int r8k, r8v, r8q;
+    int sinks;                   /* one attention-sink logit per query head            */
     int quick;
 } dc_cfg;
 
@@ -210,6 +211,7 @@ static void cfg_name(dc_cfg *c)
     else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
     if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
     if (c->alibi) n += (size_t)snprintf(s + n, cap - n, "_alibi%s", c->alibi == 2 ? "batch" : "head");
+    if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     if (!c->lse) n += (size_t)snprintf(s + n, cap - n, "_nolse");
     if (c->lse_pad) n += (size_t)snprintf(s + n, cap - n, "_lsepad%d", c->lse_pad);
     if (c->maxk_slack) n += (size_t)snprintf(s + n, cap - n, "_maxkslack%d", c->maxk_slack);
@@ -560,6 +562,25 @@ static void build_configs(void)
         cfg_mask(&c, TL, -1, -1);           /* a window of (-1, -1): no mask */
         add(c, 0);
     }
+
+    /* attention sinks: the first split's rows fold the sink, the combine
+     * merges it with the others' (splits 1, 3, 16 and the heuristic), a
+     * sequence with no keys (O = 0, LSE = sink), GQA-packed rows of several
+     * heads, seqlen_q 4, paged, fp8 KV. */
+    {
+        static const int lk[3] = { 1000, 0, 300 };
+        dc_cfg c;
+        c = cfg_make(B, 3, lk, 1, 8, 2, 128); c.sinks = 1; c.splits = 3;
+        add(c, 1);
+        c = cfg_make(B, 3, lk, 1, 8, 2, 128); c.sinks = 1; c.splits = 1;
+        add(c, 0);
+        c = cfg_make(F, 3, lk, 4, 8, 1, 64); c.sinks = 1; c.splits = 16; cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_make(B, 3, lk, 2, 16, 2, 128); c.sinks = 1; cfg_paged(&c, 16, SG, 1, 0);
+        add(c, 0);
+        c = cfg_make8(3, lk, 1, 8, 2, 128, 1, FMHA_KV_SCALE_PER_TENSOR); c.sinks = 1; c.splits = 4;
+        add(c, 0);
+    }
 }
 
 /* ============================================================================
@@ -587,11 +608,11 @@ typedef struct dc_inst {
     pp_pool pool;
     /* Q, slopes, reference */
     unsigned char *qh;
-    float *qf, *slopes, *ref_o, *ref_lse;
+    float *qf, *slopes, *ref_o, *ref_lse, *sinks;
     size_t n_slopes;
     /* device */
     void *dqp, *dk, *dv, *dout_all, *dout;
-    float *dlse_all, *dlse, *dslopes, *d_kds, *d_vds, *d_qds;
+    float *dlse_all, *dlse, *dslopes, *d_kds, *d_vds, *d_qds, *d_sinks;
     int32_t *d_seqk, *d_cbi, *d_indptr, *d_indices, *d_last, *d_bt;
     unsigned char *dws_all;      /* workspace with guards                            */
     size_t ws_bytes;             /* the workspace passed (inside the guards)         */
@@ -602,9 +623,9 @@ static void inst_free(dc_inst *r)
 {
     free(r->kc); free(r->vc); free(r->ckf); free(r->cvf);
     pp_free(&r->pool);
-    free(r->qh); free(r->qf); free(r->slopes); free(r->ref_o); free(r->ref_lse);
+    free(r->qh); free(r->qf); free(r->slopes); free(r->ref_o); free(r->ref_lse); free(r->sinks);
     tu_dfree(r->dqp); tu_dfree(r->dk); tu_dfree(r->dv); tu_dfree(r->dout_all); tu_dfree(r->dlse_all);
-    tu_dfree(r->dslopes); tu_dfree(r->d_kds); tu_dfree(r->d_vds); tu_dfree(r->d_qds);
+    tu_dfree(r->dslopes); tu_dfree(r->d_kds); tu_dfree(r->d_vds); tu_dfree(r->d_qds); tu_dfree(r->d_sinks);
     tu_dfree(r->d_seqk); tu_dfree(r->d_cbi); tu_dfree(r->d_indptr); tu_dfree(r->d_indices); tu_dfree(r->d_last);
     tu_dfree(r->d_bt); tu_dfree(r->dws_all);
     memset(r, 0, sizeof(*r));
@@ -746,6 +767,7 @@ static void make_ref(const dc_cfg *c, const dc_inst *r, fmha_ref_fwd *p)
     p->alibi_batch_stride = c->alibi == 2 ? c->hq + 3 : 0;   /* padded per-batch rows */
     p->mask_type = (int)c->mask;
     p->window_left = c->wl; p->window_right = c->wr;
+    p->sinks = c->sinks ? r->sinks : NULL;
 }
 
 /* Builds one instance's host data (from rng), the reference, the device
@@ -809,6 +831,14 @@ static void inst_make(const dc_cfg *c, dc_inst *r, fmha_ref_rng *rng)
     for (b = 0; b < c->batch; b++)
         for (h = 0; h < c->hq + 3; h++)
             r->slopes[b * (c->hq + 3) + h] = h < c->hq ? (float)(pow(2.0, -8.0 * (h + 1) / c->hq) * (1.0 + 0.25 * b)) : NAN;
+
+    /* sinks from below to above the scores' range */
+    if (c->sinks) {
+        r->sinks = (float *)tu_hmalloc((size_t)c->hq * 4);
+        for (h = 0; h < c->hq; h++) r->sinks[h] = fmha_ref_rng_uniform(rng, -2.0f, 3.0f);
+        r->d_sinks = (float *)tu_dmalloc((size_t)c->hq * 4);
+        tu_upload(r->d_sinks, r->sinks, (size_t)c->hq * 4);
+    }
 
     /* the reference */
     r->ref_o = (float *)tu_hmalloc(((size_t)r->tq * c->hq * c->d + 1) * 4);
@@ -912,6 +942,7 @@ static void inst_make(const dc_cfg *c, dc_inst *r, fmha_ref_rng *rng)
     a->mask_type = c->mask;
     a->window_left = c->wl; a->window_right = c->wr;
     a->num_splits = c->splits;
+    a->sinks = c->sinks ? r->d_sinks : NULL;
     (void)i;
 }
 

@@ -210,6 +210,7 @@ typedef struct pf_cfg {
     int ds_pad;                  /* PER_PAGE: descale page stride nhead_k + ds_pad;
                                     -1: head-major [nhead_k][pages + 3]               */
     int r8k, r8v, r8q;           /* e4m3 code ranges of K, V and Q (R8_*)              */
+    int sinks;                   /* one attention-sink logit per query head          */
     int quick;
 } pf_cfg;
 
@@ -278,6 +279,7 @@ static void cfg_name(pf_cfg *c)
     if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
     if (!c->lse) n += (size_t)snprintf(s + n, cap - n, "_nolse");
     if (c->lse_pad) n += (size_t)snprintf(s + n, cap - n, "_lsepad%d", c->lse_pad);
+    if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     if (c->scale > 0) n += (size_t)snprintf(s + n, cap - n, "_scale%g", c->scale);
     if (c->amp != 1.0f) n += (size_t)snprintf(s + n, cap - n, "_amp%g", c->amp);
     if (c->dtype == FMHA_DTYPE_FP8) {
@@ -876,6 +878,30 @@ static void build_configs(void)
             add(c, 0);
         }
     }
+
+    /* 19. attention sinks: both pipelines (the default set's Hopper rows;
+     * page4_set's explicit portable rows), both tables and layouts, an entry with no
+     * keys (O = 0, LSE = sink), fp8 KV with e4m3 queries (the sink joins
+     * after the last tile, as in the rounded-P reference). */
+    {
+        static const int lq[3] = { 130, 17, 40 }, lk[3] = { 700, 0, 300 };
+        pf_cfg c = cfg_make(B, 3, lq, lk, 8, 2, 128, 16, SG);
+        c.sinks = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_make(F, 3, lq, lk, 4, 4, 64, 64, VL);
+        c.sinks = 1; c.vec = 1;
+        add(c, 0);
+        c = cfg_make8(3, lq, lk, 8, 2, 128, 16, VL, 1, PT);
+        c.sinks = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_make(B, 3, lq, lk, 8, 2, 128, 16, VL);
+        c.sinks = 1;
+        c.set = &page4_set;            /* explicit rows: the portable pipeline */
+        cfg_mask(&c, BR, 64, 0);
+        add(c, 1);
+    }
 }
 
 /* ============================================================================
@@ -921,7 +947,7 @@ typedef struct pf_run {
     size_t n_q, n_o, n_lse;
     int64_t lse_head;
     /* host */
-    float *qf, *ref_o, *ref_lse;
+    float *qf, *ref_o, *ref_lse, *sinks, *d_sinks;
     unsigned char *qh;           /* Q as stored (16-bit or e4m3)                        */
     uint16_t *oh_all, *oh;
     double *sabs;                /* e4m3 kernels: per O row, the score bound of the LSE tolerance */
@@ -938,7 +964,7 @@ typedef struct pf_run {
 static void run_free(pf_run *r)
 {
     pp_free(&r->pool);
-    free(r->qf); free(r->ref_o); free(r->ref_lse); free(r->sabs);
+    free(r->qf); free(r->ref_o); free(r->ref_lse); free(r->sabs); free(r->sinks); tu_dfree(r->d_sinks);
     free(r->qh); free(r->oh_all); free(r->lseh_all); free(r->o_logical_all); free(r->lse_logical_all);
     tu_dfree(r->dqp); tu_dfree(r->dout_all); tu_dfree(r->dlse_all); tu_dfree(r->dssq);
     tu_dfree(r->d_indptr); tu_dfree(r->d_indices); tu_dfree(r->d_last); tu_dfree(r->d_bt); tu_dfree(r->d_seqk);
@@ -1018,6 +1044,7 @@ static void make_ref(const pf_cfg *c, pf_run *r, fmha_ref_fwd *p)
     p->logits_soft_cap = c->cap;
     p->mask_type = (int)c->mask;
     p->window_left = c->wl; p->window_right = c->wr;
+    p->sinks = c->sinks ? r->sinks : NULL;
 }
 
 static void make_args(const pf_cfg *c, const pf_run *r, const fmha_ref_fwd *p, fmha_batch_prefill_args *a)
@@ -1058,6 +1085,7 @@ static void make_args(const pf_cfg *c, const pf_run *r, const fmha_ref_fwd *p, f
     a->logits_soft_cap = c->cap;
     a->mask_type = c->mask;
     a->window_left = c->wl; a->window_right = c->wr;
+    a->sinks = c->sinks ? r->d_sinks : NULL;
 }
 
 /* Smallest kernel hdim >= d among the set's prefill kernels of this dtype and KV
@@ -1273,6 +1301,13 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
         }
     }
 
+    if (c->sinks) {
+        r.sinks = (float *)tu_hmalloc((size_t)c->hq * 4);
+        r.d_sinks = (float *)tu_dmalloc((size_t)c->hq * 4);
+        for (h = 0; h < c->hq; h++) r.sinks[h] = fmha_ref_rng_uniform(&rng, -2.0f, 3.0f);
+        tu_upload(r.d_sinks, r.sinks, (size_t)c->hq * 4);
+        TU_CUDA(cudaDeviceSynchronize());
+    }
     make_ref(c, &r, &p);
     make_args(c, &r, &p, &a);
 
