@@ -460,7 +460,7 @@ def check_rows(rows, root=None, cc=None):
     if not rows:
         return
     root = root or source_root()
-    cc = list(cc) if cc else find_cc()
+    cc = (cc.split() if isinstance(cc, str) else list(cc)) if cc else find_cc()
     with tempfile.TemporaryDirectory(prefix="fmha_tile_check_") as d:
         src = os.path.join(d, "check.c")
         with open(src, "w") as f:
@@ -679,8 +679,8 @@ class KernelSet(object):
 
     def validate(self, cc=None):
         """Check every row against the library's constraints (the host C
-        compiler in the library's host-only mode); InvalidRowError names the
-        first failing row's constraint."""
+        compiler in the library's host-only mode; cc: its command, default
+        find_cc()); InvalidRowError names the first failing row's constraint."""
         check_rows(self.rows, cc=cc)
 
     def key(self, archs=None, nvcc=None, cache=None):

@@ -261,6 +261,14 @@ def test_invalid_rows_name_the_constraint():
         assert "constraint %s violated" % name in str(e)
 
 
+def test_validate_with_a_given_compiler():
+    need_cc()
+    cc = jit.find_cc()
+    jit.KernelSet([FWD_ROW]).validate(cc=" ".join(cc))
+    e = raises(jit.InvalidRowError, jit.KernelSet([FWD_ROW[:9] + (4,)]).validate, cc=cc)
+    assert e.constraint == "stages_1_to_3"
+
+
 def test_invalid_row_among_valid_ones():
     """The error names the failing row, not its neighbours; every violated
     constraint of the row is listed."""
