@@ -619,6 +619,18 @@ def compile_units(workdir, files, nvcc, archs, root, jobs, verbose, runner=None)
     return os.path.join(workdir, LIB_FILE)
 
 
+def _remove_stale_builds(base, age_s=24 * 3600):
+    """Remove the temporary directories of builds that died (a day old)."""
+    now = time.time()
+    for name in os.listdir(base):
+        path = os.path.join(base, name)
+        try:
+            if ".tmp." in name and os.path.isdir(path) and now - os.path.getmtime(path) > age_s:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _run_cmd(cmd, cwd):
     r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        universal_newlines=True)
@@ -721,6 +733,7 @@ class KernelSet(object):
         set_name = "fmha_jit_" + key[:12]
         files = unit_sources(self.rows, set_name)
         os.makedirs(base, exist_ok=True)
+        _remove_stale_builds(base)
         work = tempfile.mkdtemp(prefix=key[:12] + ".tmp.", dir=base)
         try:
             for name, text in files.items():

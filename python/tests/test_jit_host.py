@@ -475,6 +475,14 @@ def test_build_with_stand_in_nvcc():
         sm80 = ks.compile(archs="sm_80", nvcc=nvcc, cache=cache, verbose=False)
         assert sm80 not in (path, other)
 
+        # a build that died a day ago leaves a temporary directory: the next build removes it
+        dead = os.path.join(cache, "jit", "0123456789ab.tmp.dead")
+        os.makedirs(dead)
+        os.utime(dead, (0, 0))
+        jit.KernelSet([FWD_ROW[:9] + (3,)]).compile(archs="sm_90a", nvcc=nvcc, cache=cache,
+                                                   verbose=False)
+        assert not os.path.exists(dead)
+
         # an invalid row stops before nvcc
         n = len(calls())
         bad = jit.KernelSet([FWD_ROW[:6] + (100, 64, 4, 1)])
