@@ -340,6 +340,9 @@ class Library(object):
         if not lib.set:
             raise FmhaLibraryError("fmha_tile: %s has no kernel set (%s)" % (path, lib.last_error()))
         lib.name = name
+        if name:
+            with _lock:
+                _by_name[name] = lib
         return lib
 
     def __repr__(self):
@@ -371,24 +374,32 @@ class Library(object):
 
 
 _default_handle = [None]
+_by_name = {}     # set name -> Library loaded with that name (Library.load)
 
 
 def handle(kernels=None):
     """The Library an entry point's kernels= argument names: None, the
-    default library (library()); a Library; or an object with build() (a
-    fmha_tile.KernelSet), built or found in the cache and loaded."""
+    default library (library()); a Library; the name of a loaded one (its
+    set's name, Library.name: e.g. "fmha_jit_<key>"); or an object with
+    build() (a fmha_tile.KernelSet), built or found in the cache and loaded."""
     if kernels is None:
         library()
         return _default_handle[0]
     if isinstance(kernels, Library):
         return kernels
+    if isinstance(kernels, str):       # a loaded set by name (a string passes where objects cannot)
+        lib = _by_name.get(kernels)
+        if lib is None:
+            raise ValueError("kernels=%r: no kernel set of that name is loaded (loaded: %s)"
+                             % (kernels, ", ".join(sorted(_by_name)) or "none"))
+        return lib
     build = getattr(kernels, "build", None)
     if callable(build):
         lib = build()
         if isinstance(lib, Library):
             return lib
-    raise TypeError("kernels must be None (the library's default set), an fmha_tile.KernelSet "
-                    "or the Library its build() returns, got %r" % (kernels,))
+    raise TypeError("kernels must be None (the library's default set), an fmha_tile.KernelSet, "
+                    "the Library its build() returns or that Library's name, got %r" % (kernels,))
 
 
 def library():

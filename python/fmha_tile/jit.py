@@ -645,10 +645,18 @@ _build_lock = threading.Lock()     # one build() at a time in a process
 
 
 def load(path, name=None):
-    """The Library at path (loaded once per process)."""
+    """The Library at path (loaded once per process). Its name (default:
+    the set name of the build.json beside it, fmha_jit_<key>) also works as
+    kernels=."""
     with _loaded_lock:
         lib = _loaded.get(path)
         if lib is None:
+            if name is None:
+                try:
+                    with open(os.path.join(os.path.dirname(path), "build.json")) as f:
+                        name = json.load(f).get("set")
+                except (OSError, ValueError):
+                    name = None
             lib = _lib.Library.load(path, name)
             _loaded[path] = lib
         return lib

@@ -356,6 +356,8 @@ def test_nvcc_missing():
 def test_handle_argument():
     e = raises(TypeError, _lib.handle, 42)
     assert "kernels must be" in str(e)
+    e = raises(ValueError, _lib.handle, "fmha_jit_000000000000")
+    assert "no kernel set of that name is loaded" in str(e)
 
 
 # ---- build() with a stand-in nvcc -----------------------------------------------------------------
@@ -536,6 +538,7 @@ def test_real_build_one_row():
         import fmha_tile
         info = fmha_tile.kernels(kernels=lib)
         assert info["set"].startswith("fmha_jit_")
+        assert lib.name == info["set"] and _lib.handle(lib.name) is lib     # by name, too
         assert [k["name"] for k in info["kernels"]] == [
             "fmha_fwd_d128_bf16_mask_nsoftcap_nalibi_b128x64_w4_s1_portable_mma_sm80"]
         assert fmha_tile.version(kernels=lib) == jit.library_version(REPO)
