@@ -17,8 +17,10 @@
  * every element of dQ, dK and dV written (they are poisoned with NaN first) and finite.
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
- *             [--dtype bf16|fp16] [--json out.json] [--quick]
+ *             [--dtype bf16|fp16] [--sinks 0|1] [--json out.json] [--quick]
  *
+ * --sinks 1: one attention-sink logit per head, the forward's LSE made with
+ * it and dsinks computed (fmha_bwd_args.sinks / dsinks).
  * --quick: hdim 128, seqlen 2k and 8k. Output: one line per point (TFLOPS, and for
  * deterministic points the ratio to the non-deterministic one) and, with --json, a list
  * of {"d","s","causal","det","dtype","b","h","kernel","nsplits","workspace_mb","ms",
@@ -92,13 +94,14 @@ typedef struct bench_opts {
     int causal[BENCH_MAX_LIST], n_causal;
     int det[BENCH_MAX_LIST], n_det;
     fmha_dtype dtype;
+    int sinks;                       /* --sinks 1: attention sinks, dsinks computed */
     const char *json_path;
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
-               "                 [--dtype bf16|fp16] [--json out.json] [--quick]\n"
+               "                 [--dtype bf16|fp16] [--sinks 0|1] [--json out.json] [--quick]\n"
                "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim), bshd.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
 }
@@ -138,6 +141,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--causal")) { list = o->causal; n = &o->n_causal; }
         else if (!strcmp(a, "--det")) { list = o->det; n = &o->n_det; }
         else if (!strcmp(a, "--json")) o->json_path = val;
+        else if (!strcmp(a, "--sinks")) o->sinks = atoi(val) != 0;
         else if (!strcmp(a, "--dtype")) {
             if (!strcmp(val, "bf16")) o->dtype = FMHA_DTYPE_BF16;
             else if (!strcmp(val, "fp16")) o->dtype = FMHA_DTYPE_FP16;
@@ -258,6 +262,9 @@ typedef struct bench_point {
     int runs;
 } bench_point;
 
+/* --sinks 1: a logit per head and the dsinks output (NULL: no sinks) */
+static float *g_sinks, *g_dsinks;
+
 static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
 {
     memset(t, 0, sizeof(*t));
@@ -286,6 +293,7 @@ static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_f
     a->scale = 1.0f / sqrtf((float)p->d);
     a->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
     a->window_left = -1; a->window_right = p->causal ? 0 : -1;
+    a->sinks = g_sinks;
 }
 
 static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, const bench_set_bufs *s,
@@ -312,6 +320,8 @@ static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, cons
     a->is_deterministic = p->det;
     a->workspace = ws;
     a->workspace_size = plan->workspace_size;
+    a->sinks = g_sinks;
+    a->dsinks = g_dsinks;
 }
 
 static int bench_check(const bench_point *p, const bench_bufs *b, cudaStream_t st)
@@ -482,6 +492,13 @@ int main(int argc, char **argv)
                 }
     CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     for (i = 0; i < BENCH_MAX_RUNS; i++) { CUDA_CHECK(cudaEventCreate(&e0[i])); CUDA_CHECK(cudaEventCreate(&e1[i])); }
+    if (o.sinks) {
+        float h_sinks[BENCH_HIDDEN / 64];
+        for (i = 0; i < BENCH_HIDDEN / 64; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
+        CUDA_CHECK(cudaMalloc((void **)&g_sinks, sizeof(h_sinks)));
+        CUDA_CHECK(cudaMalloc((void **)&g_dsinks, sizeof(h_sinks)));
+        CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
+    }
     bench_alloc(&bufs, max_elems, max_rh, (size_t)l2, st);
     printf("bench_bwd: %d input sets of %zu MB, rotated per call\n", bufs.nsets, (5 * max_elems * 2) >> 20);
     printf("%-5s %-6s %-6s %-4s %-4s %-4s %10s %9s %8s %7s  %s\n", "hdim", "seqlen", "causal", "det", "b", "h",
