@@ -17,8 +17,10 @@
  * every element of dQ, dK and dV written (they are poisoned with NaN first) and finite.
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
- *             [--dtype bf16|fp16] [--sinks 0|1] [--json out.json] [--quick]
+ *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--json out.json] [--quick]
  *
+ * --alibi 1: ALiBi slopes (one per head), the forward and the backward's
+ * ALIBI rows.
  * --sinks 1: one attention-sink logit per head, the forward's LSE made with
  * it and dsinks computed (fmha_bwd_args.sinks / dsinks).
  * --quick: hdim 128, seqlen 2k and 8k. Output: one line per point (TFLOPS, and for
@@ -43,7 +45,8 @@
 #define EX_BENCH
 #include "../examples/example_util.h"
 
-/* the forward (for O and LSE) and the backward of the benchmarked head dims */
+/* the forward (for O and LSE) and the backward of the benchmarked head dims
+ * (ALiBi rows for --alibi 1) */
 #define BENCH_BWD_HD(X, dt, hd)                                                                  \
     X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
@@ -52,7 +55,10 @@
     X(BWD_DET,        dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD,            dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_BWD_SET(X)                                                   \
     BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
     BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)
@@ -95,13 +101,14 @@ typedef struct bench_opts {
     int det[BENCH_MAX_LIST], n_det;
     fmha_dtype dtype;
     int sinks;                       /* --sinks 1: attention sinks, dsinks computed */
+    int alibi;                       /* --alibi 1: ALiBi slopes (the ALIBI rows)    */
     const char *json_path;
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
-               "                 [--dtype bf16|fp16] [--sinks 0|1] [--json out.json] [--quick]\n"
+               "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--json out.json] [--quick]\n"
                "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim), bshd.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
 }
@@ -142,6 +149,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--det")) { list = o->det; n = &o->n_det; }
         else if (!strcmp(a, "--json")) o->json_path = val;
         else if (!strcmp(a, "--sinks")) o->sinks = atoi(val) != 0;
+        else if (!strcmp(a, "--alibi")) o->alibi = atoi(val) != 0;
         else if (!strcmp(a, "--dtype")) {
             if (!strcmp(val, "bf16")) o->dtype = FMHA_DTYPE_BF16;
             else if (!strcmp(val, "fp16")) o->dtype = FMHA_DTYPE_FP16;
@@ -262,8 +270,9 @@ typedef struct bench_point {
     int runs;
 } bench_point;
 
-/* --sinks 1: a logit per head and the dsinks output (NULL: no sinks) */
-static float *g_sinks, *g_dsinks;
+/* --sinks 1: a logit per head and the dsinks output (NULL: no sinks);
+ * --alibi 1: one slope per head (NULL: none) */
+static float *g_sinks, *g_dsinks, *g_slopes;
 
 static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
 {
@@ -275,6 +284,7 @@ static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
     t->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
     t->window_left = -1; t->window_right = p->causal ? 0 : -1;
     t->is_deterministic = p->det;
+    t->has_alibi = g_slopes != NULL;
 }
 
 static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_fwd_args *a)
@@ -294,6 +304,7 @@ static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_f
     a->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
     a->window_left = -1; a->window_right = p->causal ? 0 : -1;
     a->sinks = g_sinks;
+    a->alibi_slopes = g_slopes;
 }
 
 static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, const bench_set_bufs *s,
@@ -322,6 +333,7 @@ static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, cons
     a->workspace_size = plan->workspace_size;
     a->sinks = g_sinks;
     a->dsinks = g_dsinks;
+    a->alibi_slopes = g_slopes;
 }
 
 static int bench_check(const bench_point *p, const bench_bufs *b, cudaStream_t st)
@@ -498,6 +510,12 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMalloc((void **)&g_sinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMalloc((void **)&g_dsinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
+    }
+    if (o.alibi) {
+        float h_slopes[BENCH_HIDDEN / 64];
+        for (i = 0; i < BENCH_HIDDEN / 64; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));
+        CUDA_CHECK(cudaMalloc((void **)&g_slopes, sizeof(h_slopes)));
+        CUDA_CHECK(cudaMemcpy(g_slopes, h_slopes, sizeof(h_slopes), cudaMemcpyHostToDevice));
     }
     bench_alloc(&bufs, max_elems, max_rh, (size_t)l2, st);
     printf("bench_bwd: %d input sets of %zu MB, rotated per call\n", bufs.nsets, (5 * max_elems * 2) >> 20);

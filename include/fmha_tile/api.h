@@ -431,7 +431,8 @@ typedef struct fmha_bwd_traits {
     fmha_mask_type mask_type;
     int window_left, window_right;
     int has_logits_soft_cap; /* 1: logits_soft_cap > 0 in the args            */
-    int has_alibi;           /* must be 0: the backward has no ALiBi          */
+    int has_alibi;           /* 1: alibi_slopes given in the args (the plan
+                                takes a dq_dk_dv row built with ALIBI)        */
     int is_deterministic;    /* 1: no float atomics, bitwise reproducible     */
 } fmha_bwd_traits;
 
@@ -484,7 +485,9 @@ typedef struct fmha_bwd_args {
 
     float scale;
     float logits_soft_cap;           /* 0: off                                */
-    const float *alibi_slopes;       /* must be NULL (FMHA_ERR_UNSUPPORTED)   */
+    const float *alibi_slopes;       /* the forward's ([nhead_q] or [batch,
+                                        nhead_q], alibi_batch_stride below);
+                                        NULL unless the plan has_alibi        */
     fmha_mask_type mask_type;
     int window_left, window_right;
     int is_deterministic;
@@ -499,6 +502,7 @@ typedef struct fmha_bwd_args {
      * rowsum(dO * O). */
     const float *sinks;
     float *dsinks;
+    int64_t alibi_batch_stride;      /* slopes' batch stride, 0: shared       */
 } fmha_bwd_args;
 
 /* ----------------------------------------------------------------------------

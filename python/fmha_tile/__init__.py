@@ -98,9 +98,11 @@ Semantics:
     dk/dv with nheads_k heads under GQA). Only when an input requires grad
     and grad mode is on does the forward keep the LSE and save q, k, v, out
     and lse; otherwise it is the plain forward. deterministic=True makes the
-    backward bitwise reproducible (no float atomics). Not differentiable:
-    ALiBi (NotImplementedError at the forward when an input requires grad),
-    out= / out_lse= (ValueError then), the LSE output, double backward. The
+    backward bitwise reproducible (no float atomics). ALiBi trains too (the
+    slopes themselves get no gradient; the default set's ALiBi backward rows
+    have no soft cap: ALiBi with a soft cap raises FmhaError NO_KERNEL at the
+    backward). Not differentiable: out= / out_lse= (ValueError then), the
+    LSE output, double backward. The
     backward allocates its workspace with torch and prepares it with
     fmha_bwd_prepare_workspace, which synchronises the stream (so a backward
     is not CUDA-graph capturable).
@@ -264,10 +266,6 @@ def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, 
         raise NotImplementedError(
             "%s: the fp8 forward has no backward pass; call it under torch.no_grad() or "
             "torch.inference_mode(), or pass detached tensors" % where)
-    if alibi_slopes is not None:
-        raise NotImplementedError(
-            "%s: the backward pass has no ALiBi; with alibi_slopes call it under torch.no_grad() "
-            "or torch.inference_mode(), or pass detached tensors" % where)
     if out is not None or out_lse is not None:
         raise ValueError("%s: out= and out_lse= are not supported when an input requires grad "
                          "(use return_lse=True for the LSE)" % where)
@@ -307,8 +305,8 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     per row with that logit and no value; the LSE includes it, a row that
     sees no key gets out 0 and lse = its sink.
 
-    Differentiable with respect to q, k, v and sinks (not alibi_slopes; ALiBi
-    has no backward). When an input requires grad and grad mode is on, the
+    Differentiable with respect to q, k, v and sinks (ALiBi included; the
+    slopes get no gradient). When an input requires grad and grad mode is on, the
     forward also keeps the LSE and saves q, k, v, out and lse for the
     backward (fmha_bwd); out= / out_lse= are refused then. deterministic:
     the backward uses no float atomics and gives bitwise-identical dq, dk,

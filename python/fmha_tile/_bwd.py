@@ -26,8 +26,6 @@ def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
     gradient dout (o's shape) and the gradient buffers dq, dk, dv (the shapes
     of q, k, v). The workspace fields are left for the caller."""
     fa = p.args
-    if fa.alibi_slopes:
-        raise NotImplementedError("fmha_tile: the backward pass has no ALiBi")
     group = bool(fa.is_group_mode)
     t = _lib.FmhaBwdTraits()
     t.dtype, t.is_group_mode = fa.dtype, fa.is_group_mode
@@ -44,7 +42,7 @@ def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
     t.hdim_q, t.hdim_v = fa.hdim_q, fa.hdim_v
     t.mask_type, t.window_left, t.window_right = fa.mask_type, fa.window_left, fa.window_right
     t.has_logits_soft_cap = int(fa.logits_soft_cap > 0)
-    t.has_alibi = 0
+    t.has_alibi = int(bool(fa.alibi_slopes))
     t.is_deterministic = int(bool(deterministic))
 
     a = _lib.FmhaBwdArgs()
@@ -67,7 +65,7 @@ def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
         a.nhead_stride_lse, a.batch_stride_lse = sl[1], sl[0]
     a.seqstart_q, a.seqstart_k = fa.seqstart_q, fa.seqstart_k
     a.scale, a.logits_soft_cap = fa.scale, fa.logits_soft_cap
-    a.alibi_slopes = None
+    a.alibi_slopes, a.alibi_batch_stride = fa.alibi_slopes, fa.alibi_batch_stride
     return t, a
 
 

@@ -222,7 +222,7 @@ class FmhaBwdArgs(ctypes.Structure):
         ("batch_stride_lse", ctypes.c_int64),
         ("scale", ctypes.c_float),
         ("logits_soft_cap", ctypes.c_float),
-        ("alibi_slopes", ctypes.c_void_p),   # must be NULL
+        ("alibi_slopes", ctypes.c_void_p),   # const float * (plan with has_alibi)
         ("mask_type", _c_enum),
         ("window_left", ctypes.c_int),
         ("window_right", ctypes.c_int),
@@ -231,6 +231,7 @@ class FmhaBwdArgs(ctypes.Structure):
         ("workspace_size", ctypes.c_size_t),
         ("sinks", ctypes.c_void_p),          # const float *
         ("dsinks", ctypes.c_void_p),         # float *
+        ("alibi_batch_stride", ctypes.c_int64),
     ]
 
 

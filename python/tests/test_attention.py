@@ -402,8 +402,6 @@ def test_bad_inputs():
         fmha_tile.attention(x, x, x)
     assert ei.value.status == _lib.FMHA_ERR_UNSUPPORTED
     assert "head dim 264" in ei.value.message and "unsupported" in str(ei.value)
-    with pytest.raises(NotImplementedError, match="ALiBi"):
-        fmha_tile.attention(q.clone().requires_grad_(), k, v, alibi_slopes=alibi_slopes(4))
     with pytest.raises(ValueError, match="out="):
         fmha_tile.attention(q.clone().requires_grad_(), k, v, out=torch.empty_like(q))
     with torch.no_grad():
@@ -540,10 +538,10 @@ def sdpa_ref_f32(q, k, v, causal=False, window=(-1, -1), scale=None):
     return o.transpose(1, 2)
 
 
-def manual_ref_f32(q, k, v, causal=False, window=(-1, -1), softcap=0.0, scale=None):
-    """Differentiable fp32 reference by hand: scores, soft cap, mask, softmax. A
-    finite fill and a multiply by the mask keep rows that see no key at O = 0
-    with zero (not NaN) gradients."""
+def manual_ref_f32(q, k, v, causal=False, window=(-1, -1), softcap=0.0, scale=None, alibi=None):
+    """Differentiable fp32 reference by hand: scores, soft cap, ALiBi, mask,
+    softmax. A finite fill and a multiply by the mask keep rows that see no
+    key at O = 0 with zero (not NaN) gradients."""
     b, s_q, h, d = q.shape
     s_k, hk = k.shape[1], k.shape[2]
     if s_k == 0:
@@ -555,6 +553,11 @@ def manual_ref_f32(q, k, v, causal=False, window=(-1, -1), softcap=0.0, scale=No
     s = torch.matmul(qt, kt.transpose(-1, -2)) * scale
     if softcap > 0:
         s = softcap * torch.tanh(s / softcap)
+    if alibi is not None:
+        slopes = alibi.float().reshape(-1, h)[:, :, None, None]     # [1 or b, h, 1, 1]
+        i = torch.arange(s_q, device=q.device)[:, None]
+        j = torch.arange(s_k, device=q.device)[None, :]
+        s = s - slopes * (i + s_k - s_q - j).abs().float()
     mask = visible(s_q, s_k, causal, window, q.device)
     p = torch.softmax(s.masked_fill(~mask, -1e30), dim=-1) * mask
     return torch.matmul(p, vt).transpose(1, 2)
@@ -645,6 +648,25 @@ def test_grad_masks(s_q, s_k, causal, window):
                          q, k, v, dout)
         ref = ref_grads(lambda q, k, v: manual_ref_f32(q, k, v, causal, window), q, k, v, dout)
         check_grads(got, ref, dtype)
+
+
+@pytest.mark.parametrize("per_batch", [False, True])
+@pytest.mark.parametrize("s_q,s_k,causal", [(200, 257, True), (300, 200, True), (77, 100, False)])
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_grad_alibi(dtype, s_q, s_k, causal, per_batch):
+    # ALiBi in training: the backward's ALiBi rows (the slopes get no gradient)
+    q, k, v, dout = grad_case(2, s_q, s_k, 8, 2, 128, dtype)
+    sl = alibi_slopes(8, 2 if per_batch else None)
+    got = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=causal, alibi_slopes=sl),
+                     q, k, v, dout)
+    ref = ref_grads(lambda q, k, v: manual_ref_f32(q, k, v, causal, alibi=sl), q, k, v, dout)
+    check_grads(got, ref, dtype)
+    a = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=causal, alibi_slopes=sl,
+                                                      deterministic=True), q, k, v, dout)
+    b = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=causal, alibi_slopes=sl,
+                                                      deterministic=True), q, k, v, dout)
+    check_grads(a, ref, dtype)
+    assert all(torch.equal(x, y) for x, y in zip(a[1:], b[1:]))
 
 
 def test_grad_scale_lse_and_expanded_dout():

@@ -664,12 +664,12 @@ def test_bwd_structs_varlen():
     assert (a.nhead_stride_lse, a.batch_stride_lse) == (300, 0)
 
 
-def test_bwd_structs_alibi_refused():
+def test_bwd_structs_alibi():
     q, k, v = qkv()
     p = _args.batch_problem(q, k, v, alibi_slopes=FakeTensor((8,), FP32, ptr=9 << 20))
     dq, dk, dv = _grads_like(q, k, v)
-    with pytest.raises(NotImplementedError, match="ALiBi"):
-        _bwd.bwd_structs(p, q, k, v, q, FakeTensor(p.lse_shape, FP32), q, dq, dk, dv, False)
+    t, a = _bwd.bwd_structs(p, q, k, v, q, FakeTensor(p.lse_shape, FP32), q, dq, dk, dv, False)
+    assert t.has_alibi == 1 and a.alibi_slopes == 9 << 20 and a.alibi_batch_stride == 0
 
 
 # ---- the library itself (no GPU needed for these calls) ----------------------------------------
@@ -775,7 +775,7 @@ def test_library_bwd_plan_refusals():
     dq, dk, dv = _grads_like(q, k, v)
     lse = FakeTensor(p.lse_shape, FP32)
     t, _ = _bwd.bwd_structs(p, q, k, v, q, lse, q, dq, dk, dv, False)
-    for field, value, status, text in (("has_alibi", 1, _lib.FMHA_ERR_UNSUPPORTED, "ALiBi"),
+    for field, value, status, text in (("has_alibi", 2, _lib.FMHA_ERR_INVALID_ARG, "has_alibi"),
                                        ("hdim_q", 100, _lib.FMHA_ERR_UNSUPPORTED, "head dim 100"),
                                        ("nhead_k", 3, _lib.FMHA_ERR_INVALID_ARG, "multiple")):
         bad = _lib.FmhaBwdTraits.from_buffer_copy(t)
@@ -873,12 +873,10 @@ def test_attention_glue(monkeypatch):
         assert e.status == _lib.FMHA_ERR_DEVICE
     else:
         assert o.zeroed and lse.filled == -math.inf
-    # grad mode with an input that requires grad: no ALiBi backward, no out=/out_lse=
-    # (both refused before the autograd Function, which needs the real torch)
+    # grad mode with an input that requires grad: no out=/out_lse= (refused
+    # before the autograd Function, which needs the real torch)
     q, k, v = qkv()
     q.requires_grad = True
-    with pytest.raises(NotImplementedError, match="ALiBi"):
-        fmha_tile.attention(q, k, v, alibi_slopes=FakeTensor((8,), FP32, ptr=9 << 20))
     with pytest.raises(ValueError, match="out="):
         fmha_tile.attention(q, k, v, out=FakeTensor((2, 100, 8, 64), ptr=12 << 20))
     with pytest.raises(TypeError, match="deterministic"):

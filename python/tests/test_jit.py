@@ -119,8 +119,10 @@ def test_problem_outside_the_set(cache):
         fmha_tile.attention(q, k, v, kernels=lib)
     assert ei.value.status == _lib.FMHA_ERR_NO_KERNEL
     assert "fmha_jit_" in ei.value.message        # the error comes from the set's own library
-    with pytest.raises(TypeError, match="kernels must be"):
+    with pytest.raises(ValueError, match="no kernel set of that name"):
         fmha_tile.attention(q, k, v, kernels="FWD")
+    with pytest.raises(TypeError, match="kernels must be"):
+        fmha_tile.attention(q, k, v, kernels=3)
 
 
 def test_varlen_through_the_set(cache):

@@ -249,7 +249,8 @@ def test_invalid_rows_name_the_constraint():
          "fp8_kv_linear_pages", ""),
         (("BWD_DET", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 64, 48, 3, 1),
          "bwd_det_even_warps", "even warp count"),
-        (("BWD", "BF16", 128, "MASK", "NOSOFTCAP", "ALIBI", ANY, ANY, ANY, ANY), "bwd_no_alibi", ""),
+        (("BWD_DOT_DO_O", "BF16", 128, "NOMASK", "NOSOFTCAP", "ALIBI", ANY, ANY, ANY, ANY),
+         "bwd_aux_no_features", "NOALIBI"),
         (("BWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 64, 128, 8, 3), "bwd_stages_1_or_2", ""),
     ]
     for row, name, text in cases:

@@ -72,6 +72,7 @@ typedef struct bwd_cfg {
     int perm, pad;                /* 0: bshd, 1: bhsd; extra elements per row */
     int async;                    /* prepare_workspace_async from pinned staging */
     int sinks;                    /* attention sinks: dsinks checked too */
+    int alibi;                    /* 0 off, 1 one slope per head, 2 per batch entry */
     int quick;
 } bwd_cfg;
 
@@ -123,6 +124,7 @@ static void cfg_name(bwd_cfg *c)
     if (c->perm || c->pad) n += (size_t)snprintf(s + n, cap - n, "_perm%d_pad%d", c->perm, c->pad);
     if (c->async) n += (size_t)snprintf(s + n, cap - n, "_async");
     if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
+    if (c->alibi) n += (size_t)snprintf(s + n, cap - n, "_alibi%s", c->alibi == 2 ? "batch" : "head");
     n += (size_t)snprintf(s + n, cap - n, c->det ? "_det" : "_nondet");
 }
 
@@ -322,6 +324,35 @@ static void build_configs(void)
         c.sinks = 1;
         add(c, 0);
     }
+
+    /* 10. ALiBi (the ALIBI dq_dk_dv rows): slopes per head or per batch
+     * entry, both mask alignments with rows that see no key, no mask (a
+     * MASK row serves it), windows, GQA, group mode, deterministic, hdim
+     * 64/128 (wgmma) and 256 (portable), with sinks. */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        bwd_cfg c = cfg_batch(B, 2, 8, 2, 300, 500, 128);
+        c.alibi = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 4, 200, 100, 64);
+        c.alibi = 2;
+        cfg_mask(&c, TL, 20, 0);      /* rows from 120 on see no key */
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 1, 257, 130, 128);
+        c.alibi = 2; c.det = 1;       /* no mask: a MASK row serves it */
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 2, 64);
+        c.alibi = 2; c.async = 1;
+        cfg_mask(&c, BR, 64, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 4, 2, 129, 200, 256);
+        c.alibi = 1; c.sinks = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+    }
     (void)NO;
 }
 
@@ -360,9 +391,9 @@ typedef struct bwd_run {
     tlayout lq, lk, lv, lo;
     int64_t lse_head, lse_batch;
     size_t n_lse;
-    float *qf, *kf, *vf, *dof, *ref_o, *ref_lse, *ref_dq, *ref_dk, *ref_dv, *sinks;
+    float *qf, *kf, *vf, *dof, *ref_o, *ref_lse, *ref_dq, *ref_dk, *ref_dv, *sinks, *slopes;
     double *ref_dsinks;
-    float *d_sinks, *d_dsinks;
+    float *d_sinks, *d_dsinks, *d_slopes;
     uint16_t *qh, *kh, *vh, *oh, *doh;
     unsigned char *mq, *mk, *mv;          /* logical elements of Q-, K-, V-shaped buffers */
     void *dq_in, *dk_in, *dv_in, *d_o, *d_do;
@@ -376,11 +407,12 @@ typedef struct bwd_run {
 static void run_free(bwd_run *r)
 {
     free(r->qf); free(r->kf); free(r->vf); free(r->dof); free(r->ref_o); free(r->ref_lse);
-    free(r->ref_dq); free(r->ref_dk); free(r->ref_dv); free(r->sinks); free(r->ref_dsinks);
+    free(r->ref_dq); free(r->ref_dk); free(r->ref_dv); free(r->sinks); free(r->ref_dsinks); free(r->slopes);
     free(r->qh); free(r->kh); free(r->vh); free(r->oh); free(r->doh);
     free(r->mq); free(r->mk); free(r->mv);
     tu_dfree(r->dq_in); tu_dfree(r->dk_in); tu_dfree(r->dv_in); tu_dfree(r->d_o); tu_dfree(r->d_do);
     tu_dfree(r->d_lse); tu_dfree(r->d_ssq); tu_dfree(r->d_ssk); tu_dfree(r->d_sinks); tu_dfree(r->d_dsinks);
+    tu_dfree(r->d_slopes);
     tu_dfree(r->g_dq); tu_dfree(r->g_dk); tu_dfree(r->g_dv); tu_dfree(r->ws);
     if (r->staging) TU_CUDA(cudaFreeHost(r->staging));
     memset(r, 0, sizeof(*r));
@@ -405,6 +437,8 @@ static void make_ref(const bwd_cfg *c, bwd_run *r, fmha_ref_fwd *p)
     p->mask_type = (int)c->mask;
     p->window_left = c->wl; p->window_right = c->wr;
     p->sinks = c->sinks ? r->sinks : NULL;
+    p->alibi_slopes = c->alibi ? r->slopes : NULL;
+    p->alibi_batch_stride = c->alibi == 2 ? c->hq + 3 : 0;   /* padded per-batch rows */
 }
 
 /* which: 0 Q-shaped, 1 K, 2 V, 3 O. Fills random values (rng != NULL) and/or
@@ -519,6 +553,17 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
         r->ref_dsinks = (double *)tu_hmalloc((size_t)c->hq * 8);
         r->d_sinks = (float *)tu_dmalloc((size_t)c->hq * 4);
         r->d_dsinks = (float *)tu_dmalloc((size_t)c->hq * 4);
+        /* ALiBi: the usual geometric slopes, varied per batch entry; the
+         * padding of per-batch rows is NaN */
+        r->slopes = (float *)tu_hmalloc((size_t)(c->batch + 1) * (c->hq + 3) * 4);
+        r->d_slopes = (float *)tu_dmalloc((size_t)(c->batch + 1) * (c->hq + 3) * 4);
+        for (b = 0; b < c->batch; b++) {
+            int h;
+            for (h = 0; h < c->hq + 3; h++)
+                r->slopes[b * (c->hq + 3) + h] =
+                    h < c->hq ? (float)(pow(2.0, -8.0 * (h + 1) / c->hq) * (1.0 + 0.25 * b)) : NAN;
+        }
+        tu_upload(r->d_slopes, r->slopes, (size_t)c->batch * (c->hq + 3) * 4);
     }
     for (b = 0; b < c->hq && c->sinks; b++) r->sinks[b] = fmha_ref_rng_uniform(&rng, -2.0f, 3.0f);
     make_ref(c, r, &p);
@@ -569,6 +614,7 @@ static void make_traits(const bwd_cfg *c, const bwd_run *r, fmha_bwd_traits *t)
     t->hdim_q = t->hdim_v = c->d;
     t->mask_type = c->mask; t->window_left = c->wl; t->window_right = c->wr;
     t->has_logits_soft_cap = c->cap > 0;
+    t->has_alibi = c->alibi != 0;
     t->is_deterministic = c->det;
 }
 
@@ -601,6 +647,10 @@ static void make_args(const bwd_cfg *c, const bwd_run *r, const fmha_bwd_plan *p
     a->workspace = r->ws;
     a->workspace_size = plan->workspace_size;
     if (c->sinks) { a->sinks = r->d_sinks; a->dsinks = r->d_dsinks; }
+    if (c->alibi) {
+        a->alibi_slopes = r->d_slopes;
+        a->alibi_batch_stride = c->alibi == 2 ? c->hq + 3 : 0;
+    }
 }
 
 static void poison_grads(bwd_run *r)
@@ -946,12 +996,12 @@ static void test_api(cudaStream_t stream, uint64_t seed)
     TU_CUDA(cudaDeviceSynchronize());
     make_args(&c, &r, &plan, &a);
     {
-        static const char *names[3] = { "bwd_api_workspace_too_small_refused", "bwd_api_alibi_refused",
+        static const char *names[3] = { "bwd_api_workspace_too_small_refused", "bwd_api_alibi_off_plan_refused",
                                         "bwd_api_null_dq_refused" };
         int w;
         for (w = 0; w < 3; ++w) {
             fmha_bwd_args b = a;
-            fmha_status want = w == 1 ? FMHA_ERR_UNSUPPORTED : FMHA_ERR_INVALID_ARG;
+            fmha_status want = FMHA_ERR_INVALID_ARG;
             if (!tu_selected(names[w])) continue;
             if (w == 0) b.workspace_size = plan.workspace_size - 1;
             if (w == 1) b.alibi_slopes = r.d_lse;

@@ -76,7 +76,7 @@ static int layout_sane(const fmhai_bwd_layout *L)
 
 static void test_default_set(void)
 {
-    int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0, n90 = 0;
+    int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0, n90 = 0, nal = 0;
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, i);
         int aux = k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET;
@@ -84,16 +84,34 @@ static void test_default_set(void)
         fam[k->family]++;
         n90 += aux == 2;
         if (fmhai_bwd_row_violation(aux, k->hdim, k->tile_m, k->tile_n, k->warps, k->stages)) bad++;
-        if (k->has_alibi) bad++;
+        if (k->has_alibi && (aux == 1 || !k->has_mask || k->has_softcap)) bad++;
+        nal += k->has_alibi;
     }
-    CHECK(fam[FMHA_FAMILY_BWD] >= 24 && fam[FMHA_FAMILY_BWD_DET] >= 24 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 &&
+    CHECK(fam[FMHA_FAMILY_BWD] >= 30 && fam[FMHA_FAMILY_BWD_DET] >= 30 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 &&
               fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6,
-          "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims x 4 variants, one "
-          "dot_do_o and convert_dq each");
-    CHECK(bad == 0, "every backward row meets its constraints and has no ALiBi");
+          "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims x 5 variants (4 mask "
+          "x soft cap, masked ALiBi), one dot_do_o and convert_dq each");
+    CHECK(bad == 0, "every backward row meets its constraints; ALiBi only on masked dq_dk_dv rows without soft cap");
+    {   /* an ALiBi dq_dk_dv row and its deterministic twin per dtype and hdim */
+        int dt, hd, f, missing = 0;
+        for (dt = 0; dt < 2; ++dt)
+            for (hd = 64; hd <= 256; hd *= 2)
+                for (f = 0; f < 2; ++f) {
+                    int found = 0;
+                    for (i = 0; i < n; ++i) {
+                        const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, i);
+                        found |= k->has_alibi && k->hdim == hd &&
+                                 k->dtype == (dt ? FMHA_DTYPE_BF16 : FMHA_DTYPE_FP16) &&
+                                 k->family == (f ? FMHA_FAMILY_BWD_DET : FMHA_FAMILY_BWD);
+                    }
+                    missing += !found;
+                }
+        CHECK(missing == 0 && nal >= 12, "default backward set: an ALiBi dq_dk_dv row and its deterministic twin "
+                                         "per dtype and hdim");
+    }
 #if !defined(FMHA_PLATFORM_AMD)
-    CHECK(n90 == 32, "default backward set: a wgmma dq_dk_dv row for every hdim 64 and 128 row (2 dtypes x 2 hdims "
-                     "x 4 variants x BWD and BWD_DET)");
+    CHECK(n90 == 40, "default backward set: a wgmma dq_dk_dv row for every hdim 64 and 128 row (2 dtypes x 2 hdims "
+                     "x 5 variants x BWD and BWD_DET)");
 #endif
     CHECK(fmhai_bwd_row_violation(2, 256, 64, 128, 12, 2) != NULL && fmhai_bwd_row_violation(2, 128, 64, 64, 8, 2) &&
               fmhai_bwd_row_violation(2, 64, 64, 128, 12, 2) == NULL &&
@@ -376,7 +394,15 @@ static void test_validation(void)
     CHECK(st == FMHA_ERR_INVALID_ARG, "NULL traits");
     t.has_alibi = 1;
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
-    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "ALiBi"), "ALiBi traits: unsupported, says why");
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->has_alibi && strstr(plan.dq_dk_dv->name, "_alibi_"),
+          "ALiBi traits: the plan takes an ALiBi dq_dk_dv row");
+    t.has_logits_soft_cap = 1;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_ERR_NO_KERNEL && (strstr(fmha_last_error(), "alibi") || strstr(fmha_last_error(), "softcap")),
+          "ALiBi with a soft cap: the default set has no such row, the error says which feature is missing");
+    t.has_logits_soft_cap = 0;
+    t.has_alibi = 2;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_INVALID_ARG, "has_alibi 2: invalid");
     t.has_alibi = 0;
     t.dtype = FMHA_DTYPE_FP8;
     CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_UNSUPPORTED, "fp8 traits: unsupported");
@@ -416,7 +442,8 @@ static void test_validation(void)
           "args that differ from the plan: invalid argument naming the field");
     a.seqlen_k = 1200;
     a.alibi_slopes = (const float *)0x500000;
-    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_UNSUPPORTED, "ALiBi slopes: unsupported");
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "without ALiBi"),
+          "ALiBi slopes on a plan made without ALiBi: invalid argument, says why");
     a.alibi_slopes = NULL;
     a.logits_soft_cap = 5.0f;
     CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "soft cap the plan was not made for");

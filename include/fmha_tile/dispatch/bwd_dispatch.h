@@ -39,6 +39,7 @@ static inline fmha_status fmhai_bwd_select_stage(const fmha_kernel_set *set, con
         pb.masked = fmhai_bwd_masked(t->mask_type, t->window_left, t->window_right);
         pb.mask_type = t->mask_type;
         pb.softcap = t->has_logits_soft_cap != 0;
+        pb.alibi = t->has_alibi != 0;
     }
     pb.max_seqlen_q = fmhai_bwd_max_sq(t);
     st = fmhai_select(set, &pb, chosen);

@@ -4,17 +4,18 @@
  * BWD_CONVERT_DQ, and FMHA_DEFAULT_BWD_SET.
  *
  * Rows have the forward's ten columns:
- *   X(BWD,            dtype, hdim, mask, softcap, NOALIBI, tile_m, tile_n, warps, stages)
- *   X(BWD_DET,        dtype, hdim, mask, softcap, NOALIBI, tile_m, tile_n, warps, stages)
+ *   X(BWD,            dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
+ *   X(BWD_DET,        dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
  *   X(BWD_DOT_DO_O,   dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
  *   X(BWD_CONVERT_DQ, dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
  * A backward plan needs one kernel of each of the three stages for the
  * problem's dtype and head dim, its dq_dk_dv from BWD or, deterministic,
  * from BWD_DET (fmha_bwd_plan_make says which one is missing). FMHA_ANY in the tile/warp columns expands into the tuned rows of
  * policy/bwd_tiles.h; explicit rows are checked against FMHAI_BWD_CONSTRAINTS
- * (or FMHAI_BWD_AUX_CONSTRAINTS) at compile time. The backward has no ALiBi:
- * column 6 must be NOALIBI, and the two streaming stages take no mask or
- * soft cap (NOMASK, NOSOFTCAP).
+ * (or FMHAI_BWD_AUX_CONSTRAINTS) at compile time. Column 6: ALIBI compiles
+ * the ALiBi bias into a dq_dk_dv row (a plan with ALiBi needs one; a row
+ * with it serves only ALiBi problems); the two streaming stages take no
+ * mask, soft cap or ALiBi (NOMASK, NOSOFTCAP, NOALIBI).
  *
  * kernel_set.h's row expansion calls FMHAI_ROWS_<family>(R, ...) with R one
  * of its row macros (kernels, table entries, counting); the backward
@@ -52,15 +53,18 @@
 #define FMHAI_BWD_IS90_GFX9 0
 #define FMHAI_BWD_IS90_SM90A 1
 
-#define FMHAI_KNAME_BWD(dt, hd, mask, sc, bm, bn, w, st, arch)                            \
+/* ALiBi rows add "_alibi" to the name (the others keep theirs) */
+#define FMHAI_BWD_ALS_NOALIBI ""
+#define FMHAI_BWD_ALS_ALIBI "_alibi"
+#define FMHAI_KNAME_BWD(dt, hd, mask, sc, al, bm, bn, w, st, arch)                        \
     "fmha_bwd_dq_dk_dv_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc          \
-    "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_BWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
-#define FMHAI_KNAME_BWD_DET(dt, hd, mask, sc, bm, bn, w, st, arch)                        \
+    FMHAI_BWD_ALS_##al "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_BWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_BWD_DET(dt, hd, mask, sc, al, bm, bn, w, st, arch)                    \
     "fmha_bwd_dq_dk_dv_det_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc      \
-    "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_BWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
-#define FMHAI_KNAME_BWD_DOT_DO_O(dt, hd, mask, sc, bm, bn, w, st, arch) \
+    FMHAI_BWD_ALS_##al "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_BWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
+#define FMHAI_KNAME_BWD_DOT_DO_O(dt, hd, mask, sc, al, bm, bn, w, st, arch) \
     "fmha_bwd_dot_do_o_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
-#define FMHAI_KNAME_BWD_CONVERT_DQ(dt, hd, mask, sc, bm, bn, w, st, arch) \
+#define FMHAI_KNAME_BWD_CONVERT_DQ(dt, hd, mask, sc, al, bm, bn, w, st, arch) \
     "fmha_bwd_convert_dq_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
 
 /* Dynamic shared memory of a row. */
@@ -70,25 +74,23 @@
 #define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st, arch) 0
 
 /* The body each family's kernel calls. */
-#define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch)                       \
+#define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch)                   \
     FMHAI_BWD_FN_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,          \
-                        FMHAI_ON_##mask, FMHAI_ON_##sc, 0)
-#define FMHAI_BODY_BWD_DET(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch)                   \
+                        FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, 0)
+#define FMHAI_BODY_BWD_DET(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch)               \
     FMHAI_BWD_FN_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,          \
-                        FMHAI_ON_##mask, FMHAI_ON_##sc, 1)
-#define FMHAI_BODY_BWD_DOT_DO_O(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch) \
+                        FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, 1)
+#define FMHAI_BODY_BWD_DOT_DO_O(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch) \
     fmhai_bwd_dot_do_o(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
-#define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, bm, bn, w, st, arch) \
+#define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch) \
     fmhai_bwd_convert_dq(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
 
 /* Compile-time checks of a row: its family's (and pipeline's) constraints,
- * no ALiBi, and no mask or soft cap on the streaming stages. */
+ * and no mask, soft cap or ALiBi on the streaming stages. */
 #define FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st, arch)                           \
-    FMHA_STATIC_ASSERT(!FMHAI_ON_##al, "fmha_tile constraint bwd_no_alibi violated: the backward "   \
-                                       "has no ALiBi (column 6 must be NOALIBI)");                  \
-    FMHA_STATIC_ASSERT(!FMHAI_AUX_##fam || (!FMHAI_ON_##mask && !FMHAI_ON_##sc),                     \
+    FMHA_STATIC_ASSERT(!FMHAI_AUX_##fam || (!FMHAI_ON_##mask && !FMHAI_ON_##sc && !FMHAI_ON_##al),   \
                        "fmha_tile constraint bwd_aux_no_features violated: dot_do_o and convert_dq " \
-                       "rows take NOMASK and NOSOFTCAP");                                           \
+                       "rows take NOMASK, NOSOFTCAP and NOALIBI");                                  \
     FMHA_STATIC_ASSERT(FMHAI_FAM_##fam != FMHA_FAMILY_BWD_DET || (w) % 2 == 0,                       \
                        "fmha_tile constraint bwd_det_even_warps violated: a BWD_DET row needs an even " \
                        "warp count (its dQ adds read through the step's Q and dO buffers)");          \
@@ -113,14 +115,15 @@
     {                                                                                             \
         extern __shared__ __align__(128) char fmhai_smem[];                                       \
         if (FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                         \
-            FMHAI_BODY_##fam(&p, fmhai_smem, dt, hd, mask, sc, bm, bn, w, st, arch);              \
+            FMHAI_BODY_##fam(&p, fmhai_smem, dt, hd, mask, sc, al, bm, bn, w, st, arch);          \
     }
 #endif
 
 /* ---- pass 2: table entries -------------------------------------------------------- */
 #define FMHAI_ENTRY_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    { { FMHAI_KNAME_##fam(dt, hd, mask, sc, bm, bn, w, st, arch), FMHAI_FAM_##fam,                 \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, 0, bm, bn, w, st, FMHAI_CAT(FMHAI_BWD_PIPE_, arch), \
+    { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, bm, bn, w, st, arch), FMHAI_FAM_##fam,             \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,            \
+        FMHAI_CAT(FMHAI_BWD_PIPE_, arch),                                                          \
         FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR },                                   \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
@@ -155,6 +158,8 @@
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, NOMASK, SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define FMHAI_DEFAULT_BWD_DT(X, dt)        \

@@ -70,8 +70,8 @@ static inline fmha_status fmhai_bwd_validate_traits(const fmha_bwd_traits *t)
     st = fmhai_validate_common(fam, t->batch, t->nhead_q, t->nhead_k, t->hdim_q, t->hdim_v, 1.0f, 0.0f,
                                t->mask_type, t->window_left, t->window_right);
     if (st != FMHA_OK) return st;
-    if (t->has_alibi)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: ALiBi is not supported by the backward pass", fam);
+    if (t->has_alibi != 0 && t->has_alibi != 1)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: has_alibi must be 0 or 1", fam);
     if (t->is_group_mode != 0 && t->is_group_mode != 1)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: is_group_mode must be 0 or 1", fam);
     if (t->seqlen_q < 0 || t->seqlen_k < 0)
@@ -268,8 +268,12 @@ static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, con
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: plan is NULL or was not made by fmha_bwd_plan_make", fam);
     if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: args is NULL", fam);
     t = &plan->traits;
-    if (a->alibi_slopes)
-        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: ALiBi is not supported by the backward pass", fam);
+    if (!a->alibi_slopes != !t->has_alibi)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: alibi_slopes %s but the plan was made %s ALiBi", fam,
+                          a->alibi_slopes ? "given" : "NULL", t->has_alibi ? "with" : "without");
+    if (((uintptr_t)a->alibi_slopes & 3u) || a->alibi_batch_stride < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: alibi_slopes must be 4-byte aligned, its batch stride >= 0",
+                          fam);
     st = fmhai_validate_common(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
                                a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
     if (st != FMHA_OK) return st;
@@ -364,6 +368,7 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
     p->dk_row = a->stride_dk; p->dk_head = a->nhead_stride_dk; p->dk_batch = a->batch_stride_dk;
     p->dv_row = a->stride_dv; p->dv_head = a->nhead_stride_dv; p->dv_batch = a->batch_stride_dv;
     p->lse_head = a->nhead_stride_lse; p->lse_batch = a->batch_stride_lse;
+    p->alibi_slopes = a->alibi_slopes; p->alibi_batch = a->alibi_batch_stride;
     p->dsum_rows = a->is_group_mode ? a->seqlen_q : 0;
     p->seqlen_q = a->seqlen_q; p->seqlen_k = a->seqlen_k;
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;

@@ -49,6 +49,8 @@ typedef struct fmhai_bwd_params {
                                     of blocks walk the units (deterministic)       */
     int mask_kind;               /* fmha_mask_type (NONE when the window is (-1,-1)) */
     int window_left, window_right;
+    const float *alibi_slopes;   /* ALiBi rows: [nhead_q] or [batch][nhead_q]       */
+    int64_t alibi_batch;         /* slopes' batch stride (0: shared)                */
     float scale;                 /* dQ and dK scale                                 */
     float scale_log2;            /* scale * log2(e)                                 */
     float softcap_pre;           /* scale / cap        (soft cap on)                */

@@ -392,15 +392,27 @@ FMHAI_DEVICE void fmhai_bwd_window(const fmhai_bwd_params *p, const fmhai_bwd_se
     }
 }
 
+/* ALiBi slope of query head h of batch entry b in base-2 units (0 off) */
+FMHAI_DEVICE float fmhai_bwd_slope2(const fmhai_bwd_params *p, int b, int h, int ALIBI)
+{
+    return ALIBI ? p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f : 0.f;
+}
+
 /* P^T of one 16 x 8 n-tile of S^T, in place: c[2 * hf + e] is key j + 8 * hf,
  * query i + e. c becomes P^T (soft cap: times 1 - tanh^2, dS's factor) and
  * pk[hf] the 16-bit P^T pair of row hf. Masked entries and keys past s_k are
- * 0 (never exp of -inf). */
+ * 0 (never exp of -inf). ALiBi: the score loses slope2 * |i + shift - j|
+ * (slope2 in base-2 units, shift = s_k - s_q: bottom-right aligned), a
+ * constant of q and k, so dS needs no other change. */
 FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fmhai_bwd_params *p, int need_mask,
-                                    int j, int i, int s_k, int c_lo, int c_hi, int SOFTCAP, int is_bf16)
+                                    int j, int i, int s_k, int c_lo, int c_hi, int SOFTCAP, int is_bf16,
+                                    int ALIBI, float slope2, int shift)
 {
     const float LOG2E = 1.4426950408889634f;
     const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
+    /* ALiBi: one conversion a call, the four distances as float offsets of
+     * it (the |.| folds into the multiply-add) */
+    const float d0 = ALIBI ? (float)(i + shift - j) : 0.f;
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         float pv[2];
@@ -408,12 +420,13 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
         for (int e = 0; e < 2; ++e) {
             const float x = c[2 * hf + e];
             float dfac = 1.f;
+            const float bias = ALIBI ? l2[e] + slope2 * fabsf(d0 + (float)(e - 8 * hf)) : l2[e];
             if (SOFTCAP) {
                 const float th = tanhf(x * p->softcap_pre);
-                pv[e] = fmhai_exp2(th * p->softcap_post_log2 - l2[e]);
+                pv[e] = fmhai_exp2(th * p->softcap_post_log2 - bias);
                 dfac = 1.f - th * th;
             } else {
-                pv[e] = fmhai_exp2(x * p->scale_log2 - l2[e]);
+                pv[e] = fmhai_exp2(x * p->scale_log2 - bias);
             }
             if (need_mask) {
                 const int jj = j + 8 * hf, ii = i + e;
@@ -443,6 +456,7 @@ FMHAI_DEVICE int fmhai_bwd_unit_at(const fmhai_bwd_params *p, int i)
  * still writes the zero dQ rows) and its mask window. */
 typedef struct fmhai_bwd_unit {
     fmhai_bwd_seq s;
+    int b;     /* the batch entry (ALiBi slopes per entry) */
     int hk, det, n_tiles, masked, c_lo, c_hi;
     int rev;   /* deterministic with a mask: chains in reverse tile order (fmhai_bwd_tile_of) */
 } fmhai_bwd_unit;
@@ -453,7 +467,8 @@ FMHAI_DEVICE int fmhai_bwd_unit_of(const fmhai_bwd_params *p, int u, int HAS_MAS
 {
     const int nhk = p->nhead_q / p->head_ratio;
     U->hk = u % nhk;
-    fmhai_bwd_seq_of(p, u / nhk, &U->s);
+    U->b = u / nhk;
+    fmhai_bwd_seq_of(p, U->b, &U->s);
     U->det = DET && !p->dq_direct;   /* compile-time 0 in the atomics kernels */
     U->n_tiles = p->dq_direct ? 1 : (U->s.s_k + BN - 1) / BN;
     U->masked = HAS_MASK && !p->dq_direct;
@@ -573,7 +588,8 @@ FMHAI_DEVICE void fmhai_bwd_store_kv(char *dst, int64_t row_stride, const float 
 /* dq_dk_dv of one (KV head, batch entry) unit. */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
                                           const int BM, const int BN, const int NW, const int ST,
-                                          const int HAS_MASK, const int SOFTCAP, const fmhai_bwd_unit *U)
+                                          const int HAS_MASK, const int SOFTCAP, const int ALIBI,
+                                          const fmhai_bwd_unit *U)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
@@ -661,6 +677,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
             const int slot = (jt & 1) * BM;
             const int m0 = (m_first + m_dir * mi) * BM;
             const int h = hk * p->head_ratio + hq;
+            const float slope2 = fmhai_bwd_slope2(p, U->b, h, ALIBI);
             int nmi = mi, nhq = hq;   /* the next step's */
             fmhai_bwd_next_pos(&nmi, &nhq, n_m, p->head_ratio);
             const int nm0 = (m_first + m_dir * nmi) * BM, nh = hk * p->head_ratio + nhq;
@@ -712,7 +729,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                     const int col = q0 + nt * 8 + 2 * t;    /* first of this lane's two columns */
                     uint32_t pk[2];
                     fmhai_bwd_p_ntile(acc_s[nt], pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
-                                      j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16);
+                                      j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI,
+                                      slope2, s.s_k - s.s_q);
                     if (dv_step) {
                         pa[nt / 2][(nt % 2) * 2] = pk[0];
                         pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
@@ -945,12 +963,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
                                      const int BM, const int BN, const int NW, const int ST,
-                                     const int HAS_MASK, const int SOFTCAP, const int DET)
+                                     const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
 {
     for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
         fmhai_bwd_unit U;
         if (fmhai_bwd_unit_of(p, u, HAS_MASK, DET, BN, 1 << 30, &U))
-            fmhai_bwd_dq_dk_dv_unit(p, smem, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, &U);
+            fmhai_bwd_dq_dk_dv_unit(p, smem, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, &U);
     }
 }
 

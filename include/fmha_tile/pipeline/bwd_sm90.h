@@ -154,7 +154,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
 
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
                                           const int HD, const int BM, const int BN, const int NW, const int ST,
-                                          const int HAS_MASK, const int SOFTCAP, const int DET)
+                                          const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     const int NT = 256;       /* threads of the two MMA warpgroups */
@@ -217,6 +217,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
         for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
             const int buf = jt & 1, slot = (jt & 1) * BM;
             const int m0 = (T.m_first + T.m_dir * mi) * BM, h = hk * p->head_ratio + hq;
+            const float slope2 = fmhai_bwd_slope2(p, U.b, h, ALIBI);
             fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
 
             /* this step's tiles have landed (and are visible to wgmma); every
@@ -248,7 +249,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 const int col = nt * 8 + 2 * t;
                 uint32_t pk[2];
                 fmhai_bwd_p_ntile(acc_s + 4 * nt, pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
-                                  j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16);
+                                  j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI, slope2,
+                                  s.s_k - s.s_q);
                 pa[nt / 2][(nt % 2) * 2] = pk[0];
                 pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
             }
@@ -352,7 +354,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     fmhai_copy_wait(0);
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)ST; (void)HAS_MASK;
-    (void)SOFTCAP; (void)DET;
+    (void)SOFTCAP; (void)ALIBI; (void)DET;
 #endif
 }
 
