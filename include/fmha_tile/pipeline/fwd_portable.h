@@ -25,8 +25,10 @@
  * staged in shared memory one tile ahead. VECTORIZED pages land K and V^T
  * chunk-major, in the page's own order (fmhai_cmaj; V^T is read with
  * non-transposed ldmatrix).
- * The epilogue normalises O, writes LSE (-inf for rows that saw no key) and
- * stores O through shared memory with 16-byte stores.
+ * The epilogue folds in the head's attention sink if any (fmhai_sink_fold;
+ * decode: the first split only), normalises O, writes LSE (-inf for rows
+ * that saw no key and have no sink) and stores O through shared memory with
+ * 16-byte stores.
  *
  * Shared memory: Q [tile_m][hd], K [stages][tile_n][hd], V likewise, 16-bit
  * (FP8 KV: the K and V slots hold the e4m3 tiles instead),

@@ -23,8 +23,9 @@
  * chunk-major, the order they are stored in (K, and V as V^T, both read
  * K-major with no-swizzle descriptors).
  * Tiles load with cp.async into the 128-byte-swizzled layout of
- * tile/warpgroup_mma.h. The epilogue normalises O, writes LSE (-inf for
- * rows that saw no key) and stores O from the fragments.
+ * tile/warpgroup_mma.h. The epilogue folds in the head's attention sink if
+ * any (fmhai_sink_fold), normalises O, writes LSE (-inf for rows that saw
+ * no key and have no sink) and stores O from the fragments.
  *
  * FP8 (e4m3 Q, K, V; bf16 O): both products are e4m3 wgmma (k32, operands
  * K-major only); the q and k descales fold into the logit scale, v's into
