@@ -22,14 +22,15 @@ Functions (names and meanings follow FlashAttention's Python API):
 
     attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0,
               alibi_slopes=None, scale=None, return_lse=False, *, out=None, out_lse=None,
-              deterministic=False, q_descale=None, k_descale=None, v_descale=None)
+              deterministic=False, q_descale=None, k_descale=None, v_descale=None, sinks=None)
         q [batch, seqlen_q, nheads, headdim], k and v [batch, seqlen_k,
         nheads_k, headdim]; returns out [batch, seqlen_q, nheads, headdim]
         and, with return_lse, lse fp32 [batch, nheads, seqlen_q].
     attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
-                     deterministic=False, q_descale=None, k_descale=None, v_descale=None)
+                     deterministic=False, q_descale=None, k_descale=None, v_descale=None,
+                     sinks=None)
         packed q [total_q, nheads, headdim], k and v [total_k, nheads_k,
         headdim]; cu_seqlens_* int32 [batch + 1] prefix sums on the device
         (sequences may be empty); max_seqlen_q must bound every query length
@@ -40,7 +41,7 @@ Functions (names and meanings follow FlashAttention's Python API):
                   kv_page_indices=None, kv_last_page_len=None, block_table=None,
                   seqlens_k=None, kv_layout="NHD", causal=True, window=(-1, -1),
                   softcap=0.0, scale=None, k_descale=None, v_descale=None,
-                  q_descale=None, return_lse=False, out=None, out_lse=None)
+                  q_descale=None, return_lse=False, out=None, out_lse=None, sinks=None)
         packed q [total_q, nheads, headdim] over a paged KV cache (SGLang 1-D
         or vLLM 2-D page table; NHD, HND or VECTORIZED pages). fp16/bf16
         caches with queries of the same dtype, or torch.float8_e4m3fn caches
@@ -54,7 +55,7 @@ Functions (names and meanings follow FlashAttention's Python API):
                            kv_last_page_len=None, block_table=None, max_seqlen_k=None,
                            causal=False, window=(-1, -1), softcap=0.0, scale=None,
                            alibi_slopes=None, k_descale=None, v_descale=None, num_splits=0,
-                           return_lse=False, out=None, plan_only=False)
+                           return_lse=False, out=None, plan_only=False, sinks=None)
         decode (split-KV) of q [batch, seqlen_q, nheads, headdim] over a
         contiguous or paged cache, appending k / v first and applying rotary
         embedding; seqlens_k counts the keys after the append. See
@@ -73,6 +74,10 @@ Functions (names and meanings follow FlashAttention's Python API):
 
 Semantics:
   - dtype fp16 or bf16 (q, k, v alike); head dim a multiple of 8, at most 256.
+  - sinks (every entry point): None, or fp32 [nheads] attention-sink logits
+    on q's device: one more key per row with that logit and no value; the
+    LSE includes it (a row that sees no key: out 0, lse = its sink);
+    differentiable in attention() / attention_varlen().
   - fp8: q, k and v torch.float8_e4m3fn, head dim a multiple of 16, output
     torch.bfloat16; on a Hopper (sm_90) GPU only (elsewhere FmhaError, no
     kernel). q_descale, k_descale, v_descale: per-tensor descales, each None

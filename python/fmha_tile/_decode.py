@@ -17,7 +17,7 @@ import ctypes
 
 from . import _lib
 from ._args import (check_tensor, check_same_device, strides, check_int, check_scalar,
-                    mask_from_flash, check_alibi)
+                    mask_from_flash, check_alibi, check_sinks)
 from ._prefill import (FMHA_PAGE_TABLE_SGLANG_1D, FMHA_PAGE_TABLE_VLLM_2D, FMHA_KV_LAYOUT_LINEAR,
                        dtype_codes, _int32_vector, _set_descales)
 
@@ -134,7 +134,7 @@ def decode_args(q, k_cache, v_cache, seqlens_k, *, k=None, v=None, rotary_cos=No
                 rotary_interleaved=False, cache_batch_idx=None, kv_indptr=None, kv_page_indices=None,
                 kv_last_page_len=None, block_table=None, max_seqlen_k=None, causal=False,
                 window=(-1, -1), softcap=0.0, scale=None, alibi_slopes=None, k_descale=None,
-                v_descale=None, num_splits=0, to_device=None):
+                v_descale=None, num_splits=0, to_device=None, sinks=None):
     """The checks of attention_with_kvcache() and its FmhaDecodeArgs, outputs
     not set. -> (args, output dtype name, tensors to keep alive)."""
     check_tensor("q", q, 4, "[batch, seqlen_q, nheads, headdim]")
@@ -221,6 +221,9 @@ def decode_args(q, k_cache, v_cache, seqlens_k, *, k=None, v=None, rotary_cos=No
     if alibi_slopes is not None:
         a.alibi_slopes, a.alibi_batch_stride = check_alibi(alibi_slopes, q, batch, hq)
         keep.append(alibi_slopes)
+    a.sinks = check_sinks(sinks, q, hq)
+    if sinks is not None:
+        keep.append(sinks)
     keep += _set_descales(a, q, kv8, q_code == _lib.FMHA_DTYPE_FP8, n, hk, k_descale, v_descale, None,
                           to_device)
     qs = strides(q)
@@ -240,7 +243,7 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
                            kv_indptr=None, kv_page_indices=None, kv_last_page_len=None, block_table=None,
                            max_seqlen_k=None, causal=False, window=(-1, -1), softcap=0.0, scale=None,
                            alibi_slopes=None, k_descale=None, v_descale=None, num_splits=0,
-                           return_lse=False, out=None, plan_only=False, kernels=None):
+                           return_lse=False, out=None, plan_only=False, kernels=None, sinks=None):
     """Decode step: q [batch, seqlen_q, nheads, headdim] against a KV cache.
 
     Cache: contiguous k_cache / v_cache [batch_cache, seqlen_cache, nheads_k,
@@ -257,6 +260,7 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
     bf16 queries and per-tensor / per-page descales; an fp8 cache takes bf16
     k / v, stored as e4m3(row / descale) with its page's or the tensor's
     descale).
+    sinks: fp32 [nheads] attention-sink logits as in attention() (None: none).
     num_splits 0 lets the library choose. Returns out [batch, seqlen_q,
     nheads, headdim] (bf16 for fp8 caches), or (out, lse fp32 [batch,
     nheads, seqlen_q]); plan_only=True returns the plan as a dict instead of
@@ -277,7 +281,7 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
             kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len, block_table=block_table,
             max_seqlen_k=max_seqlen_k, causal=causal, window=window, softcap=softcap, scale=scale,
             alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale, num_splits=num_splits,
-            to_device=to_device)
+            to_device=to_device, sinks=sinks)
         batch, s_q, hq, d = (int(x) for x in q.shape)
         odt = torch.bfloat16 if out_dtype == "torch.bfloat16" else q.dtype
         o = out if out is not None else torch.empty((batch, s_q, hq, d), dtype=odt, device=q.device)

@@ -26,7 +26,7 @@ import math
 
 from . import _lib
 from ._args import (check_tensor, check_same_device, strides, check_no_overlap,
-                    check_int, check_scalar, mask_from_flash, _is_tensor)
+                    check_int, check_scalar, mask_from_flash, _is_tensor, check_sinks)
 
 FMHA_PAGE_TABLE_SGLANG_1D = 0
 FMHA_PAGE_TABLE_VLLM_2D = 1
@@ -210,7 +210,7 @@ def _set_descales(a, q, kv8, q8, pages, hk, k_descale, v_descale, q_descale, to_
 def prefill_args(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=None,
                  kv_page_indices=None, kv_last_page_len=None, block_table=None, seqlens_k=None,
                  kv_layout="NHD", causal=True, window=(-1, -1), softcap=0.0, scale=None,
-                 k_descale=None, v_descale=None, q_descale=None, to_device=None):
+                 k_descale=None, v_descale=None, q_descale=None, to_device=None, sinks=None):
     """The checks of batch_prefill() and its FmhaBatchPrefillArgs, outputs not
     set. to_device(x) turns a number into a 1-element float32 tensor on q's
     device (needed only when a descale is given as a number).
@@ -305,6 +305,9 @@ def prefill_args(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=N
     a.page_stride_v, a.token_stride_v, a.nhead_stride_v = vst
     a.scale, a.logits_soft_cap = scale, softcap
     a.mask_type, a.window_left, a.window_right = mask, left, right
+    a.sinks = check_sinks(sinks, q, hq)
+    if sinks is not None:
+        keep.append(sinks)
     return a, out_dtype, keep
 
 
@@ -323,7 +326,7 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
                   kv_page_indices=None, kv_last_page_len=None, block_table=None, seqlens_k=None,
                   kv_layout="NHD", causal=True, window=(-1, -1), softcap=0.0, scale=None,
                   k_descale=None, v_descale=None, q_descale=None,
-                  return_lse=False, out=None, out_lse=None, kernels=None):
+                  return_lse=False, out=None, out_lse=None, kernels=None, sinks=None):
     """Prefill of packed queries q [total_q, h, d] (rows cu_seqlens_q[b] ..
     cu_seqlens_q[b+1]-1 for sequence b) over a paged KV cache.
 
@@ -341,7 +344,8 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
     number or a 0-dim / 1-element float32 tensor, None for 1.
     real = stored * descale.
     causal: bottom-right aligned (the new tokens are the last of each
-    sequence); window (left, right), softcap and scale as in attention().
+    sequence); window (left, right), softcap, scale and sinks (fp32 [h]
+    attention-sink logits) as in attention().
     Returns out [total_q, h, d] (q's dtype; bf16 for fp8 caches), or
     (out, lse) with lse fp32 [h, total_q]. out= / out_lse= take caller-owned
     outputs. kernels: the kernel set (None: the library's default set; an
@@ -356,7 +360,7 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
             kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len,
             block_table=block_table, seqlens_k=seqlens_k, kv_layout=kv_layout, causal=causal,
             window=window, softcap=softcap, scale=scale, k_descale=k_descale, v_descale=v_descale,
-            q_descale=q_descale)
+            q_descale=q_descale, sinks=sinks)
         total_q, hq, d = (int(x) for x in q.shape)
         odt = torch.bfloat16 if out_dtype == BF16 else q.dtype
         o = out if out is not None else torch.empty((total_q, hq, d), dtype=odt, device=q.device)

@@ -462,6 +462,18 @@ def test_prefill_args_bf16():
     assert (a.mask_type, a.window_left, a.window_right) == (BR, -1, 0)
 
 
+def test_prefill_args_sinks():
+    kw = paged()
+    a, _, keep = _prefill.prefill_args(sinks=FakeTensor((8,), FP32, ptr=11 << 20), **kw)
+    assert a.sinks == 11 << 20 and len(keep) == 1
+    a, _, keep = _prefill.prefill_args(**kw)
+    assert a.sinks is None and keep == []
+    with pytest.raises(ValueError, match="one logit per query head"):
+        _prefill.prefill_args(sinks=FakeTensor((2,), FP32), **kw)
+    with pytest.raises(TypeError, match="float32"):
+        _prefill.prefill_args(sinks=FakeTensor((8,), BF16), **kw)
+
+
 def test_prefill_args_fp8_per_tensor():
     to_dev = _ToDevice()
     kw = paged(kv_dtype=FP8)
