@@ -95,6 +95,13 @@ $(BUILD)/host/test_splitkv: tests/host/test_splitkv.c tests/host/host_check.h te
 
 host-tests: $(BUILD)/host/test_splitkv
 
+# AMD MFMA fragment layouts against a host model of the instructions
+$(BUILD)/host/test_mfma_layout: tests/host/test_mfma_layout.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_mfma_layout
+
 # ---- NVIDIA (nvcc) --------------------------------------------------------
 ifneq ($(NVCC),)
 $(BUILD)/tests/test_fwd: tests/gpu/test_fwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)

@@ -1,0 +1,200 @@
+/*
+ * MFMA fragment layouts of AMD CDNA (wave64), as small pure functions.
+ *
+ * An MFMA instruction computes D[M x N] = A[M x K] * B[K x N] + C[M x N] with
+ * the operands spread over the 64 lanes of a wave: each lane holds a few
+ * elements ("slots") of A, of B and of C/D in consecutive VGPRs. These
+ * functions say, for each operand, which lane and which slot holds element
+ * (row, col), and the inverse. They are plain static inline C with no device
+ * construct, so the host tests (tests/host/test_mfma_layout.c) and device code
+ * (the MFMA pipeline's loaders and softmax) use the very same definitions.
+ *
+ * Shapes (FMHAI_MFMA_SHAPES, one row each; all single-block, no CBSZ/ABID/BLGP):
+ *   v_mfma_f32_32x32x8f16, v_mfma_f32_32x32x8bf16_1k     gfx90a, gfx942
+ *   v_mfma_f32_16x16x16f16, v_mfma_f32_16x16x16bf16_1k   gfx90a, gfx942
+ *   v_mfma_f32_32x32x16_fp8_fp8, v_mfma_f32_16x16x32_fp8_fp8   gfx942 (e4m3fnuz)
+ *
+ * Where the layouts come from: the "Matrix Arithmetic Instructions" chapter of
+ * AMD's "AMD Instinct MI300 Instruction Set Architecture" reference guide
+ * (CDNA3; the MI200/CDNA2 guide for gfx90a), and the element<->register
+ * formulas that AMD's Matrix Instruction Calculator (ROCm's
+ * amd_matrix_instruction_calculator, --detail-instruction / --register-layout
+ * for cdna2 and cdna3) prints for each of these instructions. In words:
+ *   A (M x K): lane = row + M * (k / KL), slot = k % KL, where KL = M*K/64 is
+ *              the elements a lane holds (4 for f16/bf16, 8 for fp8): lanes
+ *              come in G = 64/M groups, group g holding k in [g*KL, g*KL+KL).
+ *   B (K x N): the same with col for row (B is laid out as A transposed).
+ *   C/D (M x N, fp32): lane = col + N * ((row / 4) % G), slot = row % 4 +
+ *              4 * (row / (4 * G)): a lane holds one column, in runs of 4
+ *              consecutive rows; lane group g holds the runs g, g+G, ...
+ * Slot s of an operand with e-byte elements sits in VGPR s*e/4 at bits
+ * [(s*e*8) % 32, +e*8): f16/bf16 pack two to a VGPR (low half first), fp8
+ * four (lowest byte first); C/D is one fp32 slot per VGPR.
+ *
+ * Row reductions over D (the softmax's max and sum): row i of a tile lives in
+ * one slot of N consecutive lanes (lanes N*g .. N*g + N-1 for the g above),
+ * one column each, so a row reduces with lane exchanges inside aligned groups
+ * of N lanes: xor masks 1..N/2 (fmhai_mfma_d_row_lanes). For N = 16 that stays
+ * inside a DPP row; N = 32 needs one exchange across DPP rows (ds_swizzle's
+ * xor mode or ds_bpermute).
+ */
+#ifndef FMHA_TILE_MFMA_LAYOUT_H
+#define FMHA_TILE_MFMA_LAYOUT_H
+
+/* Host and device: a HIP/CUDA pass needs the attributes to call these from a
+ * kernel; a C compiler sees plain static inline functions. */
+#if defined(__HIP__) || defined(__CUDACC__)
+#  define FMHAI_MFMA_FN static inline __host__ __device__
+#else
+#  define FMHAI_MFMA_FN static inline
+#endif
+
+/* id        M   N   K  elem bytes  instruction (for messages and JSON) */
+#define FMHAI_MFMA_SHAPES(X)                                                 \
+    X(32X32X8_F16,   32, 32,  8, 2, "v_mfma_f32_32x32x8f16")                 \
+    X(32X32X8_BF16,  32, 32,  8, 2, "v_mfma_f32_32x32x8bf16_1k")             \
+    X(16X16X16_F16,  16, 16, 16, 2, "v_mfma_f32_16x16x16f16")                \
+    X(16X16X16_BF16, 16, 16, 16, 2, "v_mfma_f32_16x16x16bf16_1k")            \
+    X(32X32X16_FP8,  32, 32, 16, 1, "v_mfma_f32_32x32x16_fp8_fp8")           \
+    X(16X16X32_FP8,  16, 16, 32, 1, "v_mfma_f32_16x16x32_fp8_fp8")
+
+typedef enum fmhai_mfma_shape {
+#define FMHAI_MFMA_ENUM_(id, m, n, k, eb, name) FMHAI_MFMA_##id,
+    FMHAI_MFMA_SHAPES(FMHAI_MFMA_ENUM_)
+#undef FMHAI_MFMA_ENUM_
+    FMHAI_MFMA_NUM_SHAPES
+} fmhai_mfma_shape;
+
+typedef struct fmhai_mfma_dims {
+    int m, n, k;      /* D is m x n, the reduction is over k */
+    int elem_bytes;   /* bytes of one A/B element (C/D are fp32) */
+} fmhai_mfma_dims;
+
+/* Where an element sits: lane 0..63 and slot within that lane's fragment. */
+typedef struct fmhai_mfma_loc {
+    int lane, slot;
+} fmhai_mfma_loc;
+
+/* An element of an operand: (row, col) of A (m, k), B (k, n) or D (m, n). */
+typedef struct fmhai_mfma_rc {
+    int row, col;
+} fmhai_mfma_rc;
+
+FMHAI_MFMA_FN fmhai_mfma_dims fmhai_mfma_dims_of(fmhai_mfma_shape s)
+{
+    fmhai_mfma_dims d = {0, 0, 0, 0};
+    switch (s) {
+#define FMHAI_MFMA_DIMS_(id, m_, n_, k_, eb, name) \
+    case FMHAI_MFMA_##id: d.m = m_; d.n = n_; d.k = k_; d.elem_bytes = eb; break;
+    FMHAI_MFMA_SHAPES(FMHAI_MFMA_DIMS_)
+#undef FMHAI_MFMA_DIMS_
+    default: break;
+    }
+    return d;
+}
+
+FMHAI_MFMA_FN const char *fmhai_mfma_name(fmhai_mfma_shape s)
+{
+    switch (s) {
+#define FMHAI_MFMA_NAME_(id, m, n, k, eb, name) case FMHAI_MFMA_##id: return name;
+    FMHAI_MFMA_SHAPES(FMHAI_MFMA_NAME_)
+#undef FMHAI_MFMA_NAME_
+    default: break;
+    }
+    return "?";
+}
+
+/* ---- sizes ------------------------------------------------------------------ */
+/* A/B elements a lane holds (KL above): 4 for f16/bf16, 8 for fp8 */
+FMHAI_MFMA_FN int fmhai_mfma_ab_slots(fmhai_mfma_shape s)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    return d.m * d.k / 64;
+}
+/* fp32 D elements a lane holds: 16 for 32x32, 4 for 16x16 */
+FMHAI_MFMA_FN int fmhai_mfma_d_slots(fmhai_mfma_shape s)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    return d.m * d.n / 64;
+}
+/* VGPRs of an A or B fragment (2 for every shape here: 64 bits a lane) */
+FMHAI_MFMA_FN int fmhai_mfma_ab_vgprs(fmhai_mfma_shape s)
+{
+    return fmhai_mfma_ab_slots(s) * fmhai_mfma_dims_of(s).elem_bytes / 4;
+}
+/* VGPR of A/B slot `slot`, and the lowest bit of the element inside it */
+FMHAI_MFMA_FN int fmhai_mfma_ab_vgpr(fmhai_mfma_shape s, int slot)
+{
+    return slot * fmhai_mfma_dims_of(s).elem_bytes / 4;
+}
+FMHAI_MFMA_FN int fmhai_mfma_ab_bit(fmhai_mfma_shape s, int slot)
+{
+    return (slot * fmhai_mfma_dims_of(s).elem_bytes * 8) % 32;
+}
+
+/* ---- A (m x k) and B (k x n) ------------------------------------------------ */
+/* A and B share one scheme: the lane index inside a group is A's row (B's
+ * column), the group and slot give k. */
+FMHAI_MFMA_FN fmhai_mfma_loc fmhai_mfma_a_loc(fmhai_mfma_shape s, int row, int k)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    int kl = d.m * d.k / 64;
+    fmhai_mfma_loc l;
+    l.lane = row + d.m * (k / kl);
+    l.slot = k % kl;
+    return l;
+}
+FMHAI_MFMA_FN fmhai_mfma_rc fmhai_mfma_a_elem(fmhai_mfma_shape s, int lane, int slot)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    fmhai_mfma_rc e;
+    e.row = lane % d.m;
+    e.col = (lane / d.m) * (d.m * d.k / 64) + slot;
+    return e;
+}
+FMHAI_MFMA_FN fmhai_mfma_loc fmhai_mfma_b_loc(fmhai_mfma_shape s, int k, int col)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    int kl = d.n * d.k / 64;
+    fmhai_mfma_loc l;
+    l.lane = col + d.n * (k / kl);
+    l.slot = k % kl;
+    return l;
+}
+FMHAI_MFMA_FN fmhai_mfma_rc fmhai_mfma_b_elem(fmhai_mfma_shape s, int lane, int slot)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    fmhai_mfma_rc e;
+    e.row = (lane / d.n) * (d.n * d.k / 64) + slot;
+    e.col = lane % d.n;
+    return e;
+}
+
+/* ---- C / D (m x n, fp32) ----------------------------------------------------- */
+FMHAI_MFMA_FN fmhai_mfma_loc fmhai_mfma_d_loc(fmhai_mfma_shape s, int row, int col)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    int g = 64 / d.n;                     /* lane groups: 2 (32x32) or 4 (16x16) */
+    fmhai_mfma_loc l;
+    l.lane = col + d.n * ((row / 4) % g);
+    l.slot = row % 4 + 4 * (row / (4 * g));
+    return l;
+}
+FMHAI_MFMA_FN fmhai_mfma_rc fmhai_mfma_d_elem(fmhai_mfma_shape s, int lane, int slot)
+{
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    int g = 64 / d.n;
+    fmhai_mfma_rc e;
+    e.row = (slot / 4) * 4 * g + (lane / d.n) * 4 + slot % 4;
+    e.col = lane % d.n;
+    return e;
+}
+
+/* Lanes that share a row of D: aligned groups of this many lanes (xor masks
+ * 1 .. n/2 reach exactly the lanes of one group). */
+FMHAI_MFMA_FN int fmhai_mfma_d_row_lanes(fmhai_mfma_shape s)
+{
+    return fmhai_mfma_dims_of(s).n;
+}
+
+#endif /* FMHA_TILE_MFMA_LAYOUT_H */
