@@ -83,6 +83,7 @@ c7517() {
 run_suite ptxas_c7517 c7517
 if [ -n "$clang19" ] && [ -f tests/amd/check.sh ]; then
     run_suite amd_compile sh tests/amd/check.sh
+    run_suite amd_mfma sh tests/amd/check_mfma.sh
 else
     echo "SKIP amd compile check: clang-19 not found"
 fi

@@ -14,7 +14,9 @@
  *   - a 32 x 64 x 32 tile product from several MFMAs (K loop, M and N blocks);
  *   - the softmax's row max and row sum over the tile's D registers: each
  *     lane folds its N blocks, then DPP/ds_swizzle (and, as a second route,
- *     ds_bpermute) exchanges inside the lanes that share a row.
+ *     ds_bpermute) exchanges inside the lanes that share a row; with
+ *     inexact sums, every lane of a row still ends with the same bits (the
+ *     device's fmhai_wave_row_sum in tile/wave_mma.h is this DPP sequence).
  * Last line: "N passed, M failed".
  */
 #include <stdio.h>
@@ -282,6 +284,24 @@ static void test_tile(fmhai_mfma_shape s)
     }
 }
 
+/* with inexact sums (random fractions), the DPP route still leaves every lane
+ * of a row with the bitwise same sum: rotations by 8 then 4 pair lanes the way
+ * xor 8 and xor 4 do, and each step adds the same two values in either order */
+static void test_sum_lanes_agree(void)
+{
+    int width, l, m, bad = 0, trial;
+    for (width = 16; width <= 32; width *= 2)
+        for (trial = 0; trial < 64; ++trial) {
+            float x[64];
+            for (l = 0; l < 64; ++l) x[l] = (float)(rnd() % 1000003) / 7919.0f - 60.0f;
+            wave_reduce_dpp(x, width, 0);
+            for (l = 0; l < 64; ++l)
+                for (m = 1; m < width; ++m)
+                    if (memcmp(&x[l], &x[(l & ~(width - 1)) | ((l + m) & (width - 1))], sizeof(float))) ++bad;
+        }
+    check(!bad, "row_sum_dpp_bitwise_same_in_every_lane", "16 and 32 lanes");
+}
+
 /* a wrong layout must fail: D gathered with a transposed map is not the product */
 static void test_negative(void)
 {
@@ -314,6 +334,7 @@ int main(void)
         test_single((fmhai_mfma_shape)s);
         test_tile((fmhai_mfma_shape)s);
     }
+    test_sum_lanes_agree();
     test_negative();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;
