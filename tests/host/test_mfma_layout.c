@@ -17,6 +17,10 @@
  *     ds_bpermute) exchanges inside the lanes that share a row; with
  *     inexact sums, every lane of a row still ends with the same bits (the
  *     device's fmhai_wave_row_sum in tile/wave_mma.h is this DPP sequence).
+ *   - attention's two products chained with P kept in registers: S^T =
+ *     K Q^T from MFMAs, P = f(S) lane by lane, then O^T = V^T P^T with B taken
+ *     from the S^T accumulators of the same lane (fmhai_mfma_chain_key says
+ *     which key each slot carries: natural order for 16-bit, permuted for fp8).
  * Last line: "N passed, M failed".
  */
 #include <stdio.h>
@@ -284,6 +288,120 @@ static void test_tile(fmhai_mfma_shape s)
     }
 }
 
+/* ---- P kept in registers: S^T = K Q^T, then O^T = V^T P^T ------------------- */
+/* an elementwise "softmax" whose results every format holds exactly */
+static double p_of(double s)
+{
+    return 0.5 * (double)((((long)floor(s) % 5) + 5) % 5 - 2);
+}
+
+static void test_chain(fmhai_mfma_shape s)
+{
+    enum { NK = 32, HD = 32 };               /* keys, head dim */
+    fmhai_mfma_dims d = fmhai_mfma_dims_of(s);
+    const int nq = d.n, tiles = NK / d.m, ds = fmhai_mfma_d_slots(s), kl = fmhai_mfma_ab_slots(s);
+    static double q[32 * HD], kmat[NK * HD], v[NK * HD], qt[HD * 32], vt[HD * NK];
+    static mfma_wave_d st[4];                /* S^T tiles: keys t*m .. t*m+m-1 */
+    static float pflat[64][32];              /* a lane's P values, flat over the tiles */
+    mfma_wave_ab ra, rb;
+    mfma_wave_d tmp, o;
+    int i, j, k, t, kb, mb, l, e, bad = 0, natural = 1, groups_ok = 1;
+
+    /* the keys a B slot carries: a function of (lane group, slot) covering
+     * each k-block's keys once */
+    for (kb = 0; kb < NK / d.k; ++kb) {
+        int seen[32] = { 0 };
+        for (l = 0; l < 64; ++l)
+            for (e = 0; e < kl; ++e) {
+                int key = fmhai_mfma_chain_key(s, s, kb, l, e);
+                if (key != fmhai_mfma_chain_key(s, s, kb, (l / d.n) * d.n, e)) groups_ok = 0;
+                if (key < kb * d.k || key >= (kb + 1) * d.k) groups_ok = 0;
+                else if (l % d.n == 0) ++seen[key - kb * d.k];
+                if (key != kb * d.k + (l / d.n) * kl + e) natural = 0;
+            }
+        for (k = 0; k < d.k; ++k) if (seen[k] != 1) groups_ok = 0;
+    }
+    check(groups_ok, "chain_keys_by_lane_group_cover_each_kblock", fmhai_mfma_name(s));
+    if (d.elem_bytes == 2) check(natural, "chain_keys_natural_order_16bit", fmhai_mfma_name(s));
+
+    for (i = 0; i < nq * HD; ++i) q[i] = rnd_val();
+    for (i = 0; i < NK * HD; ++i) { kmat[i] = rnd_val(); v[i] = rnd_val(); }
+    for (i = 0; i < HD; ++i) {
+        for (j = 0; j < nq; ++j) qt[i * nq + j] = q[j * HD + i];
+        for (k = 0; k < NK; ++k) vt[i * NK + k] = v[k * HD + i];
+    }
+    /* S^T = K Q^T, tile by tile of keys, K loop over the head dim */
+    for (t = 0; t < tiles; ++t) {
+        memset(&st[t], 0, sizeof st[t]);
+        for (kb = 0; kb < HD / d.k; ++kb) {
+            scatter_a(&ra, s, kmat, HD, t * d.m, kb * d.k);
+            scatter_b(&rb, s, qt, nq, kb * d.k, 0);
+            model_of(s)(&ra, &rb, &st[t], &tmp);
+            st[t] = tmp;
+        }
+    }
+    /* the softmax's max over keys of each query, on S^T: a query is one column,
+     * so fold the lane's slots and tiles, then exchange across lane groups only */
+    {
+        float x[64], y[64];
+        int addr[64], m2, badm = 0;
+        for (l = 0; l < 64; ++l) {
+            x[l] = st[0].v[l][0];
+            for (t = 0; t < tiles; ++t)
+                for (e = 0; e < ds; ++e) x[l] = x[l] > st[t].v[l][e] ? x[l] : st[t].v[l][e];
+        }
+        for (m2 = d.n; m2 < 64; m2 <<= 1) {
+            for (l = 0; l < 64; ++l) addr[l] = 4 * (l ^ m2);
+            mfma_ds_bpermute(x, y, addr);
+            for (l = 0; l < 64; ++l) x[l] = x[l] > y[l] ? x[l] : y[l];
+        }
+        for (l = 0; l < 64; ++l) {
+            double want = -1e30;
+            for (k = 0; k < NK; ++k) {
+                double sc = 0;
+                for (t = 0; t < HD; ++t) sc += kmat[k * HD + t] * q[(l % d.n) * HD + t];
+                want = want > sc ? want : sc;
+            }
+            if ((double)x[l] != want) ++badm;
+        }
+        check(!badm, "chain_query_max_in_lane_then_across_groups", fmhai_mfma_name(s));
+    }
+    /* P from the accumulators, lane by lane: no exchange between lanes */
+    for (l = 0; l < 64; ++l)
+        for (t = 0; t < tiles; ++t)
+            for (e = 0; e < ds; ++e) pflat[l][t * ds + e] = (float)p_of(st[t].v[l][e]);
+    /* O^T = V^T P^T: B from the flat P slots, A = V^T at the chained keys */
+    for (mb = 0; mb < HD / d.m; ++mb) {
+        memset(&o, 0, sizeof o);
+        for (kb = 0; kb < NK / d.k; ++kb) {
+            memset(&ra, 0, sizeof ra);
+            memset(&rb, 0, sizeof rb);
+            for (l = 0; l < 64; ++l)
+                for (e = 0; e < kl; ++e) {
+                    fmhai_mfma_loc at;
+                    fmhai_mfma_rc ae = fmhai_mfma_a_elem(s, l, e);
+                    at.lane = l; at.slot = e;
+                    put(&rb, s, at, pflat[l][kb * kl + e]);
+                    put(&ra, s, at, vt[(mb * d.m + ae.row) * NK + fmhai_mfma_chain_key(s, s, kb, l, e)]);
+                }
+            model_of(s)(&ra, &rb, &o, &tmp);
+            o = tmp;
+        }
+        for (i = 0; i < d.m; ++i)
+            for (j = 0; j < nq; ++j) {
+                fmhai_mfma_loc p = fmhai_mfma_d_loc(s, i, j);
+                double want = 0;
+                for (k = 0; k < NK; ++k) {
+                    double sc = 0;
+                    for (t = 0; t < HD; ++t) sc += kmat[k * HD + t] * q[j * HD + t];
+                    want += v[k * HD + mb * d.m + i] * p_of(sc);
+                }
+                if ((double)o.v[p.lane][p.slot] != want) ++bad;
+            }
+    }
+    check(!bad, "chain_P_in_registers_O_eq_softmaxish_QK_V", fmhai_mfma_name(s));
+}
+
 /* with inexact sums (random fractions), the DPP route still leaves every lane
  * of a row with the bitwise same sum: rotations by 8 then 4 pair lanes the way
  * xor 8 and xor 4 do, and each step adds the same two values in either order */
@@ -333,6 +451,7 @@ int main(void)
         test_bijection((fmhai_mfma_shape)s);
         test_single((fmhai_mfma_shape)s);
         test_tile((fmhai_mfma_shape)s);
+        test_chain((fmhai_mfma_shape)s);
     }
     test_sum_lanes_agree();
     test_negative();

@@ -197,4 +197,24 @@ FMHAI_MFMA_FN int fmhai_mfma_d_row_lanes(fmhai_mfma_shape s)
     return fmhai_mfma_dims_of(s).n;
 }
 
+/* ---- P in registers: one MFMA's D as the next one's B ----------------------- */
+/* Attention's second product can take P straight from the first one's
+ * accumulators, with no LDS round trip and no lane exchange, when the first
+ * computes S^T = K * Q^T (keys x queries): each lane of its D holds one query
+ * column, which is what the B operand of O^T = V^T * P^T wants of a lane too.
+ * Read a lane's D slots over consecutive QK tiles (tile t holds keys from
+ * t * qk.m on) as one flat list; B slot e of PV k-block kb is flat slot
+ * kb * fmhai_mfma_ab_slots(pv) + e, converted to the 16- or 8-bit type. The key
+ * it carries depends on the lane only through its lane group, so V^T's A
+ * fragment loads key fmhai_mfma_chain_key(...) at slot e of the same lane.
+ * f16/bf16: the natural order (key kb*K + g*KL + e); fp8: a fixed permutation
+ * of each k-block's keys. Needs qk and pv of equal n (a column per lane alike).
+ * The softmax's max and sum over a query's keys then fold the lane's own slots
+ * and exchange only across lane groups (xor n, 2n, ... < 64). */
+FMHAI_MFMA_FN int fmhai_mfma_chain_key(fmhai_mfma_shape qk, fmhai_mfma_shape pv, int kb, int lane, int slot)
+{
+    int f = kb * fmhai_mfma_ab_slots(pv) + slot, ds = fmhai_mfma_d_slots(qk);
+    return (f / ds) * fmhai_mfma_dims_of(qk).m + fmhai_mfma_d_elem(qk, lane, f % ds).row;
+}
+
 #endif /* FMHA_TILE_MFMA_LAYOUT_H */
