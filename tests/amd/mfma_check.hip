@@ -7,7 +7,9 @@
  * GEMM, S[32 x 64] = Q[32 x 128] * K^T (a head dimension of 128 as the K loop,
  * two or four N blocks), reads its fragments from global memory at the places
  * mfma_layout.h gives, then takes the softmax's row max and row sum of S and
- * stores S, max and sum back. The script checks the MFMA instructions are
+ * stores S, max and sum back; two more kernels chain S^T = K Q^T, the
+ * softmax's max and exp2, and O^T = V^T P^T with P kept in registers (f16,
+ * bf16). The script checks the MFMA instructions are
  * emitted and reports VGPR/AGPR use and spills.
  */
 #include "fmha_tile/tile/wave_mma.h"
@@ -107,6 +109,68 @@ __global__ __launch_bounds__(64) void mfma_check_16x16x16_f16(const unsigned sho
 { mfma_check_body16(q, k, s, st, 0); }
 __global__ __launch_bounds__(64) void mfma_check_16x16x16_bf16(const unsigned short *q, const unsigned short *k, float *s, float *st)
 { mfma_check_body16(q, k, s, st, 1); }
+
+/* Attention's two products for one wave, P kept in registers (the step the
+ * MFMA pipeline repeats per key tile): S^T = K Q^T (64 keys x 32 queries,
+ * hdim 128), the per-query max and exp2 (a query is one lane's column: fold
+ * the slots, one exchange across the lane halves), then O^T = V^T P^T with P's
+ * B fragments taken from the same lane's accumulators (mfma_layout.h's
+ * fmhai_mfma_chain_key picks V's keys). 32x32x8, f16 or bf16. */
+FMHAI_DEVICE void mfma_check_chain_body(const unsigned short *q, const unsigned short *kmat,
+                                        const unsigned short *v, float *o, int is_bf16)
+{
+    const fmhai_mfma_shape sh = is_bf16 ? FMHAI_MFMA_32X32X8_BF16 : FMHAI_MFMA_32X32X8_F16;
+    const int lane = threadIdx.x;
+    fmhai_f32x16 st[2], acc[MFMA_CHECK_D / 32];
+    mfma_check_s16x4 pb[8];
+    float mx;
+    int t, kb, mb, e;
+    for (t = 0; t < 2; ++t)
+        for (e = 0; e < 16; ++e) st[t][e] = 0.0f;
+    for (kb = 0; kb < MFMA_CHECK_D / 8; ++kb)
+        for (t = 0; t < 2; ++t) {
+            mfma_check_s16x4 a = mfma_check_frag16(kmat, 0, sh, lane, t * 32, kb * 8);
+            mfma_check_s16x4 b = mfma_check_frag16(q, 1, sh, lane, 0, kb * 8);
+            if (is_bf16) fmhai_wave_mfma_32x32x8_bf16(&st[t], a, b);
+            else fmhai_wave_mfma_32x32x8_f16(&st[t], __builtin_bit_cast(fmhai_f16x4, a),
+                                             __builtin_bit_cast(fmhai_f16x4, b));
+        }
+    mx = st[0][0];
+    for (t = 0; t < 2; ++t)
+        for (e = 0; e < 16; ++e) mx = fmaxf(mx, st[t][e]);
+    mx = fmaxf(mx, __shfl_xor(mx, 32));
+    for (kb = 0; kb < 8; ++kb)               /* 8 key blocks of 8: flat slot kb*4+e */
+        for (e = 0; e < 4; ++e) {
+            float p = exp2f(st[(kb * 4 + e) / 16][(kb * 4 + e) % 16] - mx);
+            pb[kb][e] = is_bf16 ? (short)(__float_as_uint(p) >> 16)     /* bf16 truncated: a compile check */
+                                : (short)__half_as_ushort(__float2half_rn(p));
+        }
+    for (mb = 0; mb < MFMA_CHECK_D / 32; ++mb) {
+        for (e = 0; e < 16; ++e) acc[mb][e] = 0.0f;
+        for (kb = 0; kb < 8; ++kb) {
+            mfma_check_s16x4 a;
+            for (e = 0; e < 4; ++e) {
+                fmhai_mfma_rc ae = fmhai_mfma_a_elem(sh, lane, e);
+                a[e] = (short)v[fmhai_mfma_chain_key(sh, sh, kb, lane, e) * MFMA_CHECK_D + mb * 32 + ae.row];
+            }
+            if (is_bf16) fmhai_wave_mfma_32x32x8_bf16(&acc[mb], a, pb[kb]);
+            else fmhai_wave_mfma_32x32x8_f16(&acc[mb], __builtin_bit_cast(fmhai_f16x4, a),
+                                             __builtin_bit_cast(fmhai_f16x4, pb[kb]));
+        }
+    }
+    for (mb = 0; mb < MFMA_CHECK_D / 32; ++mb)
+        for (e = 0; e < 16; ++e) {
+            fmhai_mfma_rc p = fmhai_mfma_d_elem(sh, lane, e);
+            o[p.col * MFMA_CHECK_D + mb * 32 + p.row] = acc[mb][e];
+        }
+}
+
+__global__ __launch_bounds__(64) void mfma_check_chain_32x32x8_f16(const unsigned short *q, const unsigned short *k,
+                                                                   const unsigned short *v, float *o)
+{ mfma_check_chain_body(q, k, v, o, 0); }
+__global__ __launch_bounds__(64) void mfma_check_chain_32x32x8_bf16(const unsigned short *q, const unsigned short *k,
+                                                                    const unsigned short *v, float *o)
+{ mfma_check_chain_body(q, k, v, o, 1); }
 
 #if defined(FMHAI_DEVICE_HAS_MFMA_FP8) || !defined(__HIP_DEVICE_COMPILE__)
 /* fp8 (gfx942): a lane's 8 elements along k are 8 consecutive bytes of a row
