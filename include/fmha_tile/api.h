@@ -497,7 +497,8 @@ typedef struct fmha_bwd_args {
 
     /* Attention sinks (optional, device fp32 [nhead_q], the forward's): the
      * forward's LSE already holds them, so dQ/dK/dV need nothing more;
-     * dsinks (fp32 [nhead_q], required with sinks, overwritten) receives
+     * dsinks (fp32 [nhead_q], required with sinks, overwritten; batch 0
+     * launches nothing and leaves it as it is) receives
      * d loss / d sink_h = -sum over the head's rows of e^(sink_h - lse) *
      * rowsum(dO * O). */
     const float *sinks;

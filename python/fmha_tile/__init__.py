@@ -90,7 +90,8 @@ Semantics:
   - causal is bottom-right aligned (FlashAttention >= 2.1): with s_q queries and
     s_k keys, query i sees key j when j <= i + s_k - s_q. window=(left, right),
     -1 unbounded, is bottom-right aligned too; causal=True sets right to 0. A
-    query row that sees no key gives out = 0 and lse = -inf.
+    query row that sees no key gives out = 0 and lse = -inf (its sink with
+    sinks=).
   - softcap c > 0: scores s become c * tanh(s / c). alibi_slopes fp32 [nheads]
     or [batch, nheads]: adds -slope * |i + s_k - s_q - j|. scale defaults to
     1 / sqrt(headdim).

@@ -271,7 +271,7 @@ static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, con
     if (!a->alibi_slopes != !t->has_alibi)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: alibi_slopes %s but the plan was made %s ALiBi", fam,
                           a->alibi_slopes ? "given" : "NULL", t->has_alibi ? "with" : "without");
-    if (((uintptr_t)a->alibi_slopes & 3u) || a->alibi_batch_stride < 0)
+    if (((uintptr_t)a->alibi_slopes & 3u) || (a->alibi_slopes && a->alibi_batch_stride < 0))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: alibi_slopes must be 4-byte aligned, its batch stride >= 0",
                           fam);
     st = fmhai_validate_common(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
