@@ -19,6 +19,7 @@ from gpu_setup import require_gpu_and_library
 torch = require_gpu_and_library()
 
 import fmha_tile  # noqa: E402
+from test_attention import visible  # noqa: E402  (the mask the other tests use)
 
 DEV = "cuda"
 BF16, FP16 = torch.bfloat16, torch.float16
@@ -27,21 +28,6 @@ GRAD_TOL = {BF16: 2e-2, FP16: 5e-3}
 LSE_TOL = 2e-3
 
 torch.backends.cuda.matmul.allow_tf32 = False
-
-
-def visible(s_q, s_k, causal, window):
-    left, right = window
-    if causal:
-        right = 0
-    i = torch.arange(s_q, device=DEV)[:, None]
-    j = torch.arange(s_k, device=DEV)[None, :]
-    off = s_k - s_q
-    m = torch.ones(s_q, s_k, dtype=torch.bool, device=DEV)
-    if left >= 0:
-        m &= j >= i + off - left
-    if right >= 0:
-        m &= j <= i + off + right
-    return m
 
 
 def reference(q, k, v, sinks, causal=False, window=(-1, -1), softcap=0.0):
