@@ -46,6 +46,7 @@
 #include "../kernel/fwd.h"
 #include "../kernel/prefill.h"
 #include "error.h"
+#include "tma.h"
 
 typedef struct fmhai_entry {
     fmha_kernel_info info;
@@ -460,6 +461,7 @@ FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set, const fmha_fwd_args *a
     if (st != FMHA_OK) return st;
     if (fmhai_fwd_is_empty(args)) return FMHA_OK;
     fmhai_fwd_make_params(args, set->entries[i].info.tile_m, &p);
+    fmhai_fwd_tma_prepare(&set->entries[i].info, args, &p);
     return fmhai_launch(set, i, &p, args->nhead_q, args->batch, stream);
 }
 

@@ -10,6 +10,12 @@
 
 #include "../api.h"
 
+#if defined(__cplusplus)
+#  define FMHAI_ALIGN64 alignas(64)
+#else
+#  define FMHAI_ALIGN64 _Alignas(64)
+#endif
+
 typedef struct fmhai_fwd_params {
     const void *q, *k, *v;
     void *o;
@@ -70,6 +76,12 @@ typedef struct fmhai_fwd_params {
     float scale_log2;            /* scale * log2(e) */
     float softcap_pre;           /* scale / cap        (soft cap on) */
     float softcap_post_log2;     /* cap * log2(e)      (soft cap on) */
+    /* Hopper contiguous forward: TMA tensor maps of K and V (CUtensorMap,
+     * dims (d, rows, nhead_k, batch), boxes of 128 bytes x tile_n rows;
+     * dispatch/tma.h), valid when tma_kv is set; else cp.async copies */
+    int tma_kv;
+    FMHAI_ALIGN64 uint64_t tma_k[16];
+    FMHAI_ALIGN64 uint64_t tma_v[16];
 } fmhai_fwd_params;
 
 #endif /* FMHA_TILE_FWD_PARAMS_H */

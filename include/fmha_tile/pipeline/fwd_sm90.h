@@ -53,6 +53,7 @@
 #define FMHA_TILE_PIPELINE_FWD_SM90_H
 
 #include "../tile/warpgroup_mma.h"
+#include "../tile/tma.h"
 #include "fwd_common.h"
 #include "kv_source.h"
 
@@ -288,6 +289,33 @@ FMHAI_DEVICE float fmhai_fwd90_vref(const float *sVref, int slot, int BN, float 
     return 1.f / m;
 }
 
+/* TMA: thread 0 of the load warpgroup sets up n mbarriers (one arrival
+ * each) and completes barrier 0's first phase (tile 0 is copied with
+ * cp.async); the warpgroup's barrier publishes them. */
+FMHAI_DEVICE void fmhai_fwd90_tma_init(fmhai_smem_t bars, int n, int ltid)
+{
+    if (ltid == 0) {
+        for (int i = 0; i < n; ++i) fmhai_mbar_init(bars + 8 * i, 1);
+        fmhai_mbar_arrive(bars);
+    }
+    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+}
+
+/* TMA: K and V rows [row, row + rows) of KV head hk, batch entry kb into
+ * dk and dv: `blocks` 128-byte column blocks of rows x 128 bytes each (eb
+ * bytes an element), counted on mbarrier bar. Thread 0 of the load
+ * warpgroup issues everything. */
+FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk, fmhai_smem_t dv, fmhai_smem_t bar,
+                                     int row, int hk, int kb, int blocks, int rows, int eb, int ltid)
+{
+    if (ltid != 0) return;
+    fmhai_mbar_expect_tx(bar, 2 * blocks * rows * 128);
+    for (int c = 0; c < blocks; ++c) {
+        fmhai_tma_load4(dk + c * rows * 128, p->tma_k, c * 128 / eb, row, hk, kb, bar);
+        fmhai_tma_load4(dv + c * rows * 128, p->tma_v, c * 128 / eb, row, hk, kb, bar);
+    }
+}
+
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC,
@@ -323,7 +351,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
 
     /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
     const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
-    const fmhai_smem_t sQ = (raw + 1023u) & ~1023u;
+    /* the TMA mbarriers [3] (one a stage; fp8: one a staging tile) first */
+    const fmhai_smem_t sBar = raw;
+    const fmhai_smem_t sQ = (raw + 64u + 1023u) & ~1023u;
     const int kv_bytes = BN * HD * EB;
     const int v_bytes = FP8 ? HD * 128 : kv_bytes;   /* FP8: V^T [HD][BN] in 128-byte rows */
     const fmhai_smem_t sK = sQ + BM * HD * EB, sV = sK + ST * kv_bytes;
@@ -375,14 +405,30 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (ltid < BN && 2 < W.n_iters) pg_next = fmhai_page_of(&ks, (tn - 2) * BN + ltid, p->page_log2);
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
             }
+            /* TMA (contiguous K/V with tensor maps): tiles after the first
+             * (which may be partial: cp.async zero-fills its rows past s_k)
+             * land on mbarrier j % 2, phase (j / 2) % 2; barrier 0's phase 0
+             * is completed at once for tile 0 */
+            const int TMA = !PAGED && p->tma_kv;
+            if (TMA) fmhai_fwd90_tma_init(sBar, 2, ltid);
             for (int i = 0; i < 2 && i < W.n_iters; ++i) {
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
-                fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
-                                     (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
+                if (TMA && i > 0)
+                    fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i, S.k_start + (tn - i) * BN,
+                                       hk, S.kv_b, HD * EB / 128, BN, EB, ltid);
+                else
+                    fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
+                                         (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
             }
             for (int j = 0; j < W.n_iters; ++j) {
-                if (j + 1 < W.n_iters) fmhai_copy_wait(1);
-                else fmhai_copy_wait(0);
+                if (TMA) {
+                    if (j == 0) fmhai_copy_wait(0);
+                    else fmhai_mbar_wait(sBar + 8 * (j & 1), (j >> 1) & 1);
+                } else if (j + 1 < W.n_iters) {
+                    fmhai_copy_wait(1);
+                } else {
+                    fmhai_copy_wait(0);
+                }
                 if (PAGED && ltid < BN && j + 2 < W.n_iters) sPg[((j + 2) % 3) * BN + ltid] = pg_next;
                 if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % ST, ALL);   /* P V of tile j - 3 done */
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
@@ -395,9 +441,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                     float2 ds = make_float2(1.f, 1.f);
                     if (PAGED && ltid < BN) ds = fmhai_fwd90_page_ds(p, pg_next, hk);   /* tile j + 2's */
                     if (j + 2 >= ST) fmhai_bar_sync(fmhai_fwd90_bar_kempty(st), ALL);   /* tile j - 1's K */
-                    fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
-                                         sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
-                                         ltid, p, PAGED);
+                    if (TMA)
+                        fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, sBar + 8 * (j & 1),
+                                           S.k_start + (tn - 2 - j) * BN, hk, S.kv_b, HD * EB / 128, BN, EB, ltid);
+                    else
+                        fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
+                                             sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
+                                             ltid, p, PAGED);
                     if (PAGED) {
                         fmhai_fwd90_put_ds(sDs, sVref, st, ds, BN, ltid);
                         if (ltid < BN && j + 3 < W.n_iters)
@@ -422,19 +472,32 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
          * two tiles in flight, put the EMPTY wait and the issue before every
          * hand-off: 0.70 of the contiguous forward paged, and a deadlock with
          * 2 stages; measured, not kept.) */
+        /* TMA (contiguous K/V with tensor maps): tiles after the first
+         * (which may be partial: cp.async zero-fills its rows past s_k) land
+         * on mbarrier j % ST, phase (j / ST) % 2; barrier 0's phase 0 is
+         * completed at once for tile 0 */
+        const int TMA = !PAGED && p->tma_kv;
+        if (TMA) fmhai_fwd90_tma_init(sBar, ST, ltid);
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
             int next_page = 0;
             if (PAGED && ltid < BN && j + 1 < W.n_iters) next_page = fmhai_page_of(&ks, jk - BN + ltid, p->page_log2);
             if (j >= 1) {
-                fmhai_copy_wait(0);
-                fmhai_wg_fence_smem();
+                if (TMA && j >= 2) {
+                    fmhai_mbar_wait(sBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
+                } else {
+                    fmhai_copy_wait(0);
+                    fmhai_wg_fence_smem();
+                }
                 fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
             }
             if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
             const int32_t *rows = sPage + (j & 1) * BN;
-            if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups */
+            if (TMA && j > 0) {
+                fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * kv_bytes, sBar + 8 * st, S.k_start + jk, hk,
+                                   S.kv_b, HD * EB / 128, BN, EB, ltid);
+            } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups */
                 fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * kv_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
                                       BN, 128, ltid, p->page_log2, p->kv_off64);
             } else {
@@ -452,9 +515,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             }
         }
         if (W.n_iters > 0) {
-            fmhai_copy_wait(0);
-            fmhai_wg_fence_smem();
-            fmhai_fwd90_full_arrive((W.n_iters - 1) % ST, NWG);
+            const int j = W.n_iters - 1;
+            if (TMA && j >= 1) {
+                fmhai_mbar_wait(sBar + 8 * (j % ST), (j / ST) & 1);
+            } else {
+                fmhai_copy_wait(0);
+                fmhai_wg_fence_smem();
+            }
+            fmhai_fwd90_full_arrive(j % ST, NWG);
         }
         return;
     }

@@ -165,11 +165,11 @@
 #define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
 #define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
 /* Hopper: the tiles (fp8: Q, K stages, V^T stages of 128-byte rows, two V
- * staging tiles), 1024 bytes of alignment, paged: the row pages (16-bit:
+ * staging tiles), 64 bytes of TMA mbarriers and 1024 of alignment, paged: the row pages (16-bit:
  * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
  * [3][4] fp32). */
 #define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8)                                  \
-    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1024 + \
+    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1088 + \
      ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0))
 #define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)

@@ -1,0 +1,100 @@
+/*
+ * TMA tensor maps for the Hopper contiguous forward (host side).
+ *
+ * The Hopper pipeline's load warpgroup copies whole K/V tiles with one
+ * thread through TMA (tile/tma.h) when the kernel parameters carry a tensor
+ * map for each (fmhai_fwd_params.tma_k / tma_v, tma_kv set). They are built
+ * here at launch: K and V as 4-D tensors (d, rows, nhead_k, batch) with the
+ * caller's strides, one box a 128-byte column block of tile_n rows, the
+ * 128-byte swizzle of the GEMM tiles. Columns past d read as zeros; rows
+ * past the tensor are never asked for (the pipeline copies the partial last
+ * key tile of a sequence with cp.async, which zero-fills, and only whole
+ * tiles through TMA), so group mode (seqstart_k) uses one map over all
+ * sequences.
+ *
+ * The encoder is the driver's cuTensorMapEncodeTiled, found through the
+ * runtime (no link against the driver library). When it is missing or
+ * refuses the tensor (a stride TMA cannot take), tma_kv stays 0 and the
+ * kernel copies with cp.async: same results, a fallback, never an error.
+ * FMHA_TILE_TMA=0 in the environment forces that path (for comparisons).
+ */
+#ifndef FMHA_TILE_DISPATCH_TMA_H
+#define FMHA_TILE_DISPATCH_TMA_H
+
+#include <stdlib.h>
+#include "../api.h"
+#include "../kernel/fwd_params.h"
+
+#if defined(FMHA_PLATFORM_NVIDIA)
+#include <cuda.h>
+
+typedef CUresult (*fmhai_tma_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                        const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                        const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                        CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* The encoder, looked up once (NULL: not available, or FMHA_TILE_TMA=0). */
+static inline fmhai_tma_encode_fn fmhai_tma_encoder(void)
+{
+    static int state = 0;   /* 0 not looked up, 1 found, -1 unavailable */
+    static fmhai_tma_encode_fn fn = 0;
+    if (state == 0) {
+        const char *env = getenv("FMHA_TILE_TMA");
+        void *f = 0;
+        cudaDriverEntryPointQueryResult q;
+        if (!(env && env[0] == '0') &&
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess && f)
+            fn = (fmhai_tma_encode_fn)f;
+        else
+            (void)cudaGetLastError();
+        state = fn ? 1 : -1;
+    }
+    return fn;
+}
+
+/* One operand: base, strides in elements of eb bytes. 0 when encoded. */
+static inline int fmhai_tma_encode_kv(uint64_t *map, const void *base, int eb, int d, int64_t rows,
+                                      int nhead_k, int batch, int64_t s_row, int64_t s_head, int64_t s_batch,
+                                      int tile_n)
+{
+    fmhai_tma_encode_fn enc = fmhai_tma_encoder();
+    cuuint64_t dims[4], strides[3];
+    cuuint32_t box[4], one[4] = { 1, 1, 1, 1 };
+    if (!enc) return -1;
+    dims[0] = (cuuint64_t)d; dims[1] = (cuuint64_t)rows; dims[2] = (cuuint64_t)nhead_k; dims[3] = (cuuint64_t)batch;
+    strides[0] = (cuuint64_t)(s_row * eb);
+    strides[1] = (cuuint64_t)((nhead_k > 1 ? s_head : s_row) * eb);
+    strides[2] = (cuuint64_t)((batch > 1 ? s_batch : s_row) * eb);
+    box[0] = (cuuint32_t)(128 / eb); box[1] = (cuuint32_t)tile_n; box[2] = 1; box[3] = 1;
+    return enc((CUtensorMap *)map, eb == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
+               (void *)base, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Sets p->tma_kv and the maps for a contiguous forward on a Hopper row. */
+static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_fwd_args *a, fmhai_fwd_params *p)
+{
+    const int eb = a->dtype == FMHA_DTYPE_FP8 ? 1 : 2;
+    /* group mode: rows up to the last token of any sequence (whole tiles only) */
+    const int64_t rows = a->seqstart_k ? ((int64_t)1 << 31) - 1 : a->seqlen_k;
+    const int batch = a->seqstart_k ? 1 : a->batch;
+    p->tma_kv = 0;
+    if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_FWD || rows <= 0 || batch <= 0) return;
+    if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, rows, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
+                            k->tile_n) ||
+        fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->d, rows, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
+                            k->tile_n))
+        return;
+    p->tma_kv = 1;
+}
+
+#else
+static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_fwd_args *a, fmhai_fwd_params *p)
+{
+    (void)k; (void)a;
+    p->tma_kv = 0;
+}
+#endif /* FMHA_PLATFORM_NVIDIA */
+#endif /* FMHA_TILE_DISPATCH_TMA_H */
