@@ -217,7 +217,6 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
         for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
             const int buf = jt & 1, slot = (jt & 1) * BM;
             const int m0 = (T.m_first + T.m_dir * mi) * BM, h = hk * p->head_ratio + hq;
-            const float slope2 = fmhai_bwd_slope2(p, U.b, h, ALIBI);
             fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
 
             /* this step's tiles have landed (and are visible to wgmma); every
@@ -241,6 +240,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_wg_fence_acc(acc_s, BM / 2);
 
             /* ---- P^T; dV += P^T dO ------------------------------------------ */
+            const float slope2 = fmhai_bwd_slope2(p, U.b, h, ALIBI);   /* read here: not live across the products */
             const int need_mask = (j0 + BN > s.s_k) ||
                                   (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
             uint32_t pa[FMHAI_BWD90_MAX_BM / 16][4];

@@ -113,22 +113,23 @@ FMHAI_DEVICE void fmhai_fwd_keys_of(const fmhai_fwd_params *p, int HAS_MASK, int
 /* Attention sink of a row (sink: natural-log logit) folded into its
  * softmax after the last key tile, as one more key with no value. *ms is the
  * row's final running max in base-2 logit units (the exp2 argument's
- * offset), *sum its quad-reduced sum relative to it (0: no key seen). Both
- * are updated so that the LSE is *ms * ln 2 + log(*sum) as without a sink;
- * the return is the factor the O accumulator (relative to the old *ms) takes
- * on top of 1 / *sum. The reference point moves to the sink when it is the
- * larger (no exp2 of a large positive argument), so a row that saw no key
- * gets O = 0 and LSE = sink. */
-FMHAI_DEVICE float fmhai_sink_fold(float sink, float *ms, float *sum)
+ * offset), *sum its quad-reduced sum relative to it (0: no key seen).
+ * *sum is updated and *m_ln set so that the LSE is *m_ln + log(*sum); the
+ * return is the factor the O accumulator (relative to *ms) takes on top of
+ * 1 / *sum. The reference point moves to the sink when it is the larger (no
+ * exp2 of a large positive argument) and is then the sink itself in natural
+ * units, so a row that saw no key gets O = 0 and exactly LSE = sink. */
+FMHAI_DEVICE float fmhai_sink_fold(float sink, float ms, float *sum, float *m_ln)
 {
     const float s2 = sink * 1.4426950408889634f;
-    if (*sum > 0.f && s2 <= *ms) {
-        *sum += fmhai_exp2(s2 - *ms);
+    if (*sum > 0.f && s2 <= ms) {
+        *sum += fmhai_exp2(s2 - ms);
+        *m_ln = ms * 0.6931471805599453f;
         return 1.f;
     }
-    const float f = *sum > 0.f ? fmhai_exp2(*ms - s2) : 0.f;
+    const float f = *sum > 0.f ? fmhai_exp2(ms - s2) : 0.f;
     *sum = *sum * f + 1.f;
-    *ms = s2;
+    *m_ln = sink;
     return f;
 }
 

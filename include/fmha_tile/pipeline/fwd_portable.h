@@ -738,8 +738,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             const int R = m0 + row;
             /* the exp2 offset of the row; a sink (decode: the first split's
              * rows only, each of its head) folds into it and the sum */
-            float ms = row_max[mt][hf] * (ROW_FOLD ? sl2 * sRowScale[row] : sl2), f = 1.f;
-            if (p->sinks && (!DEC || split == 0)) f = fmhai_sink_fold(p->sinks[h + (DEC ? R % PR : 0)], &ms, &sum);
+            const float ms = row_max[mt][hf] * (ROW_FOLD ? sl2 * sRowScale[row] : sl2);
+            float m_ln = ms * LN2, f = 1.f;   /* the LSE's offset, natural log */
+            if (p->sinks && (!DEC || split == 0))
+                f = fmhai_sink_fold(p->sinks[h + (DEC ? R % PR : 0)], ms, &sum, &m_ln);
             const float inv = sum > 0.f ? f * v_ds / sum : 0.f;
 #pragma unroll
             for (int dt = 0; dt < HD / 8; ++dt) {
@@ -749,7 +751,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             if (DEC && t == 0 && R < s_rows && (p->lse || p->num_splits > 1)) {
                 /* decode: the row's query and head; a split's LSE goes to the
                  * workspace whether or not the caller wants LSE */
-                const float lse = sum > 0.f ? ms * LN2 + logf(sum) : NEG_INF;
+                const float lse = sum > 0.f ? m_ln + logf(sum) : NEG_INF;
                 const int qi = dec_qi[mt][hf], hh = h + R % PR;
                 if (p->num_splits > 1)
                     p->ws_lse[(int64_t)split * p->ws_rows + ((int64_t)b * p->nhead_q + hh) * s_q + qi] = lse;
@@ -757,7 +759,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     p->lse[(int64_t)b * p->lse_batch + (int64_t)hh * p->lse_head + qi] = lse;
             }
             if (!DEC && p->lse && t == 0 && m0 + row < s_q) {
-                float lse = sum > 0.f ? ms * LN2 + logf(sum) : NEG_INF;
+                float lse = sum > 0.f ? m_ln + logf(sum) : NEG_INF;
                 int64_t li = p->seqstart_q ? (int64_t)h * p->lse_head + q_start + m0 + row
                                            : (int64_t)b * p->lse_batch + (int64_t)h * p->lse_head + m0 + row;
                 p->lse[li] = lse;

@@ -630,13 +630,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         float sum = row_sum[hf];
         sum += fmhai_shfl_xor(sum, 1);
         sum += fmhai_shfl_xor(sum, 2);
-        float ms = row_max[hf] * sl2, f = 1.f;
-        if (p->sinks) f = fmhai_sink_fold(p->sinks[h], &ms, &sum);
+        float m_ln = row_max[hf] * sl2 * LN2, f = 1.f;   /* the LSE's offset, natural log */
+        if (p->sinks) f = fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &sum, &m_ln);
         const float inv = sum > 0.f ? f * o_scale / sum : 0.f;
         const int row = row0 + 8 * hf;
         if (m0 + row >= s_q) continue;
         if (p->lse && t == 0) {
-            const float lse = sum > 0.f ? ms * LN2 + logf(sum) : NEG_INF;
+            const float lse = sum > 0.f ? m_ln + logf(sum) : NEG_INF;
             const int64_t li = p->seqstart_q ? (int64_t)h * p->lse_head + q_start + m0 + row
                                              : (int64_t)b * p->lse_batch + (int64_t)h * p->lse_head + m0 + row;
             p->lse[li] = lse;
