@@ -486,6 +486,7 @@ FMHA_API fmha_status fmha_batch_prefill(const fmha_kernel_set *set,
     if (st != FMHA_OK) return st;
     if (args->batch == 0 || args->max_seqlen_q == 0) return FMHA_OK;
     fmhai_prefill_make_params(args, set->entries[i].info.tile_m, &p);
+    fmhai_prefill_tma_prepare(&set->entries[i].info, args, &p);
     return fmhai_launch(set, i, &p, args->nhead_q, args->batch, stream);
 }
 

@@ -22,8 +22,13 @@
  * every row staged in shared memory a tile ahead. VECTORIZED pages land
  * chunk-major, the order they are stored in (K, and V as V^T, both read
  * K-major with no-swizzle descriptors).
- * Tiles load with cp.async into the 128-byte-swizzled layout of
- * tile/warpgroup_mma.h. The epilogue folds in the head's attention sink if
+ * Tiles land in the 128-byte-swizzled layout of tile/warpgroup_mma.h.
+ * With tensor maps in the parameters (dispatch/tma.h: contiguous K/V, and
+ * LINEAR pages of 32 tokens or more) one thread copies each whole key tile
+ * by TMA (a box a 128-byte column block; paged, a box a page) and waits on
+ * the tile's mbarrier before the hand-off; the first tile (the only one that
+ * may be partial) and Q, and every tile without tensor maps (small or
+ * VECTORIZED pages, no encoder), load with cp.async. The epilogue folds in the head's attention sink if
  * any (fmhai_sink_fold), normalises O, writes LSE (-inf for rows that saw
  * no key and have no sink) and stores O from the fragments.
  *
@@ -301,18 +306,31 @@ FMHAI_DEVICE void fmhai_fwd90_tma_init(fmhai_smem_t bars, int n, int ltid)
     fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
 }
 
-/* TMA: K and V rows [row, row + rows) of KV head hk, batch entry kb into
- * dk and dv: `blocks` 128-byte column blocks of rows x 128 bytes each (eb
- * bytes an element), counted on mbarrier bar. Thread 0 of the load
- * warpgroup issues everything. */
+/* TMA: key tile [tok, tok + BN) of KV head hk into dk and dv, `blocks`
+ * 128-byte column blocks of BN x 128 bytes (eb bytes an element), counted
+ * on mbarrier bar. Contiguous (pages NULL): rows tok.. of batch entry kb,
+ * one box a block. Paged LINEAR (the tile's row pages staged in `pages`):
+ * one box a page, or the tile's part of one (boxes of min(page, BN) rows,
+ * the tensor map's), lane i of the load warpgroup's first warp issuing box
+ * i; its rows land 128 bytes each from row i * box of every block. */
 FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk, fmhai_smem_t dv, fmhai_smem_t bar,
-                                     int row, int hk, int kb, int blocks, int rows, int eb, int ltid)
+                                     int tok, int hk, int kb, int blocks, int BN, int eb, const int32_t *pages,
+                                     int ltid)
 {
-    if (ltid != 0) return;
-    fmhai_mbar_expect_tx(bar, 2 * blocks * rows * 128);
+    if (ltid >= 32) return;
+    const int box = pages ? min(BN, 1 << p->page_log2) : BN;
+    if (ltid == 0) fmhai_mbar_expect_tx(bar, 2 * blocks * BN * 128);
+    __syncwarp();
+    if (ltid * box >= BN) return;
+    const int r = ltid * box;
+    int c1 = tok + r, c3 = kb;
+    if (pages) {
+        c1 = (tok + r) & ((1 << p->page_log2) - 1);
+        c3 = pages[r];
+    }
     for (int c = 0; c < blocks; ++c) {
-        fmhai_tma_load4(dk + c * rows * 128, p->tma_k, c * 128 / eb, row, hk, kb, bar);
-        fmhai_tma_load4(dv + c * rows * 128, p->tma_v, c * 128 / eb, row, hk, kb, bar);
+        fmhai_tma_load4(dk + c * BN * 128 + r * 128, p->tma_k, c * 128 / eb, c1, hk, c3, bar);
+        fmhai_tma_load4(dv + c * BN * 128 + r * 128, p->tma_v, c * 128 / eb, c1, hk, c3, bar);
     }
 }
 
@@ -405,17 +423,18 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (ltid < BN && 2 < W.n_iters) pg_next = fmhai_page_of(&ks, (tn - 2) * BN + ltid, p->page_log2);
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
             }
-            /* TMA (contiguous K/V with tensor maps): tiles after the first
+            /* TMA (tensor maps: contiguous K/V, LINEAR pages >= 32): tiles after the first
              * (which may be partial: cp.async zero-fills its rows past s_k)
              * land on mbarrier j % 2, phase (j / 2) % 2; barrier 0's phase 0
              * is completed at once for tile 0 */
-            const int TMA = !PAGED && p->tma_kv;
+            const int TMA = p->tma_kv;
             if (TMA) fmhai_fwd90_tma_init(sBar, 2, ltid);
             for (int i = 0; i < 2 && i < W.n_iters; ++i) {
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
                 if (TMA && i > 0)
-                    fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i, S.k_start + (tn - i) * BN,
-                                       hk, S.kv_b, HD * EB / 128, BN, EB, ltid);
+                    fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i,
+                                       (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HD * EB / 128, BN, EB,
+                                       PAGED ? sPg + i * BN : 0, ltid);
                 else
                     fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
                                          (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
@@ -443,7 +462,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                     if (j + 2 >= ST) fmhai_bar_sync(fmhai_fwd90_bar_kempty(st), ALL);   /* tile j - 1's K */
                     if (TMA)
                         fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, sBar + 8 * (j & 1),
-                                           S.k_start + (tn - 2 - j) * BN, hk, S.kv_b, HD * EB / 128, BN, EB, ltid);
+                                           (PAGED ? 0 : S.k_start) + (tn - 2 - j) * BN, hk, S.kv_b, HD * EB / 128,
+                                           BN, EB, PAGED ? sPg + ((j + 2) % 3) * BN : 0, ltid);
                     else
                         fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
                                              sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
@@ -472,11 +492,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
          * two tiles in flight, put the EMPTY wait and the issue before every
          * hand-off: 0.70 of the contiguous forward paged, and a deadlock with
          * 2 stages; measured, not kept.) */
-        /* TMA (contiguous K/V with tensor maps): tiles after the first
+        /* TMA (tensor maps: contiguous K/V, LINEAR pages >= 32): tiles after the first
          * (which may be partial: cp.async zero-fills its rows past s_k) land
          * on mbarrier j % ST, phase (j / ST) % 2; barrier 0's phase 0 is
          * completed at once for tile 0 */
-        const int TMA = !PAGED && p->tma_kv;
+        const int TMA = !KV_VEC && p->tma_kv;
         if (TMA) fmhai_fwd90_tma_init(sBar, ST, ltid);
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
@@ -495,8 +515,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
             const int32_t *rows = sPage + (j & 1) * BN;
             if (TMA && j > 0) {
-                fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * kv_bytes, sBar + 8 * st, S.k_start + jk, hk,
-                                   S.kv_b, HD * EB / 128, BN, EB, ltid);
+                fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * kv_bytes, sBar + 8 * st,
+                                   (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, HD * EB / 128, BN, EB,
+                                   PAGED ? rows : 0, ltid);
             } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups */
                 fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * kv_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
                                       BN, 128, ltid, p->page_log2, p->kv_off64);
