@@ -106,6 +106,12 @@ if [ "$mode" = "--all" ]; then
             if [ -x "$build/tests/test_$t" ]; then run_suite "gpu_$t" "$build/tests/test_$t"
             else echo "SKIP gpu_$t: not built for these archs"; fi
         done
+        # the Hopper pipeline's cp.async path where TMA serves by default
+        for t in fwd prefill fwd_fp8; do
+            if [ -x "$build/tests/test_$t" ]; then
+                run_suite "gpu_${t}_no_tma" env FMHA_TILE_TMA=0 "$build/tests/test_$t" --quick
+            fi
+        done
     else
         echo "SKIP gpu tests: not built (no nvcc)"
     fi
