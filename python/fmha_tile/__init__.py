@@ -121,6 +121,18 @@ Streams, devices, allocation, CUDA graphs:
     the graph's private pool) unless you pass out= / out_lse=, in which case
     the call allocates nothing. Calls work inside torch.cuda.graph.
 
+torch.compile and FlashAttention's API:
+  - fmha_tile.ops (import it explicitly, or touch fmha_tile.ops) registers
+    the entry points as torch.library custom ops (torch.ops.fmha_tile.fwd,
+    fwd_varlen, bwd, bwd_varlen, batch_prefill, decode, decode_append) with
+    fake implementations and autograd, so torch.compile(fullgraph=True)
+    traces through them; it also has wrappers with the signatures above.
+    The functions above are ctypes calls that Dynamo cannot trace (a graph
+    break under torch.compile).
+  - fmha_tile.compat: flash_attn_func, flash_attn_varlen_func,
+    flash_attn_with_kvcache (and the packed variants) with FlashAttention
+    2's arguments and return values, over those ops.
+
 Errors: TypeError and ValueError for arguments Python can check (types,
 shapes, devices, dtypes, unit strides, ranges); FmhaError (a RuntimeError)
 when the library refuses the call: its status, fmha_status_str() and the
@@ -146,6 +158,15 @@ __all__ = [
     "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
     "KernelSet", "Library", "ANY", "InvalidRowError", "FmhaBuildError",
 ]
+
+
+def __getattr__(name):
+    """fmha_tile.ops and fmha_tile.compat (they need PyTorch >= 2.4) load on
+    first access, so that `import fmha_tile` works without torch."""
+    if name in ("ops", "compat"):
+        import importlib
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def _torch():

@@ -1,0 +1,480 @@
+"""fmha_tile.ops: the package's entry points as torch.library custom ops.
+
+    import fmha_tile.ops            # registers torch.ops.fmha_tile.* (needs PyTorch >= 2.4)
+    o = fmha_tile.ops.attention(q, k, v, causal=True)           # or torch.ops.fmha_tile.fwd(...)
+    f = torch.compile(model, fullgraph=True)                    # no graph break at the attention
+
+The ctypes calls of the package (fmha_tile.attention, attention_varlen,
+batch_prefill, attention_with_kvcache and the backward) are opaque to
+torch.compile: Dynamo cannot trace into ctypes, so it breaks the graph there.
+Registered as custom ops, each call is one node of the graph: a fake
+implementation gives its output shapes and dtypes without touching the GPU,
+and the forward ops carry an autograd formula (the backward op), so
+AOTAutograd traces training graphs through them too. The implementations
+are the package's own code paths (_args / _bwd / _prefill / _decode): the
+same checks, the same kernel arguments, the same launch on
+torch.cuda.current_stream() of q's device, so a call works inside
+torch.cuda.graph and under torch.compile(mode="reduce-overhead") as the
+ctypes functions do.
+
+Ops (namespace fmha_tile; schema types: no tuples and no Python objects, so
+window=(left, right) is two ints and kernels= is a kernel set's name):
+
+    fwd(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
+        alibi_slopes=None, scale=None, sinks=None, deterministic=False,
+        q_descale=None, k_descale=None, v_descale=None, kernels=None) -> (out, lse)
+        fmha_tile.attention: q [b, s_q, h, d], k/v [b, s_k, h_k, d]; out
+        [b, s_q, h, d_v] (bf16 for fp8 inputs), lse fp32 [b, h, s_q] (always
+        computed: the backward needs it). Differentiable in q, k, v and sinks;
+        deterministic selects the deterministic backward.
+    fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, <fwd's tail>)
+        fmha_tile.attention_varlen: q [total_q, h, d] ...; out [total_q, h, d_v],
+        lse fp32 [h, total_q]. Differentiable as fwd.
+    bwd(dout, q, k, v, out, lse, causal, window_left, window_right, softcap,
+        alibi_slopes, scale, sinks, deterministic, kernels) -> (dq, dk, dv, dsinks)
+    bwd_varlen(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+               max_seqlen_k, <bwd's tail>) -> (dq, dk, dv, dsinks)
+        the backward (fmha_bwd); dq, dk, dv contiguous in the shapes and dtypes
+        of q, k, v; dsinks fp32 [h], or an empty tensor without sinks. Not
+        capturable in a CUDA graph (the workspace preparation synchronises).
+    batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_layout, kv_indptr=None,
+                  kv_page_indices=None, kv_last_page_len=None, block_table=None,
+                  seqlens_k=None, causal=True, window_left=-1, window_right=-1,
+                  softcap=0.0, scale=None, k_descale=None, v_descale=None, q_descale=None,
+                  sinks=None, return_lse=False, kernels=None) -> (out, lse)
+        fmha_tile.batch_prefill (descales as tensors only); lse fp32
+        [h, total_q], or an empty tensor when return_lse is False. No autograd.
+    decode(q, k_cache, v_cache, seqlens_k=None, rotary_cos=None, rotary_sin=None,
+           rotary_interleaved=False, cache_batch_idx=None, kv_indptr=None,
+           kv_page_indices=None, kv_last_page_len=None, block_table=None,
+           max_seqlen_k=None, causal=False, window_left=-1, window_right=-1,
+           softcap=0.0, scale=None, alibi_slopes=None, k_descale=None, v_descale=None,
+           num_splits=0, sinks=None, return_lse=False, kernels=None) -> (out, lse)
+        fmha_tile.attention_with_kvcache without new rows (reads the cache
+        only); lse fp32 [b, h, s_q] or empty. No autograd.
+    decode_append(q, k_cache, v_cache, k, v, <decode's tail>) -> (out, lse)
+        the same with k / v [b, s_new, h_k, d] appended first: it writes into
+        k_cache and v_cache (declared in mutates_args, so torch.compile
+        functionalizes it correctly). seqlens_k counts the keys after the
+        append (fmha_tile's convention; fmha_tile.compat.flash_attn_with_kvcache
+        takes FlashAttention's). No autograd.
+
+Python wrappers with the package's signatures (window as a pair, return_lse
+choosing the return value) call these ops: attention, attention_varlen,
+batch_prefill, attention_with_kvcache. kernels= takes None (the library's
+default set), a kernel set's name (Library.name) or a Library that has one
+(fmha_tile.KernelSet(...).build() returns such a Library; build it before
+torch.compile traces, since building is not traceable).
+"""
+from typing import Optional, Tuple
+
+try:
+    import torch
+except ImportError as e:  # the package itself works without torch; this module does not
+    raise ImportError("fmha_tile.ops needs PyTorch (%s)" % e) from None
+
+if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "register_fake"):
+    raise ImportError("fmha_tile.ops needs PyTorch >= 2.4 (torch.library.custom_op); found %s"
+                      % torch.__version__)
+
+from torch import Tensor
+
+from . import _args, _bwd, _decode, _lib, _prefill
+from . import _run as _run_forward
+
+__all__ = ["fwd", "fwd_varlen", "bwd", "bwd_varlen", "batch_prefill_op", "decode", "decode_append",
+           "attention", "attention_varlen", "batch_prefill", "attention_with_kvcache"]
+
+NS = "fmha_tile"
+FP8 = getattr(torch, "float8_e4m3fn", None)
+
+
+def _out_dtype(q, kv_dtype=None):
+    """The output dtype: q's; bf16 when q (or, for the paged families, the
+    cache) is fp8."""
+    if FP8 is not None and (q.dtype == FP8 or kv_dtype == FP8):
+        return torch.bfloat16
+    return q.dtype
+
+
+def _empty_lse(q):
+    """The lse output of a call that was not asked for it (custom ops return
+    tensors, never None)."""
+    return q.new_empty((0,), dtype=torch.float32)
+
+
+# ---- forward, dense and varlen ----------------------------------------------------------------
+@torch.library.custom_op(NS + "::fwd", mutates_args=())
+def fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, window_left: int = -1,
+        window_right: int = -1, softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
+        scale: Optional[float] = None, sinks: Optional[Tensor] = None, deterministic: bool = False,
+        q_descale: Optional[Tensor] = None, k_descale: Optional[Tensor] = None,
+        v_descale: Optional[Tensor] = None, kernels: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+    """fmha_tile.attention as a custom op -> (out, lse); see the module docstring."""
+    p = _args.batch_problem(q, k, v, causal, (window_left, window_right), softcap, alibi_slopes,
+                            scale, q_descale, k_descale, v_descale, sinks)
+    return _run_forward(torch, p, q, None, None, True, "fmha_tile::fwd", _lib.handle(kernels))
+
+
+@fwd.register_fake
+def _fwd_fake(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
+              alibi_slopes=None, scale=None, sinks=None, deterministic=False, q_descale=None,
+              k_descale=None, v_descale=None, kernels=None):
+    b, s_q, h = q.shape[0], q.shape[1], q.shape[2]
+    out = q.new_empty((b, s_q, h, v.shape[-1]), dtype=_out_dtype(q))
+    lse = q.new_empty((b, h, s_q), dtype=torch.float32)
+    return out, lse
+
+
+@torch.library.custom_op(NS + "::fwd_varlen", mutates_args=())
+def fwd_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+               max_seqlen_q: int, max_seqlen_k: int, causal: bool = False, window_left: int = -1,
+               window_right: int = -1, softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
+               scale: Optional[float] = None, sinks: Optional[Tensor] = None,
+               deterministic: bool = False, q_descale: Optional[Tensor] = None,
+               k_descale: Optional[Tensor] = None, v_descale: Optional[Tensor] = None,
+               kernels: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+    """fmha_tile.attention_varlen as a custom op -> (out, lse)."""
+    p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                             causal, (window_left, window_right), softcap, alibi_slopes, scale,
+                             q_descale, k_descale, v_descale, sinks)
+    return _run_forward(torch, p, q, None, None, True, "fmha_tile::fwd_varlen",
+                        _lib.handle(kernels))
+
+
+@fwd_varlen.register_fake
+def _fwd_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                     window_left=-1, window_right=-1, softcap=0.0, alibi_slopes=None, scale=None,
+                     sinks=None, deterministic=False, q_descale=None, k_descale=None,
+                     v_descale=None, kernels=None):
+    total_q, h = q.shape[0], q.shape[1]
+    out = q.new_empty((total_q, h, v.shape[-1]), dtype=_out_dtype(q))
+    lse = q.new_empty((h, total_q), dtype=torch.float32)
+    return out, lse
+
+
+# ---- backward, dense and varlen ---------------------------------------------------------------
+def _backward(p, dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sinks, deterministic,
+              kernels, where):
+    if p.fp8:
+        raise NotImplementedError("%s: the fp8 forward has no backward pass" % where)
+    dq, dk, dv, dsinks = _bwd.run_backward(torch, p, q, k, v, out, lse, dout, cu_seqlens_q,
+                                           cu_seqlens_k, deterministic, where, kernels, sinks)
+    if dsinks is None:
+        dsinks = _empty_lse(q)
+    return dq, dk, dv, dsinks
+
+
+def _bwd_fake_outputs(q, k, v, sinks):
+    dsinks = q.new_empty(tuple(sinks.shape) if sinks is not None else (0,), dtype=torch.float32)
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsinks)
+
+
+@torch.library.custom_op(NS + "::bwd", mutates_args=())
+def bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, causal: bool,
+        window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[Tensor],
+        scale: Optional[float], sinks: Optional[Tensor], deterministic: bool,
+        kernels: Optional[str] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The backward of fwd -> (dq, dk, dv, dsinks); dsinks is empty without sinks."""
+    p = _args.batch_problem(q, k, v, causal, (window_left, window_right), softcap, alibi_slopes,
+                            scale, sinks=sinks)
+    return _backward(p, dout, q, k, v, out, lse, None, None, sinks, deterministic, kernels,
+                     "fmha_tile::bwd")
+
+
+@bwd.register_fake
+def _bwd_fake(dout, q, k, v, out, lse, causal, window_left, window_right, softcap, alibi_slopes,
+              scale, sinks, deterministic, kernels=None):
+    return _bwd_fake_outputs(q, k, v, sinks)
+
+
+@torch.library.custom_op(NS + "::bwd_varlen", mutates_args=())
+def bwd_varlen(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+               cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int, max_seqlen_k: int,
+               causal: bool, window_left: int, window_right: int, softcap: float,
+               alibi_slopes: Optional[Tensor], scale: Optional[float], sinks: Optional[Tensor],
+               deterministic: bool,
+               kernels: Optional[str] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The backward of fwd_varlen -> (dq, dk, dv, dsinks). Reads the sequence
+    lengths back to check max_seqlen_q / max_seqlen_k (as attention_varlen's
+    backward does)."""
+    p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                             causal, (window_left, window_right), softcap, alibi_slopes, scale,
+                             sinks=sinks)
+    return _backward(p, dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sinks, deterministic,
+                     kernels, "fmha_tile::bwd_varlen")
+
+
+@bwd_varlen.register_fake
+def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                     max_seqlen_k, causal, window_left, window_right, softcap, alibi_slopes, scale,
+                     sinks, deterministic, kernels=None):
+    return _bwd_fake_outputs(q, k, v, sinks)
+
+
+# ---- autograd of the forward ops -------------------------------------------------------------
+# Positions of the arguments in the schemas above (inputs arrive positionally,
+# defaults filled in).
+_FWD_TAIL = ("causal", "window_left", "window_right", "softcap", "alibi_slopes", "scale", "sinks",
+             "deterministic", "q_descale", "k_descale", "v_descale", "kernels")
+
+
+def _setup(ctx, inputs, output, varlen):
+    n = 7 if varlen else 3                      # q, k, v (, cu_q, cu_k, max_q, max_k)
+    tail = dict(zip(_FWD_TAIL, inputs[n:]))
+    q, k, v = inputs[:3]
+    out, lse = output
+    cu = inputs[3:5] if varlen else (None, None)
+    ctx.save_for_backward(q, k, v, out, lse, tail["alibi_slopes"], tail["sinks"], cu[0], cu[1])
+    ctx.max_seqlens = tuple(inputs[5:7]) if varlen else None
+    ctx.params = (tail["causal"], tail["window_left"], tail["window_right"], tail["softcap"],
+                  tail["scale"], tail["deterministic"], tail["kernels"])
+    ctx.n_head_args = n
+    ctx.mark_non_differentiable(lse)
+
+
+def _fwd_setup(ctx, inputs, output):
+    _setup(ctx, inputs, output, False)
+
+
+def _fwd_varlen_setup(ctx, inputs, output):
+    _setup(ctx, inputs, output, True)
+
+
+def _grads(ctx, dout):
+    q, k, v, out, lse, alibi, sinks, cu_q, cu_k = ctx.saved_tensors
+    causal, wl, wr, softcap, scale, deterministic, kernels = ctx.params
+    if ctx.max_seqlens is None:
+        dq, dk, dv, dsinks = torch.ops.fmha_tile.bwd(dout, q, k, v, out, lse, causal, wl, wr, softcap,
+                                                     alibi, scale, sinks, deterministic, kernels)
+    else:
+        mq, mk = ctx.max_seqlens
+        dq, dk, dv, dsinks = torch.ops.fmha_tile.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, mq,
+                                                            mk, causal, wl, wr, softcap, alibi, scale,
+                                                            sinks, deterministic, kernels)
+    need = ctx.needs_input_grad
+    n = ctx.n_head_args
+    grads = [dq if need[0] else None, dk if need[1] else None, dv if need[2] else None]
+    grads += [None] * (n - 3)
+    for name in _FWD_TAIL:
+        g = None
+        if name == "sinks" and sinks is not None and need[n + _FWD_TAIL.index("sinks")]:
+            g = dsinks
+        grads.append(g)
+    return tuple(grads)
+
+
+def _fwd_backward(ctx, dout, dlse):
+    return _grads(ctx, dout)
+
+
+fwd.register_autograd(_fwd_backward, setup_context=_fwd_setup)
+fwd_varlen.register_autograd(_fwd_backward, setup_context=_fwd_varlen_setup)
+
+
+# ---- batch prefill ------------------------------------------------------------------------------
+@torch.library.custom_op(NS + "::batch_prefill", mutates_args=())
+def batch_prefill_op(q: Tensor, k_cache: Tensor, v_cache: Tensor, cu_seqlens_q: Tensor,
+                     max_seqlen_q: int, kv_layout: str, kv_indptr: Optional[Tensor] = None,
+                     kv_page_indices: Optional[Tensor] = None,
+                     kv_last_page_len: Optional[Tensor] = None,
+                     block_table: Optional[Tensor] = None, seqlens_k: Optional[Tensor] = None,
+                     causal: bool = True, window_left: int = -1,
+                     window_right: int = -1, softcap: float = 0.0, scale: Optional[float] = None,
+                     k_descale: Optional[Tensor] = None, v_descale: Optional[Tensor] = None,
+                     q_descale: Optional[Tensor] = None, sinks: Optional[Tensor] = None,
+                     return_lse: bool = False,
+                     kernels: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+    """fmha_tile.batch_prefill as a custom op -> (out, lse or an empty tensor)."""
+    r = _prefill.batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_indptr=kv_indptr,
+                               kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len,
+                               block_table=block_table, seqlens_k=seqlens_k, kv_layout=kv_layout,
+                               causal=causal, window=(window_left, window_right), softcap=softcap,
+                               scale=scale, k_descale=k_descale, v_descale=v_descale,
+                               q_descale=q_descale, return_lse=return_lse, kernels=kernels,
+                               sinks=sinks)
+    return r if return_lse else (r, _empty_lse(q))
+
+
+@batch_prefill_op.register_fake
+def _batch_prefill_fake(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_layout,
+                        kv_indptr=None, kv_page_indices=None, kv_last_page_len=None,
+                        block_table=None, seqlens_k=None, causal=True, window_left=-1,
+                        window_right=-1, softcap=0.0, scale=None, k_descale=None, v_descale=None,
+                        q_descale=None, sinks=None, return_lse=False, kernels=None):
+    total_q, h, d = q.shape[0], q.shape[1], q.shape[2]
+    out = q.new_empty((total_q, h, d), dtype=_out_dtype(q, k_cache.dtype))
+    lse = q.new_empty((h, total_q), dtype=torch.float32) if return_lse else _empty_lse(q)
+    return out, lse
+
+
+# ---- decode -------------------------------------------------------------------------------------
+def _decode_run(q, k_cache, v_cache, k, v, seqlens_k, rotary_cos, rotary_sin, rotary_interleaved,
+                cache_batch_idx, kv_indptr, kv_page_indices, kv_last_page_len, block_table,
+                max_seqlen_k, causal, window_left, window_right, softcap, scale, alibi_slopes,
+                k_descale, v_descale, num_splits, sinks, return_lse, kernels):
+    r = _decode.attention_with_kvcache(
+        q, k_cache, v_cache, seqlens_k, k, v, rotary_cos, rotary_sin, rotary_interleaved,
+        cache_batch_idx, kv_indptr=kv_indptr, kv_page_indices=kv_page_indices,
+        kv_last_page_len=kv_last_page_len, block_table=block_table, max_seqlen_k=max_seqlen_k,
+        causal=causal, window=(window_left, window_right), softcap=softcap, scale=scale,
+        alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale,
+        num_splits=num_splits, return_lse=return_lse, kernels=kernels, sinks=sinks)
+    return r if return_lse else (r, _empty_lse(q))
+
+
+def _decode_fake_outputs(q, k_cache, return_lse):
+    b, s_q, h, d = q.shape[0], q.shape[1], q.shape[2], q.shape[3]
+    out = q.new_empty((b, s_q, h, d), dtype=_out_dtype(q, k_cache.dtype))
+    lse = q.new_empty((b, h, s_q), dtype=torch.float32) if return_lse else _empty_lse(q)
+    return out, lse
+
+
+@torch.library.custom_op(NS + "::decode", mutates_args=())
+def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqlens_k: Optional[Tensor] = None,
+           rotary_cos: Optional[Tensor] = None, rotary_sin: Optional[Tensor] = None,
+           rotary_interleaved: bool = False, cache_batch_idx: Optional[Tensor] = None,
+           kv_indptr: Optional[Tensor] = None, kv_page_indices: Optional[Tensor] = None,
+           kv_last_page_len: Optional[Tensor] = None, block_table: Optional[Tensor] = None,
+           max_seqlen_k: Optional[int] = None, causal: bool = False, window_left: int = -1,
+           window_right: int = -1, softcap: float = 0.0, scale: Optional[float] = None,
+           alibi_slopes: Optional[Tensor] = None, k_descale: Optional[Tensor] = None,
+           v_descale: Optional[Tensor] = None, num_splits: int = 0, sinks: Optional[Tensor] = None,
+           return_lse: bool = False, kernels: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+    """fmha_tile.attention_with_kvcache without appended rows -> (out, lse or empty)."""
+    return _decode_run(q, k_cache, v_cache, None, None, seqlens_k, rotary_cos, rotary_sin,
+                       rotary_interleaved, cache_batch_idx, kv_indptr, kv_page_indices,
+                       kv_last_page_len, block_table, max_seqlen_k, causal, window_left,
+                       window_right, softcap, scale, alibi_slopes, k_descale, v_descale,
+                       num_splits, sinks, return_lse, kernels)
+
+
+@decode.register_fake
+def _decode_fake(q, k_cache, v_cache, seqlens_k=None, rotary_cos=None, rotary_sin=None,
+                 rotary_interleaved=False, cache_batch_idx=None, kv_indptr=None,
+                 kv_page_indices=None, kv_last_page_len=None, block_table=None, max_seqlen_k=None,
+                 causal=False, window_left=-1, window_right=-1, softcap=0.0, scale=None,
+                 alibi_slopes=None, k_descale=None, v_descale=None, num_splits=0, sinks=None,
+                 return_lse=False, kernels=None):
+    return _decode_fake_outputs(q, k_cache, return_lse)
+
+
+@torch.library.custom_op(NS + "::decode_append", mutates_args=("k_cache", "v_cache"))
+def decode_append(q: Tensor, k_cache: Tensor, v_cache: Tensor, k: Tensor, v: Tensor,
+                  seqlens_k: Optional[Tensor] = None, rotary_cos: Optional[Tensor] = None,
+                  rotary_sin: Optional[Tensor] = None, rotary_interleaved: bool = False,
+                  cache_batch_idx: Optional[Tensor] = None, kv_indptr: Optional[Tensor] = None,
+                  kv_page_indices: Optional[Tensor] = None,
+                  kv_last_page_len: Optional[Tensor] = None, block_table: Optional[Tensor] = None,
+                  max_seqlen_k: Optional[int] = None, causal: bool = False, window_left: int = -1,
+                  window_right: int = -1, softcap: float = 0.0, scale: Optional[float] = None,
+                  alibi_slopes: Optional[Tensor] = None, k_descale: Optional[Tensor] = None,
+                  v_descale: Optional[Tensor] = None, num_splits: int = 0,
+                  sinks: Optional[Tensor] = None, return_lse: bool = False,
+                  kernels: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+    """fmha_tile.attention_with_kvcache with k / v appended into k_cache / v_cache
+    (in place) before the attention -> (out, lse or empty)."""
+    return _decode_run(q, k_cache, v_cache, k, v, seqlens_k, rotary_cos, rotary_sin,
+                       rotary_interleaved, cache_batch_idx, kv_indptr, kv_page_indices,
+                       kv_last_page_len, block_table, max_seqlen_k, causal, window_left,
+                       window_right, softcap, scale, alibi_slopes, k_descale, v_descale,
+                       num_splits, sinks, return_lse, kernels)
+
+
+@decode_append.register_fake
+def _decode_append_fake(q, k_cache, v_cache, k, v, seqlens_k=None, rotary_cos=None,
+                        rotary_sin=None, rotary_interleaved=False, cache_batch_idx=None,
+                        kv_indptr=None, kv_page_indices=None, kv_last_page_len=None,
+                        block_table=None, max_seqlen_k=None, causal=False, window_left=-1,
+                        window_right=-1, softcap=0.0, scale=None, alibi_slopes=None,
+                        k_descale=None, v_descale=None, num_splits=0, sinks=None,
+                        return_lse=False, kernels=None):
+    return _decode_fake_outputs(q, k_cache, return_lse)
+
+
+# ---- Python wrappers with the package's signatures ------------------------------------------
+def _kernels_name(kernels):
+    """kernels= as a custom op can take it: None or a loaded kernel set's name."""
+    if kernels is None or isinstance(kernels, str):
+        return kernels
+    if isinstance(kernels, _lib.Library):
+        if kernels.name:
+            return kernels.name
+        raise ValueError("kernels=%r has no name: load it with Library.load(path, name=...) or pass "
+                         "the Library a KernelSet's build() returns" % (kernels,))
+    raise TypeError("fmha_tile.ops: kernels must be None, a kernel set's name or a named "
+                    "fmha_tile.Library (call KernelSet.build() before torch.compile), got %r"
+                    % (kernels,))
+
+
+def _pair(window):
+    if window is None:
+        return -1, -1
+    left, right = window
+    return left, right
+
+
+def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
+              return_lse=False, *, deterministic=False, q_descale=None, k_descale=None,
+              v_descale=None, kernels=None, sinks=None):
+    """fmha_tile.attention through the custom op fmha_tile::fwd (no out= /
+    out_lse=: custom ops allocate their outputs). Differentiable in q, k, v
+    and sinks."""
+    wl, wr = _pair(window)
+    o, lse = torch.ops.fmha_tile.fwd(q, k, v, causal, wl, wr, softcap, alibi_slopes, scale, sinks,
+                                     deterministic, q_descale, k_descale, v_descale,
+                                     _kernels_name(kernels))
+    return (o, lse) if return_lse else o
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                     window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None, return_lse=False,
+                     *, deterministic=False, q_descale=None, k_descale=None, v_descale=None,
+                     kernels=None, sinks=None):
+    """fmha_tile.attention_varlen through the custom op fmha_tile::fwd_varlen."""
+    wl, wr = _pair(window)
+    o, lse = torch.ops.fmha_tile.fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                            max_seqlen_k, causal, wl, wr, softcap, alibi_slopes,
+                                            scale, sinks, deterministic, q_descale, k_descale,
+                                            v_descale, _kernels_name(kernels))
+    return (o, lse) if return_lse else o
+
+
+def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=None,
+                  kv_page_indices=None, kv_last_page_len=None, block_table=None, seqlens_k=None,
+                  kv_layout="NHD", causal=True, window=(-1, -1), softcap=0.0, scale=None,
+                  k_descale=None, v_descale=None, q_descale=None, return_lse=False, kernels=None,
+                  sinks=None):
+    """fmha_tile.batch_prefill through the custom op fmha_tile::batch_prefill
+    (descales as tensors: a 1-element float32 tensor per tensor, or
+    [num_pages, nhead_k] per page)."""
+    wl, wr = _pair(window)
+    o, lse = torch.ops.fmha_tile.batch_prefill(
+        q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_layout, kv_indptr, kv_page_indices,
+        kv_last_page_len, block_table, seqlens_k, causal, wl, wr, softcap, scale,
+        k_descale, v_descale, q_descale, sinks, return_lse, _kernels_name(kernels))
+    return (o, lse) if return_lse else o
+
+
+def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, rotary_cos=None,
+                           rotary_sin=None, rotary_interleaved=False, cache_batch_idx=None, *,
+                           kv_indptr=None, kv_page_indices=None, kv_last_page_len=None,
+                           block_table=None, max_seqlen_k=None, causal=False, window=(-1, -1),
+                           softcap=0.0, scale=None, alibi_slopes=None, k_descale=None,
+                           v_descale=None, num_splits=0, return_lse=False, kernels=None,
+                           sinks=None):
+    """fmha_tile.attention_with_kvcache through fmha_tile::decode, or
+    fmha_tile::decode_append when k / v are given (the caches are written in
+    place). seqlens_k counts the keys after the append."""
+    wl, wr = _pair(window)
+    tail = (seqlens_k, rotary_cos, rotary_sin, rotary_interleaved, cache_batch_idx, kv_indptr,
+            kv_page_indices, kv_last_page_len, block_table, max_seqlen_k, causal, wl, wr, softcap,
+            scale, alibi_slopes, k_descale, v_descale, num_splits, sinks, return_lse,
+            _kernels_name(kernels))
+    if (k is None) != (v is None):
+        raise ValueError("pass k and v together (or neither)")
+    if k is None:
+        o, lse = torch.ops.fmha_tile.decode(q, k_cache, v_cache, *tail)
+    else:
+        o, lse = torch.ops.fmha_tile.decode_append(q, k_cache, v_cache, k, v, *tail)
+    return (o, lse) if return_lse else o
