@@ -258,7 +258,8 @@ def test_kvcache_append_rotary(interleaved):
         e, n = int(cbi[i]), before[i] + s_new
         assert torch.equal(v_cache[e, :n], vc_ref[e, :n])
         # the kernel turns in fp32 and rounds once, as the reference: within a bf16 step
-        assert (k_cache[e, :n].float() - kc_ref[e, :n].float()).abs().max().item() <= 2e-2
+        got, want = k_cache[e, :n].float(), kc_ref[e, :n].float()
+        assert ((got - want).abs() <= want.abs() * 2.0 ** -7 + 1e-3).all()
     ks = [k_cache[int(cbi[i]), :before[i] + s_new] for i in range(b)]
     vs = [v_cache[int(cbi[i]), :before[i] + s_new] for i in range(b)]
     ref_o, ref_lse = kv_reference(q_rot.to(dtype), ks, vs, True)
