@@ -18,16 +18,19 @@
  * runtime (no link against the driver library). When it is missing or
  * refuses the tensor (a stride TMA cannot take), tma_kv stays 0 and the
  * kernel copies with cp.async: same results, a fallback, never an error.
- * FMHA_TILE_TMA=0 in the environment forces that path (for comparisons).
+ * FMHA_TILE_TMA=0 in the environment forces that path (for comparisons), as
+ * do CUDA toolkits before 12.0 (no tensor maps) and AMD.
  */
 #ifndef FMHA_TILE_DISPATCH_TMA_H
 #define FMHA_TILE_DISPATCH_TMA_H
 
 #include <stdlib.h>
+#include "../platform/platform.h"
 #include "../api.h"
 #include "../kernel/fwd_params.h"
 
-#if defined(FMHA_PLATFORM_NVIDIA)
+/* tensor maps exist from CUDA 12.0 on; before it every copy is cp.async */
+#if defined(FMHA_PLATFORM_NVIDIA) && CUDART_VERSION >= 12000
 #include <cuda.h>
 
 typedef CUresult (*fmhai_tma_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
@@ -45,7 +48,11 @@ static inline fmhai_tma_encode_fn fmhai_tma_encoder(void)
         void *f = 0;
         cudaDriverEntryPointQueryResult q;
         if (!(env && env[0] == '0') &&
+#if CUDART_VERSION >= 12050
             cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) ==
+#else
+            cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q) ==
+#endif
                 cudaSuccess &&
             q == cudaDriverEntryPointSuccess && f)
             fn = (fmhai_tma_encode_fn)f;
