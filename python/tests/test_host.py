@@ -25,7 +25,7 @@ import pytest
 
 from conftest import REPO
 
-from fmha_tile import _args, _bwd, _lib, _prefill
+from fmha_tile import _args, _bwd, _decode, _lib, _prefill
 import fmha_tile
 
 
@@ -144,6 +144,8 @@ STRUCTS = [
     (_lib.FmhaBwdTraits, "fmha_bwd_traits", True),
     (_lib.FmhaBwdPlan, "fmha_bwd_plan", True),
     (_lib.FmhaBwdArgs, "fmha_bwd_args", True),
+    (_decode.FmhaDecodeArgs, "fmha_decode_args", True),
+    (_decode.FmhaDecodePlan, "fmha_decode_plan", True),
 ]
 
 
