@@ -445,6 +445,17 @@ static void test_validation(void)
     CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "without ALiBi"),
           "ALiBi slopes on a plan made without ALiBi: invalid argument, says why");
     a.alibi_slopes = NULL;
+    a.sinks = (const float *)0x500000;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "together"),
+          "sinks without dsinks: invalid argument");
+    a.dsinks = (float *)0x500102;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "aligned"),
+          "dsinks not 4-byte aligned: invalid argument");
+    a.dsinks = (float *)0x500100;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_LAUNCH, "sinks with dsinks pass validation");
+    a.sinks = NULL;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "dsinks without sinks: invalid argument");
+    a.dsinks = NULL;
     a.logits_soft_cap = 5.0f;
     CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "soft cap the plan was not made for");
     a.logits_soft_cap = 0.0f;

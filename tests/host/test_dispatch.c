@@ -166,6 +166,11 @@ static void test_validation(void)
     a = good_args(); a.stride_k = 8 * 128 + 4;
     st = fmha_fwd_check(&set_a, &a, NULL);
     CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "stride"), "stride not a multiple of 8 unsupported");
+    a = good_args(); a.sinks = (const float *)0x50002;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "sinks"), "sinks not 4-byte aligned rejected");
+    a = good_args(); a.sinks = (const float *)0x50000;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "aligned sinks accepted");
     a = good_args(); a.v = (const void *)0x30008;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "misaligned pointer unsupported");
     a = good_args(); a.is_group_mode = 1; a.max_seqlen_q = 100;
