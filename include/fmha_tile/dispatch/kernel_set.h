@@ -86,8 +86,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_DTF_FP8 "fp8"
 /* which tuned table a family's wildcard rows of a dtype expand into
  * (policy/fwd_tiles.h): the contiguous forward has its own (Hopper rows) */
-#define FMHAI_TTAB_FWD_FP16 FWDX
-#define FMHAI_TTAB_FWD_BF16 FWDX
+#define FMHAI_TTAB_FWD_FP16 FWDC
+#define FMHAI_TTAB_FWD_BF16 FWDC
 #define FMHAI_TTAB_FWD_FP8 FP8FWD
 /* 16-bit batch prefill: the Hopper rows first, as the forward (a build may
  * predefine FMHAI_TTAB_PREFILL_16 as FWD: portable rows only) */

@@ -317,14 +317,17 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
                                      int tok, int hk, int kb, int blocks, int BN, int eb, const int32_t *pages,
                                      int ltid)
 {
-    if (ltid >= 32) return;
-    const int box = pages ? min(BN, 1 << p->page_log2) : BN;
-    if (ltid == 0) fmhai_mbar_expect_tx(bar, 2 * blocks * BN * 128);
-    __syncwarp();
-    if (ltid * box >= BN) return;
-    const int r = ltid * box;
-    int c1 = tok + r, c3 = kb;
-    if (pages) {
+    int r = 0, c1 = tok, c3 = kb;
+    if (!pages) {   /* one thread, a box a block */
+        if (ltid != 0) return;
+        fmhai_mbar_expect_tx(bar, 2 * blocks * BN * 128);
+    } else {
+        if (ltid >= 32) return;
+        const int box = min(BN, 1 << p->page_log2);
+        if (ltid == 0) fmhai_mbar_expect_tx(bar, 2 * blocks * BN * 128);
+        __syncwarp();
+        if (ltid * box >= BN) return;
+        r = ltid * box;
         c1 = (tok + r) & ((1 << p->page_log2) - 1);
         c3 = pages[r];
     }

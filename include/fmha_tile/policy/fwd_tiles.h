@@ -48,6 +48,14 @@
 #define FMHAI_TILES_SM90A_FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
 #define FMHAI_TILES_SM90A_FWD_256(Y, ...) Y(__VA_ARGS__, SM90A,   128,    64,   12,     2)
 #endif
+/* The contiguous forward at hdim 256 takes key tiles of 80 (S as m64n80k16:
+ * 2.5 KB of K a k-step against 2 KB of Q, where the S product of 64 keys
+ * was bound by shared-memory reads; 2 stages fill 225 KB): +3-8% on the
+ * H100 over 64 (bench/RESULTS.md), 36 bytes of spill at 232 registers.
+ * Paged rows keep 64 (their page classes want a power-of-two tile). */
+#ifndef FMHAI_TILES_SM90A_FWDC_256
+#define FMHAI_TILES_SM90A_FWDC_256(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
+#endif
 
 /* FP8 (e4m3) forward rows of the Hopper pipeline: Q, K and V in e4m3, both
  * products e4m3 wgmma (k32), O in bf16; V^T takes 128-byte rows whatever the
@@ -97,7 +105,8 @@
 #define FMHAI_TILES_GFX9_FWD_256(Y, ...) Y(__VA_ARGS__, GFX9,   64,     32,    4,     1)
 
 /* The rows a wildcard expands into on this platform (FWD: fp16/bf16 rows of
- * the prefill families; FWDX: of the contiguous forward, Hopper rows first;
+ * the prefill families; FWDX: the same, Hopper rows first; FWDC: the
+ * contiguous forward's, Hopper rows first (hdim 256: key tiles of 80);
  * FP8: e4m3-KV prefill rows; FP8X: the same, the Hopper e4m3 rows first
  * (they serve e4m3 queries); FP8FWD: the e4m3 forward, Hopper only), and the
  * arch an explicit row is built for. */
@@ -111,6 +120,9 @@
 #  define FMHAI_TILES_FWDX_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
@@ -135,6 +147,10 @@
 #  define FMHAI_TILES_FWDX_128(Y, ...) FMHAI_TILES_SM90A_FWD_128(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_SM90A_FWD_256(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_64(Y, ...)  FMHAI_TILES_FWDX_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_128(Y, ...) FMHAI_TILES_FWDX_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_256(Y, ...) FMHAI_TILES_SM90A_FWDC_256(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
@@ -276,8 +292,9 @@
       (st) >= 2 && (st) <= 3,                                                               \
       "the wgmma forward's block is 128 rows and 12 warps (hdim 64: or 192 rows and 16 warps), " \
       "2 or 3 stages")                                                                      \
-    C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128),                                      \
-      "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers)") \
+    C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128) || ((hd) == 256 && (bn) == 80 && !(kv8) && !(pg)), \
+      "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers; " \
+      "the contiguous forward's may be 80)")                                               \
     C(fwd90_fp8_rows, !(kv8) || (((hd) == 128 || (hd) == 256) && (st) == 3 && !(vec)),    \
       "the wgmma pipeline's fp8 rows have head dim 128 or 256, 3 stages (the load "         \
       "warpgroup issues tile j + 2 after handing tile j over) and LINEAR pages if paged")   \

@@ -205,6 +205,15 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40, 56 or 32 */
     "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" "}"
 
+#define FMHAI_WG_ACC40(d) \
+    FMHAI_WG_ACC32(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), \
+    "+f"(d[38]), "+f"(d[39])
+
+#define FMHAI_WG_REGS40 \
+    "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39" "}"
+
 #define FMHAI_WG_ACC64(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -255,6 +264,25 @@ FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n64(float *d, uint64_t a_desc, uint64_t b_d
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FMHAI_WG_REGS32
                      ", %32, %33, p, 1, 1, 0, 0;\n}\n"
                      : FMHAI_WG_ACC32(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+#else
+    (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)ty;
+#endif
+}
+
+/* d[64x80] (+)= A B^T, A and B K-major, 16-bit (the hdim-256 key tile of 80) */
+FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n80(float *d, uint64_t a_desc, uint64_t b_desc, int accumulate, int ty)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    if (ty == 1)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 " FMHAI_WG_REGS40
+                     ", %40, %41, p, 1, 1, 0, 0;\n}\n"
+                     : FMHAI_WG_ACC40(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 " FMHAI_WG_REGS40
+                     ", %40, %41, p, 1, 1, 0, 0;\n}\n"
+                     : FMHAI_WG_ACC40(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
 #else
     (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)ty;
 #endif
@@ -411,6 +439,7 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
         const uint64_t oa = (uint64_t)(((k / 4) * a_rows * 128 + (k % 4) * 32) >> 4);
         const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : (k / 4) * N * 128 + (k % 4) * 32) >> 4);
         if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0, ty);
+        else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, da + oa, db + ob, k > 0, ty);
         else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0, ty);
     }
     fmhai_wg_commit();
