@@ -95,6 +95,13 @@ $(BUILD)/host/test_splitkv: tests/host/test_splitkv.c tests/host/host_check.h te
 
 host-tests: $(BUILD)/host/test_splitkv
 
+# dropout random numbers (Philox4x32-10 known answers, the element rule)
+$(BUILD)/host/test_philox: tests/host/test_philox.c include/fmha_tile/tile/philox.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_philox
+
 # AMD MFMA fragment layouts against a host model of the instructions
 $(BUILD)/host/test_mfma_layout: tests/host/test_mfma_layout.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h
 	@mkdir -p $(dir $@)

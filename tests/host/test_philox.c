@@ -1,0 +1,94 @@
+/*
+ * test_philox.c - the dropout random numbers (tile/philox.h) on the host:
+ * Philox4x32-10 against Random123's published known-answer vectors, the
+ * element -> word rule (one call serves the four elements a thread holds of
+ * a 16 x 8 accumulator tile), the keep rate, and independence across heads,
+ * offsets and seeds.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "fmha_tile/tile/philox.h"
+
+static int g_pass, g_fail;
+#define CHECK(cond, name)                                                     \
+    do {                                                                      \
+        if (cond) { ++g_pass; printf("PASS %s\n", name); }                    \
+        else { ++g_fail; printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__); } \
+    } while (0)
+
+static int kat(const uint32_t c[4], const uint32_t k[2], const uint32_t want[4])
+{
+    uint32_t out[4];
+    fmhai_philox4x32_10(c, k, out);
+    return memcmp(out, want, sizeof(out)) == 0;
+}
+
+int main(void)
+{
+    {   /* Random123 kat_vectors: philox4x32 10 */
+        const uint32_t c0[4] = { 0, 0, 0, 0 }, k0[2] = { 0, 0 };
+        const uint32_t w0[4] = { 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u };
+        const uint32_t c1[4] = { 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu };
+        const uint32_t k1[2] = { 0xffffffffu, 0xffffffffu };
+        const uint32_t w1[4] = { 0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu };
+        const uint32_t c2[4] = { 0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u };
+        const uint32_t k2[2] = { 0xa4093822u, 0x299f31d0u };
+        const uint32_t w2[4] = { 0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u };
+        CHECK(kat(c0, k0, w0), "philox4x32-10: zero counter and key");
+        CHECK(kat(c1, k1, w1), "philox4x32-10: all-ones counter and key");
+        CHECK(kat(c2, k2, w2), "philox4x32-10: pi-digits counter and key");
+    }
+    {   /* the block rule: (i, j), (i, j^1), (i^8, j), (i^8, j^1) share one call,
+         * word 2 * ((i >> 3) & 1) + (j & 1) each, and distinct elements get
+         * distinct words */
+        const uint64_t seed = 0x123456789abcdefull, off = 77;
+        int ok = 1, distinct = 1;
+        uint32_t i, j;
+        for (i = 0; i < 64 && ok; ++i)
+            for (j = 0; j < 64 && ok; ++j) {
+                uint32_t b[4], b2[4];
+                fmhai_dropout_block(seed, off, 5, i, j, b);
+                fmhai_dropout_block(seed, off, 5, i ^ 8u, j ^ 1u, b2);
+                ok = memcmp(b, b2, sizeof(b)) == 0 &&
+                     fmhai_dropout_word(seed, off, 5, i, j) == b[2 * ((i >> 3) & 1u) + (j & 1u)];
+                if (fmhai_dropout_word(seed, off, 5, i, j) == fmhai_dropout_word(seed, off, 5, i, j ^ 2u))
+                    distinct = 0;
+            }
+        CHECK(ok, "a thread's 2 x 2 block of a 16 x 8 tile comes from one call, one word each");
+        CHECK(distinct, "neighbouring column pairs draw different words");
+    }
+    {   /* keep rate: p = 0.1 and 0.5 over 4 heads x 256 x 256 elements */
+        const float ps[2] = { 0.1f, 0.5f };
+        int q;
+        for (q = 0; q < 2; ++q) {
+            const uint32_t thr = fmhai_dropout_threshold(ps[q]);
+            long kept = 0, n = 0;
+            uint32_t bh, i, j;
+            char name[96];
+            for (bh = 0; bh < 4; ++bh)
+                for (i = 0; i < 256; ++i)
+                    for (j = 0; j < 256; ++j, ++n)
+                        kept += fmhai_dropout_word(42, 0, bh, i, j) >= thr;
+            snprintf(name, sizeof(name), "keep rate at p = %.1f: %.4f (1 - p within 0.005)", ps[q],
+                     (double)kept / (double)n);
+            CHECK(fabs((double)kept / (double)n - (1.0 - ps[q])) < 0.005, name);
+        }
+        CHECK(fmhai_dropout_threshold(0.f) == 0u, "p = 0 keeps everything (threshold 0)");
+    }
+    {   /* heads, offsets (low and high words) and seeds change the draws */
+        int same_bh = 0, same_off = 0, same_hi = 0, same_seed = 0;
+        uint32_t i;
+        for (i = 0; i < 1024; ++i) {
+            const uint32_t w = fmhai_dropout_word(7, 3, 1, i, i * 3u);
+            same_bh += w == fmhai_dropout_word(7, 3, 2, i, i * 3u);
+            same_off += w == fmhai_dropout_word(7, 4, 1, i, i * 3u);
+            same_hi += w == fmhai_dropout_word(7, 3 + (1ull << 32), 1, i, i * 3u);
+            same_seed += w == fmhai_dropout_word(8, 3, 1, i, i * 3u);
+        }
+        CHECK(same_bh < 3 && same_off < 3 && same_hi < 3 && same_seed < 3,
+              "another head, offset (either word) or seed draws other words");
+    }
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail != 0;
+}
