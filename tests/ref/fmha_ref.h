@@ -35,6 +35,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+/* the dropout rule is part of the semantics (which elements drop), so the
+ * reference draws from the library's generator, itself checked against
+ * published known answers (tests/host/test_philox.c) */
+#include "fmha_tile/tile/philox.h"
 
 /* Same values as fmha_mask_type in api.h (checked by the tests). */
 enum {
@@ -289,6 +293,14 @@ typedef struct fmha_ref_fwd {
      * row's softmax, with no value; a row that sees no key then has O = 0
      * and LSE = sink */
     const float *sinks;
+
+    /* dropout (fmha_ref_fwd_row only): P's element (i, j) of head h, batch
+     * entry b (group mode: sequence b; i and j counted within it) is kept
+     * when fmhai_dropout_word(seed, offset, b * nhead_q + h, i, j) >=
+     * fmhai_dropout_threshold(p) and then scaled by 1 / (1 - p); the row sum
+     * and the LSE are those without dropout. 0: off. */
+    float dropout_p;
+    uint64_t dropout_seed, dropout_offset;
 } fmha_ref_fwd;
 
 /* Lengths of batch entry b. */
@@ -391,9 +403,15 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
     l = p->sinks ? exp((double)p->sinks[h] - m) : 0.0;
     for (j = lo; j <= hi; j++) {
         const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
-        double e = exp(scores[j - lo] - m);
+        const double e = exp(scores[j - lo] - m);
+        double w = e;
         l += e;
-        for (c = 0; c < p->hdim_v; c++) o_row[c] += e * (double)vrow[c];
+        if (p->dropout_p > 0.0f)
+            w = fmhai_dropout_word(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
+                                   (uint32_t)j) >= fmhai_dropout_threshold(p->dropout_p)
+                    ? e / (1.0 - (double)p->dropout_p)
+                    : 0.0;
+        for (c = 0; c < p->hdim_v; c++) o_row[c] += w * (double)vrow[c];
     }
     for (c = 0; c < p->hdim_v; c++) o_row[c] /= l;
     *lse = m + log(l);
