@@ -55,6 +55,7 @@ typedef struct bwd_case {
     int bhsd;                    /* 0: [b][s][h][d] / [t][h][d]; 1: [b][h][s][d] / [h][t][d] */
     int want_masked;             /* the case exists to have rows that see no key */
     int sinks;                   /* 1: one sink logit per query head            */
+    float dropout;               /* drop probability (0: off)                   */
 } bwd_case;
 
 typedef struct bwd_prob {
@@ -167,6 +168,9 @@ static void setup(bwd_prob *bp, const bwd_case *c, uint64_t seed)
     }
     bp->g.dout = bp->dout;
     bp->g.dq = bp->dq; bp->g.dk = bp->dk; bp->g.dv = bp->dv;
+    p->dropout_p = c->dropout;   /* a fixed draw: the loss stays a smooth function of q, k, v */
+    p->dropout_seed = seed * 2654435761u;
+    p->dropout_offset = 5;
     if (c->sinks) {
         /* logits around the scores' size, one above most of them */
         bp->sinks = alloc_fill((size_t)c->hq, 0.0f);
@@ -328,43 +332,47 @@ static void run_case(const bwd_case *c, uint64_t seed)
 
 int main(void)
 {
-    /*  name                 grp  B  hq hk dq dv  sq            sk            mask wl  wr  scale  cap  alibi bhsd masked sinks */
+    /*  name                 grp  B  hq hk dq dv  sq            sk            mask wl  wr  scale  cap  alibi bhsd masked sinks dropout */
     static const bwd_case cases[] = {
         /* plain softmax, odd lengths, hdim_q != hdim_v */
-        { "bwd_nomask",          0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0 },
+        { "bwd_nomask",          0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0, 0 },
         /* causal top-left, s_q < s_k: the last keys are seen by nobody */
-        { "bwd_causal_tl",       0, 2, 2, 2, 8,  8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 0, 0, 0 },
+        { "bwd_causal_tl",       0, 2, 2, 2, 8,  8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 0, 0, 0, 0 },
         /* causal bottom-right, s_q > s_k: the first rows see nothing */
-        { "bwd_causal_br",       0, 1, 2, 1, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 0 },
+        { "bwd_causal_br",       0, 1, 2, 1, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 0, 0 },
         /* causal bottom-right, s_q < s_k */
-        { "bwd_causal_br_sq_lt_sk", 0, 2, 2, 2, 16, 16, {5},      {7},          2, -1,  0, 0.25f, 0,    0, 0, 0, 0 },
+        { "bwd_causal_br_sq_lt_sk", 0, 2, 2, 2, 16, 16, {5},      {7},          2, -1,  0, 0.25f, 0,    0, 0, 0, 0, 0 },
         /* sliding windows on both sides, both origins */
-        { "bwd_window_tl",       0, 1, 2, 2, 8,  8, {9},          {7},          1,  2,  1, 0.35f, 0,    0, 0, 0, 0 },
-        { "bwd_window_br",       0, 2, 2, 1, 8,  8, {5},          {11},         2,  3,  0, 0.35f, 0,    0, 1, 0, 0 },
+        { "bwd_window_tl",       0, 1, 2, 2, 8,  8, {9},          {7},          1,  2,  1, 0.35f, 0,    0, 0, 0, 0, 0 },
+        { "bwd_window_br",       0, 2, 2, 1, 8,  8, {5},          {11},         2,  3,  0, 0.35f, 0,    0, 1, 0, 0, 0 },
         /* soft cap with scale*q.k/c ~ 1, where 1 - tanh^2 is far from 1; scale != 1
          * so that a tanh argument missing the scale shows */
-        { "bwd_softcap",         0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.5f,  0.75f, 0, 0, 0, 0 },
+        { "bwd_softcap",         0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.5f,  0.75f, 0, 0, 0, 0, 0 },
         /* ALiBi: shared slopes, and per-batch slopes under a causal mask */
-        { "bwd_alibi_shared",    0, 2, 2, 2, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    1, 0, 0, 0 },
-        { "bwd_alibi_batch_br",  0, 2, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    2, 1, 1, 0 },
+        { "bwd_alibi_shared",    0, 2, 2, 2, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    1, 0, 0, 0, 0 },
+        { "bwd_alibi_batch_br",  0, 2, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    2, 1, 1, 0, 0 },
         /* GQA: MQA (4 query heads on 1 KV head) and groups of 2 */
-        { "bwd_mqa_4_1",         0, 2, 4, 1, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0 },
-        { "bwd_gqa_4_2",         0, 1, 4, 2, 16, 8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 1, 0, 0 },
+        { "bwd_mqa_4_1",         0, 2, 4, 1, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0, 0 },
+        { "bwd_gqa_4_2",         0, 1, 4, 2, 16, 8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 1, 0, 0, 0 },
         /* group mode: length-0 and length-1 entries on either side, an entry with
          * keys but no queries (dk = dv = 0) and one with queries but no keys */
-        { "bwd_group",           1, 4, 4, 2, 8,  8, {3, 0, 1, 5}, {4, 2, 1, 0}, 0, -1, -1, 0.35f, 0,    2, 0, 1, 0 },
-        { "bwd_group_causal_br", 1, 4, 2, 1, 8,  16, {1, 6, 0, 4}, {1, 3, 5, 7}, 2, -1, 0, 0.35f, 0,   1, 1, 1, 0 },
+        { "bwd_group",           1, 4, 4, 2, 8,  8, {3, 0, 1, 5}, {4, 2, 1, 0}, 0, -1, -1, 0.35f, 0,    2, 0, 1, 0, 0 },
+        { "bwd_group_causal_br", 1, 4, 2, 1, 8,  16, {1, 6, 0, 4}, {1, 3, 5, 7}, 2, -1, 0, 0.35f, 0,   1, 1, 1, 0, 0 },
         /* a window that leaves rows with no key (top-left, s_q > s_k) */
-        { "bwd_masked_rows",     0, 1, 2, 2, 8,  8, {7},          {3},          1,  1,  0, 0.35f, 0,    0, 0, 1, 0 },
+        { "bwd_masked_rows",     0, 1, 2, 2, 8,  8, {7},          {3},          1,  1,  0, 0.35f, 0,    0, 0, 1, 0, 0 },
         /* s_k = 0: every row masked, dq all zero, no dk/dv to write */
-        { "bwd_sk0",             0, 2, 2, 1, 8,  8, {3},          {0},          0, -1, -1, 0.35f, 0,    0, 0, 1, 0 },
+        { "bwd_sk0",             0, 2, 2, 1, 8,  8, {3},          {0},          0, -1, -1, 0.35f, 0,    0, 0, 1, 0, 0 },
         /* everything at once: cap + ALiBi + window + GQA + group mode + bhsd */
-        { "bwd_combined",        1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 0 },
+        { "bwd_combined",        1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 0, 0 },
         /* attention sinks: plain; rows that see no key (their sink still
          * takes the whole weight, O = 0); everything at once with GQA */
-        { "bwd_sinks",           0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 1 },
-        { "bwd_sinks_masked_br", 0, 1, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 1 },
-        { "bwd_sinks_combined",  1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1 },
+        { "bwd_sinks",           0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 1, 0 },
+        { "bwd_sinks_masked_br", 0, 1, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 1, 0 },
+        { "bwd_sinks_combined",  1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1, 0 },
+        /* dropout (a fixed draw): GQA under a causal mask; everything at once
+         * with a high rate and sinks */
+        { "bwd_dropout",         0, 2, 4, 2, 16, 8, {9},          {12},         2, -1,  0, 0.35f, 0,    0, 0, 0, 0, 0.3f },
+        { "bwd_dropout_combined", 1, 3, 4, 2, 16, 8, {5, 1, 7},   {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1, 0.6f },
     };
     size_t t;
     for (t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) run_case(&cases[t], 4242 + t);

@@ -21,6 +21,9 @@
  * Attention sinks (fwd.sinks): the sink joins the softmax as a key with no
  * value (dP_sink = 0), so dsink_h = sum over the head's rows of
  * P_sink (0 - D) (dsinks, [nhead_q]).
+ * Dropout (fwd.dropout_p > 0): O uses P_j z_j, z_j = keep_j / (1 - p) from
+ * the forward's element rule, so dP_j = z_j (dO_i . v_j), dv_j += P_j z_j dO_i,
+ * and D = sum_j P_j dP_j is still dO_i . O_i.
  *
  * Like the forward reference, this is what GPU results are judged against, so
  * it is written to be obviously right rather than fast: the math above, one
@@ -64,6 +67,16 @@ static inline double fmha_ref_bwd_dscore_ddot(const fmha_ref_fwd *p, double dot)
     return d;
 }
 
+/* The dropout factor of element (i, j): 0 or 1 / (1 - p); 1 without dropout. */
+static inline double fmha_ref_bwd_dropout_z(const fmha_ref_fwd *p, int b, int h, int i, int j)
+{
+    if (!(p->dropout_p > 0.0f)) return 1.0;
+    return fmhai_dropout_word(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
+                              (uint32_t)j) >= fmhai_dropout_threshold(p->dropout_p)
+               ? 1.0 / (1.0 - (double)p->dropout_p)
+               : 0.0;
+}
+
 /* Query row i of batch b, query head h: writes dq_row[hdim_q] and adds this
  * row's share into dk_acc[s_k][hdim_q] and dv_acc[s_k][hdim_v] (the KV head's
  * accumulators, indexed by key row). `scratch` holds at least 2*s_k doubles.
@@ -102,14 +115,15 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
     }
     for (j = lo; j <= hi; j++) P[j - lo] /= l;
 
-    /* dP_j = dO_i . v_j; D = sum_j P_j dP_j, the softmax Jacobian's shared term. */
+    /* dP_j = z_j dO_i . v_j (z_j the dropout factor, 1 without dropout);
+     * D = sum_j P_j dP_j, the softmax Jacobian's shared term. */
     D = 0.0;
     for (j = lo; j <= hi; j++) {
         const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
         double acc = 0.0;
         for (c = 0; c < p->hdim_v; c++) acc += (double)dorow[c] * (double)vrow[c];
-        dP[j - lo] = acc;
-        D += P[j - lo] * acc;
+        dP[j - lo] = acc * fmha_ref_bwd_dropout_z(p, b, h, i, j);
+        D += P[j - lo] * dP[j - lo];
     }
     if (p->sinks) *dsink -= exp((double)p->sinks[h] - m) / l * D;
 
@@ -123,7 +137,8 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
             dq_row[c] += dt * (double)krow[c];
             dk_row[c] += dt * (double)qrow[c];
         }
-        for (c = 0; c < p->hdim_v; c++) dv_row[c] += P[j - lo] * (double)dorow[c];
+        const double pz = P[j - lo] * fmha_ref_bwd_dropout_z(p, b, h, i, j);
+        for (c = 0; c < p->hdim_v; c++) dv_row[c] += pz * (double)dorow[c];
     }
     return n;
 }
