@@ -1,9 +1,9 @@
 /*
  * test_philox.c - the dropout random numbers (tile/philox.h) on the host:
  * Philox4x32-10 against Random123's published known-answer vectors, the
- * element -> word rule (one call serves the four elements a thread holds of
- * a 16 x 8 accumulator tile), the keep rate, and independence across heads,
- * offsets and seeds.
+ * element -> byte rule (one call serves a thread's elements of a 16 x 8
+ * accumulator tile in the forward's layout and in the backward's transposed
+ * one), the keep rate, and independence across heads, offsets and seeds.
  */
 #include <math.h>
 #include <stdio.h>
@@ -39,26 +39,33 @@ int main(void)
         CHECK(kat(c1, k1, w1), "philox4x32-10: all-ones counter and key");
         CHECK(kat(c2, k2, w2), "philox4x32-10: pi-digits counter and key");
     }
-    {   /* the block rule: (i, j), (i, j^1), (i^8, j), (i^8, j^1) share one call,
-         * word 2 * ((i >> 3) & 1) + (j & 1) each, and distinct elements get
-         * distinct words */
+    {   /* the block rule: the 16 elements differing from (i & ~9, j & ~9) in
+         * bits 0 and 3 of i and j share one call, byte 8 i3 + 4 i0 + 2 j3 + j0
+         * each; so a forward thread's 2 x 2 (rows r, r ^ 8; columns c, c ^ 1)
+         * and a backward thread's transposed 2 x 2 (queries q, q ^ 1; keys k,
+         * k ^ 8) both come from one call */
         const uint64_t seed = 0x123456789abcdefull, off = 77;
         int ok = 1, distinct = 1;
         uint32_t i, j;
         for (i = 0; i < 64 && ok; ++i)
             for (j = 0; j < 64 && ok; ++j) {
-                uint32_t b[4], b2[4];
+                uint32_t b[4], b2[4], b3[4];
+                const uint32_t k = fmhai_dropout_byte_index(i, j);
                 fmhai_dropout_block(seed, off, 5, i, j, b);
                 fmhai_dropout_block(seed, off, 5, i ^ 8u, j ^ 1u, b2);
-                ok = memcmp(b, b2, sizeof(b)) == 0 &&
-                     fmhai_dropout_word(seed, off, 5, i, j) == b[2 * ((i >> 3) & 1u) + (j & 1u)];
-                if (fmhai_dropout_word(seed, off, 5, i, j) == fmhai_dropout_word(seed, off, 5, i, j ^ 2u))
+                fmhai_dropout_block(seed, off, 5, i ^ 1u, j ^ 8u, b3);
+                ok = memcmp(b, b2, sizeof(b)) == 0 && memcmp(b, b3, sizeof(b)) == 0 &&
+                     fmhai_dropout_byte(seed, off, 5, i, j) == ((b[k >> 2] >> (8u * (k & 3u))) & 0xffu) &&
+                     fmhai_dropout_byte_index(i ^ 9u, j ^ 9u) == (15u - k);
+                if (fmhai_dropout_byte(seed, off, 5, i, j) == fmhai_dropout_byte(seed, off, 5, i, j ^ 2u) &&
+                    fmhai_dropout_byte(seed, off, 5, i, j) == fmhai_dropout_byte(seed, off, 5, i ^ 2u, j))
                     distinct = 0;
             }
-        CHECK(ok, "a thread's 2 x 2 block of a 16 x 8 tile comes from one call, one word each");
-        CHECK(distinct, "neighbouring column pairs draw different words");
+        CHECK(ok, "a forward thread's 2 x 2 and a backward thread's transposed 2 x 2 come from one call");
+        CHECK(distinct, "neighbouring blocks draw different bytes");
     }
-    {   /* keep rate: p = 0.1 and 0.5 over 4 heads x 256 x 256 elements */
+    {   /* keep rate: p = 0.1 and 0.5 over 4 heads x 256 x 256 elements (the
+         * expected rate is 1 - threshold / 256) */
         const float ps[2] = { 0.1f, 0.5f };
         int q;
         for (q = 0; q < 2; ++q) {
@@ -69,25 +76,29 @@ int main(void)
             for (bh = 0; bh < 4; ++bh)
                 for (i = 0; i < 256; ++i)
                     for (j = 0; j < 256; ++j, ++n)
-                        kept += fmhai_dropout_word(42, 0, bh, i, j) >= thr;
-            snprintf(name, sizeof(name), "keep rate at p = %.1f: %.4f (1 - p within 0.005)", ps[q],
-                     (double)kept / (double)n);
-            CHECK(fabs((double)kept / (double)n - (1.0 - ps[q])) < 0.005, name);
+                        kept += fmhai_dropout_byte(42, 0, bh, i, j) >= thr;
+            snprintf(name, sizeof(name), "keep rate at p = %.1f: %.4f (1 - %u/256 within 0.005)", ps[q],
+                     (double)kept / (double)n, thr);
+            CHECK(fabs((double)kept / (double)n - (1.0 - thr / 256.0)) < 0.005, name);
         }
-        CHECK(fmhai_dropout_threshold(0.f) == 0u, "p = 0 keeps everything (threshold 0)");
+        CHECK(fmhai_dropout_threshold(0.f) == 0u && fmhai_dropout_threshold(0.1f) == 26u &&
+                  fmhai_dropout_threshold(0.5f) == 128u && fmhai_dropout_threshold(0.999f) == 255u,
+              "thresholds: p in 256ths, p = 0 keeps everything, never all dropped");
+        CHECK(fmhai_dropout_scale(128u) == 2.0f, "kept values scaled by 256 / (256 - threshold)");
     }
     {   /* heads, offsets (low and high words) and seeds change the draws */
         int same_bh = 0, same_off = 0, same_hi = 0, same_seed = 0;
         uint32_t i;
-        for (i = 0; i < 1024; ++i) {
-            const uint32_t w = fmhai_dropout_word(7, 3, 1, i, i * 3u);
-            same_bh += w == fmhai_dropout_word(7, 3, 2, i, i * 3u);
-            same_off += w == fmhai_dropout_word(7, 4, 1, i, i * 3u);
-            same_hi += w == fmhai_dropout_word(7, 3 + (1ull << 32), 1, i, i * 3u);
-            same_seed += w == fmhai_dropout_word(8, 3, 1, i, i * 3u);
+        for (i = 0; i < 4096; ++i) {
+            const uint32_t w = fmhai_dropout_byte(7, 3, 1, i, i * 3u);
+            same_bh += w == fmhai_dropout_byte(7, 3, 2, i, i * 3u);
+            same_off += w == fmhai_dropout_byte(7, 4, 1, i, i * 3u);
+            same_hi += w == fmhai_dropout_byte(7, 3 + (1ull << 32), 1, i, i * 3u);
+            same_seed += w == fmhai_dropout_byte(8, 3, 1, i, i * 3u);
         }
-        CHECK(same_bh < 3 && same_off < 3 && same_hi < 3 && same_seed < 3,
-              "another head, offset (either word) or seed draws other words");
+        /* bytes agree by chance 1 time in 256: about 16 of 4096 */
+        CHECK(same_bh < 48 && same_off < 48 && same_hi < 48 && same_seed < 48,
+              "another head, offset (either word) or seed draws other bytes");
     }
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;

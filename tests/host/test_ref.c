@@ -624,7 +624,8 @@ static void test_fwd_row_p8(void)
 /* Dropout in the reference: p = 0 changes nothing; the LSE stays the one
  * without dropout; dropped elements are exactly those the element rule
  * names (one row recomputed by hand); and over many seeds the mean output
- * tends to the output without dropout (unbiased: kept P scaled by 1/(1-p)). */
+ * tends to the output without dropout (unbiased: kept P scaled by
+ * 256 / (256 - threshold)). */
 static void test_dropout(void)
 {
     static const small_case c = { "dropout", 0, 2, 2, 2, 16, {40, 40}, {56, 56}, 2, -1, 0, 0.35f, 0, 0 };
@@ -677,11 +678,11 @@ static void test_dropout(void)
         }
         for (j = 0; j <= hi; j++) {
             const double e = exp(sc[j] - m);
-            const int keep = fmhai_dropout_word(99, 12, (uint32_t)(b * c.hq + h), (uint32_t)i, (uint32_t)j) >=
-                             fmhai_dropout_threshold(0.3f);
+            const int keep = fmhai_dropout_byte(99, 12, (uint32_t)(b * c.hq + h), (uint32_t)i, (uint32_t)j) >=
+                             77u;   /* round(0.3 * 256) */
             const float *vr = dp.p.v + fmha_ref_off_v(&dp.p, b, h / (c.hq / c.hk), j);
             l += e;
-            for (k = 0; k < c.d; k++) o[k] += keep ? e / 0.7 * vr[k] : 0.0;
+            for (k = 0; k < c.d; k++) o[k] += keep ? e * 256.0 / 179.0 * vr[k] : 0.0;
         }
         for (k = 0; k < c.d; k++) {
             const double d = fabs(o[k] / l - dp.o[fmha_ref_off_o(&dp.p, b, h, i) + k]);

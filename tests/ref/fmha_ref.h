@@ -296,8 +296,9 @@ typedef struct fmha_ref_fwd {
 
     /* dropout (fmha_ref_fwd_row only): P's element (i, j) of head h, batch
      * entry b (group mode: sequence b; i and j counted within it) is kept
-     * when fmhai_dropout_word(seed, offset, b * nhead_q + h, i, j) >=
-     * fmhai_dropout_threshold(p) and then scaled by 1 / (1 - p); the row sum
+     * when fmhai_dropout_byte(seed, offset, b * nhead_q + h, i, j) >=
+     * fmhai_dropout_threshold(p) and then scaled by fmhai_dropout_scale of
+     * that threshold (p in 256ths: tile/philox.h); the row sum
      * and the LSE are those without dropout. 0: off. */
     float dropout_p;
     uint64_t dropout_seed, dropout_offset;
@@ -407,9 +408,9 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
         double w = e;
         l += e;
         if (p->dropout_p > 0.0f)
-            w = fmhai_dropout_word(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
+            w = fmhai_dropout_byte(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
                                    (uint32_t)j) >= fmhai_dropout_threshold(p->dropout_p)
-                    ? e / (1.0 - (double)p->dropout_p)
+                    ? e * (double)fmhai_dropout_scale(fmhai_dropout_threshold(p->dropout_p))
                     : 0.0;
         for (c = 0; c < p->hdim_v; c++) o_row[c] += w * (double)vrow[c];
     }

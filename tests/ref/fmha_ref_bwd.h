@@ -21,7 +21,7 @@
  * Attention sinks (fwd.sinks): the sink joins the softmax as a key with no
  * value (dP_sink = 0), so dsink_h = sum over the head's rows of
  * P_sink (0 - D) (dsinks, [nhead_q]).
- * Dropout (fwd.dropout_p > 0): O uses P_j z_j, z_j = keep_j / (1 - p) from
+ * Dropout (fwd.dropout_p > 0): O uses P_j z_j, z_j = keep_j * 256 / (256 - thr) from
  * the forward's element rule, so dP_j = z_j (dO_i . v_j), dv_j += P_j z_j dO_i,
  * and D = sum_j P_j dP_j is still dO_i . O_i.
  *
@@ -67,13 +67,14 @@ static inline double fmha_ref_bwd_dscore_ddot(const fmha_ref_fwd *p, double dot)
     return d;
 }
 
-/* The dropout factor of element (i, j): 0 or 1 / (1 - p); 1 without dropout. */
+/* The dropout factor of element (i, j): 0 or 256 / (256 - threshold); 1
+ * without dropout. */
 static inline double fmha_ref_bwd_dropout_z(const fmha_ref_fwd *p, int b, int h, int i, int j)
 {
     if (!(p->dropout_p > 0.0f)) return 1.0;
-    return fmhai_dropout_word(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
+    return fmhai_dropout_byte(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
                               (uint32_t)j) >= fmhai_dropout_threshold(p->dropout_p)
-               ? 1.0 / (1.0 - (double)p->dropout_p)
+               ? (double)fmhai_dropout_scale(fmhai_dropout_threshold(p->dropout_p))
                : 0.0;
 }
 

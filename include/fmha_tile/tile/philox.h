@@ -3,18 +3,20 @@
  * rule that maps a score element to its random word.
  *
  * Dropout must draw the same keep/drop decision for element (b, h, i, j) in
- * the forward, in the backward (which walks the scores transposed, in other
- * tiles and fragment layouts) and in the CPU reference. So the decision is a
- * pure function of the element, never of who computes it: one Philox call
- * (counter (j / 2, i with bit 3 cleared, b * nhead + h, offset), key the
- * 64-bit seed with the offset's high word added) gives the four elements
- * (i, j), (i, j ^ 1), (i ^ 8, j), (i ^ 8, j ^ 1) their 32-bit words, word
- * 2 * ((i >> 3) & 1) + (j & 1). That block is exactly what one thread holds
- * of a 16 x 8 tile in the mma.sync / wgmma accumulator layouts (rows g and
- * g + 8, columns 2t and 2t + 1), so a kernel pays one call per four of its
- * elements and never a shuffle. An element is kept when its word is at
- * least the threshold round(p * 2^32) (p the drop probability), and kept
- * values are scaled by 1 / (1 - p).
+ * the forward, in the backward (which walks the scores transposed, keys as
+ * rows) and in the CPU reference. So the decision is a pure function of the
+ * element, never of who computes it: one Philox call (counter (j & ~9,
+ * i & ~9, b * nhead + h, offset), key the 64-bit seed with the offset's
+ * high word added) gives 16 random bytes to the 16 elements whose i and j
+ * differ from (i & ~9, j & ~9) in bits 0 and 3; element (i, j) takes byte
+ * 8 * i3 + 4 * i0 + 2 * j3 + j0 (i3 = bit 3 of i, ...). A thread of a
+ * 16 x 8 accumulator tile (mma.sync / wgmma layouts) holds rows g and g + 8
+ * and columns 2t and 2t + 1; with the next n-tile's columns (bit 3) that is
+ * 8 of one call's 16 bytes, whether the rows are queries (the forward) or
+ * keys (the backward's transposed scores). An element is kept when its byte
+ * is at least the threshold round(p * 256) (the drop probability is taken
+ * in 256ths, as FlashAttention does) and kept values are scaled by
+ * 256 / (256 - threshold).
  *
  * Host and device (plain static inline for a C compiler). Checked against
  * Random123's published known-answer vectors in tests/host/test_philox.c.
@@ -62,29 +64,43 @@ FMHAI_RNG_FN void fmhai_philox4x32_10(const uint32_t ctr[4], const uint32_t key[
     out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
 }
 
-/* The four words of the block holding element (i, j) of head bh = b *
- * nhead + h; word 2 * ((i >> 3) & 1) + (j & 1) is element (i, j)'s. */
+/* The 16 bytes (four words, little-endian) of the block holding element
+ * (i, j) of head bh = b * nhead + h. */
 FMHAI_RNG_FN void fmhai_dropout_block(uint64_t seed, uint64_t offset, uint32_t bh, uint32_t i, uint32_t j,
                                       uint32_t out[4])
 {
-    const uint32_t ctr[4] = { j >> 1, i & ~8u, bh, (uint32_t)offset };
+    const uint32_t ctr[4] = { j & ~9u, i & ~9u, bh, (uint32_t)offset };
     const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) + (uint32_t)(offset >> 32) };
     fmhai_philox4x32_10(ctr, key, out);
 }
 
-/* Element (i, j)'s word (the reference's per-element form). */
-FMHAI_RNG_FN uint32_t fmhai_dropout_word(uint64_t seed, uint64_t offset, uint32_t bh, uint32_t i, uint32_t j)
+/* Element (i, j)'s byte index in its block. */
+FMHAI_RNG_FN uint32_t fmhai_dropout_byte_index(uint32_t i, uint32_t j)
 {
-    uint32_t w[4];
-    fmhai_dropout_block(seed, offset, bh, i, j, w);
-    return w[2 * ((i >> 3) & 1u) + (j & 1u)];
+    return ((i >> 3) & 1u) * 8u + (i & 1u) * 4u + ((j >> 3) & 1u) * 2u + (j & 1u);
 }
 
-/* The keep threshold of drop probability p in [0, 1): a word >= it is kept. */
+/* Element (i, j)'s random byte (the reference's per-element form). */
+FMHAI_RNG_FN uint32_t fmhai_dropout_byte(uint64_t seed, uint64_t offset, uint32_t bh, uint32_t i, uint32_t j)
+{
+    uint32_t w[4];
+    const uint32_t k = fmhai_dropout_byte_index(i, j);
+    fmhai_dropout_block(seed, offset, bh, i, j, w);
+    return (w[k >> 2] >> (8u * (k & 3u))) & 0xffu;
+}
+
+/* The keep threshold of drop probability p in [0, 1): a byte >= it is kept
+ * (p is taken as threshold / 256). */
 FMHAI_RNG_FN uint32_t fmhai_dropout_threshold(float p)
 {
-    const double t = (double)p * 4294967296.0;
-    return t >= 4294967295.0 ? 0xffffffffu : (uint32_t)(t + 0.5);
+    const float t = p * 256.0f + 0.5f;
+    return t >= 255.0f ? 255u : t <= 0.0f ? 0u : (uint32_t)t;
+}
+
+/* What a kept value is multiplied by: 256 / (256 - threshold). */
+FMHAI_RNG_FN float fmhai_dropout_scale(uint32_t threshold)
+{
+    return 256.0f / (float)(256u - threshold);
 }
 
 #endif /* FMHA_TILE_PHILOX_H */
