@@ -10,6 +10,9 @@
 #                program per feature, one kernel-set row each)
 #   make examples-run  build and run the feature examples; last line
 #                "N passed, M failed"
+#   make examples-py  run the Python examples (examples/python/run_all.sh;
+#                needs torch, a GPU and make lib or FMHA_TILE_LIB); last line
+#                "N passed, M failed"
 #   make bench   forward TFLOPS on the DESIGN grid + PyTorch SDPA, same run
 #   make bench-bwd  build build/bench/bench_bwd (backward TFLOPS; bench/run_bwd.sh
 #                runs it next to PyTorch SDPA's flash and cuDNN backward)
@@ -56,7 +59,7 @@ CFLAGS_C11 := -std=c11 -Wall -Wextra -pedantic -Werror -Iinclude -Itests
 HEADERS := $(shell find include -name '*.h')
 
 .PHONY: all test check run bench tune clean toolchain host-tests nvcc-build gpu-tests lib c_api pytest bench-bwd examples \
-        features examples-run
+        features examples-run examples-py
 
 all: toolchain nvcc-build host-tests
 
@@ -335,6 +338,10 @@ features: $(FEATURE_BINS)
 
 examples-run: features
 	@sh examples/features/run_all.sh "$(BUILD)"
+
+# the Python examples through the torch binding (SKIP without torch or a GPU)
+examples-py:
+	@sh examples/python/run_all.sh "$(PYTHON)" "$(BUILD)"
 
 bench:
 	bash bench/run.sh
