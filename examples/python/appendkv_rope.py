@@ -86,11 +86,13 @@ def run():
             pos = torch.arange(lens[i] - s_new, lens[i], device="cuda")
             k_rot = rotate(torch, k_new[i].float(), cos, sin, pos, interleaved)
             got_k, got_v = rows(k_cache, i), rows(v_cache, i)
-            ok_old = torch.equal(got_k[:-s_new], Ks[i][:-s_new]) and torch.equal(got_v[:-s_new], Vs[i][:-s_new])
+            ok_old = torch.equal(got_k[:-s_new], Ks[i][:-s_new]) and \
+                torch.equal(got_v[:-s_new], Vs[i][:-s_new])
             c.true("%s: seq %d old rows untouched" % (what, i), ok_old)
             c.equal("%s: seq %d new V row" % (what, i), got_v[-s_new:], v_new[i])
             c.close("%s: seq %d new K row (rotated)" % (what, i), got_k[-s_new:], k_rot, TOL_BF16)
-            q_rot = rotate(torch, q[i].float(), cos, sin, pos[-1:], interleaved)   # [1, h, d]
+            # the query at the last position, rotated and kept in bf16 as the kernel does
+            q_rot = rotate(torch, q[i].float(), cos, sin, pos[-1:], interleaved).to(q.dtype)
             outs.append(reference(q_rot[None], got_k[None], got_v[None])[0])
         c.close(what + ": O", o, torch.cat(outs), TOL_BF16)
     c.finish()
