@@ -147,6 +147,18 @@ typedef struct fmha_fwd_args {
      * s_j the scaled (soft-capped, ALiBi-biased) scores; the LSE includes it.
      * A row that sees no key gets O = 0 and LSE = sink. NULL: none. */
     const float *sinks;
+
+    /* Dropout on P (training), in [0, 1): element (i, j) of head h and batch
+     * entry (group mode: sequence) b, i and j counted within it, is kept
+     * when its Philox byte (tile/philox.h: seed, offset, b * nhead_q + h) is
+     * at least round(dropout_p * 256), then scaled by 256 / (256 - that);
+     * the LSE is the one without dropout (as FlashAttention's). 0: off.
+     * Runs on the portable pipeline (the Hopper one has no dropout); not
+     * with FP8. The backward draws the same decisions from the same seed and
+     * offset. */
+    float dropout_p;
+    uint64_t dropout_seed;
+    uint64_t dropout_offset;
 } fmha_fwd_args;
 
 /* ----------------------------------------------------------------------------

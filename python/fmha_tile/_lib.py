@@ -101,6 +101,9 @@ class FmhaFwdArgs(ctypes.Structure):
         ("k_descale", ctypes.c_void_p),
         ("v_descale", ctypes.c_void_p),
         ("sinks", ctypes.c_void_p),          # const float * [nhead_q]
+        ("dropout_p", ctypes.c_float),       # [0, 1), 0: off (the C API; not yet in attention())
+        ("dropout_seed", ctypes.c_uint64),
+        ("dropout_offset", ctypes.c_uint64),
     ]
 
 

@@ -86,6 +86,7 @@ typedef struct fwd_cfg {
     float amp;                   /* inputs in [-amp, amp]                       */
     int graph;                   /* launch through a captured CUDA graph        */
     int sinks;                   /* one attention-sink logit per query head     */
+    float dropout;               /* drop probability (0: off)                   */
     int quick;                   /* part of --quick                             */
 } fwd_cfg;
 
@@ -151,6 +152,7 @@ static void cfg_name(fwd_cfg *c)
     if (c->set == &tiny_set) n += (size_t)snprintf(s + n, cap - n, "_tinyset");
     if (c->set == &portable_set) n += (size_t)snprintf(s + n, cap - n, "_portable");
     if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
+    if (c->dropout > 0) n += (size_t)snprintf(s + n, cap - n, "_dropout%g", c->dropout);
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
 }
 
@@ -459,6 +461,32 @@ static void build_configs(void)
         c.set = &portable_set;
         add(c, 0);
     }
+
+    /* 14. dropout: P's kept elements scaled, the LSE whole; the default set
+     * sends these to the portable pipeline (the wgmma one has no dropout):
+     * causal GQA, group mode with empty entries, window + sinks + ALiBi,
+     * soft cap, hdim 64/128/256, a padded head dim, rates 0.1 to 0.6 */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        fwd_cfg c = cfg_batch(B, 2, 8, 2, 300, 500, 128);
+        c.dropout = 0.2f;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_group(F, 4, gq, gk, 4, 1, 64);
+        c.dropout = 0.5f;
+        c.sinks = 1;
+        c.alibi = 2;
+        cfg_mask(&c, BR, 64, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 4, 4, 200, 260, 256);
+        c.dropout = 0.1f;
+        c.cap = 30.f;
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 2, 129, 129, 40);
+        c.dropout = 0.6f;
+        c.set = &portable_set;
+        add(c, 0);
+    }
 }
 
 /* ============================================================================
@@ -549,6 +577,9 @@ static void make_ref(const fwd_cfg *c, fwd_run *r, fmha_ref_fwd *p)
     p->mask_type = (int)c->mask;
     p->window_left = c->wl; p->window_right = c->wr;
     p->sinks = c->sinks ? r->sinks : NULL;
+    p->dropout_p = c->dropout;
+    p->dropout_seed = 0x9e3779b97f4a7c15ull;
+    p->dropout_offset = (uint64_t)c->batch * 1000 + (uint64_t)c->hq;   /* some offset; high word 0 */
 }
 
 /* Random logical values into the float and 16-bit copies of one tensor; the
@@ -599,6 +630,9 @@ static void make_args(const fwd_cfg *c, const fwd_run *r, const fmha_ref_fwd *p,
     a->window_left = c->wl;
     a->window_right = c->wr;
     a->sinks = c->sinks ? r->dsinks : NULL;
+    a->dropout_p = p->dropout_p;
+    a->dropout_seed = p->dropout_seed;
+    a->dropout_offset = p->dropout_offset;
 }
 
 /* Kernel hdim selection must pick: the smallest hdim >= d among kernels of the

@@ -171,6 +171,13 @@ static void test_validation(void)
     CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "sinks"), "sinks not 4-byte aligned rejected");
     a = good_args(); a.sinks = (const float *)0x50000;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "aligned sinks accepted");
+    a = good_args(); a.dropout_p = 1.0f;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "dropout"), "dropout_p 1 rejected");
+    a = good_args(); a.dropout_p = -0.1f;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "negative dropout_p rejected");
+    a = good_args(); a.dropout_p = 0.25f;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "dropout_p 0.25 accepted");
     a = good_args(); a.v = (const void *)0x30008;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "misaligned pointer unsupported");
     a = good_args(); a.is_group_mode = 1; a.max_seqlen_q = 100;

@@ -181,6 +181,7 @@ typedef struct fmhai_problem {
     int page_size;           /* paged KV: the page size; 0 otherwise       */
     int kv_layout;           /* paged KV: fmha_kv_layout                   */
     int max_seqlen_q;
+    int dropout;             /* dropout on P (a drop threshold above 0)    */
 } fmhai_problem;
 
 static inline const char *fmhai_family_name(fmha_family f)
@@ -203,7 +204,8 @@ static inline const char *fmhai_family_name(fmha_family f)
 static inline const char *fmhai_fwd90_why_not(const fmhai_problem *pb)
 {
 #define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
-    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->hdim, pb->page_size, pb->kv_layout)
+    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->hdim, pb->page_size, pb->kv_layout,
+                       pb->dropout)
 #undef FMHAI_SERVES_CHECK
     return 0;
 }
@@ -341,6 +343,7 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
     pb.softcap = a->logits_soft_cap > 0.f;
     pb.alibi = a->alibi_slopes != 0;
     pb.max_seqlen_q = fmhai_fwd_max_seqlen_q(a);
+    pb.dropout = a->dropout_p > 0.f && fmhai_dropout_threshold(a->dropout_p) > 0u;
     *problem = pb;
     return fmhai_select(set, &pb, chosen);
 }

@@ -109,6 +109,10 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: alibi_slopes must be 4-byte aligned");
     if (a->sinks && ((uintptr_t)a->sinks & 3u))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: sinks must be 4-byte aligned");
+    if (!(a->dropout_p >= 0.f && a->dropout_p < 1.f))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: dropout_p must be in [0, 1) (got %g)", (double)a->dropout_p);
+    if (fp8 && a->dropout_p > 0.f)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: dropout with fp8 is not supported");
     return FMHA_OK;
 }
 
@@ -154,6 +158,10 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->seqstart_k = a->is_group_mode ? a->seqstart_k : 0;
     p->alibi_slopes = a->alibi_slopes;
     p->sinks = a->sinks;
+    p->dropout_thr = a->dropout_p > 0.f ? fmhai_dropout_threshold(a->dropout_p) : 0u;
+    p->dropout_scale = fmhai_dropout_scale(p->dropout_thr);
+    p->dropout_seed = a->dropout_seed;
+    p->dropout_offset = a->dropout_offset;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
     p->k_row = a->stride_k; p->k_head = a->nhead_stride_k; p->k_batch = a->batch_stride_k;
     p->v_row = a->stride_v; p->v_head = a->nhead_stride_v; p->v_batch = a->batch_stride_v;

@@ -9,6 +9,7 @@
 #define FMHA_TILE_FWD_PARAMS_H
 
 #include "../api.h"
+#include "../tile/philox.h"
 
 #if defined(__cplusplus)
 #  define FMHAI_ALIGN64 alignas(64)
@@ -80,6 +81,12 @@ typedef struct fmhai_fwd_params {
      * dims (d, rows, nhead_k, batch), boxes of 128 bytes x tile_n rows;
      * dispatch/tma.h), valid when tma_kv is set; else cp.async copies */
     int tma_kv;
+    /* dropout (contiguous forward, portable pipeline): keep a P element
+     * whose Philox byte >= dropout_thr (0: no dropout), scaled by
+     * dropout_scale */
+    uint32_t dropout_thr;
+    float dropout_scale;
+    uint64_t dropout_seed, dropout_offset;
     FMHAI_ALIGN64 uint64_t tma_k[16];
     FMHAI_ALIGN64 uint64_t tma_v[16];
 } fmhai_fwd_params;

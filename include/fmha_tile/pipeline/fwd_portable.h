@@ -60,6 +60,7 @@
 #include "../tile/smem_layout.h"
 #include "../kernel/fwd_params.h"
 #include "fwd_common.h"
+#include "../tile/philox.h"
 #include "kv_source.h"
 
 /* ---- FP8 (e4m3) KV ---------------------------------------------------------
@@ -652,6 +653,33 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     const float2 v2 = *(const float2 *)(vs + nt * 8);
                     acc_s[mt][nt][0] *= v2.x; acc_s[mt][nt][1] *= v2.y;
                     acc_s[mt][nt][2] *= v2.x; acc_s[mt][nt][3] *= v2.y;
+                }
+            }
+            if (!PAGING && !DEC && !KV8 && p->dropout_thr) {
+                /* dropout (the contiguous forward): a kept P element times
+                 * its scale, the row sum left whole. One Philox call gives
+                 * the 16 bytes of rows i, i ^ 1, i ^ 8, i ^ 9 and columns j,
+                 * j ^ 1, j ^ 8, j ^ 9 (tile/philox.h): this thread's rows g,
+                 * g + 8 and columns 2t, 2t + 1 of n-tiles 2q and 2q + 1, its
+                 * word 2 * hf + (g & 1), byte 2 * (nt & 1) + e of it. */
+                const uint32_t bh = (uint32_t)(b * p->nhead_q + h);
+                const uint32_t i0 = (uint32_t)(m0 + warp_row0 + mt * 16 + g);
+#pragma unroll
+                for (int q2 = 0; q2 < BN / 16; ++q2) {
+                    uint32_t w[4];
+                    fmhai_dropout_block(p->dropout_seed, p->dropout_offset, bh, i0,
+                                        (uint32_t)(n * BN + q2 * 16 + 2 * t), w);
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const uint32_t word = (g & 1) ? w[2 * hf + 1] : w[2 * hf];
+#pragma unroll
+                        for (int par = 0; par < 2; ++par)
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const uint32_t byte = (word >> (8 * (2 * par + e))) & 0xffu;
+                                acc_s[mt][2 * q2 + par][2 * hf + e] *= byte >= p->dropout_thr ? p->dropout_scale : 0.f;
+                            }
+                    }
                 }
             }
 #pragma unroll

@@ -312,14 +312,15 @@
  * mask, soft cap, ALiBi, LSE, GQA, batch and group mode; e4m3 (kernels 128
  * and 256): the forward, and batch prefill over LINEAR e4m3 pages with e4m3
  * queries (per-tensor or per-page descales). */
-#define FMHAI_FWD90_SERVES(S, dt, q8, hd, pg, layout)                                          \
+#define FMHAI_FWD90_SERVES(S, dt, q8, hd, pg, layout, drop)                                    \
     S(fwd90_fp8_queries, (dt) != FMHA_DTYPE_FP8 || (q8),                                  \
       "portable pipeline: fp8 KV with bf16 queries (the wgmma pipeline multiplies e4m3 by " \
       "e4m3: pass e4m3 queries to run on it)")                                              \
     S(fwd90_hdim, (hd) <= 256, "portable pipeline: head dim above 256")                     \
     S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
       ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \
-      "portable pipeline: page size above 2048 or an unknown KV layout")
+      "portable pipeline: page size above 2048 or an unknown KV layout")                     \
+    S(fwd90_dropout, !(drop), "portable pipeline: dropout (the wgmma pipeline has none)")
 
 #define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
 #define FMHAI_FWD_CHECKS_GFX9(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
