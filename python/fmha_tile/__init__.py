@@ -161,9 +161,9 @@ __all__ = [
 
 
 def __getattr__(name):
-    """fmha_tile.ops and fmha_tile.compat (they need PyTorch >= 2.4) load on
+    """fmha_tile.ops, fmha_tile.compat and fmha_tile.hf (they need PyTorch >= 2.4) load on
     first access, so that `import fmha_tile` works without torch."""
-    if name in ("ops", "compat"):
+    if name in ("ops", "compat", "hf"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
@@ -226,7 +226,7 @@ def _launch(torch, p, q, o, lse, where, h):
                 else:          # [b, h, s] or [h, total]: each row's LSE is its sink
                     lse.copy_(p.sinks.view((1, -1, 1) if lse.dim() == 3 else (-1, 1)).expand_as(lse))
     else:
-        stream = torch.cuda.current_stream(q.device).cuda_stream
+        stream = _lib.current_stream_ptr(torch, q.device)
         st = lib.fmha_fwd(kset, ctypes.byref(p.args), ctypes.c_void_p(stream))
         h.check_status(st, where)
 

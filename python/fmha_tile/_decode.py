@@ -313,7 +313,7 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
             base = ws.data_ptr()
             a.workspace = base + (-base % 16)
             a.workspace_size = plan.workspace_size
-        stream = torch.cuda.current_stream(q.device).cuda_stream
+        stream = _lib.current_stream_ptr(torch, q.device)
         st = lib.fmha_decode_run(ctypes.byref(plan), ctypes.byref(a), _vp(stream))
         del keep, ws, q_rot   # freed in stream order after the launch
         h.check_status(st, "fmha_tile.attention_with_kvcache")

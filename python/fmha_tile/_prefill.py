@@ -380,7 +380,7 @@ def batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, *, kv_indptr=
         a.stride_o, a.nhead_stride_o = os_[0], os_[1]
         a.nhead_stride_lse = lse.stride(0) if lse is not None else 0
         lib = _fn(h)
-        stream = torch.cuda.current_stream(q.device).cuda_stream
+        stream = _lib.current_stream_ptr(torch, q.device)
         st = lib.fmha_batch_prefill(h.set, ctypes.byref(a), ctypes.c_void_p(stream))
         del keep   # descale tensors made here: freed in stream order after the launch
         h.check_status(st, "fmha_tile.batch_prefill")
