@@ -7,6 +7,7 @@ Shape: q [batch, 1, 32, 128] bf16 against a contiguous KV cache
   ctypes out=   the same with a preallocated output (no torch.empty per call)
   torch op      torch.ops.fmha_tile.decode(q, k_cache, v_cache, seqlens_k=...)
                 (the custom op: torch.compile's route; the dispatcher adds its cost)
+  op .default   the same through the OpOverload (no overload resolution per call)
   fwd ctypes    fmha_tile.attention(q, k, v) with the cache as k / v (s_q = 1 through
                 the dense forward, no split-KV)
   sdpa          torch.nn.functional.scaled_dot_product_attention on [b, h, s, d]
@@ -128,6 +129,8 @@ def main(argv):
         ]
         if ops is not None:
             entries.append(("torch op", lambda: torch.ops.fmha_tile.decode(q, kc, vc, seqlens_k=lens)))
+            entries.append(("op .default",
+                            lambda: torch.ops.fmha_tile.decode.default(q, kc, vc, seqlens_k=lens)))
         entries += [
             ("fwd ctypes", lambda: fmha_tile.attention(q, kc, vc)),
             ("sdpa", lambda: F.scaled_dot_product_attention(qt, kt, vt, **sdpa_kw)),

@@ -90,9 +90,14 @@ def register(name=NAME, fallback="sdpa", decode=True):
     AttentionInterface.register(name, attention_forward)
     try:
         from transformers.masking_utils import AttentionMaskInterface, ALL_MASK_ATTENTION_FUNCTIONS
-    except ImportError:   # older transformers: masks are built from the name "sdpa" rules already
+        sdpa_mask = ALL_MASK_ATTENTION_FUNCTIONS["sdpa"]
+    except (ImportError, KeyError, AttributeError) as e:
+        # transformers before masking_utils built one mask for every non-flash backend. Even
+        # without a mask builder of our own, causal attention stays causal (we take it from
+        # module.is_causal, not from the mask); a padding mask may then go unseen.
+        warnings.warn("fmha_tile.hf: could not register a mask builder (%s); padding masks may "
+                      "not reach the attention function" % e)
         return name
-    sdpa_mask = ALL_MASK_ATTENTION_FUNCTIONS["sdpa"]
     AttentionMaskInterface.register(name, sdpa_mask)
     return name
 
@@ -176,12 +181,11 @@ def attention_forward(module, query, key, value, attention_mask, scaling=None, d
     if s_q == 1 and _state["decode"] and not needs_grad:
         stats["decode"] += 1
         seqlens = torch.full((q.shape[0],), s_k, dtype=torch.int32, device=q.device)
-        out, _ = torch.ops.fmha_tile.decode(q, k, v, seqlens_k=seqlens, max_seqlen_k=s_k,
-                                            causal=False, window_left=wl,
-                                            window_right=-1 if wl < 0 else 0, softcap=sc,
-                                            scale=scaling, sinks=sinks)
+        out, _ = torch.ops.fmha_tile.decode.default(
+            q, k, v, seqlens_k=seqlens, max_seqlen_k=s_k, causal=False, window_left=wl,
+            window_right=-1 if wl < 0 else 0, softcap=sc, scale=scaling, sinks=sinks)
         return out, None
     stats["fmha_tile"] += 1
-    out, _ = torch.ops.fmha_tile.fwd(q, k, v, causal, wl, wr, sc, None, scaling, sinks, False,
-                                     None, None, None, None)
+    out, _ = torch.ops.fmha_tile.fwd.default(q, k, v, causal, wl, wr, sc, None, scaling, sinks,
+                                             False, None, None, None, None)
     return out, None
