@@ -509,7 +509,7 @@ def current_stream_ptr(torch, device):
         c[:] = [torch, getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)]
     raw = c[1]
     index = getattr(device, "index", None)
-    if raw is None or index is None:
+    if raw is None or not isinstance(index, int):
         return torch.cuda.current_stream(device).cuda_stream
     return raw(index)
 
