@@ -91,6 +91,9 @@
 #  include "fmha_tile/pipeline/fwd_portable.h"
 #  include "fmha_tile/pipeline/fwd_sm90.h"
 #endif
+#if defined(FMHA_PLATFORM_AMD)
+#  include "fmha_tile/pipeline/fwd_mfma.h"
+#endif
 #include "fmha_tile/policy/fwd_tiles.h"
 #include "fmha_tile/kernel/fwd.h"
 #include "fmha_tile/dispatch/registry.h"

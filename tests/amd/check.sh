@@ -10,8 +10,12 @@
 # Tests: platform.h alone (device pass); the host pass of amd_check.hip
 # (registry/host code on the HIP runtime names); the kernels device-only for
 # gfx942 and gfx90a (both at once). Prints PASS/FAIL per test with its time,
-# a resource summary per arch (kernels, VGPRs/AGPRs, spills, scratch) and
-# `N passed, M failed` last; exits non-zero on failure. Without clang >= 19
+# a resource summary per arch (kernels, VGPRs/AGPRs, spills, scratch), which
+# kernels run on MFMA (pipeline/fwd_mfma.h: v_mfma in their code) and which
+# still on the portable pipeline's emulated mma.sync (listed by name), and
+# `N passed, M failed` last; exits non-zero on failure. A spill or scratch in
+# an MFMA kernel is a failure (amd_mfma_spill_free_<arch>); the emulated
+# kernels' spills are reported, not failed. Without clang >= 19
 # it prints `SKIP amd compile check: clang-19 not found` and exits 0.
 # POSIX sh; run from anywhere (paths are relative to the repository root).
 set -u
@@ -51,13 +55,16 @@ compile() {
     name=$1 arch=$2 src=$3 pass=$4
     shift 4
     if [ "$pass" = device ]; then
+        # assembly, so the MFMA kernels can be told from the emulated ones
         set -- --cuda-device-only --no-gpu-bundle-output -O3 "$@"
+        cflag=-S
     else
+        cflag=-c
         set -- --cuda-host-only -O1 "$@"
     fi
     set -- "$cxx" -x hip -nogpulib -nogpuinc -std=c++17 -Wall -Wextra -Iinclude \
         -DFMHA_AMD_DEVICE_CHECK_ONLY -include tests/amd/hip_prelude.h "$@" \
-        --offload-arch="$arch" -Rpass-analysis=kernel-resource-usage -c "$src" -o "$tmp/$name.o"
+        --offload-arch="$arch" -Rpass-analysis=kernel-resource-usage $cflag "$src" -o "$tmp/$name.o"
     echo "$*" > "$tmp/$name.cmd"
     t0=$(now)
     if [ "$src" = - ]; then "$@" < "$tmp/$name.in" > "$tmp/$name.log" 2>&1
@@ -128,12 +135,50 @@ report amd_platform_h platform 0
 compile host gfx942 tests/amd/amd_check.hip host $extra
 report amd_host_pass host 0
 
+# MFMA instructions per kernel function of $tmp/$1.o (assembly): "name count"
+mfma_counts() {
+    awk '/^_ZL[0-9]+fmhai_k_[A-Za-z0-9_]*:/ { n = $1; sub(/:.*/, "", n); c[n] = 0; cur = n; next }
+         /^\.Lfunc_end/ { cur = "" }
+         cur != "" && /^[[:space:]]+v_mfma_/ { c[cur]++ }
+         END { for (n in c) print n, c[n] }' "$tmp/$1.o"
+}
+
+# MFMA kernels must be spill- and scratch-free; list the emulated ones.
+mfma_gate() {
+    mfma_counts "$2" > "$tmp/$2.mfma"
+    awk -v tname="$1" '
+        function val(s) { sub(/.*: /, "", s); sub(/ \[-Rpass.*/, "", s); return s + 0 }
+        function short(n) { sub(/^_ZL[0-9]+fmhai_k_/, "", n); sub(/_FMHA_ANY_FMHA_ANY_FMHA_ANY_FMHA_ANY/, "", n)
+                            sub(/_L[0-9]+1[0-9]fmhai_[a-z]+_params$/, "", n); return n }
+        FNR == NR { m[$1] = $2; next }
+        / remark: Function Name: / { n = $0; sub(/.*Function Name: /, "", n); sub(/ \[-Rpass.*/, "", n)
+                                     name = (n in m) ? n : ""; next }
+        name == "" { next }
+        / remark: +ScratchSize / { s = val($0) }
+        / remark: +VGPRs Spill: / {
+            if (m[name] > 0) { nm++; if (val($0) > 0 || s > 0) { bad++; badl = badl "\n    spills: " short(name) } }
+            else { ne++; emu = emu "\n    portable: " short(name) } name = "" }
+        END {
+            printf "%s %d %d %d\n", (bad || !nm ? "FAIL" : "PASS"), nm, ne, bad + 0
+            printf "MFMA kernels %d (%d with spills or scratch); kernels without MFMA (portable pipeline, " \
+                   "mma.sync emulated where they multiply) %d%s%s\n", nm, bad, ne, badl, emu
+        }' "$tmp/$2.mfma" "$tmp/$2.log" > "$tmp/$2.gate"
+    gate=$tmp/$2.gate
+    set -- "$1" $(head -n 1 "$gate")
+    if [ "$2" = PASS ]; then echo "PASS $1 ($3 MFMA kernels, 0 spills, 0 scratch)"; passed=$((passed + 1))
+    else echo "FAIL $1 ($5 of $3 MFMA kernels spill or use scratch)"; failed=$((failed + 1)); fi
+    tail -n +2 "$gate" | sed '1s/^/    /'
+}
+
 # The kernels, device-only, both archs at once.
 compile gfx942 gfx942 tests/amd/amd_check.hip device $extra &
 compile gfx90a gfx90a tests/amd/amd_check.hip device $extra &
 wait
 report amd_compile_gfx942 gfx942 1
 report amd_compile_gfx90a gfx90a 1
+for arch in gfx942 gfx90a; do
+    [ "$(cat "$tmp/$arch.rc")" = 0 ] && mfma_gate "amd_mfma_spill_free_$arch" "$arch"
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -192,9 +192,11 @@ enum fmha_wildcard { FMHA_ANY = -1 };
      FMHAI_MATCH(uw, w) && FMHAI_MATCH(ust, st) && FMHAI_CAT(FMHAI_PAGES_OK_, arch)(upg, pg))
 
 /* The pipeline body of a row's arch (the Hopper one's kv8 rows compute in
- * e4m3: the forward, and batch prefill with e4m3 queries). */
+ * e4m3: the forward, and batch prefill with e4m3 queries; GFX9: the MFMA
+ * pipeline where it serves the row, else the portable one, chosen on the
+ * row's constants in pipeline/fwd_mfma.h). */
 #define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
-#define FMHAI_FWD_BODY_GFX9 fmhai_fwd_portable
+#define FMHAI_FWD_BODY_GFX9 fmhai_fwd_gfx9
 #define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8, dec) \
     fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8)
 
