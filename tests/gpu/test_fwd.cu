@@ -482,7 +482,7 @@ static void build_configs(void)
         c.dropout = 0.1f;
         c.cap = 30.f;
         add(c, 1);
-        c = cfg_batch(F, 2, 4, 2, 129, 129, 40);
+        c = cfg_batch(B, 2, 4, 2, 129, 129, 40);   /* the portable set has bf16 rows here */
         c.dropout = 0.6f;
         c.set = &portable_set;
         add(c, 0);
