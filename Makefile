@@ -112,6 +112,13 @@ $(BUILD)/host/test_mfma_layout: tests/host/test_mfma_layout.c tests/host/mfma_mo
 
 host-tests: $(BUILD)/host/test_mfma_layout
 
+# the MFMA forward's tile step replayed on the instruction model
+$(BUILD)/host/test_fwd_mfma_model: tests/host/test_fwd_mfma_model.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_fwd_mfma_model
+
 # ---- NVIDIA (nvcc) --------------------------------------------------------
 ifneq ($(NVCC),)
 $(BUILD)/tests/test_fwd: tests/gpu/test_fwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h $(HEADERS)

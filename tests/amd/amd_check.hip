@@ -1,13 +1,16 @@
 /*
  * AMD device-code compile check (tests/amd/check.sh): kernels of the
- * portable forward pipeline compiled device-only for CDNA (gfx942, gfx90a).
+ * forward pipelines (MFMA, pipeline/fwd_mfma.h, and the portable one with
+ * emulated mma.sync) and the backward, compiled device-only for CDNA
+ * (gfx942, gfx90a).
  *
  * Default: a representative subset, fp16 and bf16 at head dims 64, 128 and
  * 256, each with every feature on (MASK + SOFTCAP + ALIBI) and every feature
- * off, on the GFX9 tuned tiles (12 kernels), two FP8-KV batch prefill
+ * off, on the GFX9 tuned tiles (12 kernels), five 16-bit batch prefill
+ * kernels (both layouts, the page classes), two FP8-KV batch prefill
  * kernels, and the backward's three stages (4 kernels). With
- * FMHA_AMD_CHECK_FULL: the library's whole default forward and backward sets
- * and the same FP8 kernels (about 5x the time).
+ * FMHA_AMD_CHECK_FULL: the library's whole default forward, 16-bit batch
+ * prefill and backward sets and the same FP8 kernels (many times the time).
  */
 #include "fmha_tile.h"
 
@@ -25,6 +28,16 @@
     X(PREFILL, FP8, 128, MASK,   NOSOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)           \
     X(PREFILL, FP8, 256, NOMASK, NOSOFTCAP, 1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
+/* 16-bit batch prefill (the MFMA pipeline): LINEAR pages of every class
+ * (1: per-row lookup, 16: class 3 read per row, 64: a page a tile) and
+ * VECTORIZED pages (chunk-major K and V^T tiles) */
+#define AMD_CHECK_PREFILL16(X)                                                                    \
+    X(PREFILL,     FP16, 128, MASK,   SOFTCAP,   1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)     \
+    X(PREFILL,     BF16, 256, NOMASK, NOSOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)     \
+    X(PREFILL,     BF16, 64,  MASK,   NOSOFTCAP, 64, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)     \
+    X(PREFILL_VEC, FP16, 128, MASK,   SOFTCAP,   1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)     \
+    X(PREFILL_VEC, BF16, 64,  MASK,   NOSOFTCAP, 64, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+
 /* decode: packed GQA rows and the split-KV epilogue, contiguous cache and
  * small pages, 16-bit and e4m3 KV (and, in every set, the combine kernel) */
 #define AMD_CHECK_DECODE(X)                                                                       \
@@ -38,10 +51,11 @@
 #  define AMD_CHECK_SET(X)                                                               \
     AMD_CHECK_HD(X, FP16, 64) AMD_CHECK_HD(X, FP16, 128) AMD_CHECK_HD(X, FP16, 256)      \
     AMD_CHECK_HD(X, BF16, 64) AMD_CHECK_HD(X, BF16, 128) AMD_CHECK_HD(X, BF16, 256)      \
-    AMD_CHECK_FP8(X) AMD_CHECK_BWD(X) AMD_CHECK_DECODE(X)
+    AMD_CHECK_PREFILL16(X) AMD_CHECK_FP8(X) AMD_CHECK_BWD(X) AMD_CHECK_DECODE(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
-#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X) AMD_CHECK_DECODE(X)
+#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHAI_DEFAULT_PREFILL_DT(X, FP16) \
+    FMHAI_DEFAULT_PREFILL_DT(X, BF16) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X) AMD_CHECK_DECODE(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_FULL_SET)
 #endif
 

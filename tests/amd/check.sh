@@ -2,8 +2,9 @@
 # AMD compile check: the library compiled for CDNA with clang >= 19 and no
 # HIP installation (tests/amd/hip_prelude.h stands in for the HIP headers).
 #
-#   sh tests/amd/check.sh [CLANGXX]   subset (12 kernels), gfx942 and gfx90a
-#   AMD_CHECK_FULL=1 ...              the whole default forward set (48 kernels)
+#   sh tests/amd/check.sh [CLANGXX]   subset (25 kernels), gfx942 and gfx90a
+#   AMD_CHECK_FULL=1 ...              the default forward, 16-bit prefill and
+#                                     backward sets (many minutes)
 #   AMD_CHECK_VERBOSE=1 ...           one resource line per kernel
 #   CLANGXX=/path/to/clang++ ...      compiler (else clang++-19, then clang++)
 #

@@ -35,7 +35,7 @@ enum { MFMA_MODEL_F16, MFMA_MODEL_BF16, MFMA_MODEL_FP8 };
  * code with only the sign bit set is NaN (and there is no infinity) */
 typedef struct mfma_fmt { int ebits, mbits, bias, fnuz; } mfma_fmt;
 
-static mfma_fmt mfma_fmt_of(int type)
+static inline mfma_fmt mfma_fmt_of(int type)
 {
     mfma_fmt f;
     switch (type) {
@@ -46,7 +46,7 @@ static mfma_fmt mfma_fmt_of(int type)
     return f;
 }
 
-static float mfma_decode(int type, uint32_t code)
+static inline float mfma_decode(int type, uint32_t code)
 {
     mfma_fmt f = mfma_fmt_of(type);
     uint32_t sign = code >> (f.ebits + f.mbits) & 1u;
@@ -62,7 +62,7 @@ static float mfma_decode(int type, uint32_t code)
 
 /* exact encode of a value the format holds (the tests pick such values);
  * returns -1 when it is not representable */
-static long mfma_encode(int type, double v)
+static inline long mfma_encode(int type, double v)
 {
     mfma_fmt f = mfma_fmt_of(type);
     uint32_t sign = v < 0, e, m;
@@ -85,7 +85,7 @@ typedef struct mfma_wave_d { float v[64][16]; } mfma_wave_d;      /* C/D: 16 (or
 
 /* element `e` of a lane's 64-bit A/B fragment: per the register layout, the
  * fragment is little-endian, element 0 in the lowest bits of the first VGPR */
-static float mfma_frag_elem(const mfma_wave_ab *r, int type, int lane, int e)
+static inline float mfma_frag_elem(const mfma_wave_ab *r, int type, int lane, int e)
 {
     uint64_t bits = (uint64_t)r->v[lane][1] << 32 | r->v[lane][0];
     int w = type == MFMA_MODEL_FP8 ? 8 : 16;
@@ -107,7 +107,7 @@ static float mfma_frag_elem(const mfma_wave_ab *r, int type, int lane, int e)
  *
  * The model builds the two input matrices from the registers with those maps,
  * then computes every output VGPR from its own entry. */
-static void mfma_model_run(int out32, int type, const mfma_wave_ab *ra, const mfma_wave_ab *rb,
+static inline void mfma_model_run(int out32, int type, const mfma_wave_ab *ra, const mfma_wave_ab *rb,
                            const mfma_wave_d *rc, mfma_wave_d *rd)
 {
     float a[32][32], b[32][32];              /* [m][k], [k][n]; K <= 32 */
@@ -131,17 +131,17 @@ static void mfma_model_run(int out32, int type, const mfma_wave_ab *ra, const mf
         for (r = nregs; r < 16; ++r) rd->v[L][r] = 0.0f;
 }
 
-static void v_mfma_f32_32x32x8f16(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
+static inline void v_mfma_f32_32x32x8f16(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
 { mfma_model_run(1, MFMA_MODEL_F16, a, b, c, d); }
-static void v_mfma_f32_32x32x8bf16_1k(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
+static inline void v_mfma_f32_32x32x8bf16_1k(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
 { mfma_model_run(1, MFMA_MODEL_BF16, a, b, c, d); }
-static void v_mfma_f32_16x16x16f16(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
+static inline void v_mfma_f32_16x16x16f16(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
 { mfma_model_run(0, MFMA_MODEL_F16, a, b, c, d); }
-static void v_mfma_f32_16x16x16bf16_1k(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
+static inline void v_mfma_f32_16x16x16bf16_1k(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
 { mfma_model_run(0, MFMA_MODEL_BF16, a, b, c, d); }
-static void v_mfma_f32_32x32x16_fp8_fp8(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
+static inline void v_mfma_f32_32x32x16_fp8_fp8(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
 { mfma_model_run(1, MFMA_MODEL_FP8, a, b, c, d); }
-static void v_mfma_f32_16x16x32_fp8_fp8(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
+static inline void v_mfma_f32_16x16x32_fp8_fp8(const mfma_wave_ab *a, const mfma_wave_ab *b, const mfma_wave_d *c, mfma_wave_d *d)
 { mfma_model_run(0, MFMA_MODEL_FP8, a, b, c, d); }
 
 /* ---- wave64 lane permutations (gfx9) ----------------------------------------- */
@@ -149,27 +149,27 @@ static void v_mfma_f32_16x16x32_fp8_fp8(const mfma_wave_ab *a, const mfma_wave_a
  * Each returns, for every lane, the value of the source lane it reads. */
 
 /* DPP quad_perm: inside each group of 4 lanes, lane i reads lane sel[i] */
-static void mfma_dpp_quad_perm(const float *src, float *dst, const int sel[4])
+static inline void mfma_dpp_quad_perm(const float *src, float *dst, const int sel[4])
 {
     int l;
     for (l = 0; l < 64; ++l) dst[l] = src[(l & ~3) | sel[l & 3]];
 }
 /* DPP row_ror:n: rotate right by n inside each row of 16 lanes (data moves
  * to higher lanes: lane i reads lane i - n of its row, wrapping) */
-static void mfma_dpp_row_ror(const float *src, float *dst, int n)
+static inline void mfma_dpp_row_ror(const float *src, float *dst, int n)
 {
     int l;
     for (l = 0; l < 64; ++l) dst[l] = src[(l & ~15) | ((l - n) & 15)];
 }
 /* ds_swizzle_b32 bit mode: inside each group of 32 lanes, lane i reads lane
  * ((i & and_mask) | or_mask) ^ xor_mask (masks of 5 bits) */
-static void mfma_ds_swizzle(const float *src, float *dst, int and_mask, int or_mask, int xor_mask)
+static inline void mfma_ds_swizzle(const float *src, float *dst, int and_mask, int or_mask, int xor_mask)
 {
     int l;
     for (l = 0; l < 64; ++l) dst[l] = src[(l & 32) | ((((l & 31) & and_mask) | or_mask) ^ xor_mask)];
 }
 /* ds_bpermute_b32: lane i reads lane addr[i] / 4 (any lane of the wave) */
-static void mfma_ds_bpermute(const float *src, float *dst, const int *byte_addr)
+static inline void mfma_ds_bpermute(const float *src, float *dst, const int *byte_addr)
 {
     int l;
     for (l = 0; l < 64; ++l) dst[l] = src[(byte_addr[l] / 4) & 63];

@@ -79,21 +79,6 @@ FMHAI_DEVICE float fmhai_wave_xor32(float x, int lane)
 #endif
 }
 
-/* Byte offset of element (r, c) of a 16-bit tile as the loaders land it:
- * swizzled rows of hd (fmhai_swz), or chunk-major (VECTORIZED K: rows =
- * keys; V^T: rows = head-dim columns) with `rows` rows. */
-FMHAI_DEVICE int fmhai_mfma_at(int r, int c, int hd, int cmaj, int rows)
-{
-    return (cmaj ? fmhai_cmaj(r, c >> 3, rows) : fmhai_swz(r, c >> 3, hd)) + ((c & 7) << 1);
-}
-
-/* Key of D slot e of 32-key block t in a 32x32 S^T tile, less the lane's
- * own offset 4 * (lane / 32): a constant (fmhai_mfma_d_elem's row). */
-FMHAI_DEVICE int fmhai_mfma_key_c(int t, int e)
-{
-    return t * 32 + (e / 4) * 8 + e % 4;
-}
-
 /* Keeps the scheduler from moving instructions across the pipeline's
  * phases (S, softmax, PV): hoisting the next phase's LDS reads above the
  * softmax held their results in registers next to S's and spilled. */
@@ -114,9 +99,9 @@ FMHAI_DEVICE fmhai_smem_t fmhai_mfma_opaque(fmhai_smem_t a)
     return (fmhai_smem_t)(uintptr_t)x;
 }
 
-FMHAI_DEVICE fmhai_mf16x4 fmhai_mfma_lds8(fmhai_smem_t a)
+FMHAI_DEVICE fmhai_mf16x4 fmhai_mfma_lds8(uint32_t lds)
 {
-    return *(const FMHAI_LDS fmhai_mf16x4 *)a;
+    return *(const FMHAI_LDS fmhai_mf16x4 *)(uintptr_t)lds;
 }
 
 FMHAI_DEVICE short fmhai_mfma_cvt16(float x, int is_bf16)
@@ -188,18 +173,18 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
      *     (4*mb + ql/8) ^ (4*kh + e)
      * VECTORIZED tiles are chunk-major: a plain base and constants. */
     const int kh = lane / 32;
-    const int q_off = (wave * 32 + ql) * HD * 2 + 8 * kh + ((ql & 7) << 4);
-    const int k_off = KV_VEC ? ql * 16 + 8 * kh : ql * HD * 2 + 8 * kh + ((ql & 7) << 4);
+    const int q_off = fmhai_mfma_lds_row(wave * 32 + ql, kh, HD);
+    const int k_off = KV_VEC ? fmhai_mfma_lds_cmaj(ql, 4 * kh, BN) : fmhai_mfma_lds_row(ql, kh, HD);
 
     /* Q's B fragments stay in registers up to hdim 128 (one barrier more
      * than the loop's; read inside the loop, the first tile's copy of the
      * loop got peeled off and the compiler held both versions' registers) */
     if (Q_IN_REGS) {
         __syncthreads();
-        const fmhai_smem_t qb0 = fmhai_mfma_opaque(sQ) + q_off;
+        const uint32_t qb0 = fmhai_lds_u32(fmhai_mfma_opaque(sQ)) + q_off;
 #pragma unroll
         for (int kb = 0; kb < HD / 8; ++kb)
-            qf[kb] = fmhai_mfma_lds8(fmhai_smem_xor(qb0, (kb & 7) << 4) + (kb >> 3) * 128);
+            qf[kb] = fmhai_mfma_lds8(fmhai_mfma_lds_kb(qb0, kb));
     }
 
     for (int it = 0; it < n_iters; ++it) {
@@ -211,9 +196,9 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
         fmhai_block_load_v(fmhai_mfma_opaque(sV), &vsrc, n, s_k, p->d, HD, BN, NT, tid, PG, p->page_log2,
                            p->kv_off64, KV_VEC);
         __syncthreads();
-        const fmhai_smem_t qb0 = fmhai_mfma_opaque(sQ) + q_off;
-        const fmhai_smem_t kb0 = fmhai_mfma_opaque(sK) + k_off;
-        const fmhai_smem_t vt0 = fmhai_mfma_opaque(sV);
+        const uint32_t qb0 = fmhai_lds_u32(fmhai_mfma_opaque(sQ)) + q_off;
+        const uint32_t kb0 = fmhai_lds_u32(fmhai_mfma_opaque(sK)) + k_off;
+        const uint32_t vt0 = fmhai_lds_u32(fmhai_mfma_opaque(sV));
 
         /* ---- S^T = K Q^T ------------------------------------------------ */
         fmhai_f32x16 st[FMHAI_FWD_MAX_BN / 32];
@@ -223,8 +208,8 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
             for (int e = 0; e < 16; ++e) st[t][e] = 0.f;
 #pragma unroll
         for (int kb = 0; kb < HD / 8; ++kb) {
-            const fmhai_mf16x4 qb = Q_IN_REGS ? qf[kb] : fmhai_mfma_lds8(fmhai_smem_xor(qb0, (kb & 7) << 4) + (kb >> 3) * 128);
-            const fmhai_smem_t ka0 = KV_VEC ? kb0 + kb * BN * 16 : fmhai_smem_xor(kb0, (kb & 7) << 4) + (kb >> 3) * 128;
+            const fmhai_mf16x4 qb = Q_IN_REGS ? qf[kb] : fmhai_mfma_lds8(fmhai_mfma_lds_kb(qb0, kb));
+            const uint32_t ka0 = KV_VEC ? kb0 + kb * BN * 16 : fmhai_mfma_lds_kb(kb0, kb);
 #pragma unroll
             for (int t = 0; t < NKT; ++t) {
                 const fmhai_mf16x4 ka = fmhai_mfma_lds8(ka0 + t * 32 * (KV_VEC ? 16 : HD * 2));
@@ -339,17 +324,15 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
             for (int kb = 0; kb < BN / 8; ++kb) {
                 fmhai_mf16x4 va;
                 if (KV_VEC) {
-                    va = fmhai_mfma_lds8(vt0 + ((kb * HD + mb * 32 + ql) * 16 + 8 * kh));
+                    va = fmhai_mfma_lds8(vt0 + fmhai_mfma_lds_cmaj(mb * 32 + ql, kb * 8 + 4 * kh, HD));
                 } else {
                     /* as f16 lanes of a vector: ds_read_u16_d16(_hi) fill
                      * the halves of two VGPRs, no extra register a key */
                     fmhai_f16x4 vh;
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
-                        const fmhai_smem_t ve = vt0 + ((4 * kh + e) * HD * 2 + (ql & 7) * 2 +
-                                                       (((ql >> 3) ^ (4 * kh + e)) << 4));
-                        vh[e] = *(const FMHAI_LDS _Float16 *)(fmhai_smem_xor(ve, (mb & 1) << 6) + (mb >> 1) * 128 +
-                                                              kb * 8 * HD * 2);
+                        const uint32_t ve = vt0 + fmhai_mfma_lds_vt(ql, kh, e, HD);
+                        vh[e] = *(const FMHAI_LDS _Float16 *)(uintptr_t)fmhai_mfma_lds_vt_at(ve, mb, kb, HD);
                     }
                     va = __builtin_bit_cast(fmhai_mf16x4, vh);
                 }
@@ -380,7 +363,7 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const int c = mb * 32 + fmhai_mfma_d_elem(SH, lane, 4 * r).row;
-            fmhai_lds_store8(sQ + fmhai_mfma_at(row, c, HD, 0, 0),
+            fmhai_lds_store8(sQ + fmhai_mfma_lds_swz(row, c, HD),
                              fmhai_pack2(acc_o[mb][4 * r] * inv, acc_o[mb][4 * r + 1] * inv, is_bf16),
                              fmhai_pack2(acc_o[mb][4 * r + 2] * inv, acc_o[mb][4 * r + 3] * inv, is_bf16));
         }

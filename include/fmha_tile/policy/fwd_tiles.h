@@ -98,7 +98,16 @@
 #define FMHAI_TILES_SM80_DECV_256(Y, ...) Y(__VA_ARGS__, SM80,   32,     64,    2,     2)
 #endif
 
-/* ---- AMD CDNA, portable pipeline (compile-checked; MFMA pipeline to come) */
+/* ---- AMD CDNA (gfx90a, gfx942; compile-checked, never run on an AMD GPU) --
+ * The 16-bit forward and batch prefill rows run the MFMA pipeline
+ * (pipeline/fwd_mfma.h): warps count 32-lane units, so 4 warps are two
+ * wave64s of 32 query rows each (tile_m = 16 * warps), key tiles and head
+ * dims in 32s. Block LDS stays within 64 KB (Q + one K and one V slot:
+ * 24, 48 and 64 KB). tests/amd/check.sh: the forward and 16-bit prefill
+ * kernels it builds at 0 spills and 0 scratch on both archs (hdim 128
+ * at 230-240 VGPRs under the 2-waves-per-SIMD bound, hdim 256 at 1 wave
+ * with ~130 AGPRs). FP8-KV prefill and decode use these rows on the portable
+ * pipeline (emulated mma.sync), where several still spill. */
 /*                                                 arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_GFX9_FWD_64(Y, ...)  Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
 #define FMHAI_TILES_GFX9_FWD_128(Y, ...) Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)

@@ -217,4 +217,58 @@ FMHAI_MFMA_FN int fmhai_mfma_chain_key(fmhai_mfma_shape qk, fmhai_mfma_shape pv,
     return (f / ds) * fmhai_mfma_dims_of(qk).m + fmhai_mfma_d_elem(qk, lane, f % ds).row;
 }
 
+/* ---- attention tiles in LDS (pipeline/fwd_mfma.h) --------------------------
+ * Where the MFMA forward reads its fragments from the 16-bit tiles the
+ * loaders of pipeline/kv_source.h land, as pure integer functions of byte
+ * offsets (the device applies them to 32-bit LDS addresses of tiles aligned
+ * to 128 bytes: the XORs touch bits 4..6 only). 32x32x8 shapes; kh = lane /
+ * 32 is the lane's k half (and key half), ql = lane % 32 its row/query.
+ *   fmhai_mfma_lds_swz(r, c, hd)   element (r, c) of a swizzled [rows][hd]
+ *                                  tile (16-byte chunk c/8 at (c/8) ^ (r%8))
+ *   fmhai_mfma_lds_cmaj(r, c, rows) element (r, c) of a chunk-major tile
+ *                                  (VECTORIZED K, and V^T with rows = hd)
+ *   fmhai_mfma_lds_row(row, kh, hd), fmhai_mfma_lds_kb(base, kb)
+ *                                  the 4 consecutive columns kb*8 + 4*kh ..
+ *                                  of row `row` (Q^T's B, K's A fragments):
+ *                                  a base per lane, one XOR and a constant
+ *                                  per k-block
+ *   fmhai_mfma_lds_vt(ql, kh, e, hd), fmhai_mfma_lds_vt_at(base, mb, kb, hd)
+ *                                  slot e of V^T's A fragment of head-dim
+ *                                  block mb, key block kb: key kb*8 + 4*kh + e
+ *                                  (fmhai_mfma_chain_key), column mb*32 + ql
+ *   fmhai_mfma_key_c(t, e)         the key of S^T slot e in 32-key block t,
+ *                                  less the lane's own 4*kh (a constant)
+ * The host test tests/host/test_fwd_mfma_model.c checks each against the
+ * layouts and replays the pipeline's tile step on the instruction model. */
+FMHAI_MFMA_FN int fmhai_mfma_lds_swz(int r, int c, int hd)
+{
+    return r * hd * 2 + (((c >> 3) ^ (r & 7)) << 4) + ((c & 7) << 1);
+}
+FMHAI_MFMA_FN int fmhai_mfma_lds_cmaj(int r, int c, int rows)
+{
+    return ((c >> 3) * rows + r) * 16 + ((c & 7) << 1);
+}
+FMHAI_MFMA_FN int fmhai_mfma_lds_row(int row, int kh, int hd)
+{
+    return row * hd * 2 + 8 * kh + ((row & 7) << 4);
+}
+FMHAI_MFMA_FN int fmhai_mfma_lds_kb(int base, int kb)
+{
+    return (base ^ ((kb & 7) << 4)) + (kb >> 3) * 128;
+}
+/* row kb*8 + 4*kh + e has row % 8 = 4*kh + e; column mb*32 + ql has chunk
+ * 4*mb + ql/8: the XOR splits into a per-lane part and (mb % 2) << 6 */
+FMHAI_MFMA_FN int fmhai_mfma_lds_vt(int ql, int kh, int e, int hd)
+{
+    return (4 * kh + e) * hd * 2 + (ql & 7) * 2 + (((ql >> 3) ^ (4 * kh + e)) << 4);
+}
+FMHAI_MFMA_FN int fmhai_mfma_lds_vt_at(int base, int mb, int kb, int hd)
+{
+    return (base ^ ((mb & 1) << 6)) + (mb >> 1) * 128 + kb * 8 * hd * 2;
+}
+FMHAI_MFMA_FN int fmhai_mfma_key_c(int t, int e)
+{
+    return t * 32 + (e / 4) * 8 + e % 4;
+}
+
 #endif /* FMHA_TILE_MFMA_LAYOUT_H */

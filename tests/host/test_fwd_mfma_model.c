@@ -1,0 +1,330 @@
+/*
+ * Host replay of the MFMA forward's tile step (include/fmha_tile/pipeline/
+ * fwd_mfma.h) on the instruction model (tests/host/mfma_model.h), in plain
+ * C: no AMD GPU is needed, and none was available when this was written.
+ *
+ * For every tile shape the GFX9 rows give the pipeline (head dim 64, 128 and
+ * 256 with key tiles of 64, 64 and 32; fp16 and bf16; one wave's 32 query
+ * rows) it builds the shared-memory tiles the loaders land (swizzled 16-bit
+ * rows, or chunk-major VECTORIZED K and V^T), then does what the pipeline
+ * does, with the pipeline's own address and layout functions
+ * (tile/mfma_layout.h):
+ *   - the fragment addresses: Q^T's B and K's A read 4 consecutive columns
+ *     of the right row, V^T's A the chained keys (fmhai_mfma_chain_key) of
+ *     the right column, for every lane, slot and block;
+ *   - the key of each S^T slot (fmhai_mfma_key_c, used by the masks, ALiBi
+ *     and dropout) and the dropout slot formula;
+ *   - the S product: S^T = K Q^T from v_mfma_f32_32x32x8 on fragments
+ *     gathered from the tiles = the plain Q K^T (exact values, exact sums);
+ *   - the softmax row reductions over two key tiles: each lane folds its
+ *     slots, one ds_bpermute exchange with the lane 32 away gives the
+ *     query's max (equal to the plain row max) and sum (within 1e-5);
+ *   - P's conversion into the B operand of O^T = V^T P^T (the lane's flat
+ *     slots, rounded to 16 bits), the PV product with the online rescale,
+ *     and the O store mapping (4 consecutive head-dim columns per 4 slots,
+ *     written into the swizzled O rows, read back row by row) = the plain
+ *     softmax(Q K^T) V computed in double from the same rounded P
+ *     (rel. error <= 1e-5) with every O element written once.
+ * Last line: "N passed, M failed".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include "fmha_tile/tile/mfma_layout.h"
+#include "host/mfma_model.h"
+
+static int g_pass, g_fail;
+static void check(int ok, const char *what, const char *shape)
+{
+    if (ok) ++g_pass;
+    else ++g_fail;
+    printf("%s %s %s\n", ok ? "PASS" : "FAIL", what, shape);
+}
+
+static uint64_t g_rng = 0x2545f4914f6cdd1dull;
+static uint32_t rnd(void)
+{
+    g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 16);
+}
+/* small values every 16-bit format holds exactly; their products and sums
+ * (head dim <= 256) stay exact in fp32 */
+static double rnd_val(void)
+{
+    static const double vals[] = { -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, -0.125, 0.125 };
+    return vals[rnd() % (sizeof vals / sizeof vals[0])];
+}
+
+enum { MAXHD = 256, MAXBN = 64, ROWS = 32 };
+
+/* round to the 16-bit type, as the pipeline's conversion does (nearest even) */
+static double round16(double x, int type)
+{
+    float f = (float)x;
+    if (type == MFMA_MODEL_BF16) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        memcpy(&f, &u, 4);
+        return f;
+    } else {
+        int e;
+        if (x == 0) return 0;
+        frexp(x, &e);                         /* x = m 2^e, |m| in [0.5, 1) */
+        if (e < -13) e = -13;                 /* f16 subnormals: fixed 2^-24 step */
+        return ldexp(nearbyint(ldexp(x, 11 - e)), e - 11);
+    }
+}
+static uint16_t code16(double x, int type)
+{
+    long c = mfma_encode(type, x);
+    if (c < 0) { fprintf(stderr, "value %g not representable\n", x); exit(2); }
+    return (uint16_t)c;
+}
+
+/* a lane's 64-bit fragment from 4 16-bit codes (slot 0 lowest) */
+static void frag_set(mfma_wave_ab *r, int lane, const uint16_t c[4])
+{
+    r->v[lane][0] = (uint32_t)c[0] | (uint32_t)c[1] << 16;
+    r->v[lane][1] = (uint32_t)c[2] | (uint32_t)c[3] << 16;
+}
+
+static void run_model(int type, const mfma_wave_ab *a, const mfma_wave_ab *b, mfma_wave_d *d)
+{
+    mfma_wave_d t;
+    if (type == MFMA_MODEL_BF16) v_mfma_f32_32x32x8bf16_1k(a, b, d, &t);
+    else v_mfma_f32_32x32x8f16(a, b, d, &t);
+    *d = t;
+}
+
+/* one (head dim, key tile, type, VECTORIZED or not) case */
+static void test_case(int HD, int BN, int type, int vec)
+{
+    const fmhai_mfma_shape SH = type == MFMA_MODEL_BF16 ? FMHAI_MFMA_32X32X8_BF16 : FMHAI_MFMA_32X32X8_F16;
+    enum { TILES = 2 };
+    const int NKT = BN / 32, NMB = HD / 32, NK = TILES * BN;
+    static double q[ROWS][MAXHD], k[2 * MAXBN][MAXHD], v[2 * MAXBN][MAXHD];
+    static uint16_t sQ[ROWS * MAXHD], sK[MAXBN * MAXHD], sV[MAXBN * MAXHD], sO[ROWS * MAXHD];
+    static mfma_wave_d st[MAXBN / 32], acc[MAXHD / 32];
+    static double pr[ROWS][2 * MAXBN];        /* the rounded P the pipeline multiplies */
+    static double scale_of[ROWS][TILES];      /* the rescale P of tile j gets by the end */
+    static float row_max[64], row_sum[64];
+    char shape[96];
+    int i, j, c, t, e, l, kb, mb, it;
+    int addr_ok = 1, s_ok = 1, max_ok = 1, o_once = 1;
+    double sum_err = 0, o_err = 0, o_ref = 0;
+    const double sl2 = 0.125 * 1.4426950408889634;   /* scale * log2(e) */
+
+    snprintf(shape, sizeof shape, "hd%d_bn%d_%s%s", HD, BN, type == MFMA_MODEL_BF16 ? "bf16" : "f16",
+             vec ? "_vectorized" : "");
+    for (i = 0; i < ROWS; ++i)
+        for (c = 0; c < HD; ++c) q[i][c] = rnd_val();
+    for (j = 0; j < NK; ++j)
+        for (c = 0; c < HD; ++c) { k[j][c] = rnd_val(); v[j][c] = rnd_val(); }
+    /* Q tile: swizzled rows (the wave's 32 rows) */
+    for (i = 0; i < ROWS; ++i)
+        for (c = 0; c < HD; ++c) sQ[fmhai_mfma_lds_swz(i, c, HD) / 2] = code16(q[i][c], type);
+
+    /* ---- addresses: each fragment slot reads the element its layout names */
+    for (l = 0; l < 64; ++l) {
+        const int ql = l % 32, kh = l / 32, qb = fmhai_mfma_lds_row(ql, kh, HD);
+        const int kbase = vec ? fmhai_mfma_lds_cmaj(ql, 4 * kh, BN) : fmhai_mfma_lds_row(ql, kh, HD);
+        for (kb = 0; kb < HD / 8; ++kb)
+            for (e = 0; e < 4; ++e) {
+                fmhai_mfma_rc be = fmhai_mfma_b_elem(SH, l, e), ae = fmhai_mfma_a_elem(SH, l, e);
+                if (fmhai_mfma_lds_kb(qb, kb) + 2 * e != fmhai_mfma_lds_swz(be.col, kb * 8 + be.row, HD)) addr_ok = 0;
+                for (t = 0; t < NKT; ++t) {
+                    int got = (vec ? kbase + kb * BN * 16 : fmhai_mfma_lds_kb(kbase, kb)) + t * 32 * (vec ? 16 : HD * 2);
+                    int want = vec ? fmhai_mfma_lds_cmaj(t * 32 + ae.row, kb * 8 + ae.col, BN)
+                                   : fmhai_mfma_lds_swz(t * 32 + ae.row, kb * 8 + ae.col, HD);
+                    if (got + 2 * e != want) addr_ok = 0;
+                }
+            }
+        for (mb = 0; mb < NMB; ++mb)
+            for (kb = 0; kb < BN / 8; ++kb)
+                for (e = 0; e < 4; ++e) {
+                    const int key = fmhai_mfma_chain_key(SH, SH, kb, l, e), col = mb * 32 + fmhai_mfma_a_elem(SH, l, e).row;
+                    int got = vec ? fmhai_mfma_lds_cmaj(mb * 32 + ql, kb * 8 + 4 * kh, HD) + 2 * e
+                                  : fmhai_mfma_lds_vt_at(fmhai_mfma_lds_vt(ql, kh, e, HD), mb, kb, HD);
+                    int want = vec ? fmhai_mfma_lds_cmaj(col, key, HD) : fmhai_mfma_lds_swz(key, col, HD);
+                    if (got != want) addr_ok = 0;
+                }
+        for (t = 0; t < NKT; ++t)
+            for (e = 0; e < 16; ++e)
+                if (4 * kh + fmhai_mfma_key_c(t, e) != t * 32 + fmhai_mfma_d_elem(SH, l, e).row) addr_ok = 0;
+    }
+    /* dropout's slot formula: key t*32 + 16*b4 + 8*b3 + 4*kh + 2*b1 + b0 */
+    for (t = 0; t < NKT; ++t)
+        for (i = 0; i < 16; ++i) {
+            const int b0 = i & 1, b1 = (i >> 1) & 1, b3 = (i >> 2) & 1, b4 = i >> 3;
+            if (fmhai_mfma_key_c(t, 4 * (2 * b4 + b3) + 2 * b1 + b0) != t * 32 + 16 * b4 + 8 * b3 + 2 * b1 + b0) addr_ok = 0;
+        }
+    check(addr_ok, "mfma_fwd_fragment_addresses_and_slot_keys", shape);
+
+    for (l = 0; l < 64; ++l) { row_max[l] = -INFINITY; row_sum[l] = 0; }
+    memset(acc, 0, sizeof acc);
+    for (it = 0; it < TILES; ++it) {
+        const int n0 = it * BN;
+        mfma_wave_ab ra, rb;
+        /* the tiles as the loaders land them */
+        for (j = 0; j < BN; ++j)
+            for (c = 0; c < HD; ++c) {
+                sK[(vec ? fmhai_mfma_lds_cmaj(j, c, BN) : fmhai_mfma_lds_swz(j, c, HD)) / 2] = code16(k[n0 + j][c], type);
+                sV[(vec ? fmhai_mfma_lds_cmaj(c, j, HD) : fmhai_mfma_lds_swz(j, c, HD)) / 2] = code16(v[n0 + j][c], type);
+            }
+        /* ---- S^T = K Q^T ---- */
+        memset(st, 0, sizeof st);
+        for (kb = 0; kb < HD / 8; ++kb)
+            for (t = 0; t < NKT; ++t) {
+                for (l = 0; l < 64; ++l) {
+                    const int ql = l % 32, kh = l / 32;
+                    const int qa = fmhai_mfma_lds_kb(fmhai_mfma_lds_row(ql, kh, HD), kb);
+                    const int kbase = vec ? fmhai_mfma_lds_cmaj(ql, 4 * kh, BN) : fmhai_mfma_lds_row(ql, kh, HD);
+                    const int ka = (vec ? kbase + kb * BN * 16 : fmhai_mfma_lds_kb(kbase, kb)) + t * 32 * (vec ? 16 : HD * 2);
+                    frag_set(&rb, l, &sQ[qa / 2]);
+                    frag_set(&ra, l, &sK[ka / 2]);
+                }
+                run_model(type, &ra, &rb, &st[t]);
+            }
+        for (l = 0; l < 64; ++l)
+            for (t = 0; t < NKT; ++t)
+                for (e = 0; e < 16; ++e) {
+                    const int qi = l % 32, key = n0 + 4 * (l / 32) + fmhai_mfma_key_c(t, e);
+                    double want = 0;
+                    for (c = 0; c < HD; ++c) want += q[qi][c] * k[key][c];
+                    if ((double)st[t].v[l][e] != want) s_ok = 0;
+                }
+        /* ---- online softmax: fold the lane's slots, one exchange across halves */
+        {
+            float mx[64], other[64];
+            int addr[64];
+            for (l = 0; l < 64; ++l) {
+                mx[l] = row_max[l];
+                for (t = 0; t < NKT; ++t)
+                    for (e = 0; e < 16; ++e) mx[l] = fmaxf(mx[l], st[t].v[l][e]);
+                addr[l] = 4 * (l ^ 32);
+            }
+            mfma_ds_bpermute(mx, other, addr);
+            for (l = 0; l < 64; ++l) {
+                const float m = fmaxf(mx[l], other[l]);
+                const float alpha = exp2f((float)(row_max[l] * sl2) - (float)(m * sl2));
+                float s = 0;
+                for (t = 0; t < NKT; ++t)
+                    for (e = 0; e < 16; ++e) {
+                        const float p = exp2f((float)(st[t].v[l][e] * sl2) - (float)(m * sl2));
+                        st[t].v[l][e] = p;
+                        s += p;
+                    }
+                row_sum[l] = row_sum[l] * alpha + s;
+                row_max[l] = m;
+                for (mb = 0; mb < NMB; ++mb)
+                    for (e = 0; e < 16; ++e) acc[mb].v[l][e] *= alpha;
+                /* the reference's view: this tile's P and every earlier P's rescale */
+                if (l < 32) {
+                    for (j = 0; j < it; ++j) scale_of[l][j] *= alpha;
+                    scale_of[l][it] = 1;
+                }
+            }
+            for (l = 0; l < 32; ++l) {   /* the plain row max over the keys so far */
+                double want = -INFINITY;
+                for (j = 0; j < n0 + BN; ++j) {
+                    double sc = 0;
+                    for (c = 0; c < HD; ++c) sc += q[l][c] * k[j][c];
+                    if (sc > want) want = sc;
+                }
+                if ((double)row_max[l] != want || row_max[l + 32] != row_max[l]) max_ok = 0;
+            }
+        }
+        /* ---- P -> B fragments (flat slots), V^T's A, O^T += V^T P^T ---- */
+        for (mb = 0; mb < NMB; ++mb)
+            for (kb = 0; kb < BN / 8; ++kb) {
+                for (l = 0; l < 64; ++l) {
+                    const int ql = l % 32, kh = l / 32;
+                    uint16_t pc[4], vc[4];
+                    for (e = 0; e < 4; ++e) {
+                        const int f = kb * 4 + e;
+                        const double p16 = round16(st[f / 16].v[l][f % 16], type);
+                        const int key = fmhai_mfma_chain_key(SH, SH, kb, l, e);
+                        pc[e] = code16(p16, type);
+                        pr[ql][n0 + key] = p16;     /* both halves of the wave write their own keys */
+                        vc[e] = sV[(vec ? fmhai_mfma_lds_cmaj(mb * 32 + ql, kb * 8 + 4 * kh, HD) + 2 * e
+                                        : fmhai_mfma_lds_vt_at(fmhai_mfma_lds_vt(ql, kh, e, HD), mb, kb, HD)) / 2];
+                    }
+                    frag_set(&rb, l, pc);
+                    frag_set(&ra, l, vc);
+                }
+                run_model(type, &ra, &rb, &acc[mb]);
+            }
+    }
+    check(s_ok, "mfma_fwd_S_product_eq_QKt", shape);
+    check(max_ok, "mfma_fwd_row_max_fold_then_xor32", shape);
+
+    /* ---- epilogue: the query's sum over both halves, O store mapping ---- */
+    {
+        float other[64];
+        int addr[64];
+        static int written[ROWS * MAXHD];
+        for (l = 0; l < 64; ++l) addr[l] = 4 * (l ^ 32);
+        mfma_ds_bpermute(row_sum, other, addr);
+        memset(written, 0, sizeof written);
+        for (l = 0; l < 32; ++l) {
+            double want = 0;
+            for (j = 0; j < NK; ++j) {
+                double sc = 0;
+                for (c = 0; c < HD; ++c) sc += q[l][c] * k[j][c];
+                want += exp2((sc - row_max[l]) * sl2);
+            }
+            sum_err = fmax(sum_err, fabs((row_sum[l] + other[l]) - want) / want);
+        }
+        for (l = 0; l < 64; ++l) {
+            const float inv = 1.0f / (row_sum[l] + other[l]);
+            for (mb = 0; mb < NMB; ++mb)
+                for (i = 0; i < 4; ++i) {
+                    const int col = mb * 32 + fmhai_mfma_d_elem(SH, l, 4 * i).row, row = l % 32;
+                    for (e = 0; e < 4; ++e) {   /* the 8-byte store: 4 consecutive columns */
+                        const int at = fmhai_mfma_lds_swz(row, col, HD) / 2 + e;
+                        if (fmhai_mfma_d_elem(SH, l, 4 * i + e).row != col - mb * 32 + e) o_once = 0;
+                        sO[at] = code16(round16(acc[mb].v[l][4 * i + e] * inv, type), type);
+                        written[at]++;
+                    }
+                }
+        }
+        for (i = 0; i < ROWS * HD; ++i)
+            if (written[i] != 1) o_once = 0;
+        /* the 16-byte row chunks the store reads back, against the plain math */
+        for (i = 0; i < ROWS; ++i)
+            for (c = 0; c < HD; ++c) {
+                double want = 0;
+                const double got = mfma_decode(type, sO[fmhai_mfma_lds_swz(i, c, HD) / 2]);
+                for (j = 0; j < NK; ++j) want += pr[i][j] * scale_of[i][j / BN] * v[j][c];
+                want /= (row_sum[i] + row_sum[i + 32]);
+                o_err += (got - want) * (got - want);
+                o_ref += want * want;
+            }
+    }
+    check(sum_err <= 1e-5, "mfma_fwd_row_sum_fold_then_xor32", shape);
+    check(o_once, "mfma_fwd_O_store_each_element_once_in_runs_of_4", shape);
+    {
+        const double rel = sqrt(o_err / (o_ref > 0 ? o_ref : 1));
+        const double tol = type == MFMA_MODEL_BF16 ? 4e-3 : 5e-4;   /* O's own 16-bit rounding */
+        check(rel <= tol, "mfma_fwd_O_eq_softmax_QKt_V", shape);
+        if (rel > tol) printf("    rel. L2 error %.3g (tolerance %.1g)\n", rel, tol);
+    }
+}
+
+int main(void)
+{
+    /* the GFX9 rows' shapes (policy/fwd_tiles.h): head dim 64/128 with key
+     * tiles of 64, 256 with 32; VECTORIZED pages at the 64-key tiles */
+    static const int shapes[][2] = { { 64, 64 }, { 128, 64 }, { 256, 32 } };
+    int s, type;
+    for (s = 0; s < 3; ++s)
+        for (type = 0; type < 2; ++type) {
+            const int mt = type ? MFMA_MODEL_BF16 : MFMA_MODEL_F16;
+            test_case(shapes[s][0], shapes[s][1], mt, 0);
+            if (shapes[s][1] == 64) test_case(shapes[s][0], shapes[s][1], mt, 1);
+        }
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail != 0;
+}
