@@ -9,8 +9,9 @@
  * off, on the GFX9 tuned tiles (12 kernels), five 16-bit batch prefill
  * kernels (both layouts, the page classes), two FP8-KV batch prefill
  * kernels, and the backward's three stages (4 kernels). With
- * FMHA_AMD_CHECK_FULL: the library's whole default forward, 16-bit batch
- * prefill and backward sets and the same FP8 kernels (many times the time).
+ * FMHA_AMD_CHECK_FULL: the library's whole default forward and backward
+ * sets, its 16-bit batch prefill set (but VECTORIZED hdim 256, see below)
+ * and the same FP8 kernels (many times the time).
  */
 #include "fmha_tile.h"
 
@@ -54,8 +55,17 @@
     AMD_CHECK_PREFILL16(X) AMD_CHECK_FP8(X) AMD_CHECK_BWD(X) AMD_CHECK_DECODE(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
-#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHAI_DEFAULT_PREFILL_DT(X, FP16) \
-    FMHAI_DEFAULT_PREFILL_DT(X, BF16) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X) AMD_CHECK_DECODE(X)
+/* the 16-bit prefill set but VECTORIZED hdim 256: the GFX9 hdim-256 row's
+ * 32-key tiles have none (vectorized_tile_n_64_128; 64 keys there would
+ * take 96 KB of LDS) */
+#  define AMD_CHECK_PREFILL_DT(X, dt)                                                             \
+    FMHAI_DEFAULT_PREFILL_HD(X, dt, 64) FMHAI_DEFAULT_PREFILL_HD(X, dt, 128)                      \
+    X(PREFILL, dt, 256, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
+    X(PREFILL, dt, 256, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
+    X(PREFILL, dt, 256, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
+    X(PREFILL, dt, 256, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_PREFILL_DT(X, FP16) \
+    AMD_CHECK_PREFILL_DT(X, BF16) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X) AMD_CHECK_DECODE(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_FULL_SET)
 #endif
 

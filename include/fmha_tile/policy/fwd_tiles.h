@@ -103,8 +103,10 @@
  * (pipeline/fwd_mfma.h): warps count 32-lane units, so 4 warps are two
  * wave64s of 32 query rows each (tile_m = 16 * warps), key tiles and head
  * dims in 32s. Block LDS stays within 64 KB (Q + one K and one V slot:
- * 24, 48 and 64 KB). tests/amd/check.sh: the forward and 16-bit prefill
- * kernels it builds at 0 spills and 0 scratch on both archs (hdim 128
+ * 24, 48 and 64 KB). tests/amd/check.sh (AMD_CHECK_FULL=1): the default
+ * forward set (48) and 16-bit prefill set (96; VECTORIZED hdim 256 has no
+ * row: 64-key tiles there need 96 KB) at 0 spills and 0 scratch on both
+ * archs (hdim 128
  * at 230-240 VGPRs under the 2-waves-per-SIMD bound, hdim 256 at 1 wave
  * with ~130 AGPRs). FP8-KV prefill and decode use these rows on the portable
  * pipeline (emulated mma.sync), where several still spill. */
