@@ -375,6 +375,20 @@ static inline double fmha_ref_score(const fmha_ref_fwd *p, const float *qrow, co
     return s;
 }
 
+/* The dropout factor of element (i, j) of head h, batch entry b: 0 when it
+ * drops, 256 / (256 - threshold) when kept, 1 without dropout. The forward
+ * and backward references both take it from here. */
+static inline double fmha_ref_dropout_z(const fmha_ref_fwd *p, int b, int h, int i, int j)
+{
+    uint32_t thr;
+    if (!(p->dropout_p > 0.0f)) return 1.0;
+    thr = fmhai_dropout_threshold(p->dropout_p);
+    return fmhai_dropout_byte(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
+                              (uint32_t)j) >= thr
+               ? (double)fmhai_dropout_scale(thr)
+               : 0.0;
+}
+
 /* Computes row i of batch b, query head h into o_row[hdim_v] and *lse (double).
  * `scores` is caller scratch of at least s_k doubles. Returns the number of
  * visible keys (0: o_row = 0, *lse = -inf). */
@@ -404,14 +418,8 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
     l = p->sinks ? exp((double)p->sinks[h] - m) : 0.0;
     for (j = lo; j <= hi; j++) {
         const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
-        const double e = exp(scores[j - lo] - m);
-        double w = e;
+        const double e = exp(scores[j - lo] - m), w = e * fmha_ref_dropout_z(p, b, h, i, j);
         l += e;
-        if (p->dropout_p > 0.0f)
-            w = fmhai_dropout_byte(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
-                                   (uint32_t)j) >= fmhai_dropout_threshold(p->dropout_p)
-                    ? e * (double)fmhai_dropout_scale(fmhai_dropout_threshold(p->dropout_p))
-                    : 0.0;
         for (c = 0; c < p->hdim_v; c++) o_row[c] += w * (double)vrow[c];
     }
     for (c = 0; c < p->hdim_v; c++) o_row[c] /= l;

@@ -67,17 +67,6 @@ static inline double fmha_ref_bwd_dscore_ddot(const fmha_ref_fwd *p, double dot)
     return d;
 }
 
-/* The dropout factor of element (i, j): 0 or 256 / (256 - threshold); 1
- * without dropout. */
-static inline double fmha_ref_bwd_dropout_z(const fmha_ref_fwd *p, int b, int h, int i, int j)
-{
-    if (!(p->dropout_p > 0.0f)) return 1.0;
-    return fmhai_dropout_byte(p->dropout_seed, p->dropout_offset, (uint32_t)(b * p->nhead_q + h), (uint32_t)i,
-                              (uint32_t)j) >= fmhai_dropout_threshold(p->dropout_p)
-               ? (double)fmhai_dropout_scale(fmhai_dropout_threshold(p->dropout_p))
-               : 0.0;
-}
-
 /* Query row i of batch b, query head h: writes dq_row[hdim_q] and adds this
  * row's share into dk_acc[s_k][hdim_q] and dv_acc[s_k][hdim_v] (the KV head's
  * accumulators, indexed by key row). `scratch` holds at least 2*s_k doubles.
@@ -116,14 +105,20 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
     }
     for (j = lo; j <= hi; j++) P[j - lo] /= l;
 
-    /* dP_j = z_j dO_i . v_j (z_j the dropout factor, 1 without dropout);
-     * D = sum_j P_j dP_j, the softmax Jacobian's shared term. */
+    /* z_j the dropout factor (1 without dropout), drawn once per key:
+     * dv_j += P_j z_j dO_i; dP_j = z_j dO_i . v_j; D = sum_j P_j dP_j, the
+     * softmax Jacobian's shared term. */
     D = 0.0;
     for (j = lo; j <= hi; j++) {
         const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
+        double *dv_row = dv_acc + (size_t)j * (size_t)p->hdim_v;
+        const double z = fmha_ref_dropout_z(p, b, h, i, j);
         double acc = 0.0;
-        for (c = 0; c < p->hdim_v; c++) acc += (double)dorow[c] * (double)vrow[c];
-        dP[j - lo] = acc * fmha_ref_bwd_dropout_z(p, b, h, i, j);
+        for (c = 0; c < p->hdim_v; c++) {
+            acc += (double)dorow[c] * (double)vrow[c];
+            dv_row[c] += P[j - lo] * z * (double)dorow[c];
+        }
+        dP[j - lo] = acc * z;
         D += P[j - lo] * dP[j - lo];
     }
     if (p->sinks) *dsink -= exp((double)p->sinks[h] - m) / l * D;
@@ -133,13 +128,10 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
         double ds = P[j - lo] * (dP[j - lo] - D);
         double dt = ds * fmha_ref_bwd_dscore_ddot(p, fmha_ref_bwd_dot(p, qrow, krow));
         double *dk_row = dk_acc + (size_t)j * (size_t)p->hdim_q;
-        double *dv_row = dv_acc + (size_t)j * (size_t)p->hdim_v;
         for (c = 0; c < p->hdim_q; c++) {
             dq_row[c] += dt * (double)krow[c];
             dk_row[c] += dt * (double)qrow[c];
         }
-        const double pz = P[j - lo] * fmha_ref_bwd_dropout_z(p, b, h, i, j);
-        for (c = 0; c < p->hdim_v; c++) dv_row[c] += pz * (double)dorow[c];
     }
     return n;
 }

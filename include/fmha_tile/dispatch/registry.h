@@ -343,7 +343,7 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
     pb.softcap = a->logits_soft_cap > 0.f;
     pb.alibi = a->alibi_slopes != 0;
     pb.max_seqlen_q = fmhai_fwd_max_seqlen_q(a);
-    pb.dropout = a->dropout_p > 0.f && fmhai_dropout_threshold(a->dropout_p) > 0u;
+    pb.dropout = fmhai_dropout_threshold(a->dropout_p) > 0u;   /* p below 1/512 drops nothing */
     *problem = pb;
     return fmhai_select(set, &pb, chosen);
 }

@@ -158,7 +158,7 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->seqstart_k = a->is_group_mode ? a->seqstart_k : 0;
     p->alibi_slopes = a->alibi_slopes;
     p->sinks = a->sinks;
-    p->dropout_thr = a->dropout_p > 0.f ? fmhai_dropout_threshold(a->dropout_p) : 0u;
+    p->dropout_thr = fmhai_dropout_threshold(a->dropout_p);
     p->dropout_scale = fmhai_dropout_scale(p->dropout_thr);
     p->dropout_seed = a->dropout_seed;
     p->dropout_offset = a->dropout_offset;
