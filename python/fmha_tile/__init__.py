@@ -143,7 +143,7 @@ import ctypes
 import json
 import math
 
-from . import _args, _bwd, _lib
+from . import _args, _bwd, _dropout, _lib
 from ._lib import FmhaError, FmhaLibraryError, library_path
 from ._prefill import batch_prefill, batch_prefill_plan
 from ._decode import attention_with_kvcache
@@ -257,13 +257,16 @@ def _attention_function(torch):
 
     class _Attention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, q, k, v, sinks, cu_seqlens_q, cu_seqlens_k, p, deterministic, where, h):
+        def forward(ctx, q, k, v, sinks, cu_seqlens_q, cu_seqlens_k, p, deterministic, where, h,
+                    dropout_rng):
             with torch.cuda.device(q.device):
                 o = torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
                 # the backward needs the LSE whether or not the caller asked for it
                 lse = torch.empty(p.lse_shape, dtype=torch.float32, device=q.device)
                 _launch(torch, p, q, o, lse, where, h)
-            ctx.save_for_backward(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k)
+            # dropout: p.args keeps the seed and offset (or the pointer to
+            # dropout_rng, saved here) for the backward to redraw the mask
+            ctx.save_for_backward(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k, dropout_rng)
             ctx.problem = p
             ctx.deterministic = deterministic
             ctx.where = where
@@ -274,13 +277,13 @@ def _attention_function(torch):
         @staticmethod
         @once_differentiable
         def backward(ctx, dout, dlse):
-            q, k, v, o, lse, sinks, cu_q, cu_k = ctx.saved_tensors
+            q, k, v, o, lse, sinks, cu_q, cu_k, _rng = ctx.saved_tensors
             dq, dk, dv, dsinks = _bwd.run_backward(torch, ctx.problem, q, k, v, o, lse, dout, cu_q,
                                                    cu_k, ctx.deterministic, ctx.where + " (backward)",
                                                    ctx.lib, sinks)
             need = ctx.needs_input_grad
             return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None,
-                    dsinks if need[3] else None, None, None, None, None, None, None)
+                    dsinks if need[3] else None, None, None, None, None, None, None, None)
 
     _function.append(_Attention)
     return _Attention
@@ -297,7 +300,7 @@ def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, 
         raise ValueError("%s: out= and out_lse= are not supported when an input requires grad "
                          "(use return_lse=True for the LSE)" % where)
     o, lse = _attention_function(torch).apply(q, k, v, p.sinks, cu_seqlens_q, cu_seqlens_k, p,
-                                              deterministic, where, h)
+                                              deterministic, where, h, p.dropout_rng)
     return (o, lse) if return_lse else o
 
 
@@ -310,7 +313,8 @@ def _plan(p, h):
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
               scale=None, return_lse=False, *, out=None, out_lse=None, deterministic=False,
-              q_descale=None, k_descale=None, v_descale=None, kernels=None, sinks=None):
+              q_descale=None, k_descale=None, v_descale=None, kernels=None, sinks=None,
+              dropout_p=0.0, generator=None):
     """Attention over [batch, seqlen, nheads, headdim] tensors.
 
     q [b, s_q, h, d], k and v [b, s_k, h_k, d] (fp16 or bf16, one CUDA device,
@@ -343,13 +347,25 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     None for the library's default set, or a set declared from Python, an
     fmha_tile.KernelSet (built on first use) or the Library its build()
     returns.
+
+    dropout_p in [0, 1): dropout on the attention probabilities (training;
+    fp16/bf16 only): each element of P is dropped with probability p (taken
+    in 256ths: threshold round(p * 256)) and the kept ones scaled by
+    256 / (256 - threshold); lse stays the one without dropout. The mask
+    comes from Philox seeded by torch's CUDA generator (generator=, a
+    torch.Generator on q's device, or the device's default one), whose
+    offset the call advances by 4, so torch.manual_seed reproduces it; the
+    backward redraws the same mask from the saved seed and offset. See
+    fmha_tile._dropout (CUDA graph capture included). 0 leaves the
+    generator untouched.
     """
     torch = _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
-                            q_descale, k_descale, v_descale, sinks)
+                            q_descale, k_descale, v_descale, sinks, dropout_p)
     deterministic = _check_flag("deterministic", deterministic)
     h = _lib.handle(kernels)
     where = "fmha_tile.attention"
+    _dropout.setup(torch, p, q.device, generator)
     if _needs_grad(torch, (q, k, v, alibi_slopes, sinks)):
         return _run_grad(torch, p, q, k, v, None, None, alibi_slopes, out, out_lse, return_lse,
                          deterministic, where, h)
@@ -360,7 +376,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
                      deterministic=False, q_descale=None, k_descale=None, v_descale=None,
-                     kernels=None, sinks=None):
+                     kernels=None, sinks=None, dropout_p=0.0, generator=None):
     """Attention over packed variable-length sequences.
 
     q [total_q, h, d], k and v [total_k, h_k, d]; sequence i holds rows
@@ -380,15 +396,17 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     backward reads the sequence lengths on the host (it synchronises the
     stream): max_seqlen_q and max_seqlen_k must bound them (ValueError
     otherwise); gradients of rows past cu_seqlens[-1] are 0. kernels: as in
-    attention().
+    attention(). dropout_p, generator: as in attention(), i and j counted
+    within each sequence and b its index.
     """
     torch = _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, window, softcap, alibi_slopes, scale,
-                             q_descale, k_descale, v_descale, sinks)
+                             q_descale, k_descale, v_descale, sinks, dropout_p)
     deterministic = _check_flag("deterministic", deterministic)
     h = _lib.handle(kernels)
     where = "fmha_tile.attention_varlen"
+    _dropout.setup(torch, p, q.device, generator)
     if _needs_grad(torch, (q, k, v, alibi_slopes, sinks)):
         return _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out,
                          out_lse, return_lse, deterministic, where, h)
@@ -396,17 +414,19 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 
 def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                   scale=None, *, q_descale=None, k_descale=None, v_descale=None, kernels=None):
+                   scale=None, *, q_descale=None, k_descale=None, v_descale=None, kernels=None,
+                   dropout_p=0.0):
     """Is attention(q, k, v, ...) supported, and by which kernel? Validates and
     selects (fmha_fwd_check) without launching or allocating; returns a dict
     {"kernel", "pipeline", "hdim", "page_size", "tile", "warps", "stages", "grid",
     "block", "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
     why the fast wgmma pipeline does not serve it; fp8 inputs: an fmha_fwd_d*_fp8_*
     wgmma kernel) or raises (TypeError, ValueError, FmhaError). kernels: as
-    in attention()."""
+    in attention(); dropout_p: as in attention() (dropout runs on the portable
+    pipeline), the generator untouched."""
     _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
-                            q_descale, k_descale, v_descale)
+                            q_descale, k_descale, v_descale, dropout_p=dropout_p)
     h = _lib.handle(kernels)
     with _torch().cuda.device(q.device):
         return _plan(p, h)
@@ -415,12 +435,12 @@ def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_sl
 def attention_varlen_plan(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                           causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                           scale=None, *, q_descale=None, k_descale=None, v_descale=None,
-                          kernels=None):
+                          kernels=None, dropout_p=0.0):
     """attention_plan() for attention_varlen()'s arguments."""
     _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, window, softcap, alibi_slopes, scale,
-                             q_descale, k_descale, v_descale)
+                             q_descale, k_descale, v_descale, dropout_p=dropout_p)
     h = _lib.handle(kernels)
     with _torch().cuda.device(q.device):
         return _plan(p, h)

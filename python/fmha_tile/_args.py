@@ -20,6 +20,9 @@ Conventions (FlashAttention's Python API where the meaning is the same):
     Hopper pipeline only), output torch.bfloat16; q_descale, k_descale,
     v_descale: None (1) or 1-element float32 tensors on q's device, real =
     stored * descale (per tensor).
+  - dropout_p in [0, 1) drops elements of P (16-bit inputs only); the
+    Philox seed and offset are set later (Problem.set_dropout_rng, from
+    torch's generator: fmha_tile._dropout).
 """
 import math
 import operator
@@ -37,6 +40,8 @@ DTYPES = {
 }
 FLOAT32 = "torch.float32"
 INT32 = "torch.int32"
+INT64 = "torch.int64"
+U64_MASK = 2 ** 64 - 1
 
 # A non-NULL, 256-byte aligned placeholder for the data pointer of an empty
 # tensor, passed only to fmha_fwd_check (which validates and selects but never
@@ -148,6 +153,37 @@ def check_scalar(name, x, allow_zero):
     return x
 
 
+def check_dropout(dropout_p, fp8):
+    """dropout_p: a number in [0, 1) (the drop probability of each element of
+    P, taken in 256ths by the kernels); 16-bit inputs only."""
+    if isinstance(dropout_p, (bool, str, bytes)):
+        raise TypeError("dropout_p must be a float, got %s" % type(dropout_p).__name__)
+    try:
+        p = float(dropout_p)
+    except (TypeError, ValueError):
+        raise TypeError("dropout_p must be a float, got %s" % type(dropout_p).__name__) from None
+    if not (0.0 <= p < 1.0):   # NaN fails too
+        raise ValueError("dropout_p must be in [0, 1), got %r" % (dropout_p,))
+    if p > 0 and fp8:
+        raise ValueError("dropout_p=%r: dropout is not supported with fp8 inputs (the fp8 forward "
+                         "is inference only); pass dropout_p=0.0" % (dropout_p,))
+    return p
+
+
+def check_u64(name, x):
+    """An int taken modulo 2^64 (a seed or an offset; negative int64 values,
+    as a torch int64 schema carries them, keep their bit pattern)."""
+    if isinstance(x, bool):
+        raise TypeError("%s must be an int, got bool" % name)
+    try:
+        x = operator.index(x)
+    except TypeError:
+        raise TypeError("%s must be an int, got %s" % (name, type(x).__name__)) from None
+    if x < -(2 ** 63) or x > U64_MASK:
+        raise ValueError("%s must fit in 64 bits, got %d" % (name, x))
+    return x & U64_MASK
+
+
 def check_alibi(alibi_slopes, q, batch, nhead):
     """-> (pointer or None, batch stride)."""
     if alibi_slopes is None:
@@ -216,6 +252,39 @@ class Problem(object):
         self.max_seqlen_k = None  # group mode: the caller's bound (the backward sizes by it)
         self.fp8 = False          # e4m3 q, k, v: a bf16 output
         self.sinks = None         # the sinks tensor (fp32 [h]) or None
+        self.dropout_rng = None   # the device {seed, offset} tensor args.dropout_rng points to
+
+    @property
+    def dropout(self):
+        """True when the problem drops elements of P (dropout_p > 0)."""
+        return self.args.dropout_p > 0
+
+    def set_dropout_rng(self, seed, offset, rng=None):
+        """The Philox seed and offset of a dropout problem: two integers
+        (taken modulo 2^64: a negative int64 is read as its bit pattern), or
+        rng, a device tensor of two int64 {seed, offset} (8-byte aligned; then
+        the kernels read it when they run and seed/offset are ignored)."""
+        a = self.args
+        a.dropout_seed = check_u64("dropout seed", seed)
+        a.dropout_offset = check_u64("dropout offset", offset)
+        if rng is None:
+            a.dropout_rng = None
+            self.dropout_rng = None
+            return
+        if not _is_tensor(rng):
+            raise TypeError("the dropout rng state must be a torch.Tensor or None, got %s"
+                            % type(rng).__name__)
+        if str(rng.dtype) not in (INT64, "torch.uint64") or _numel(rng) != 2:
+            raise ValueError("the dropout rng state must be 2 int64 {seed, offset}, got %s %s"
+                             % (rng.dtype, tuple(rng.shape)))
+        if not getattr(rng, "is_cuda", False):
+            raise ValueError("the dropout rng state must be on a CUDA device, got %s" % rng.device)
+        if len(rng.shape) == 1 and rng.stride(0) != 1:
+            raise ValueError("the dropout rng state must be contiguous")
+        if rng.data_ptr() % 8:
+            raise ValueError("the dropout rng state must be 8-byte aligned")
+        a.dropout_rng = rng.data_ptr()
+        self.dropout_rng = rng
 
     def out_dtype(self, torch, q):
         """The output's torch dtype: q's, bf16 for the fp8 forward."""
@@ -303,10 +372,11 @@ def check_sinks(sinks, q, nhead):
 
 
 def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhead_q, descales,
-            sinks=None):
+            sinks=None, dropout_p=0.0):
     a = p.args
     a.dtype = dtype_code(q, k, v)
     p.fp8 = a.dtype == _lib.FMHA_DTYPE_FP8
+    a.dropout_p = check_dropout(dropout_p, p.fp8)
     a.q_descale, a.k_descale, a.v_descale = check_descales(
         q, p.fp8, zip(("q_descale", "k_descale", "v_descale"), descales))
     a.hdim_q = check_size("head dim of q", q.shape[-1])
@@ -333,7 +403,8 @@ def _heads(hq, hk):
 
 
 def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
-                  scale=None, q_descale=None, k_descale=None, v_descale=None, sinks=None):
+                  scale=None, q_descale=None, k_descale=None, v_descale=None, sinks=None,
+                  dropout_p=0.0):
     """Checks of attention(); q [b, s_q, h, d], k/v [b, s_k, h_k, d]."""
     what = "[batch, seqlen, nheads, headdim]"
     check_tensor("q", q, 4, what)
@@ -358,7 +429,7 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
     a.seqlen_k = check_size("seqlen of k", s_k)
     a.max_seqlen_q = a.seqlen_q
     _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, b, hq,
-            (q_descale, k_descale, v_descale), sinks)
+            (q_descale, k_descale, v_descale), sinks, dropout_p)
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
         setattr(a, name, t.data_ptr() or None)
@@ -374,7 +445,7 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
 
 def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                    causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
-                   q_descale=None, k_descale=None, v_descale=None, sinks=None):
+                   q_descale=None, k_descale=None, v_descale=None, sinks=None, dropout_p=0.0):
     """Checks of attention_varlen(); q [total_q, h, d], k/v [total_k, h_k, d],
     cu_seqlens_* int32 [batch + 1] on the device (never read on the host)."""
     what = "[total_tokens, nheads, headdim]"
@@ -422,7 +493,7 @@ def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen
     a.seqstart_q = cu_seqlens_q.data_ptr()
     a.seqstart_k = cu_seqlens_k.data_ptr()
     _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, hq,
-            (q_descale, k_descale, v_descale), sinks)
+            (q_descale, k_descale, v_descale), sinks, dropout_p)
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
         setattr(a, name, t.data_ptr() or None)

@@ -66,6 +66,10 @@ def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
     a.seqstart_q, a.seqstart_k = fa.seqstart_q, fa.seqstart_k
     a.scale, a.logits_soft_cap = fa.scale, fa.logits_soft_cap
     a.alibi_slopes, a.alibi_batch_stride = fa.alibi_slopes, fa.alibi_batch_stride
+    # dropout: the forward's p and Philox seed/offset (or its device rng
+    # pointer), so the backward redraws the forward's mask
+    a.dropout_p, a.dropout_seed, a.dropout_offset = fa.dropout_p, fa.dropout_seed, fa.dropout_offset
+    a.dropout_rng = fa.dropout_rng
     return t, a
 
 

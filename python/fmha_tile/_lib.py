@@ -102,9 +102,10 @@ class FmhaFwdArgs(ctypes.Structure):
         ("k_descale", ctypes.c_void_p),
         ("v_descale", ctypes.c_void_p),
         ("sinks", ctypes.c_void_p),          # const float * [nhead_q]
-        ("dropout_p", ctypes.c_float),       # [0, 1), 0: off (the C API; not yet in attention())
+        ("dropout_p", ctypes.c_float),       # [0, 1), 0: off
         ("dropout_seed", ctypes.c_uint64),
         ("dropout_offset", ctypes.c_uint64),
+        ("dropout_rng", ctypes.c_void_p),    # const uint64_t * (device {seed, offset}) or NULL
     ]
 
 
@@ -236,6 +237,10 @@ class FmhaBwdArgs(ctypes.Structure):
         ("sinks", ctypes.c_void_p),          # const float *
         ("dsinks", ctypes.c_void_p),         # float *
         ("alibi_batch_stride", ctypes.c_int64),
+        ("dropout_p", ctypes.c_float),       # the forward's: the same p, seed and offset
+        ("dropout_seed", ctypes.c_uint64),   # (or dropout_rng) redraw the same mask
+        ("dropout_offset", ctypes.c_uint64),
+        ("dropout_rng", ctypes.c_void_p),    # const uint64_t * (device {seed, offset}) or NULL
     ]
 
 

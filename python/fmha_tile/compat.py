@@ -18,13 +18,21 @@ Returns:
   flash_attn_func / flash_attn_varlen_func (and the packed variants): out, or
   with return_attn_probs=True (out, softmax_lse, S_dmask): lse fp32 [b, h, s_q]
   (varlen: [h, total_q]); S_dmask is an empty tensor, which is what
-  FlashAttention returns when dropout_p == 0 (it returns probabilities only
-  with dropout, and dropout is not supported here).
+  FlashAttention returns when dropout_p == 0.
   flash_attn_with_kvcache: out, or (out, softmax_lse) with return_softmax_lse.
 
+Dropout: dropout_p in [0, 1) (forward and backward, batch and varlen), as
+fmha_tile.attention takes it: each element of P dropped with probability p
+(in 256ths), the kept ones scaled by 256 / (256 - round(256 p)); the Philox
+seed and offset come from torch's default CUDA generator of q's device
+(advanced by 4 per call, so torch.manual_seed reproduces a run), and the
+backward redraws the same mask. The masks differ from FlashAttention's own
+(another random number layout), with the same distribution.
+
 Not supported (a clear error, never a silent difference):
-  - dropout_p > 0 (NotImplementedError; pass 0.0 in eval, or use dropout-free
-    attention in training);
+  - return_attn_probs=True with dropout_p > 0 (NotImplementedError: the
+    dropped probabilities are never materialised); dropout_p > 0 with a
+    block_table (NotImplementedError: the paged path has no dropout);
   - cache_leftpad (NotImplementedError);
   - rotary embedding in flash_attn_with_kvcache where FlashAttention's query
     positions differ from fmha_tile's: fmha_tile turns query i by position
@@ -50,11 +58,16 @@ __all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache
            "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func"]
 
 
-def _no_dropout(dropout_p, where):
-    if dropout_p != 0.0:
+def _dropout(q, dropout_p, return_attn_probs, where):
+    """(dropout_p, seed, offset, rng) for the forward op (fmha_tile.ops)."""
+    if dropout_p is None:
+        dropout_p = 0.0
+    if return_attn_probs and dropout_p != 0.0:
         raise NotImplementedError(
-            "fmha_tile.compat.%s: dropout_p=%r is not supported (fmha_tile has no attention "
-            "dropout yet); pass dropout_p=0.0" % (where, dropout_p))
+            "fmha_tile.compat.%s: return_attn_probs=True with dropout_p=%r is not supported "
+            "(fmha_tile never materialises the dropped attention probabilities); pass "
+            "return_attn_probs=False" % (where, dropout_p))
+    return _ops._dropout_args(q, dropout_p, None)
 
 
 def _unit_last(x):
@@ -94,12 +107,13 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     """FlashAttention's flash_attn_func: q [b, s_q, h, d], k/v [b, s_k, h_k, d]
     -> out [b, s_q, h, d] (or (out, softmax_lse [b, h, s_q], S_dmask) with
     return_attn_probs). Differentiable in q, k, v (deterministic: bitwise
-    repeatable backward)."""
-    _no_dropout(dropout_p, "flash_attn_func")
+    repeatable backward). dropout_p: see the module docstring."""
+    dp, seed, offset, rng = _dropout(q, dropout_p, return_attn_probs, "flash_attn_func")
     q, k, v, scale, dv = _prepare_qkv(q, k, v, softmax_scale)
     wl, wr = _window(window_size)
     out, lse = torch.ops.fmha_tile.fwd(q, k, v, bool(causal), wl, wr, softcap, alibi_slopes, scale,
-                                       None, bool(deterministic), None, None, None, None)
+                                       None, bool(deterministic), None, None, None, None,
+                                       dp, seed, offset, rng)
     if out.shape[-1] != dv:
         out = out[..., :dv]
     return (out, lse, _attn_probs_placeholder(q)) if return_attn_probs else out
@@ -117,10 +131,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     block_table (int32 [b, max_blocks]): k/v are paged caches [num_blocks,
     page_block_size, h_k, d] and sequence i has cu_seqlens_k[i+1] -
     cu_seqlens_k[i] keys (served by fmha_tile's batch prefill: forward
-    only, no alibi_slopes)."""
-    _no_dropout(dropout_p, "flash_attn_varlen_func")
+    only, no alibi_slopes, no dropout). dropout_p: see the module docstring."""
     wl, wr = _window(window_size)
     if block_table is not None:
+        if dropout_p:
+            raise NotImplementedError("fmha_tile.compat.flash_attn_varlen_func: dropout_p=%r with a "
+                                      "block_table (paged KV) is not supported" % (dropout_p,))
         if alibi_slopes is not None:
             raise NotImplementedError("fmha_tile.compat.flash_attn_varlen_func: alibi_slopes with a "
                                       "block_table (paged KV) is not supported")
@@ -133,11 +149,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             bool(causal), wl, wr, softcap, softmax_scale, None, None, None, None,
             bool(return_attn_probs), None)
         return (out, lse, _attn_probs_placeholder(q)) if return_attn_probs else out
+    dp, seed, offset, rng = _dropout(q, dropout_p, return_attn_probs, "flash_attn_varlen_func")
     q, k, v, scale, dv = _prepare_qkv(q, k, v, softmax_scale)
     out, lse = torch.ops.fmha_tile.fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                               max_seqlen_k, bool(causal), wl, wr, softcap,
                                               alibi_slopes, scale, None, bool(deterministic), None,
-                                              None, None, None)
+                                              None, None, None, dp, seed, offset, rng)
     if out.shape[-1] != dv:
         out = out[..., :dv]
     return (out, lse, _attn_probs_placeholder(q)) if return_attn_probs else out

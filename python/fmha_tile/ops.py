@@ -22,21 +22,31 @@ window=(left, right) is two ints and kernels= is a kernel set's name):
 
     fwd(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
         alibi_slopes=None, scale=None, sinks=None, deterministic=False,
-        q_descale=None, k_descale=None, v_descale=None, kernels=None) -> (out, lse)
+        q_descale=None, k_descale=None, v_descale=None, kernels=None,
+        dropout_p=0.0, dropout_seed=0, dropout_offset=0, dropout_rng=None) -> (out, lse)
         fmha_tile.attention: q [b, s_q, h, d], k/v [b, s_k, h_k, d]; out
         [b, s_q, h, d_v] (bf16 for fp8 inputs), lse fp32 [b, h, s_q] (always
         computed: the backward needs it). Differentiable in q, k, v and sinks;
-        deterministic selects the deterministic backward.
+        deterministic selects the deterministic backward. Dropout: dropout_p
+        in [0, 1) with the Philox seed and offset as arguments (the seed as a
+        signed int64: its bit pattern is used), or dropout_rng, an int64 [2]
+        device tensor {seed, offset} the kernel reads when it runs (then the
+        two ints are ignored). The op is a pure function of them: the
+        wrappers below (and fmha_tile.compat) take them from torch's CUDA
+        generator per call (fmha_tile._dropout); a caller of the op itself
+        must pass fresh ones per call. The backward gets the same ones.
     fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, <fwd's tail>)
         fmha_tile.attention_varlen: q [total_q, h, d] ...; out [total_q, h, d_v],
         lse fp32 [h, total_q]. Differentiable as fwd.
     bwd(dout, q, k, v, out, lse, causal, window_left, window_right, softcap,
-        alibi_slopes, scale, sinks, deterministic, kernels) -> (dq, dk, dv, dsinks)
+        alibi_slopes, scale, sinks, deterministic, kernels=None, dropout_p=0.0,
+        dropout_seed=0, dropout_offset=0, dropout_rng=None) -> (dq, dk, dv, dsinks)
     bwd_varlen(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                max_seqlen_k, <bwd's tail>) -> (dq, dk, dv, dsinks)
         the backward (fmha_bwd); dq, dk, dv contiguous in the shapes and dtypes
         of q, k, v; dsinks fp32 [h], or an empty tensor without sinks. Not
         capturable in a CUDA graph (the workspace preparation synchronises).
+        With dropout, the forward's dropout_p / seed / offset / rng.
     batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_layout, kv_indptr=None,
                   kv_page_indices=None, kv_last_page_len=None, block_table=None,
                   seqlens_k=None, causal=True, window_left=-1, window_right=-1,
@@ -79,7 +89,7 @@ if not hasattr(torch.library, "custom_op") or not hasattr(torch.library, "regist
 
 from torch import Tensor
 
-from . import _args, _bwd, _decode, _lib, _prefill
+from . import _args, _bwd, _decode, _dropout, _lib, _prefill
 from . import _run as _run_forward
 
 __all__ = ["fwd", "fwd_varlen", "bwd", "bwd_varlen", "batch_prefill_op", "decode", "decode_append",
@@ -103,23 +113,36 @@ def _empty_lse(q):
     return q.new_empty((0,), dtype=torch.float32)
 
 
+def _set_dropout(p, q, seed, offset, rng):
+    """The Philox seed/offset (or device rng tensor) of a dropout problem."""
+    if not p.dropout:
+        return
+    if rng is not None:
+        _args.check_same_device(q, (("dropout_rng", rng),))
+    p.set_dropout_rng(seed, offset, rng)
+
+
 # ---- forward, dense and varlen ----------------------------------------------------------------
 @torch.library.custom_op(NS + "::fwd", mutates_args=())
 def fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, window_left: int = -1,
         window_right: int = -1, softcap: float = 0.0, alibi_slopes: Optional[Tensor] = None,
         scale: Optional[float] = None, sinks: Optional[Tensor] = None, deterministic: bool = False,
         q_descale: Optional[Tensor] = None, k_descale: Optional[Tensor] = None,
-        v_descale: Optional[Tensor] = None, kernels: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+        v_descale: Optional[Tensor] = None, kernels: Optional[str] = None, dropout_p: float = 0.0,
+        dropout_seed: int = 0, dropout_offset: int = 0,
+        dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """fmha_tile.attention as a custom op -> (out, lse); see the module docstring."""
     p = _args.batch_problem(q, k, v, causal, (window_left, window_right), softcap, alibi_slopes,
-                            scale, q_descale, k_descale, v_descale, sinks)
+                            scale, q_descale, k_descale, v_descale, sinks, dropout_p)
+    _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _run_forward(torch, p, q, None, None, True, "fmha_tile::fwd", _lib.handle(kernels))
 
 
 @fwd.register_fake
 def _fwd_fake(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
               alibi_slopes=None, scale=None, sinks=None, deterministic=False, q_descale=None,
-              k_descale=None, v_descale=None, kernels=None):
+              k_descale=None, v_descale=None, kernels=None, dropout_p=0.0, dropout_seed=0,
+              dropout_offset=0, dropout_rng=None):
     b, s_q, h = q.shape[0], q.shape[1], q.shape[2]
     out = q.new_empty((b, s_q, h, v.shape[-1]), dtype=_out_dtype(q))
     lse = q.new_empty((b, h, s_q), dtype=torch.float32)
@@ -133,11 +156,14 @@ def fwd_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens
                scale: Optional[float] = None, sinks: Optional[Tensor] = None,
                deterministic: bool = False, q_descale: Optional[Tensor] = None,
                k_descale: Optional[Tensor] = None, v_descale: Optional[Tensor] = None,
-               kernels: Optional[str] = None) -> Tuple[Tensor, Tensor]:
+               kernels: Optional[str] = None, dropout_p: float = 0.0, dropout_seed: int = 0,
+               dropout_offset: int = 0,
+               dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """fmha_tile.attention_varlen as a custom op -> (out, lse)."""
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, (window_left, window_right), softcap, alibi_slopes, scale,
-                             q_descale, k_descale, v_descale, sinks)
+                             q_descale, k_descale, v_descale, sinks, dropout_p)
+    _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _run_forward(torch, p, q, None, None, True, "fmha_tile::fwd_varlen",
                         _lib.handle(kernels))
 
@@ -146,7 +172,8 @@ def fwd_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens
 def _fwd_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
                      window_left=-1, window_right=-1, softcap=0.0, alibi_slopes=None, scale=None,
                      sinks=None, deterministic=False, q_descale=None, k_descale=None,
-                     v_descale=None, kernels=None):
+                     v_descale=None, kernels=None, dropout_p=0.0, dropout_seed=0, dropout_offset=0,
+                     dropout_rng=None):
     total_q, h = q.shape[0], q.shape[1]
     out = q.new_empty((total_q, h, v.shape[-1]), dtype=_out_dtype(q))
     lse = q.new_empty((h, total_q), dtype=torch.float32)
@@ -174,17 +201,21 @@ def _bwd_fake_outputs(q, k, v, sinks):
 def bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, causal: bool,
         window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[Tensor],
         scale: Optional[float], sinks: Optional[Tensor], deterministic: bool,
-        kernels: Optional[str] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        kernels: Optional[str] = None, dropout_p: float = 0.0, dropout_seed: int = 0,
+        dropout_offset: int = 0,
+        dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """The backward of fwd -> (dq, dk, dv, dsinks); dsinks is empty without sinks."""
     p = _args.batch_problem(q, k, v, causal, (window_left, window_right), softcap, alibi_slopes,
-                            scale, sinks=sinks)
+                            scale, sinks=sinks, dropout_p=dropout_p)
+    _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _backward(p, dout, q, k, v, out, lse, None, None, sinks, deterministic, kernels,
                      "fmha_tile::bwd")
 
 
 @bwd.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, causal, window_left, window_right, softcap, alibi_slopes,
-              scale, sinks, deterministic, kernels=None):
+              scale, sinks, deterministic, kernels=None, dropout_p=0.0, dropout_seed=0,
+              dropout_offset=0, dropout_rng=None):
     return _bwd_fake_outputs(q, k, v, sinks)
 
 
@@ -193,14 +224,16 @@ def bwd_varlen(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: 
                cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int, max_seqlen_k: int,
                causal: bool, window_left: int, window_right: int, softcap: float,
                alibi_slopes: Optional[Tensor], scale: Optional[float], sinks: Optional[Tensor],
-               deterministic: bool,
-               kernels: Optional[str] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+               deterministic: bool, kernels: Optional[str] = None, dropout_p: float = 0.0,
+               dropout_seed: int = 0, dropout_offset: int = 0,
+               dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """The backward of fwd_varlen -> (dq, dk, dv, dsinks). Reads the sequence
     lengths back to check max_seqlen_q / max_seqlen_k (as attention_varlen's
     backward does)."""
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, (window_left, window_right), softcap, alibi_slopes, scale,
-                             sinks=sinks)
+                             sinks=sinks, dropout_p=dropout_p)
+    _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _backward(p, dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sinks, deterministic,
                      kernels, "fmha_tile::bwd_varlen")
 
@@ -208,7 +241,8 @@ def bwd_varlen(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: 
 @bwd_varlen.register_fake
 def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, causal, window_left, window_right, softcap, alibi_slopes, scale,
-                     sinks, deterministic, kernels=None):
+                     sinks, deterministic, kernels=None, dropout_p=0.0, dropout_seed=0,
+                     dropout_offset=0, dropout_rng=None):
     return _bwd_fake_outputs(q, k, v, sinks)
 
 
@@ -216,7 +250,8 @@ def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_se
 # Positions of the arguments in the schemas above (inputs arrive positionally,
 # defaults filled in).
 _FWD_TAIL = ("causal", "window_left", "window_right", "softcap", "alibi_slopes", "scale", "sinks",
-             "deterministic", "q_descale", "k_descale", "v_descale", "kernels")
+             "deterministic", "q_descale", "k_descale", "v_descale", "kernels", "dropout_p",
+             "dropout_seed", "dropout_offset", "dropout_rng")
 
 
 def _setup(ctx, inputs, output, varlen):
@@ -225,10 +260,13 @@ def _setup(ctx, inputs, output, varlen):
     q, k, v = inputs[:3]
     out, lse = output
     cu = inputs[3:5] if varlen else (None, None)
-    ctx.save_for_backward(q, k, v, out, lse, tail["alibi_slopes"], tail["sinks"], cu[0], cu[1])
+    ctx.save_for_backward(q, k, v, out, lse, tail["alibi_slopes"], tail["sinks"], cu[0], cu[1],
+                          tail["dropout_rng"])
     ctx.max_seqlens = tuple(inputs[5:7]) if varlen else None
     ctx.params = (tail["causal"], tail["window_left"], tail["window_right"], tail["softcap"],
                   tail["scale"], tail["deterministic"], tail["kernels"])
+    # the backward redraws the forward's dropout mask from the same values
+    ctx.dropout = (tail["dropout_p"], tail["dropout_seed"], tail["dropout_offset"])
     ctx.n_head_args = n
     ctx.mark_non_differentiable(lse)
 
@@ -242,16 +280,19 @@ def _fwd_varlen_setup(ctx, inputs, output):
 
 
 def _grads(ctx, dout):
-    q, k, v, out, lse, alibi, sinks, cu_q, cu_k = ctx.saved_tensors
+    q, k, v, out, lse, alibi, sinks, cu_q, cu_k, rng = ctx.saved_tensors
     causal, wl, wr, softcap, scale, deterministic, kernels = ctx.params
+    dp, seed, offset = ctx.dropout
     if ctx.max_seqlens is None:
         dq, dk, dv, dsinks = torch.ops.fmha_tile.bwd(dout, q, k, v, out, lse, causal, wl, wr, softcap,
-                                                     alibi, scale, sinks, deterministic, kernels)
+                                                     alibi, scale, sinks, deterministic, kernels,
+                                                     dp, seed, offset, rng)
     else:
         mq, mk = ctx.max_seqlens
         dq, dk, dv, dsinks = torch.ops.fmha_tile.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, mq,
                                                             mk, causal, wl, wr, softcap, alibi, scale,
-                                                            sinks, deterministic, kernels)
+                                                            sinks, deterministic, kernels,
+                                                            dp, seed, offset, rng)
     need = ctx.needs_input_grad
     n = ctx.n_head_args
     grads = [dq if need[0] else None, dk if need[1] else None, dv if need[2] else None]
@@ -414,29 +455,44 @@ def _pair(window):
     return left, right
 
 
+def _dropout_args(q, dropout_p, generator):
+    """(dropout_p, seed, offset, rng) for one forward op call: the
+    generator's seed and offset (advanced by 4), or a device draw under
+    torch.compile tracing or CUDA graph capture (fmha_tile._dropout). A
+    bad dropout_p is left for the op's checks (no generator is touched)."""
+    if isinstance(dropout_p, (int, float)) and not isinstance(dropout_p, bool) \
+            and 0.0 < dropout_p < 1.0:
+        seed, offset, rng = _dropout.op_args(torch, q.device, dropout_p, generator)
+        return float(dropout_p), seed, offset, rng
+    return dropout_p, 0, 0, None
+
+
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
               return_lse=False, *, deterministic=False, q_descale=None, k_descale=None,
-              v_descale=None, kernels=None, sinks=None):
+              v_descale=None, kernels=None, sinks=None, dropout_p=0.0, generator=None):
     """fmha_tile.attention through the custom op fmha_tile::fwd (no out= /
     out_lse=: custom ops allocate their outputs). Differentiable in q, k, v
-    and sinks."""
+    and sinks. dropout_p / generator: as in fmha_tile.attention."""
     wl, wr = _pair(window)
+    dp, seed, offset, rng = _dropout_args(q, dropout_p, generator)
     o, lse = torch.ops.fmha_tile.fwd(q, k, v, causal, wl, wr, softcap, alibi_slopes, scale, sinks,
                                      deterministic, q_descale, k_descale, v_descale,
-                                     _kernels_name(kernels))
+                                     _kernels_name(kernels), dp, seed, offset, rng)
     return (o, lse) if return_lse else o
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
                      window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None, return_lse=False,
                      *, deterministic=False, q_descale=None, k_descale=None, v_descale=None,
-                     kernels=None, sinks=None):
+                     kernels=None, sinks=None, dropout_p=0.0, generator=None):
     """fmha_tile.attention_varlen through the custom op fmha_tile::fwd_varlen."""
     wl, wr = _pair(window)
+    dp, seed, offset, rng = _dropout_args(q, dropout_p, generator)
     o, lse = torch.ops.fmha_tile.fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                             max_seqlen_k, causal, wl, wr, softcap, alibi_slopes,
                                             scale, sinks, deterministic, q_descale, k_descale,
-                                            v_descale, _kernels_name(kernels))
+                                            v_descale, _kernels_name(kernels), dp, seed, offset,
+                                            rng)
     return (o, lse) if return_lse else o
 
 

@@ -320,11 +320,18 @@ def test_kvcache_int_seqlens_and_full_cache():
 
 def test_unsupported():
     q, k, v = rand(1, 16, 2, 64), rand(1, 16, 2, 64), rand(1, 16, 2, 64)
-    with pytest.raises(NotImplementedError, match="dropout"):
-        flash_attn_func(q, k, v, dropout_p=0.1)
+    # dropout works (test_dropout.py); its probabilities are never materialised
+    with pytest.raises(NotImplementedError, match="return_attn_probs"):
+        flash_attn_func(q, k, v, dropout_p=0.1, return_attn_probs=True)
     cu = torch.tensor([0, 16], dtype=torch.int32, device=DEV)
+    with pytest.raises(NotImplementedError, match="return_attn_probs"):
+        flash_attn_varlen_func(q[0], k[0], v[0], cu, cu, 16, 16, dropout_p=0.5,
+                               return_attn_probs=True)
+    with pytest.raises(ValueError, match="dropout_p"):
+        flash_attn_func(q, k, v, dropout_p=1.0)
+    bt = torch.zeros((1, 1), dtype=torch.int32, device=DEV)
     with pytest.raises(NotImplementedError, match="dropout"):
-        flash_attn_varlen_func(q[0], k[0], v[0], cu, cu, 16, 16, dropout_p=0.5)
+        flash_attn_varlen_func(q[0], k, v, cu, cu, 16, 16, dropout_p=0.5, block_table=bt)
     kc, vc = rand(1, 32, 2, 64), rand(1, 32, 2, 64)
     sl = torch.tensor([10], dtype=torch.int32, device=DEV)
     with pytest.raises(NotImplementedError, match="cache_leftpad"):
