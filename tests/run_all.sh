@@ -120,6 +120,9 @@ if [ "$mode" = "--all" ]; then
     # kernel sets declared from Python (python/fmha_tile/jit.py): standard
     # library only, no GPU (the C checks use cc; one real build where nvcc is)
     run_suite python_jit_host env CC="$cc" "$python" python/tests/test_jit_host.py
+    # dropout in the Python package: the Philox rule against tile/philox.h (cc),
+    # argument checks, seed/offset from the generator (stand-ins; no GPU)
+    run_suite python_dropout_host env CC="$cc" "$python" python/tests/test_dropout_host.py
     # Python package (python/tests): runs where torch, pytest and a GPU exist
     run_suite python sh python/tests/run.sh "$python" "$build"
 fi
