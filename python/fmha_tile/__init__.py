@@ -22,7 +22,8 @@ Functions (names and meanings follow FlashAttention's Python API):
 
     attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0,
               alibi_slopes=None, scale=None, return_lse=False, *, out=None, out_lse=None,
-              deterministic=False, q_descale=None, k_descale=None, v_descale=None, sinks=None)
+              deterministic=False, q_descale=None, k_descale=None, v_descale=None, sinks=None,
+              dropout_p=0.0, generator=None)
         q [batch, seqlen_q, nheads, headdim], k and v [batch, seqlen_k,
         nheads_k, headdim]; returns out [batch, seqlen_q, nheads, headdim]
         and, with return_lse, lse fp32 [batch, nheads, seqlen_q].
@@ -30,7 +31,7 @@ Functions (names and meanings follow FlashAttention's Python API):
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
                      deterministic=False, q_descale=None, k_descale=None, v_descale=None,
-                     sinks=None)
+                     sinks=None, dropout_p=0.0, generator=None)
         packed q [total_q, nheads, headdim], k and v [total_k, nheads_k,
         headdim]; cu_seqlens_* int32 [batch + 1] prefix sums on the device
         (sequences may be empty); max_seqlen_q must bound every query length
@@ -87,6 +88,19 @@ Semantics:
     3e-2. No backward (NotImplementedError when an input requires grad).
   - GQA/MQA: nheads % nheads_k == 0; query head h reads KV head
     h // (nheads // nheads_k).
+  - dropout_p in [0, 1) (attention() and attention_varlen(), forward and
+    backward; fp16/bf16): each element of P is dropped with probability p,
+    taken in 256ths (threshold round(256 p)), the kept ones scaled by
+    256 / (256 - threshold); the LSE is the one without dropout. The mask is
+    Philox4x32-10 of (seed, offset, b * nheads + h, i, j) (fmha_tile.philox
+    computes it on the host); seed = the CUDA generator's initial_seed(),
+    offset = its get_offset(), which the call advances by 4 (generator=: a
+    torch.Generator on q's device, else the device's default one), so
+    torch.manual_seed reproduces a run; the backward redraws the mask from
+    the saved seed and offset. Under CUDA graph capture the pair is drawn on
+    the device by a torch random op (fmha_fwd_args.dropout_rng), so each
+    replay draws a new mask. dropout_p=0 leaves the generator alone. See
+    fmha_tile._dropout.
   - causal is bottom-right aligned (FlashAttention >= 2.1): with s_q queries and
     s_k keys, query i sees key j when j <= i + s_k - s_q. window=(left, right),
     -1 unbounded, is bottom-right aligned too; causal=True sets right to 0. A
