@@ -45,10 +45,7 @@ def is_compiling(torch):
     f = getattr(compiler, "is_compiling", None)
     if f is None:
         f = getattr(getattr(torch, "_dynamo", None), "is_compiling", None)
-    try:
-        return bool(f()) if f is not None else False
-    except Exception:      # an odd torch build: not tracing
-        return False
+    return bool(f()) if f is not None else False
 
 
 def is_capturing(torch):

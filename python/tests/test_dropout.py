@@ -297,6 +297,56 @@ def test_op_with_explicit_seed_offset():
     assert torch.equal(o2, o)
 
 
+def _ops_or_skip():
+    try:
+        from fmha_tile import ops
+    except ImportError as e:
+        pytest.skip("fmha_tile.ops: %s" % e)
+    return ops
+
+
+def test_opcheck_dropout():
+    # the ops with dropout: fixed seed/offset make them deterministic, which
+    # opcheck's repeated runs (schema, fake, autograd registration) rely on
+    _ops_or_skip()
+    q, k, v = (x.requires_grad_() for x in (rand(1, 17, 2, 64), rand(1, 33, 1, 64), rand(1, 33, 1, 64)))
+    torch.library.opcheck(torch.ops.fmha_tile.fwd.default,
+                          (q, k, v, True, -1, -1, 0.0, None, None, None, False, None, None, None, None,
+                           0.3, _dropout.to_i64(2 ** 63 + 5), 8, None))
+    o, lse = torch.ops.fmha_tile.fwd(q.detach(), k.detach(), v.detach(), True, -1, -1, 0.0, None,
+                                     None, None, False, None, None, None, None, 0.3, 11, 8, None)
+    torch.library.opcheck(torch.ops.fmha_tile.bwd.default,
+                          (torch.randn_like(o), q.detach(), k.detach(), v.detach(), o, lse, True, -1, -1,
+                           0.0, None, None, None, False, None, 0.3, 11, 8, None))
+
+
+def test_compile_fullgraph_draws_per_call():
+    # under torch.compile the wrapper draws {seed, offset} on the device (a
+    # random op in the graph), never a pair frozen into it: two calls of the
+    # compiled function draw two masks; no graph break
+    ops = _ops_or_skip()
+    from torch._dynamo.utils import counters
+    b, s_q, h, d, p = 1, 64, 2, 128, 0.5
+    q = torch.zeros(b, s_q, h, d, dtype=BF16, device=DEV)
+    k = rand(b, d, h, d)
+    v = torch.eye(d, dtype=BF16, device=DEV)[None, :, None, :].expand(b, d, h, d).contiguous()
+
+    def fn(q, k, v):
+        return ops.attention(q, k, v, dropout_p=p) * 1.0
+
+    counters.clear()
+    f = torch.compile(fn, backend="aot_eager", fullgraph=True)
+    r1, r2 = f(q, k, v), f(q, k, v)
+    assert len(counters["graph_break"]) == 0, dict(counters["graph_break"])
+    assert not torch.equal(r1, r2)
+    want = 1.0 - philox.threshold(p) / 256.0
+    for r in (r1, r2):
+        keep, vals = kernel_mask(r, d)
+        f_ = keep.float().mean().item()
+        assert abs(f_ - want) <= 4 * math.sqrt(want * (1 - want) / keep.numel()), f_
+        assert (vals - philox.keep_scale(p)).abs().max().item() <= 1e-2 * philox.keep_scale(p)
+
+
 # ---- the kernel's own mask (q = 0, V = I) ---------------------------------------------------------------
 def kernel_mask(o, s_k):
     """O = Z / s_k elementwise when P is uniform and V the identity: -> (keep
