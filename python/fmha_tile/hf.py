@@ -43,8 +43,11 @@ fallback="raise": NotImplementedError):
     and break graphs, so such a call is served by SDPA with that mask.
     Padded batches are better sent to fmha_tile's varlen / batch-prefill
     entry points by the caller (unpadding is not done here).
-  - dropout > 0 (training with attention dropout), dtypes other than fp16 /
-    bf16, head dims the library does not take.
+  - dtypes other than fp16 / bf16, head dims the library does not take.
+Attention dropout (dropout > 0 while the module is training) is served:
+fmha_tile::fwd with dropout_p, the Philox seed and offset taken from the
+default CUDA generator per call (advanced by 4; fmha_tile._dropout), the
+backward redrawing the same mask; the decode op is not used then.
 """
 import warnings
 
@@ -138,8 +141,6 @@ def attention_forward(module, query, key, value, attention_mask, scaling=None, d
     if attention_mask is not None:
         why = ("an explicit attention mask (padding, packing, a static cache or a model-specific "
                "mask) that causal / window masks cannot express")
-    elif dropout and module.training:
-        why = "attention dropout > 0 is not supported"
     elif query.dtype not in (torch.float16, torch.bfloat16) or key.dtype != query.dtype or \
             value.dtype != query.dtype:
         why = "dtype %s is not supported (fp16 / bf16 only)" % query.dtype
@@ -178,7 +179,8 @@ def attention_forward(module, query, key, value, attention_mask, scaling=None, d
     needs_grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or
                                               value.requires_grad or
                                               (sinks is not None and sinks.requires_grad))
-    if s_q == 1 and _state["decode"] and not needs_grad:
+    dp = float(dropout) if dropout and module.training else 0.0
+    if s_q == 1 and _state["decode"] and not needs_grad and not dp:
         stats["decode"] += 1
         seqlens = torch.full((q.shape[0],), s_k, dtype=torch.int32, device=q.device)
         out, _ = torch.ops.fmha_tile.decode.default(
@@ -186,6 +188,7 @@ def attention_forward(module, query, key, value, attention_mask, scaling=None, d
             window_right=-1 if wl < 0 else 0, softcap=sc, scale=scaling, sinks=sinks)
         return out, None
     stats["fmha_tile"] += 1
+    dp, seed, offset, rng = ops._dropout_args(q, dp, None)
     out, _ = torch.ops.fmha_tile.fwd.default(q, k, v, causal, wl, wr, sc, None, scaling, sinks,
-                                             False, None, None, None, None)
+                                             False, None, None, None, None, dp, seed, offset, rng)
     return out, None

@@ -534,3 +534,33 @@ def test_errors():
     from fmha_tile import compat
     with pytest.raises(NotImplementedError, match="return_attn_probs"):
         compat.flash_attn_func(q, k, v, dropout_p=0.1, return_attn_probs=True)
+
+
+def test_hf_attention_forward_training_dropout():
+    # the Hugging Face backend serves attention dropout in training (module.training)
+    try:
+        from fmha_tile import hf
+    except ImportError as e:
+        pytest.skip("fmha_tile.hf: %s" % e)
+
+    class Mod(torch.nn.Module):
+        is_causal = True
+        num_key_value_groups = 2
+
+    b, h, hk, s, d, p = 2, 4, 2, 48, 64, 0.1
+    q, k, v = rand(b, h, s, d), rand(b, hk, s, d), rand(b, hk, s, d)
+    mod = Mod().train()
+    seed, offset = seed_offset()
+    out, w = hf.attention_forward(mod, q, k, v, None, scaling=d ** -0.5, dropout=p)
+    assert w is None and out.shape == (b, s, h, d)
+    assert seed_offset() == (seed, offset + _dropout.OFFSET_INCREMENT)
+    ref_o, _ = reference(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                         batch_z(seed, offset, b, h, s, s, p), causal=True)
+    check_close("O", out, ref_o, TOL[BF16])
+    # eval: no dropout, the generator untouched
+    before = seed_offset()
+    out_eval, _ = hf.attention_forward(mod.eval(), q, k, v, None, scaling=d ** -0.5, dropout=p)
+    plain, _ = reference(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                         torch.ones(1, device=DEV), causal=True)
+    check_close("O (eval)", out_eval, plain, TOL[BF16])
+    assert seed_offset() == before
