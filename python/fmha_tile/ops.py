@@ -460,11 +460,16 @@ def _dropout_args(q, dropout_p, generator):
     generator's seed and offset (advanced by 4), or a device draw under
     torch.compile tracing or CUDA graph capture (fmha_tile._dropout). A
     bad dropout_p is left for the op's checks (no generator is touched)."""
-    if isinstance(dropout_p, (int, float)) and not isinstance(dropout_p, bool) \
-            and 0.0 < dropout_p < 1.0:
-        seed, offset, rng = _dropout.op_args(torch, q.device, dropout_p, generator)
-        return float(dropout_p), seed, offset, rng
-    return dropout_p, 0, 0, None
+    if isinstance(dropout_p, (bool, str, bytes)):
+        return dropout_p, 0, 0, None
+    try:
+        p = float(dropout_p)
+    except (TypeError, ValueError):
+        return dropout_p, 0, 0, None
+    if not 0.0 < p < 1.0:
+        return p, 0, 0, None
+    seed, offset, rng = _dropout.op_args(torch, q.device, p, generator)
+    return p, seed, offset, rng
 
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
