@@ -158,6 +158,7 @@ import json
 import math
 
 from . import _args, _bwd, _dropout, _lib
+from . import philox  # noqa: F401  (the dropout rule on the host; no torch at import)
 from ._lib import FmhaError, FmhaLibraryError, library_path
 from ._prefill import batch_prefill, batch_prefill_plan
 from ._decode import attention_with_kvcache
