@@ -7,7 +7,8 @@
 Each element of P is dropped with probability dropout_p (in 256ths) and the
 kept ones are scaled by 256 / (256 - round(256 p)). The mask comes from
 Philox with torch's CUDA generator: seed = its initial_seed(), offset = its
-get_offset(), which each call advances by 4, so torch.manual_seed
+get_offset() (with bit 63 set: fmha_tile.philox.kernel_offset), which each
+call advances by 4, so torch.manual_seed
 reproduces a run and successive calls draw new masks. The backward redraws
 the forward's mask from the same seed and offset (nothing is stored).
 
@@ -44,7 +45,7 @@ def run():
            "offset %d -> %d" % (offset, gen.get_offset()))
 
     # the oracle: the keep mask of (seed, offset) for heads b * h + head
-    keep = philox.keep_mask(seed, offset, b * h, s_q, s_k, p).view(b, h, s_q, s_k)
+    keep = philox.keep_mask(seed, philox.kernel_offset(offset), b * h, s_q, s_k, p).view(b, h, s_q, s_k)
     z = keep.to("cuda").float() * philox.keep_scale(p)
     c.true("kept fraction of the mask", abs(keep.float().mean().item() - (1 - philox.threshold(p) / 256))
            < 0.01, "%.4f (1 - %d/256)" % (keep.float().mean().item(), philox.threshold(p)))

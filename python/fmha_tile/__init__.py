@@ -94,7 +94,9 @@ Semantics:
     256 / (256 - threshold); the LSE is the one without dropout. The mask is
     Philox4x32-10 of (seed, offset, b * nheads + h, i, j) (fmha_tile.philox
     computes it on the host); seed = the CUDA generator's initial_seed(),
-    offset = its get_offset(), which the call advances by 4 (generator=: a
+    offset = its get_offset() with bit 63 set (philox.kernel_offset: no
+    draw shared with torch's own random ops), the generator advanced by 4
+    per call (generator=: a
     torch.Generator on q's device, else the device's default one), so
     torch.manual_seed reproduces a run; the backward redraws the mask from
     the saved seed and offset. Under CUDA graph capture the pair is drawn on
@@ -368,8 +370,9 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     in 256ths: threshold round(p * 256)) and the kept ones scaled by
     256 / (256 - threshold); lse stays the one without dropout. The mask
     comes from Philox seeded by torch's CUDA generator (generator=, a
-    torch.Generator on q's device, or the device's default one), whose
-    offset the call advances by 4, so torch.manual_seed reproduces it; the
+    torch.Generator on q's device, or the device's default one): its
+    initial_seed() and get_offset() (with bit 63 set), the offset advanced
+    by 4 per call, so torch.manual_seed reproduces it; the
     backward redraws the same mask from the saved seed and offset. See
     fmha_tile._dropout (CUDA graph capture included). 0 leaves the
     generator untouched.

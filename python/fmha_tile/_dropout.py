@@ -8,7 +8,9 @@ tile/philox.h), so two calls draw independent masks exactly when their
 (seed, offset) differ. A call takes
 
     seed   = generator.initial_seed()   (what manual_seed set)
-    offset = generator.get_offset()
+    offset = generator.get_offset() with bit 63 set (philox.kernel_offset:
+             a key no torch random op uses with this seed, so dropout never
+             shares a Philox draw with them)
 
 and advances the generator by OFFSET_INCREMENT (4: the smallest step the
 CUDA generator accepts; set_offset needs a multiple of 4, and
@@ -32,6 +34,8 @@ kernels through a device tensor (fmha_fwd_args.dropout_rng, two int64
 Generators without get_offset/set_offset (PyTorch < 2.1) raise a clear
 RuntimeError for dropout_p > 0.
 """
+
+from . import philox
 
 OFFSET_INCREMENT = 4
 U64_MASK = 2 ** 64 - 1
@@ -76,7 +80,8 @@ def generator_for(torch, device, generator=None):
 
 
 def host_seed_offset(torch, device, generator=None):
-    """(seed, offset) of one call from the generator, advanced by
+    """(seed, offset) of one call from the generator (the offset as the
+    kernels get it, philox.kernel_offset), the generator advanced by
     OFFSET_INCREMENT. Not under graph capture (the generator refuses)."""
     gen = generator_for(torch, device, generator)
     get_offset = getattr(gen, "get_offset", None)
@@ -89,7 +94,7 @@ def host_seed_offset(torch, device, generator=None):
     seed = int(gen.initial_seed()) & U64_MASK
     offset = int(get_offset())
     set_offset(offset + OFFSET_INCREMENT)
-    return seed, offset
+    return seed, philox.kernel_offset(offset)
 
 
 def device_seed_offset(torch, device, generator=None):
@@ -133,11 +138,11 @@ def op_args(torch, device, dropout_p, generator=None):
     """(dropout_seed, dropout_offset, dropout_rng) for the custom ops
     (fmha_tile.ops): (0, 0, None) without dropout; a device draw while
     torch.compile traces or a graph is captured; else the generator's seed
-    and offset (seed as a signed int64)."""
+    and offset (as signed int64s: their bit patterns)."""
     if not dropout_p:
         return 0, 0, None
     if is_compiling(torch):
         return 0, 0, device_seed_offset(torch, device, generator)
     with torch.cuda.device(device):
         seed, offset, rng = draw(torch, device, generator)
-    return to_i64(seed), offset, rng
+    return to_i64(seed), to_i64(offset), rng

@@ -5,7 +5,8 @@ a given Philox seed and offset keeps (include/fmha_tile/tile/philox.h).
     gen = torch.cuda.default_generators[q.device.index]
     seed, offset = gen.initial_seed(), gen.get_offset()      # before the call
     o = fmha_tile.attention(q, k, v, dropout_p=0.1)
-    keep = fmha_tile.philox.keep_mask(seed, offset, b * h, s_q, s_k, 0.1)  # [b*h, s_q, s_k]
+    keep = fmha_tile.philox.keep_mask(seed, fmha_tile.philox.kernel_offset(offset),
+                                      b * h, s_q, s_k, 0.1)  # [b*h, s_q, s_k] bool
     # o == ((softmax(q k^T * scale) * keep * philox.keep_scale(0.1)) @ v) up to rounding
 
 The rule: element (i, j) of head h in batch entry b (group mode: sequence b,
@@ -17,6 +18,14 @@ kept when that byte is >= threshold(p) = round(p * 256) (computed in fp32 as
 the C code does, at most 255), and a kept value is scaled by
 256 / (256 - threshold).
 
+The offset the kernels get is the generator's with bit 63 set
+(kernel_offset()): torch's own random ops draw Philox4x32-10 with key
+(seed mod 2^32, seed >> 32) and their thread index in counter words 2 and 3,
+so a dropout call at a generator offset that is 0 mod 2^32 would otherwise
+draw some of the very words a later torch random op draws; with the bit,
+the dropout key's high word differs from theirs for every offset below
+2^63, and the two never share a draw.
+
 A host reference for tests and for checking a training run: philox4x32_10()
 works on Python ints; keep_mask() computes whole masks with int64 torch ops
 (on any device; CPU by default). Neither is used on the kernels' path.
@@ -24,6 +33,8 @@ works on Python ints; keep_mask() computes whole masks with int64 torch ops
 import struct
 
 M32 = 0xFFFFFFFF
+M64 = 2 ** 64 - 1
+KERNEL_OFFSET_BIT = 1 << 63
 _MUL = (0xD2511F53, 0xCD9E8D57)
 _WEYL = (0x9E3779B9, 0xBB67AE85)
 
@@ -40,6 +51,12 @@ def philox4x32_10(ctr, key):
         k0 = (k0 + _WEYL[0]) & M32
         k1 = (k1 + _WEYL[1]) & M32
     return c0, c1, c2, c3
+
+
+def kernel_offset(generator_offset):
+    """The Philox offset the kernels get for a call made at this offset of
+    torch's CUDA generator: bit 63 set (see the module docstring)."""
+    return (int(generator_offset) | KERNEL_OFFSET_BIT) & M64
 
 
 def _f32(x):

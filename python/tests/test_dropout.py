@@ -4,8 +4,8 @@ attention_varlen (autograd), the custom ops and fmha_tile.compat.
 The oracle is an explicit mask: the keep decisions are rebuilt on the host
 from the Philox rule (fmha_tile.philox, itself checked against Random123's
 vectors and the C header in test_dropout_host.py) with the seed and offset
-read from torch's CUDA generator before the call (initial_seed(),
-get_offset()). Then O_ref = (softmax(scale * Q K^T + masks) * Z) V in fp32,
+read from torch's CUDA generator before the call (initial_seed(), and
+get_offset() with bit 63 set: philox.kernel_offset). Then O_ref = (softmax(scale * Q K^T + masks) * Z) V in fp32,
 Z = keep * 256 / (256 - threshold), and the gradients are PyTorch autograd
 through that reference. Tolerances as test_attention.py: O rel-L2 bf16 1e-2,
 fp16 2e-3, LSE (the one without dropout) 2e-3 absolute; gradients bf16
@@ -51,9 +51,13 @@ def generator():
 
 
 def seed_offset(gen=None):
-    """The (seed, offset) the next dropout call draws from."""
+    """The generator's (seed, offset): the next dropout call draws from
+    seed and K(offset)."""
     g = gen or generator()
     return g.initial_seed(), g.get_offset()
+
+
+K = philox.kernel_offset      # the generator's offset -> the kernels' (bit 63 set)
 
 
 def rand(*shape, dtype=BF16):
@@ -140,14 +144,14 @@ def test_forward_vs_mask_oracle(dtype, d, causal):
     seed, offset = seed_offset()
     o, lse = fmha_tile.attention(q, k, v, causal=causal, return_lse=True, dropout_p=p)
     assert seed_offset() == (seed, offset + _dropout.OFFSET_INCREMENT)
-    ref_o, ref_lse = reference(q, k, v, batch_z(seed, offset, b, h, s_q, s_k, p), causal)
+    ref_o, ref_lse = reference(q, k, v, batch_z(seed, K(offset), b, h, s_q, s_k, p), causal)
     assert o.dtype == dtype and o.shape == (b, s_q, h, d)
     check_close("O", o, ref_o, TOL[dtype])
     check_lse(lse, ref_lse)
     # far from the reference without dropout and from another offset's mask
     plain, _ = reference(q, k, v, torch.ones(1, device=DEV), causal)
     assert rel_l2(o, plain) > 10 * TOL[dtype]
-    other, _ = reference(q, k, v, batch_z(seed, offset + 4, b, h, s_q, s_k, p), causal)
+    other, _ = reference(q, k, v, batch_z(seed, K(offset + 4), b, h, s_q, s_k, p), causal)
     assert rel_l2(o, other) > 10 * TOL[dtype]
 
 
@@ -164,7 +168,7 @@ def test_backward_vs_mask_oracle(dtype, causal, deterministic):
     ql, kl, vl = leaf(q, k, v)
     o = fmha_tile.attention(ql, kl, vl, causal=causal, dropout_p=p, deterministic=deterministic)
     o.backward(dout)
-    z = batch_z(seed, offset, b, h, s_q, s_k, p)
+    z = batch_z(seed, K(offset), b, h, s_q, s_k, p)
     qr, kr, vr = leaf(q.float(), k.float(), v.float())
     ref_o, _ = reference(qr, kr, vr, z, causal)
     ref_o.backward(dout.float())
@@ -192,7 +196,7 @@ def test_backward_window_softcap_scale():
     o = fmha_tile.attention(ql, kl, vl, dropout_p=p, **kw)
     o.backward(dout)
     qr, kr, vr = leaf(q.float(), k.float(), v.float())
-    ref_o, _ = reference(qr, kr, vr, batch_z(seed, offset, b, h, s_q, s_k, p), **kw)
+    ref_o, _ = reference(qr, kr, vr, batch_z(seed, K(offset), b, h, s_q, s_k, p), **kw)
     ref_o.backward(dout.float())
     check_close("O", o.detach(), ref_o.detach(), TOL[BF16])
     for name, g, r in (("dq", ql.grad, qr.grad), ("dk", kl.grad, kr.grad), ("dv", vl.grad, vr.grad)):
@@ -248,7 +252,7 @@ def test_varlen_forward_backward(api, causal):
     o.backward(dout)
     assert seed_offset() == (seed, offset + _dropout.OFFSET_INCREMENT)
     qr, kr, vr = leaf(q.float(), k.float(), v.float())
-    ref_o = varlen_reference(qr, kr, vr, cq, ck, seed, offset, p, causal)
+    ref_o = varlen_reference(qr, kr, vr, cq, ck, seed, K(offset), p, causal)
     ref_o.backward(dout.float())
     check_close("O", o.detach(), ref_o.detach(), TOL[BF16])
     for name, g, r in (("dq", ql.grad, qr.grad), ("dk", kl.grad, kr.grad), ("dv", vl.grad, vr.grad)):
@@ -270,7 +274,7 @@ def test_ops_and_compat_batch(api):
     o.backward(dout)
     assert seed_offset() == (seed, offset + _dropout.OFFSET_INCREMENT)
     qr, kr, vr = leaf(q.float(), k.float(), v.float())
-    ref_o, _ = reference(qr, kr, vr, batch_z(seed, offset, b, h, s_q, s_k, p), True)
+    ref_o, _ = reference(qr, kr, vr, batch_z(seed, K(offset), b, h, s_q, s_k, p), True)
     ref_o.backward(dout.float())
     check_close("O", o.detach(), ref_o.detach(), TOL[BF16])
     for name, g, r in (("dq", ql.grad, qr.grad), ("dk", kl.grad, kr.grad), ("dv", vl.grad, vr.grad)):
@@ -365,7 +369,7 @@ def test_mask_bitwise_batch_gqa():
     seed, offset = seed_offset()
     o = fmha_tile.attention(q, k, v, dropout_p=p)
     keep, vals = kernel_mask(o, s_k)                                  # [b, s_q, h, s_k]
-    want = philox.keep_mask(seed, offset, b * h, s_q, s_k, p).view(b, h, s_q, s_k).transpose(1, 2)
+    want = philox.keep_mask(seed, K(offset), b * h, s_q, s_k, p).view(b, h, s_q, s_k).transpose(1, 2)
     assert torch.equal(keep.cpu(), want), "keep mask differs from the Philox rule at %d of %d" % (
         (keep.cpu() != want).sum().item(), want.numel())
     scale = philox.keep_scale(p)
@@ -387,7 +391,7 @@ def test_mask_bitwise_varlen():
             continue
         keep = (o[cq[n]:cq[n + 1]] != 0).cpu()                        # [sq, h, d]
         assert not keep[:, :, sk:].any()
-        want = philox.keep_mask(seed, offset, [n * h + x for x in range(h)], sq, sk, p)
+        want = philox.keep_mask(seed, K(offset), [n * h + x for x in range(h)], sq, sk, p)
         assert torch.equal(keep[:, :, :sk], want.transpose(0, 1)), "sequence %d" % n
 
 
@@ -453,7 +457,7 @@ def test_generator_argument():
     o = fmha_tile.attention(q, k, v, dropout_p=0.3, generator=g)
     assert seed_offset() == before                                    # the default one untouched
     assert seed_offset(g) == (123, offset + _dropout.OFFSET_INCREMENT)
-    ref_o, _ = reference(q, k, v, batch_z(seed, offset, 1, 2, 64, 64, 0.3))
+    ref_o, _ = reference(q, k, v, batch_z(seed, K(offset), 1, 2, 64, 64, 0.3))
     check_close("O", o, ref_o, TOL[BF16])
     g.manual_seed(123)
     assert torch.equal(fmha_tile.attention(q, k, v, dropout_p=0.3, generator=g), o)
@@ -555,7 +559,7 @@ def test_hf_attention_forward_training_dropout():
     assert w is None and out.shape == (b, s, h, d)
     assert seed_offset() == (seed, offset + _dropout.OFFSET_INCREMENT)
     ref_o, _ = reference(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                         batch_z(seed, offset, b, h, s, s, p), causal=True)
+                         batch_z(seed, K(offset), b, h, s, s, p), causal=True)
     check_close("O", out, ref_o, TOL[BF16])
     # eval: no dropout, the generator untouched
     before = seed_offset()

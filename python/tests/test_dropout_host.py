@@ -92,6 +92,18 @@ def test_byte_rule_shares_blocks():
             assert philox.dropout_byte(seed, off, 5, i, j) == (w[k >> 2] >> (8 * (k & 3))) & 0xff
 
 
+def test_kernel_offset():
+    # bit 63 set: the key's high word (seed >> 32) + (offset >> 32) then differs
+    # from the one torch's own Philox draws use with the same seed (seed >> 32)
+    assert philox.kernel_offset(0) == 1 << 63
+    assert philox.kernel_offset(12) == (1 << 63) + 12
+    assert philox.kernel_offset((5 << 32) + 4) == (1 << 63) + (5 << 32) + 4
+    for seed in (0, 2 ** 64 - 1, 0x0123456789abcdef):
+        for off in (0, 4, 1 << 32, (7 << 32) + 4, (1 << 62) + 8):
+            key1 = ((seed >> 32) + (philox.kernel_offset(off) >> 32)) & 0xffffffff
+            assert key1 != seed >> 32, (seed, off)
+
+
 def test_threshold_and_scale():
     assert [philox.threshold(p) for p in (0.0, 0.001, 0.1, 0.25, 0.5, 0.9, 0.999)] == \
         [0, 0, 26, 64, 128, 230, 255]
@@ -374,7 +386,9 @@ def test_host_seed_offset_advances_by_four():
         p = _args.batch_problem(q, k, v, dropout_p=0.1)
         _dropout.setup(torch, p, q.device)
         seeds.append((p.args.dropout_seed, p.args.dropout_offset, p.args.dropout_rng))
-    assert seeds == [(1234, 0, None), (1234, 4, None), (1234, 8, None)]
+    # the kernels get the generator's offset with bit 63 set (philox.kernel_offset)
+    top = 1 << 63
+    assert seeds == [(1234, top, None), (1234, top + 4, None), (1234, top + 8, None)]
     assert gens[0].offset == 12 and gens[1].offset == 40
     assert torch.devices == [q.device] * 3
     # device 1's default generator for a tensor there
@@ -382,12 +396,12 @@ def test_host_seed_offset_advances_by_four():
     p = _args.batch_problem(q1, *[FakeTensor(t.shape, ptr=t.data_ptr(), device=q1.device)
                                   for t in (k, v)], dropout_p=0.5)
     _dropout.setup(torch, p, q1.device)
-    assert (p.args.dropout_seed, p.args.dropout_offset) == (99, 40) and gens[1].offset == 44
+    assert (p.args.dropout_seed, p.args.dropout_offset) == (99, top + 40) and gens[1].offset == 44
     # an explicit generator; a 64-bit seed
     g = FakeGenerator(2 ** 64 - 5, 1 << 40)
     p = _args.batch_problem(q, k, v, dropout_p=0.5)
     _dropout.setup(torch, p, q.device, g)
-    assert (p.args.dropout_seed, p.args.dropout_offset) == (2 ** 64 - 5, 1 << 40)
+    assert (p.args.dropout_seed, p.args.dropout_offset) == (2 ** 64 - 5, top + (1 << 40))
     assert g.offset == (1 << 40) + _dropout.OFFSET_INCREMENT and gens[0].offset == 12
     # no dropout: the generator is not touched
     p = _args.batch_problem(q, k, v, dropout_p=0.0)
@@ -396,7 +410,7 @@ def test_host_seed_offset_advances_by_four():
     assert _dropout.op_args(torch, q.device, 0.0) == (0, 0, None) and gens[0].offset == 12
     # the op's int64 seed
     s, o, r = _dropout.op_args(torch, q.device, 0.1, g)
-    assert s == -5 and o == (1 << 40) + 4 and r is None
+    assert s == -5 and o == -(1 << 63) + (1 << 40) + 4 and r is None      # int64 bit patterns
 
 
 def test_generator_checks():
