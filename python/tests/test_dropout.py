@@ -203,6 +203,27 @@ def test_backward_window_softcap_scale():
         check_close(name, g, r, GRAD_TOL[BF16])
 
 
+@pytest.mark.parametrize("s_q,s_k,d", [(1, 1, 8), (3, 17, 16), (33, 5, 32), (9, 40, 256)],
+                         ids=["1x1_d8", "3x17_d16", "33x5_d32", "9x40_d256"])
+def test_small_shapes_gradients(s_q, s_k, d):
+    # a gradcheck in spirit (the kernels have no float64): tiny and odd shapes,
+    # a high drop rate, fp16, against autograd of the fp32 oracle
+    b, h, hk, p = 2, 2, 1, 0.5
+    q, k, v = rand(b, s_q, h, d, dtype=FP16), rand(b, s_k, hk, d, dtype=FP16), \
+        rand(b, s_k, hk, d, dtype=FP16)
+    dout = rand(b, s_q, h, d, dtype=FP16)
+    seed, offset = seed_offset()
+    ql, kl, vl = leaf(q, k, v)
+    o = fmha_tile.attention(ql, kl, vl, dropout_p=p)
+    o.backward(dout)
+    qr, kr, vr = leaf(q.float(), k.float(), v.float())
+    ref_o, _ = reference(qr, kr, vr, batch_z(seed, K(offset), b, h, s_q, s_k, p))
+    ref_o.backward(dout.float())
+    check_close("O", o.detach(), ref_o.detach(), TOL[FP16])
+    for name, g, r in (("dq", ql.grad, qr.grad), ("dk", kl.grad, kr.grad), ("dv", vl.grad, vr.grad)):
+        check_close(name, g, r, GRAD_TOL[FP16])
+
+
 # ---- varlen ------------------------------------------------------------------------------------------
 def varlen_case(lens_q, lens_k, h, hk, d, dtype=BF16):
     q, k, v = rand(sum(lens_q), h, d, dtype=dtype), rand(sum(lens_k), hk, d, dtype=dtype), \
