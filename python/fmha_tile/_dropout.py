@@ -3,9 +3,10 @@ PyTorch's CUDA generator so that torch.manual_seed() (or a generator's
 manual_seed) reproduces a training run.
 
 The kernels draw element (i, j) of head h, batch entry b from Philox4x32-10
-with counter (j, i, b * nhead + h, offset) and key seed (include/fmha_tile/
-tile/philox.h), so two calls draw independent masks exactly when their
-(seed, offset) differ. A call takes
+with counter (j & ~9, i & ~9, b * nhead + h, offset mod 2^32) and key seed
+plus (offset >> 32) in its high word (include/fmha_tile/tile/philox.h,
+fmha_tile.philox), so two calls draw independent masks when their (seed,
+offset) differ. A call takes
 
     seed   = generator.initial_seed()   (what manual_seed set)
     offset = generator.get_offset() with bit 63 set (philox.kernel_offset:
@@ -23,8 +24,9 @@ it (the mask itself is never stored).
 Where the generator cannot be read on the host, the values go to the
 kernels through a device tensor (fmha_fwd_args.dropout_rng, two int64
 {seed, offset} read when the kernel runs):
-  - under CUDA graph capture (torch.cuda.graph): get_offset/initial_seed
-    refuse to run while capturing, so the pair is drawn on the device by a
+  - under CUDA graph capture (torch.cuda.graph): get_offset (and, in some
+    versions, initial_seed) refuse to run while capturing, and a value read
+    at capture would be replayed unchanged, so the pair is drawn on the device by a
     torch random op (torch.randint with the generator), which is itself
     graph-safe: every replay draws a fresh pair, and torch.manual_seed
     before the replays reproduces them;
