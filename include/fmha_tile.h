@@ -104,6 +104,9 @@
 #  include "fmha_tile/pipeline/bwd_portable.h"
 #  include "fmha_tile/pipeline/bwd_sm90.h"
 #endif
+#if defined(FMHA_PLATFORM_AMD)
+#  include "fmha_tile/pipeline/bwd_mfma.h"
+#endif
 #include "fmha_tile/policy/bwd_tiles.h"
 #include "fmha_tile/kernel/bwd.h"
 #include "fmha_tile/dispatch/bwd_dispatch.h"

@@ -39,12 +39,15 @@
 #define FMHAI_AUX_BWD_CONVERT_DQ 1
 
 /* dq_dk_dv's pipeline per arch: its name, body and shared memory (the
- * Hopper rows of policy/bwd_tiles.h run pipeline/bwd_sm90.h). */
+ * Hopper rows of policy/bwd_tiles.h run pipeline/bwd_sm90.h; the GFX9 rows
+ * pipeline/bwd_mfma.h where it serves the row, else the portable one, chosen
+ * on the row's constants, as the forward's; the name stays the portable
+ * one's, as the forward's GFX9 rows keep theirs). */
 #define FMHAI_BWD_PIPE_SM80 "portable_mma"
 #define FMHAI_BWD_PIPE_GFX9 "portable_mma"
 #define FMHAI_BWD_PIPE_SM90A "wgmma"
 #define FMHAI_BWD_FN_SM80 fmhai_bwd_dq_dk_dv
-#define FMHAI_BWD_FN_GFX9 fmhai_bwd_dq_dk_dv
+#define FMHAI_BWD_FN_GFX9 fmhai_bwd_dq_dk_dv_gfx9
 #define FMHAI_BWD_FN_SM90A fmhai_bwd_dq_dk_dv_sm90
 #define FMHAI_BWD_SMEM_SM80 FMHAI_BWD_SMEM_BYTES
 #define FMHAI_BWD_SMEM_GFX9 FMHAI_BWD_SMEM_BYTES

@@ -271,4 +271,43 @@ FMHAI_MFMA_FN int fmhai_mfma_key_c(int t, int e)
     return t * 32 + (e / 4) * 8 + e % 4;
 }
 
+/* ---- backward tiles in LDS (pipeline/bwd_mfma.h) ---------------------------
+ * The MFMA backward computes S = Q K^T and dP = dO V^T with the query in A
+ * (rows of the Q / dO tile, fmhai_mfma_lds_row as above) and the key in B
+ * (rows of the K / V tile, the same function): a lane's D slots are then one
+ * key (its column, ql) and 16 queries, the slot's query less the lane's
+ * 4*kh being fmhai_mfma_slot_row(e). Those slots chain as the B operand of
+ * dV^T += dO^T P and dK^T += Q^T dS (fmhai_mfma_chain_key: query kb*8 + 4*kh
+ * + e), whose A fragments are columns of the dO and Q tiles read down the
+ * rows (fmhai_mfma_lds_vt / fmhai_mfma_lds_vt_at, the forward's V^T read).
+ * dS goes to LDS as a [tile_m][tile_n] 16-bit tile, rows = queries:
+ *   fmhai_mfma_lds_ds(r, c, bn)    element (query r, key c): 8-byte granule
+ *                                  c/4 of the row at (c/4) ^ (r % (bn/4))
+ *   fmhai_mfma_lds_ds_row(r, kh, bn), fmhai_mfma_lds_ds_kb(base, kb)
+ *                                  dS's A fragment of dQ = dS K for query
+ *                                  row r: keys kb*8 + 4*kh .. + 3 (8 bytes)
+ * and dQ's B fragment is K read down a column (fmhai_mfma_lds_vt_at again:
+ * keys kb*8 + 4*kh + e, head-dim column cb*32 + ql). bn is 32, 64 or 128
+ * (a power of two: the XOR stays inside the row) and the tile base is
+ * aligned to bn * 2 bytes. Checked, with the products, by
+ * tests/host/test_bwd_mfma_model.c. */
+FMHAI_MFMA_FN int fmhai_mfma_slot_row(int e)
+{
+    return (e / 4) * 8 + e % 4;
+}
+FMHAI_MFMA_FN int fmhai_mfma_lds_ds(int r, int c, int bn)
+{
+    return r * bn * 2 + ((((c >> 2) ^ (r & (bn / 4 - 1)))) << 3) + ((c & 3) << 1);
+}
+/* granule 2*kb + kh of row r: (2*kb) ^ (kh ^ (r % (bn/4))), so the lane's
+ * part is fixed and kb enters as one XOR of kb << 4 */
+FMHAI_MFMA_FN int fmhai_mfma_lds_ds_row(int r, int kh, int bn)
+{
+    return r * bn * 2 + ((kh ^ (r & (bn / 4 - 1))) << 3);
+}
+FMHAI_MFMA_FN int fmhai_mfma_lds_ds_kb(int base, int kb)
+{
+    return base ^ (kb << 4);
+}
+
 #endif /* FMHA_TILE_MFMA_LAYOUT_H */
