@@ -106,18 +106,25 @@ $(BUILD)/host/test_philox: tests/host/test_philox.c include/fmha_tile/tile/philo
 host-tests: $(BUILD)/host/test_philox
 
 # AMD MFMA fragment layouts against a host model of the instructions
-$(BUILD)/host/test_mfma_layout: tests/host/test_mfma_layout.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h
+$(BUILD)/host/test_mfma_layout: tests/host/test_mfma_layout.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
 host-tests: $(BUILD)/host/test_mfma_layout
 
 # the MFMA forward's tile step replayed on the instruction model
-$(BUILD)/host/test_fwd_mfma_model: tests/host/test_fwd_mfma_model.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h
+$(BUILD)/host/test_fwd_mfma_model: tests/host/test_fwd_mfma_model.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
 host-tests: $(BUILD)/host/test_fwd_mfma_model
+
+# the MFMA backward's tile step replayed on the instruction model
+$(BUILD)/host/test_bwd_mfma_model: tests/host/test_bwd_mfma_model.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_bwd_mfma_model
 
 # ---- NVIDIA (nvcc) --------------------------------------------------------
 ifneq ($(NVCC),)

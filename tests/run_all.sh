@@ -97,6 +97,7 @@ if [ "$mode" = "--all" ]; then
     run_suite host_philox "$build/host/test_philox"
     run_suite host_mfma_layout "$build/host/test_mfma_layout"
     run_suite host_fwd_mfma_model "$build/host/test_fwd_mfma_model"
+    run_suite host_bwd_mfma_model "$build/host/test_bwd_mfma_model"
     if [ -x "$build/host/test_lib_registry" ] && [ -f "$build/libfmha_tile.so" ]; then
         run_suite lib_registry "$build/host/test_lib_registry" "$build/libfmha_tile.so"
     else

@@ -51,7 +51,6 @@
 #define FMHA_TILE_PIPELINE_BWD_MFMA_H
 
 #include "../tile/wave_mma.h"
-#include "../tile/philox.h"
 #include "fwd_mfma.h"
 #include "bwd_portable.h"
 
@@ -157,30 +156,6 @@ FMHAI_DEVICE void fmhai_bwd_mfma_store_kv(char *dst, int64_t row_stride, const f
                 *(fmhai_u32x2 *)(row + 2 * col) = v;
             }
         }
-}
-
-/* Dropout keep bits of the lane's 16 slots (bit e: query i0 +
- * fmhai_mfma_slot_row(e), key j; i0 = the slice's first query + 4*kh).
- * Slot e = 4*(2*b4 + b3) + 2*b1 + b0 is query bit 4, 3, 1, 0; one Philox
- * block holds the queries differing in bits 0 and 3 (tile/philox.h), so a
- * lane draws 4 blocks (b1, b4) and takes 4 bytes of each: word 2*b3 + b0,
- * byte 2*j3 + j0. */
-FMHAI_DEVICE uint32_t fmhai_bwd_mfma_keep(uint64_t seed, uint64_t offset, uint32_t bh, int i0, int j, uint32_t thr)
-{
-    const uint32_t sh = 8u * (2u * (((uint32_t)j >> 3) & 1u) + ((uint32_t)j & 1u));
-    uint32_t keep = 0;
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int b1 = q & 1, b4 = q >> 1;
-        uint32_t w[4];
-        fmhai_dropout_block(seed, offset, bh, (uint32_t)(i0 + 16 * b4 + 2 * b1), (uint32_t)j, w);
-#pragma unroll
-        for (int b3 = 0; b3 < 2; ++b3)
-#pragma unroll
-            for (int b0 = 0; b0 < 2; ++b0)
-                keep |= (uint32_t)(((w[2 * b3 + b0] >> sh) & 0xffu) >= thr) << (4 * (2 * b4 + b3) + 2 * b1 + b0);
-    }
-    return keep;
 }
 
 /* dq_dk_dv of one (KV head, batch entry) unit on MFMA. */
@@ -300,7 +275,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                 fmhai_mfma_phase();
 
                 /* ---- P^T (soft cap: st keeps P^T (1 - tanh^2) for dS) --------- */
-                const uint32_t keep = drop ? fmhai_bwd_mfma_keep(seed, offset, (uint32_t)(U->b * p->nhead_q + h), i0,
+                const uint32_t keep = drop ? fmhai_mfma_bwd_keep(seed, offset, (uint32_t)(U->b * p->nhead_q + h), i0,
                                                                  jkey, drop_thr)
                                            : 0xffffu;
                 fmhai_mf16x4 pb[4];

@@ -41,6 +41,8 @@
 #ifndef FMHA_TILE_MFMA_LAYOUT_H
 #define FMHA_TILE_MFMA_LAYOUT_H
 
+#include "philox.h"   /* the dropout rule's blocks (fmhai_mfma_bwd_keep) */
+
 /* Host and device: a HIP/CUDA pass needs the attributes to call these from a
  * kernel; a C compiler sees plain static inline functions. */
 #if defined(__HIP__) || defined(__CUDACC__)
@@ -308,6 +310,28 @@ FMHAI_MFMA_FN int fmhai_mfma_lds_ds_row(int r, int kh, int bn)
 FMHAI_MFMA_FN int fmhai_mfma_lds_ds_kb(int base, int kb)
 {
     return base ^ (kb << 4);
+}
+
+/* Dropout keep bits of a backward lane's 16 S^T slots (bit e: query i0 +
+ * fmhai_mfma_slot_row(e), key j; i0 = the slice's first query + 4*kh, with
+ * bits 0, 1, 3, 4 clear). Slot e = 4*(2*b4 + b3) + 2*b1 + b0 is query bits
+ * 4, 3, 1, 0; a Philox block of tile/philox.h holds the queries differing in
+ * bits 0 and 3, so the lane draws the 4 blocks (b1, b4) and takes 4 bytes of
+ * each: word 2*b3 + b0, byte 2*j3 + j0. Kept: byte >= thr. */
+FMHAI_MFMA_FN uint32_t fmhai_mfma_bwd_keep(uint64_t seed, uint64_t offset, uint32_t bh, int i0, int j, uint32_t thr)
+{
+    const uint32_t sh = 8u * (2u * (((uint32_t)j >> 3) & 1u) + ((uint32_t)j & 1u));
+    uint32_t keep = 0;
+    int q, b3, b0;
+    for (q = 0; q < 4; ++q) {
+        const int b1 = q & 1, b4 = q >> 1;
+        uint32_t w[4];
+        fmhai_dropout_block(seed, offset, bh, (uint32_t)(i0 + 16 * b4 + 2 * b1), (uint32_t)j, w);
+        for (b3 = 0; b3 < 2; ++b3)
+            for (b0 = 0; b0 < 2; ++b0)
+                keep |= (uint32_t)(((w[2 * b3 + b0] >> sh) & 0xffu) >= thr) << (4 * (2 * b4 + b3) + 2 * b1 + b0);
+    }
+    return keep;
 }
 
 #endif /* FMHA_TILE_MFMA_LAYOUT_H */
