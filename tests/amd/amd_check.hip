@@ -1,27 +1,34 @@
 /*
  * AMD device-code compile check (tests/amd/check.sh): kernels of the
  * forward pipelines (MFMA, pipeline/fwd_mfma.h, and the portable one with
- * emulated mma.sync) and the backward, compiled device-only for CDNA
- * (gfx942, gfx90a).
+ * emulated mma.sync) and the backward (dq_dk_dv on MFMA,
+ * pipeline/bwd_mfma.h; dot_do_o and convert_dq, which have no products),
+ * compiled device-only for CDNA (gfx942, gfx90a).
  *
  * Default: a representative subset, fp16 and bf16 at head dims 64, 128 and
  * 256, each with every feature on (MASK + SOFTCAP + ALIBI) and every feature
  * off, on the GFX9 tuned tiles (12 kernels), five 16-bit batch prefill
  * kernels (both layouts, the page classes), two FP8-KV batch prefill
- * kernels, and the backward's three stages (4 kernels). With
- * FMHA_AMD_CHECK_FULL: the library's whole default forward and backward
- * sets, its 16-bit batch prefill set (but VECTORIZED hdim 256, see below)
- * and the same FP8 kernels (many times the time).
+ * kernels, and the backward's three stages (4 dq_dk_dv kernels: both
+ * dtypes, head dims 64/128/256, masks, soft cap, ALiBi, deterministic, the
+ * two-sweep hdim 256). With FMHA_AMD_CHECK_FULL: the library's whole default
+ * forward and backward sets, its 16-bit batch prefill set (but VECTORIZED
+ * hdim 256, see below) and the same FP8 kernels (many times the time). With
+ * FMHA_AMD_CHECK_BWD: the default backward set alone (72 kernels, a few
+ * minutes).
  */
 #include "fmha_tile.h"
 
-/* Backward: the three stages, all features on at hdim 128 (fp16), all off at
- * hdim 64 (bf16), on the GFX9 tuned tiles. */
+/* Backward: the three stages; dq_dk_dv with all features on at hdim 128
+ * (fp16), all off at hdim 64 (bf16), deterministic with ALiBi at hdim 128
+ * (bf16) and the two sweeps of hdim 256 (fp16), on the GFX9 tuned tiles. */
 #define AMD_CHECK_BWD(X)                                                                          \
     X(BWD,            FP16, 128, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD,            BF16, 64,  NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(BWD,            BF16, 64,  NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        BF16, 128, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        FP16, 256, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
 /* FP8 (e4m3) KV batch prefill: the e4m3 K ldmatrix path (64- and 32-key
  * tiles) and the V decode, page classes 3 and 1. */
@@ -45,7 +52,9 @@
     X(DECODE, BF16, 128, MASK, SOFTCAP, 0, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)               \
     X(DECODE, FP8,  128, MASK, SOFTCAP, 1, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
-#if !defined(FMHA_AMD_CHECK_FULL)
+#if defined(FMHA_AMD_CHECK_BWD)
+DECL_FMHA_KERNEL_SET(amd_set, FMHA_DEFAULT_BWD_SET)
+#elif !defined(FMHA_AMD_CHECK_FULL)
 #  define AMD_CHECK_HD(X, dt, hd)                                                        \
     X(FWD, dt, hd, MASK,   SOFTCAP,   ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     X(FWD, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)

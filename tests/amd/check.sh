@@ -2,9 +2,10 @@
 # AMD compile check: the library compiled for CDNA with clang >= 19 and no
 # HIP installation (tests/amd/hip_prelude.h stands in for the HIP headers).
 #
-#   sh tests/amd/check.sh [CLANGXX]   subset (25 kernels), gfx942 and gfx90a
+#   sh tests/amd/check.sh [CLANGXX]   subset (27 kernels), gfx942 and gfx90a
 #   AMD_CHECK_FULL=1 ...              the default forward, 16-bit prefill and
 #                                     backward sets (many minutes)
+#   AMD_CHECK_BWD=1 ...               the default backward set alone
 #   AMD_CHECK_VERBOSE=1 ...           one resource line per kernel
 #   CLANGXX=/path/to/clang++ ...      compiler (else clang++-19, then clang++)
 #
@@ -12,8 +13,10 @@
 # (registry/host code on the HIP runtime names); the kernels device-only for
 # gfx942 and gfx90a (both at once). Prints PASS/FAIL per test with its time,
 # a resource summary per arch (kernels, VGPRs/AGPRs, spills, scratch), which
-# kernels run on MFMA (pipeline/fwd_mfma.h: v_mfma in their code) and which
-# still on the portable pipeline's emulated mma.sync (listed by name), and
+# kernels run on MFMA (pipeline/fwd_mfma.h, pipeline/bwd_mfma.h: v_mfma in
+# their code) and which still on the portable pipeline's emulated mma.sync
+# (listed by name; the backward's dot_do_o and convert_dq, which have no
+# products, are listed apart), and
 # `N passed, M failed` last; exits non-zero on failure. A spill or scratch in
 # an MFMA kernel is a failure (amd_mfma_spill_free_<arch>); the emulated
 # kernels' spills are reported, not failed. Without clang >= 19
@@ -45,7 +48,8 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
 extra=""; what="subset"
-if [ "${AMD_CHECK_FULL:-0}" != "0" ]; then extra="-DFMHA_AMD_CHECK_FULL"; what="full default set"; fi
+if [ "${AMD_CHECK_FULL:-0}" != "0" ]; then extra="-DFMHA_AMD_CHECK_FULL"; what="full default set"
+elif [ "${AMD_CHECK_BWD:-0}" != "0" ]; then extra="-DFMHA_AMD_CHECK_BWD"; what="default backward set"; fi
 echo "amd compile check: $cxx ($("$cxx" --version | head -n 1)), $what"
 
 now() { date +%s.%N 2>/dev/null || date +%s; }
@@ -158,11 +162,13 @@ mfma_gate() {
         / remark: +ScratchSize / { s = val($0) }
         / remark: +VGPRs Spill: / {
             if (m[name] > 0) { nm++; if (val($0) > 0 || s > 0) { bad++; badl = badl "\n    spills: " short(name) } }
+            else if (name ~ /fmhai_k_BWD_(DOT_DO_O|CONVERT_DQ)_/) { ns++; str = str "\n    streaming: " short(name) }
             else { ne++; emu = emu "\n    portable: " short(name) } name = "" }
         END {
             printf "%s %d %d %d\n", (bad || !nm ? "FAIL" : "PASS"), nm, ne, bad + 0
-            printf "MFMA kernels %d (%d with spills or scratch); kernels without MFMA (portable pipeline, " \
-                   "mma.sync emulated where they multiply) %d%s%s\n", nm, bad, ne, badl, emu
+            printf "MFMA kernels %d (%d with spills or scratch); kernels on the portable pipeline with " \
+                   "emulated mma.sync %d; backward streaming stages (no products) %d%s%s%s\n",
+                   nm, bad, ne, ns + 0, badl, emu, str
         }' "$tmp/$2.mfma" "$tmp/$2.log" > "$tmp/$2.gate"
     gate=$tmp/$2.gate
     set -- "$1" $(head -n 1 "$gate")

@@ -49,8 +49,20 @@
 /* the streaming stages: tile_m rows per block (tile_n, stages unused) */
 #define FMHAI_TILES_SM80_BWD_AUX(Y, ...)  Y(__VA_ARGS__, SM80,    64,     0,    4,     1)
 
-/* ---- AMD CDNA, portable pipeline (compile-checked; 64 KB of LDS on gfx90a /
- * gfx942 leaves hdim 256 to gfx950) ---------------------------------------- */
+/* ---- AMD CDNA (gfx90a, gfx942): dq_dk_dv on MFMA (pipeline/bwd_mfma.h) -----
+ * A wave (two warps) owns 32 keys of tile_n = 16 * warps and sweeps 32-query
+ * slices; its rows take whole waves and a power-of-two tile_n (32, 64, 128;
+ * fmhai_bwd_mfma_serves), the portable pipeline serves any other row. The
+ * copies are synchronous on AMD, so one Q/dO buffer serves stages 1 or 2.
+ * LDS (FMHAI_BWD_SMEM_BYTES): hdim 64 64 x 64 (two waves) 41 KB; hdim 128
+ * 64 x 32 (one wave) 53 KB, as 64 x 64 would take 72 KB of the 64 KB; hdim
+ * 256 64 x 32 101 KB, which only gfx950's 160 KB launch. clang-19, the
+ * default backward set (tests/amd/check.sh, AMD_CHECK_BWD=1): every
+ * dq_dk_dv kernel 0 VGPR spills and 0 scratch on gfx90a and gfx942; hdim 64
+ * about 110-135 VGPRs + 112 AGPRs (2 waves a SIMD), hdim 128 about 120-160 +
+ * 176 (1 wave), hdim 256 256 + about 210-235 (1 wave). Compile-checked and
+ * replayed on the host (tests/host/test_bwd_mfma_model.c); never run on an
+ * AMD GPU. dot_do_o and convert_dq are the portable ones (no products). */
 /*                                                     arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_GFX9_BWD_64(Y, ...)   Y(__VA_ARGS__, GFX9,    64,    64,    4,     1)
 #define FMHAI_TILES_GFX9_BWD_128(Y, ...)  Y(__VA_ARGS__, GFX9,    64,    32,    2,     1)
