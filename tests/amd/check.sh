@@ -86,9 +86,9 @@ summary() {
         / remark: Function Name: / {
             n = $0; sub(/.*Function Name: /, "", n); sub(/ \[-Rpass.*/, "", n)
             if (n !~ /fmhai_k_/) { name = ""; next }
-            name = n; sub(/^_ZL[0-9]+fmhai_k_FWD_/, "", name)
+            name = n; sub(/^_ZL[0-9]+fmhai_k_/, "", name)
             sub(/_FMHA_ANY_FMHA_ANY_FMHA_ANY_FMHA_ANY_GFX9_/, " ", name)
-            sub(/_L[0-9]+16fmhai_fwd_params$/, "", name); k++; next }
+            sub(/_L[0-9]+1[0-9]fmhai_[a-z]+_params$/, "", name); k++; next }
         name == "" { next }
         / remark: +VGPRs: /       { v = val($0); if (v > vmax) vmax = v }
         / remark: +AGPRs: /       { a = val($0); if (a > amax) amax = a }
@@ -97,7 +97,7 @@ summary() {
         / remark: +VGPRs Spill: / { sp = val($0); if (sp > 0) nsp++; tsp += sp }
         / remark: +LDS Size / {
             if (verbose != "0")
-                printf "    %-42s vgpr %3d agpr %3d spill %4d scratch %5d B/lane waves/SIMD %d\n",
+                printf "    %-52s vgpr %3d agpr %3d spill %4d scratch %5d B/lane waves/SIMD %d\n",
                        name, v, a, sp, s, o }
         END {
             printf "    %d kernels; max VGPRs %d, AGPRs %d; %d with VGPR spills (%d dwords in all); " \
