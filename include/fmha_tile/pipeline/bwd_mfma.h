@@ -19,13 +19,13 @@
  *     dS^T    P^T (dP^T - D) (soft cap: times 1 - tanh^2)
  *     dK^T += Q^T dS   dS^T chained as P^T was, Q^T read down a column
  *     dS^T -> LDS      a [tile_m][tile_n] tile, queries as rows
- * and, after a barrier, dQ_tile = dS K with the waves taking 32-column
- * blocks of the head dim: dS's A fragment is 8 bytes of a query row, K's B
- * fragment a column of the K tile. dQ goes out as fp32 atomics
- * (global_atomic_add_f32), as the plain read-add-write of this split's
- * slice after the slice's earlier key tiles (deterministic: the portable
- * counters, fmhai_bwd_det_need, an agent-scope fence on each side), or
- * scaled straight to dQ with one key tile per sequence. Head dims above 128
+ * and, after a barrier, dQ_tile = dS K with the waves taking blocks of up
+ * to 64 query rows by 32 head-dim columns in turn: dS's A fragment is 8
+ * bytes of a query row, K's B fragment a column of the K tile. dQ goes out
+ * as fp32 atomics (global_atomic_add_f32), as the plain read-add-write of
+ * this split's slice after the slice's earlier key tiles (deterministic:
+ * the portable counters, fmhai_bwd_det_need, an agent-scope fence on each
+ * side), or scaled straight to dQ with one key tile per sequence. Head dims above 128
  * sweep twice (dV, then dK and dQ) so that one 32 x hd accumulator lives at
  * a time; dK (times scale) and dV (times the dropout scale) go out from the
  * accumulators, 4 consecutive head-dim columns of the lane's key per store.
