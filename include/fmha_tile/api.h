@@ -155,10 +155,16 @@ typedef struct fmha_fwd_args {
      * the LSE is the one without dropout (as FlashAttention's). 0: off.
      * Runs on the portable pipeline (the Hopper one has no dropout); not
      * with FP8. The backward draws the same decisions from the same seed and
-     * offset. */
+     * offset (fmha_bwd_args: pass it the same p and seed/offset or rng). */
     float dropout_p;
     uint64_t dropout_seed;
     uint64_t dropout_offset;
+    /* Optional (NULL: dropout_seed and dropout_offset are used): a device
+     * pointer to two uint64 {seed, offset}, 8-byte aligned, read by the
+     * kernel when it runs instead of the two fields, so a captured CUDA/HIP
+     * graph or a framework's generator can advance them between replays
+     * without recording the launch again. */
+    const uint64_t *dropout_rng;
 } fmha_fwd_args;
 
 /* ----------------------------------------------------------------------------
@@ -516,6 +522,21 @@ typedef struct fmha_bwd_args {
     const float *sinks;
     float *dsinks;
     int64_t alibi_batch_stride;      /* slopes' batch stride, 0: shared       */
+
+    /* Dropout (training): the forward's dropout_p, dropout_seed and
+     * dropout_offset (or dropout_rng), so that the backward draws the same
+     * keep/drop decisions (the mask is never stored: it is regenerated from
+     * Philox, tile/philox.h). With Z = keep * 256 / (256 - thr) the forward
+     * was O = (P o Z) V, and dV = (P o Z)^T dO, dP = (dO V^T) o Z,
+     * dS = P o (dP - D). dropout_p in [0, 1), 0: off. dQ/dK/dV of a
+     * dropout problem run on the portable dq_dk_dv pipeline (fmha_bwd
+     * takes the set's portable row with the plan's tile in place of a
+     * Hopper one, which has no dropout). dropout_rng: as in fmha_fwd_args
+     * (device {seed, offset}, 8-byte aligned, NULL: the two fields). */
+    float dropout_p;
+    uint64_t dropout_seed;
+    uint64_t dropout_offset;
+    const uint64_t *dropout_rng;
 } fmha_bwd_args;
 
 /* ----------------------------------------------------------------------------

@@ -9,8 +9,10 @@
  * under causal masks, GQA ratios 1/4/8 (and MQA), every mask (causal in both
  * alignments, sliding windows, windows that mask whole rows), soft cap,
  * padded head dims, bshd/bhsd layouts with padded strides, batch and group
- * mode, both determinism modes, and problems whose keys fit one key tile (dQ
- * written directly, no workspace). Per problem: random inputs (never zero;
+ * mode, both determinism modes, problems whose keys fit one key tile (dQ
+ * written directly, no workspace), and dropout (p 0.1 and 0.6 with the
+ * reference's own Philox draws, over masks, GQA, group mode, soft cap,
+ * ALiBi, sinks and both determinism modes). Per problem: random inputs (never zero;
  * input padding NaN), O and LSE from the forward reference (O rounded to the
  * dtype, as a forward kernel would store it), dO random; a plan, a workspace
  * of exactly plan.workspace_size bytes, prepared synchronously or stream-
@@ -20,7 +22,11 @@
  * query is visible (rows that see no key, keys no row sees), rel-L2 of each
  * gradient within fp16 5e-3 / bf16 2e-2; deterministic problems are run three
  * times (as scheduled, then forced to one row of blocks walking all units
- * and to one block per unit and key tile) and must agree bit for bit. Then: prepare_workspace_async and
+ * and to one block per unit and key tile) and must agree bit for bit. Dropout's
+ * seed and offset: through dropout_rng (device {seed, offset}) bitwise equal
+ * to the same values by field, another offset far from the reference, and a
+ * captured fmha_bwd replayed after new values are written behind the
+ * pointer. Then: prepare_workspace_async and
  * fmha_bwd captured in a CUDA graph and replayed with new seqstarts (and new
  * inputs), each replay checked against the reference; the deterministic
  * ordering count against a plain count on random windows; the API contract (a
@@ -73,6 +79,8 @@ typedef struct bwd_cfg {
     int async;                    /* prepare_workspace_async from pinned staging */
     int sinks;                    /* attention sinks: dsinks checked too */
     int alibi;                    /* 0 off, 1 one slope per head, 2 per batch entry */
+    float drop;                   /* dropout p (0: off), with the seed and offset below */
+    uint64_t dseed, doff;
     int quick;
 } bwd_cfg;
 
@@ -125,6 +133,7 @@ static void cfg_name(bwd_cfg *c)
     if (c->async) n += (size_t)snprintf(s + n, cap - n, "_async");
     if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     if (c->alibi) n += (size_t)snprintf(s + n, cap - n, "_alibi%s", c->alibi == 2 ? "batch" : "head");
+    if (c->drop > 0) n += (size_t)snprintf(s + n, cap - n, "_drop%g", c->drop);
     n += (size_t)snprintf(s + n, cap - n, c->det ? "_det" : "_nondet");
 }
 
@@ -353,6 +362,42 @@ static void build_configs(void)
         cfg_mask(&c, BR, -1, 0);
         add(c, 0);
     }
+
+    /* 11. dropout: the forward's keep/drop decisions regenerated from its
+     * seed and offset (p 0.1 and 0.6), against the reference's own draws;
+     * causal and sliding masks, GQA, group mode, deterministic, soft cap,
+     * ALiBi, sinks, dQ direct, hdim 64/128/256 (hdim 64 and 128 plans pick
+     * the wgmma kernel on sm_90, which has no dropout: fmha_bwd runs the
+     * portable row in its place), fp16 and bf16. Offsets with a high word
+     * (it keys Philox) on some. */
+    {
+        static const int gq1[3] = { 17, 255, 1 }, gk1[3] = { 17, 255, 600 };
+        static const int gq2[3] = { 130, 65, 63 }, gk2[3] = { 64, 300, 63 };
+        bwd_cfg d[14];
+        int n = 0;
+        d[n] = cfg_batch(F, 2, 4, 2, 255, 255, 64);   cfg_mask(&d[n], TL, -1, 0); d[n].drop = 0.1f; n++;
+        d[n] = cfg_batch(B, 2, 4, 2, 255, 255, 64);   cfg_mask(&d[n], BR, -1, 0); d[n].drop = 0.6f; d[n].det = 1; n++;
+        d[n] = cfg_batch(B, 2, 8, 2, 300, 500, 128);  cfg_mask(&d[n], BR, -1, 0); d[n].drop = 0.1f; n++;
+        d[n] = cfg_batch(F, 1, 4, 1, 129, 257, 128);  d[n].drop = 0.6f; d[n].det = 1; n++;
+        d[n] = cfg_batch(B, 1, 2, 1, 200, 300, 256);  cfg_mask(&d[n], TL, 32, 8); d[n].drop = 0.1f; d[n].det = 1; n++;
+        d[n] = cfg_batch(F, 2, 2, 2, 129, 257, 256);  d[n].cap = 2.0f; d[n].drop = 0.6f; n++;
+        d[n] = cfg_group(B, 3, gq1, gk1, 4, 2, 128);  cfg_mask(&d[n], BR, -1, 0); d[n].drop = 0.1f; d[n].det = 1;
+        d[n].async = 1; n++;
+        d[n] = cfg_group(F, 3, gq2, gk2, 4, 1, 64);   cfg_mask(&d[n], TL, 32, 8); d[n].drop = 0.6f; n++;
+        d[n] = cfg_batch(B, 2, 4, 2, 100, 300, 64);   cfg_mask(&d[n], BR, -1, 0); d[n].cap = 0.5f; d[n].drop = 0.6f;
+        d[n].det = 1; n++;
+        d[n] = cfg_batch(F, 3, 4, 2, 50, 40, 64);     d[n].drop = 0.1f; n++;   /* one key tile: dQ direct */
+        d[n] = cfg_batch(B, 2, 8, 2, 300, 500, 128);  cfg_mask(&d[n], BR, -1, 0); d[n].alibi = 1; d[n].drop = 0.1f; n++;
+        d[n] = cfg_batch(F, 1, 4, 4, 200, 100, 64);   cfg_mask(&d[n], TL, 20, 0); d[n].sinks = 1; d[n].drop = 0.6f;
+        d[n].det = 1; n++;
+        d[n] = cfg_batch(F, 2, 4, 2, 255, 300, 128);  cfg_mask(&d[n], TL, 5, 5); d[n].drop = 0.1f; d[n].det = 1; n++;
+        d[n] = cfg_batch(B, 2, 16, 1, 97, 300, 64);   d[n].drop = 0.6f; n++;   /* MQA, ratio 16 */
+        for (j = 0; j < n; j++) {
+            d[j].dseed = 0x9e3779b97f4a7c15ull * (uint64_t)(j + 1);
+            d[j].doff = (j % 3 == 0 ? (uint64_t)(j + 1) << 32 : 0u) + 1000u * (uint64_t)j + 7u;
+            add(d[j], j == 2 || j == 7 || j == 9);
+        }
+    }
     (void)NO;
 }
 
@@ -439,6 +484,8 @@ static void make_ref(const bwd_cfg *c, bwd_run *r, fmha_ref_fwd *p)
     p->sinks = c->sinks ? r->sinks : NULL;
     p->alibi_slopes = c->alibi ? r->slopes : NULL;
     p->alibi_batch_stride = c->alibi == 2 ? c->hq + 3 : 0;   /* padded per-batch rows */
+    p->dropout_p = c->drop;
+    p->dropout_seed = c->dseed; p->dropout_offset = c->doff;
 }
 
 /* which: 0 Q-shaped, 1 K, 2 V, 3 O. Fills random values (rng != NULL) and/or
@@ -651,6 +698,8 @@ static void make_args(const bwd_cfg *c, const bwd_run *r, const fmha_bwd_plan *p
         a->alibi_slopes = r->d_slopes;
         a->alibi_batch_stride = c->alibi == 2 ? c->hq + 3 : 0;
     }
+    a->dropout_p = c->drop;
+    a->dropout_seed = c->dseed; a->dropout_offset = c->doff;
 }
 
 static void poison_grads(bwd_run *r)
@@ -1059,6 +1108,163 @@ static void test_api(cudaStream_t stream, uint64_t seed)
 }
 
 /* ============================================================================
+ * Dropout's seed and offset: by pointer (dropout_rng), another offset, and a
+ * captured graph replayed with new values behind the pointer
+ * ========================================================================== */
+/* rel-L2 of a gradient on the device (16-bit, GUARD inside) against ref over
+ * the logical elements; -1 when one is unwritten or not finite. */
+static double grad_rel(const uint16_t *dev, const float *ref, const unsigned char *mask, size_t n, int is_bf16)
+{
+    uint16_t *h = (uint16_t *)tu_hmalloc((n + 2 * GUARD) * 2);
+    fmha_ref_err e;
+    size_t i;
+    int bad = 0;
+    tu_download(h, dev, (n + 2 * GUARD) * 2);
+    fmha_ref_err_init(&e);
+    for (i = 0; i < n; i++) {
+        float x;
+        if (!mask[i]) continue;
+        x = fmha_ref_bits16_to_f32(h[GUARD + i], is_bf16);
+        if (h[GUARD + i] == TU_POISON_OUT16 || !isfinite(x)) bad = 1;
+        else fmha_ref_err_add(&e, x, ref[i]);
+    }
+    free(h);
+    return bad ? -1.0 : fmha_ref_err_rel_l2(&e);
+}
+
+static void test_dropout(cudaStream_t stream, uint64_t seed)
+{
+    static const char *n_ref = "bwd_dropout_fields_match_reference";
+    static const char *n_ptr = "bwd_dropout_rng_pointer_bitwise_equals_fields";
+    static const char *n_off = "bwd_dropout_other_offset_far_from_reference";
+    static const char *n_graph = "bwd_dropout_rng_graph_replay_reads_new_seed";
+    /* deterministic (bitwise comparable), hdim 128: the plan's wgmma kernel
+     * on sm_90 gives way to the portable one */
+    bwd_cfg c = cfg_batch(FMHA_DTYPE_BF16, 2, 4, 2, 200, 300, 128), c2;
+    bwd_run r;
+    fmha_bwd_traits t;
+    fmha_bwd_plan plan;
+    fmha_bwd_args a, b;
+    fmha_status st;
+    uint64_t *d_rng = NULL, h_rng[2];
+    uint16_t *first[3] = { NULL, NULL, NULL };
+    char why[1024] = "";
+    const int bf = 1;
+    if (!tu_selected(n_ref) && !tu_selected(n_ptr) && !tu_selected(n_off) && !tu_selected(n_graph)) return;
+    tu_current = "bwd_dropout";
+    c.det = 1; c.drop = 0.3f;
+    c.dseed = 0x0123456789abcdefull; c.doff = (3ull << 32) + 12345u;
+    memset(&r, 0, sizeof(r));
+    if (setup_problem(&c, &r, seed, 1) != 0) { tu_fail(n_ref, "reference out of memory"); run_free(&r); return; }
+    make_traits(&c, &r, &t);
+    st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
+    if (st != FMHA_OK) { tu_fail(n_ref, "plan: %s", fmha_last_error()); run_free(&r); return; }
+    if (plan.workspace_size) r.ws = tu_dmalloc(plan.workspace_size);
+    if (prepare(&c, &r, &plan, stream, why, sizeof(why)) != 0) { tu_fail(n_ref, "%s", why); run_free(&r); return; }
+    make_args(&c, &r, &plan, &a);
+    d_rng = (uint64_t *)tu_dmalloc(16);
+    h_rng[0] = c.dseed; h_rng[1] = c.doff;
+    tu_upload(d_rng, h_rng, 16);
+    TU_CUDA(cudaDeviceSynchronize());
+
+    /* 1. by field, against the reference (kept for the bitwise checks) */
+    poison_grads(&r);
+    st = fmha_bwd(&plan, &a, (void *)stream);
+    TU_CUDA(cudaStreamSynchronize(stream));
+    if (st != FMHA_OK) snprintf(why, sizeof(why), "fmha_bwd: %s", fmha_last_error());
+    else check_all(&c, &r, first, why, sizeof(why));
+    if (st != FMHA_OK || why[0]) {
+        tu_fail(n_ref, "%s%s", why, plan_str(&plan));
+        goto done;
+    }
+    tu_pass(n_ref);
+
+    /* 2. the same seed and offset behind dropout_rng (the fields hold other
+     * values, which must be ignored): the same bits */
+    if (tu_selected(n_ptr)) {
+        const uint16_t *devs[3] = { r.g_dq, r.g_dk, r.g_dv };
+        const size_t ns[3] = { r.lq.n, r.lk.n, r.lv.n };
+        int w, same = 1;
+        b = a;
+        b.dropout_seed = 0xdeadull; b.dropout_offset = 0xbeefull;
+        b.dropout_rng = d_rng;
+        poison_grads(&r);
+        st = fmha_bwd(&plan, &b, (void *)stream);
+        TU_CUDA(cudaStreamSynchronize(stream));
+        for (w = 0; w < 3 && st == FMHA_OK; ++w) same &= tu_same_on_device(devs[w], first[w], ns[w] + 2 * GUARD);
+        if (st == FMHA_OK && same) tu_pass(n_ptr);
+        else tu_fail(n_ptr, "%s", st != FMHA_OK ? fmha_last_error() : "dQ, dK or dV differs from the run by field");
+    }
+
+    /* 3. another offset: other decisions, dV far from the reference (the
+     * check can fail: the offset must reach the kernel's draws) */
+    if (tu_selected(n_off)) {
+        double rel;
+        b = a;
+        b.dropout_offset = a.dropout_offset + 1u;
+        poison_grads(&r);
+        st = fmha_bwd(&plan, &b, (void *)stream);
+        TU_CUDA(cudaStreamSynchronize(stream));
+        rel = st == FMHA_OK ? grad_rel(r.g_dv, r.ref_dv, r.mv, r.lv.n, bf) : -1.0;
+        if (rel > 0.1) tu_pass(n_off);
+        else tu_fail(n_off, "dV rel-L2 %.3g against the reference of the first offset (want > 0.1; -1: a "
+                            "failed call or unwritten/non-finite elements: %s)", rel, st != FMHA_OK ? fmha_last_error() : "");
+    }
+
+    /* 4. fmha_bwd with dropout_rng captured once, replayed after new
+     * {seed, offset} are written behind the pointer: each replay matches the
+     * reference of the values it found there */
+    if (tu_selected(n_graph)) {
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        int rep, ok = 1;
+        b = a;
+        b.dropout_seed = 0; b.dropout_offset = 0;
+        b.dropout_rng = d_rng;
+        TU_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        st = fmha_bwd(&plan, &b, (void *)stream);
+        {
+            cudaError_t e = cudaStreamEndCapture(stream, &graph);
+            if (st != FMHA_OK || e != cudaSuccess) {
+                tu_fail(n_graph, "capture: %s / %s", st != FMHA_OK ? fmha_last_error() : "ok", cudaGetErrorString(e));
+                if (graph) cudaGraphDestroy(graph);
+                (void)cudaGetLastError();
+                goto done;
+            }
+        }
+        TU_CUDA(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+        for (rep = 0; rep < 2 && ok; ++rep) {
+            c2 = c;
+            c2.dseed = c.dseed + 0x1111ull * (uint64_t)(rep + 1);
+            c2.doff = c.doff + ((uint64_t)(rep + 1) << 32) + 99u;
+            h_rng[0] = c2.dseed; h_rng[1] = c2.doff;
+            tu_upload(d_rng, h_rng, 16);
+            /* the same inputs, the reference of the new draws */
+            if (setup_problem(&c2, &r, seed, 0) != 0) { snprintf(why, sizeof(why), "reference"); ok = 0; break; }
+            poison_grads(&r);
+            TU_CUDA(cudaGraphLaunch(exec, stream));
+            TU_CUDA(cudaStreamSynchronize(stream));
+            why[0] = 0;
+            if (check_all(&c2, &r, NULL, why, sizeof(why)) != 0) {
+                char tmp[1024];
+                snprintf(tmp, sizeof(tmp), "replay %d: %s", rep + 1, why);
+                snprintf(why, sizeof(why), "%s", tmp);
+                ok = 0;
+            }
+        }
+        TU_CUDA(cudaGraphExecDestroy(exec));
+        TU_CUDA(cudaGraphDestroy(graph));
+        if (ok) tu_pass(n_graph);
+        else tu_fail(n_graph, "%s%s", why, plan_str(&plan));
+    }
+done:
+    free(first[0]); free(first[1]); free(first[2]);
+    tu_dfree(d_rng);
+    run_free(&r);
+    tu_current = "";
+}
+
+/* ============================================================================
  * main
  * ========================================================================== */
 static const char usage_extra[] =
@@ -1075,6 +1281,7 @@ static void checks(cudaStream_t stream, uint64_t seed)
     test_need(seed);
     test_api(stream, seed);
     test_graph(stream, seed + 5);
+    test_dropout(stream, seed + 9);
 }
 
 static void run_at(int i, cudaStream_t stream, uint64_t seed) { run_config(&g_cfgs[i], stream, seed); }

@@ -13,8 +13,10 @@
  * selection by shared memory (a 163 KB device gets the single-buffered hdim
  * 256 row); a missing stage failing at plan time; and the validation of the
  * traits and the arguments (workspace too small, NULL or misaligned, args
- * that differ from the plan, ALiBi). Last line: "N passed, M failed".
+ * that differ from the plan, ALiBi, dropout's p and rng pointer). Last line:
+ * "N passed, M failed".
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,6 +472,27 @@ static void test_validation(void)
     a.is_deterministic = 0;
     CHECK(fmha_bwd(NULL, &a, NULL) == FMHA_ERR_INVALID_ARG && fmha_bwd(&plan, NULL, NULL) == FMHA_ERR_INVALID_ARG,
           "NULL plan or args");
+    /* dropout: the forward's p in [0, 1), seed and offset, or a device
+     * {seed, offset} (8-byte aligned) */
+    a.dropout_p = 1.0f;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "dropout_p"),
+          "dropout_p 1: invalid argument naming it");
+    a.dropout_p = -0.25f;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "dropout_p"),
+          "negative dropout_p: invalid argument");
+    a.dropout_p = NAN;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "NaN dropout_p: invalid argument");
+    a.dropout_p = 0.2f;
+    a.dropout_seed = 42; a.dropout_offset = 7;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_LAUNCH,
+          "dropout 0.2 passes validation and finds a dq_dk_dv that has it (host-only build: launch unavailable)");
+    a.dropout_rng = (const uint64_t *)0x600004;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "dropout_rng") &&
+              strstr(fmha_last_error(), "8-byte"),
+          "dropout_rng not 8-byte aligned: invalid argument naming it");
+    a.dropout_rng = (const uint64_t *)0x600008;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_LAUNCH, "aligned dropout_rng passes validation");
+    a.dropout_p = 0.0f; a.dropout_rng = NULL;
 
     CHECK(fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size - 256, NULL, NULL, NULL) == FMHA_ERR_INVALID_ARG,
           "prepare: workspace too small");

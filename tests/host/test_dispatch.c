@@ -6,8 +6,9 @@
  * described by fmhai_test_device. Covers wildcard expansion, explicit rows,
  * the constraint list, validation errors, selection scoring and its
  * independence from row order, the "closest kernel" message, JSON export,
- * the batch prefill page classes of the default set and the FP8 (e4m3)
- * forward's rows, selection and validation.
+ * the batch prefill page classes of the default set, the FP8 (e4m3)
+ * forward's rows, selection and validation, and the backward's dq_dk_dv
+ * choice for dropout (the portable pipeline in place of the wgmma one).
  * Last line: "N passed, M failed".
  */
 #include <stdio.h>
@@ -39,6 +40,9 @@ DECL_FMHA_KERNEL_SET(set_fp8, FMHA_DEFAULT_FWD_FP8_SET)
 /* the shared library's forward rows: 16-bit and e4m3 side by side */
 #define SET_FWD_ALL(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)
 DECL_FMHA_KERNEL_SET(set_fwd_all, SET_FWD_ALL)
+
+/* The default backward set (dropout's dq_dk_dv dispatch). */
+DECL_FMHA_KERNEL_SET(set_bwd, FMHA_DEFAULT_BWD_SET)
 
 /* One explicit portable prefill row (page 16, serves 16..2048). */
 #define SET_PREFILL_PORTABLE(X) X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 16, 128, 64, 4, 1)
@@ -178,6 +182,13 @@ static void test_validation(void)
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "negative dropout_p rejected");
     a = good_args(); a.dropout_p = 0.25f;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "dropout_p 0.25 accepted");
+    a = good_args(); a.dropout_p = 0.25f; a.dropout_rng = (const uint64_t *)0x60004;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "dropout_rng") &&
+              strstr(fmha_last_error(), "8-byte"),
+          "dropout_rng not 8-byte aligned rejected, naming it");
+    a = good_args(); a.dropout_p = 0.25f; a.dropout_rng = (const uint64_t *)0x60008;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_OK, "aligned dropout_rng accepted");
     a = good_args(); a.v = (const void *)0x30008;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "misaligned pointer unsupported");
     a = good_args(); a.is_group_mode = 1; a.max_seqlen_q = 100;
@@ -491,6 +502,10 @@ static void test_fp8_fwd(void)
     fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
 
     /* bad input: the documented statuses, before any selection */
+    a = fp8_args(128); a.dropout_p = 0.1f;
+    st = fmha_fwd_check(&set_fp8, &a, NULL);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "dropout") && strstr(fmha_last_error(), "fp8"),
+          "fp8 with dropout unsupported, saying so");
     a = fp8_args(72);
     st = fmha_fwd_check(&set_fp8, &a, NULL);
     CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "16"),
@@ -526,6 +541,71 @@ static void test_fp8_fwd(void)
     }
 }
 
+/* The backward with dropout: the plan (made from traits, which carry no
+ * dropout) may pick the Hopper dq_dk_dv, which has none; fmha_bwd then runs
+ * the set's portable row of the same family and tile_n (the workspace
+ * depends on tile_n), and fmhai_bwd_run_entry says why. Without dropout, or
+ * when the plan is portable already, the plan's own kernel runs. */
+static void test_bwd_dropout_dispatch(void)
+{
+    static const int hds[3] = { 64, 128, 256 };
+    int i, det, var, ok_fallback = 1, ok_plain = 1, n_fallback = 0;
+    fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+    for (i = 0; i < 3; ++i)
+        for (det = 0; det < 2; ++det)
+            for (var = 0; var < 3; ++var) {
+                fmha_bwd_traits t;
+                fmha_bwd_plan plan;
+                const fmha_kernel_info *pk, *k;
+                const char *why = NULL;
+                int e = -1;
+                memset(&t, 0, sizeof(t));
+                t.dtype = var == 1 ? FMHA_DTYPE_FP16 : FMHA_DTYPE_BF16;
+                t.batch = 2; t.nhead_q = 8; t.nhead_k = 2; t.seqlen_q = 1000; t.seqlen_k = 1000;
+                t.hdim_q = t.hdim_v = hds[i];
+                t.mask_type = var ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
+                t.window_left = -1; t.window_right = var ? 0 : -1;
+                t.has_logits_soft_cap = var == 2;
+                t.is_deterministic = det;
+                if (fmha_bwd_plan_make(&set_bwd, &t, &plan) != FMHA_OK) { ok_fallback = ok_plain = 0; continue; }
+                pk = plan.dq_dk_dv;
+                /* without dropout: the plan's kernel */
+                if (fmhai_bwd_run_entry(&plan, 0, &e, &why) != FMHA_OK || e != plan.entry_[1] || why) ok_plain = 0;
+                if (fmhai_bwd_run_entry(&plan, 1, &e, &why) != FMHA_OK) { ok_fallback = 0; continue; }
+                k = &set_bwd.entries[e].info;
+                if (pk->arch == FMHA_ARCH_SM90A) {
+                    ++n_fallback;
+                    if (!why || !starts_with(why, "portable pipeline: dropout") || k->arch != FMHA_ARCH_SM80 ||
+                        strcmp(k->pipeline, "portable_mma") != 0 || k->tile_n != pk->tile_n ||
+                        k->family != pk->family || k->dtype != pk->dtype || k->hdim != pk->hdim ||
+                        k->has_mask != pk->has_mask || k->has_softcap != pk->has_softcap ||
+                        k->has_alibi != pk->has_alibi)
+                        ok_fallback = 0;
+                } else if (why || e != plan.entry_[1]) {
+                    ok_fallback = 0;
+                }
+            }
+    CHECK(ok_plain, "bwd without dropout: the plan's own dq_dk_dv runs");
+    CHECK(ok_fallback && n_fallback == 2 * 2 * 3,
+          "bwd with dropout on sm_90: the wgmma dq_dk_dv (hdim 64/128) gives way to the portable row of the same "
+          "family, dtype, head dim, mask/soft cap and tile_n, and the reason names dropout; hdim 256 keeps its "
+          "portable plan");
+    fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
+    {
+        fmha_bwd_traits t;
+        fmha_bwd_plan plan;
+        const char *why = NULL;
+        int e = -1;
+        memset(&t, 0, sizeof(t));
+        t.dtype = FMHA_DTYPE_BF16; t.batch = 1; t.nhead_q = t.nhead_k = 4; t.seqlen_q = t.seqlen_k = 500;
+        t.hdim_q = t.hdim_v = 128; t.mask_type = FMHA_MASK_NONE; t.window_left = t.window_right = -1;
+        CHECK(fmha_bwd_plan_make(&set_bwd, &t, &plan) == FMHA_OK && plan.dq_dk_dv->arch == FMHA_ARCH_SM80 &&
+                  fmhai_bwd_run_entry(&plan, 1, &e, &why) == FMHA_OK && e == plan.entry_[1] && !why,
+              "bwd with dropout on sm_80: the plan's portable dq_dk_dv runs as planned");
+    }
+    fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+}
+
 static void test_json(void)
 {
     char big[65536], small[16];
@@ -550,6 +630,7 @@ int main(void)
     test_validation();
     test_selection();
     test_fp8_fwd();
+    test_bwd_dropout_dispatch();
     test_json();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

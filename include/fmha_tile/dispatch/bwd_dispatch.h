@@ -8,7 +8,9 @@
  * forward), so a set that lacks a stage fails here, at plan time, with the
  * stage named. fmha_bwd() validates the args against the plan, then
  * launches dot_do_o, dq_dk_dv and convert_dq on the caller's stream (only
- * dq_dk_dv when the plan writes dQ directly).
+ * dq_dk_dv when the plan writes dQ directly); a call with dropout whose
+ * plan picked the Hopper dq_dk_dv (it has none) runs the set's portable
+ * row of the same tile_n instead (fmhai_bwd_run_entry).
  *
  * prepare_workspace_async enqueues: a memset of the workspace's tables, the
  * seqstarts copied into the caller's pinned staging memory, a host callback
@@ -26,22 +28,27 @@
 #include "registry.h"
 
 /* ---- plan --------------------------------------------------------------------- */
+static inline void fmhai_bwd_problem(const fmha_bwd_traits *t, fmha_family fam, fmhai_problem *pb)
+{
+    memset(pb, 0, sizeof(*pb));
+    pb->family = fam;
+    pb->dtype = t->dtype;
+    pb->hdim = t->hdim_q;
+    if (fam == FMHA_FAMILY_BWD || fam == FMHA_FAMILY_BWD_DET) {
+        pb->masked = fmhai_bwd_masked(t->mask_type, t->window_left, t->window_right);
+        pb->mask_type = t->mask_type;
+        pb->softcap = t->has_logits_soft_cap != 0;
+        pb->alibi = t->has_alibi != 0;
+    }
+    pb->max_seqlen_q = fmhai_bwd_max_sq(t);
+}
+
 static inline fmha_status fmhai_bwd_select_stage(const fmha_kernel_set *set, const fmha_bwd_traits *t,
                                                  fmha_family fam, int *chosen)
 {
     fmhai_problem pb;
     fmha_status st;
-    memset(&pb, 0, sizeof(pb));
-    pb.family = fam;
-    pb.dtype = t->dtype;
-    pb.hdim = t->hdim_q;
-    if (fam == FMHA_FAMILY_BWD || fam == FMHA_FAMILY_BWD_DET) {
-        pb.masked = fmhai_bwd_masked(t->mask_type, t->window_left, t->window_right);
-        pb.mask_type = t->mask_type;
-        pb.softcap = t->has_logits_soft_cap != 0;
-        pb.alibi = t->has_alibi != 0;
-    }
-    pb.max_seqlen_q = fmhai_bwd_max_sq(t);
+    fmhai_bwd_problem(t, fam, &pb);
     st = fmhai_select(set, &pb, chosen);
     if (st != FMHA_OK) {
         char why[sizeof(fmhai_errbuf)];
@@ -90,6 +97,65 @@ FMHA_API fmha_status fmha_bwd_plan_make(const fmha_kernel_set *set, const fmha_b
     fmhai_bwd_plan_layout(plan, &L);
     plan->workspace_size = L.total;
     plan->staging_size = fmhai_bwd_staging_size(traits, &L);
+    return FMHA_OK;
+}
+
+/* ---- the dq_dk_dv kernel of a run ---------------------------------------------
+ * The plan depends on the traits only; dropout comes with the args (the
+ * forward's p and seed), so fmha_bwd checks that the plan's dq_dk_dv
+ * pipeline has it and otherwise runs the set's best row of the same family
+ * whose pipeline does (the portable one), with the plan's tile_n: the
+ * splits, dQ-direct choice and workspace layout depend on tile_n alone, so
+ * the plan's workspace serves it unchanged. A set without such a row fails
+ * with FMHA_ERR_NO_KERNEL: never a kernel that would ignore the dropout. */
+
+/* NULL when kernel k's pipeline serves a run with (drop) or without
+ * dropout, else why not (FMHAI_BWD90_SERVES). */
+static inline const char *fmhai_bwd_pipe_why_not(const fmha_kernel_info *k, int drop)
+{
+    if (k->arch == FMHA_ARCH_SM90A) {
+#define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
+        FMHAI_BWD90_SERVES(FMHAI_SERVES_CHECK, drop)
+#undef FMHAI_SERVES_CHECK
+        return 0;
+    }
+    if (drop && strcmp(k->pipeline, "portable_mma") != 0)
+        return "portable pipeline: dropout (only the portable backward has it)";
+    return 0;
+}
+
+/* The entry of the set that runs dq_dk_dv for the plan (drop: with
+ * dropout); *why: NULL for the plan's own kernel, else the reason it was
+ * passed over. */
+static inline fmha_status fmhai_bwd_run_entry(const fmha_bwd_plan *plan, int drop, int *entry, const char **why)
+{
+    const fmha_kernel_set *set = plan->set_;
+    const fmhai_entry *pe = &set->entries[plan->entry_[1]];
+    fmhai_problem pb;
+    fmhai_device dev = { 0, 0, 0, 0 };
+    int ordinal = 0, best = -1, i;
+    fmha_status st;
+    *entry = plan->entry_[1];
+    *why = fmhai_bwd_pipe_why_not(&pe->info, drop);
+    if (!*why) return FMHA_OK;
+    st = fmhai_current_device(&dev, &ordinal);
+    if (st != FMHA_OK) return st;
+    fmhai_bwd_problem(&plan->traits, pe->info.family, &pb);
+    pb.dropout = drop;
+    for (i = 0; i < set->count; ++i) {
+        const fmhai_entry *e = &set->entries[i];
+        int nmiss;
+        if (!e->enabled || e->info.tile_n != pe->info.tile_n || fmhai_bwd_pipe_why_not(&e->info, drop) ||
+            fmhai_mismatch(e, &pb, &dev, &nmiss) || !fmhai_entry_has_code(set, i, ordinal, &dev))
+            continue;
+        if (best < 0 || fmhai_cmp(e, &set->entries[best], &pb) < 0) best = i;
+    }
+    if (best < 0)
+        return fmhai_fail(FMHA_ERR_NO_KERNEL,
+                          "bwd: %s, and kernel set '%s' has no dq_dk_dv row that has it for this problem with the "
+                          "plan's tile_n %d (the plan picked %s)",
+                          *why, set->name, pe->info.tile_n, pe->info.name);
+    *entry = best;
     return FMHA_OK;
 }
 
@@ -222,15 +288,14 @@ FMHA_API fmha_status fmha_bwd_prepare_workspace_async(const fmha_bwd_plan *plan,
 
 /* ---- run ---------------------------------------------------------------------------- */
 /* Launches entry i of the plan's set with grid (gx, gy, gz). */
-static inline fmha_status fmhai_bwd_launch(const fmha_bwd_plan *plan, int stage, fmhai_bwd_params *p, int gx,
+static inline fmha_status fmhai_bwd_launch(const fmha_bwd_plan *plan, int i, fmhai_bwd_params *p, int gx,
                                            int gy, int gz, void *stream)
 {
 #if defined(FMHA_PLATFORM_HOST_ONLY)
-    (void)plan; (void)stage; (void)p; (void)gx; (void)gy; (void)gz; (void)stream;
+    (void)plan; (void)i; (void)p; (void)gx; (void)gy; (void)gz; (void)stream;
     return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
 #else
     const fmha_kernel_set *set = plan->set_;
-    const int i = plan->entry_[stage];
     const fmhai_entry *e = &set->entries[i];
     fmhai_device dev;
     int ordinal = 0;
@@ -292,8 +357,12 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
 {
     fmhai_bwd_layout L;
     fmhai_bwd_params p;
-    int max_sq, max_sk, tm0, tn, tm2, gx;
+    int max_sq, max_sk, tm0, tn, tm2, gx, e1 = -1;
+    const char *why = 0;
     fmha_status st = fmhai_bwd_validate_args(plan, args);
+    if (st != FMHA_OK) return st;
+    /* dropout: a dq_dk_dv pipeline that has it (the plan's, or the portable one) */
+    st = fmhai_bwd_run_entry(plan, fmhai_dropout_threshold(args->dropout_p) > 0u, &e1, &why);
     if (st != FMHA_OK) return st;
     if (args->batch == 0) return FMHA_OK;
     fmhai_bwd_plan_layout(plan, &L);
@@ -306,7 +375,8 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
     tn = plan->dq_dk_dv->tile_n;
     tm2 = plan->convert_dq->tile_m;
     if (!plan->dq_direct) {
-        st = fmhai_bwd_launch(plan, 0, &p, (max_sq + tm0 - 1) / tm0, args->nhead_q, args->batch, stream);
+        st = fmhai_bwd_launch(plan, plan->entry_[0], &p, (max_sq + tm0 - 1) / tm0, args->nhead_q, args->batch,
+                              stream);
         if (st != FMHA_OK) return st;
     }
     gx = plan->dq_direct ? 1 : (max_sk + tn - 1) / tn;
@@ -320,10 +390,11 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
                           : fmhai_bwd_det_rows((int64_t)args->nhead_k * args->batch, gx, dev.sms,
                                                p.mask_kind != FMHA_MASK_NONE);
     }
-    st = fmhai_bwd_launch(plan, 1, &p, gx, p.unit_rows > 0 ? p.unit_rows : args->nhead_k,
+    st = fmhai_bwd_launch(plan, e1, &p, gx, p.unit_rows > 0 ? p.unit_rows : args->nhead_k,
                           p.unit_rows > 0 ? 1 : args->batch, stream);
     if (st == FMHA_OK && !plan->dq_direct)
-        st = fmhai_bwd_launch(plan, 2, &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch, stream);
+        st = fmhai_bwd_launch(plan, plan->entry_[2], &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch,
+                              stream);
     if (st != FMHA_OK || !args->sinks) return st;
     return fmhai_bwd_sinks_launch(&p, args, stream);
 }

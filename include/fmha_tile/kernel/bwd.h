@@ -313,6 +313,14 @@ static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, con
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: sinks and dsinks go together (both or neither)", fam);
     if (((uintptr_t)a->sinks | (uintptr_t)a->dsinks) & 3u)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: sinks and dsinks must be 4-byte aligned", fam);
+    /* dropout: the forward's p, seed and offset (the plan does not depend
+     * on it; fmha_bwd picks a dq_dk_dv pipeline that has it) */
+    if (!(a->dropout_p >= 0.f && a->dropout_p < 1.f))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: dropout_p must be in [0, 1) (got %g)", fam, (double)a->dropout_p);
+    if (a->dtype == FMHA_DTYPE_FP8 && a->dropout_p > 0.f)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: dropout with fp8 is not supported", fam);
+    if ((uintptr_t)a->dropout_rng & 7u)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: dropout_rng (device {seed, offset}) must be 8-byte aligned", fam);
     {
         const int64_t s[24] = { a->stride_q,  a->nhead_stride_q,  a->batch_stride_q,
                                 a->stride_k,  a->nhead_stride_k,  a->batch_stride_k,
@@ -387,6 +395,11 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
         p->softcap_pre = a->scale / a->logits_soft_cap;
         p->softcap_post_log2 = a->logits_soft_cap * log2e;
     }
+    p->dropout_thr = fmhai_dropout_threshold(a->dropout_p);   /* p below 1/512 drops nothing */
+    p->dropout_scale = fmhai_dropout_scale(p->dropout_thr);
+    p->dropout_seed = a->dropout_seed;
+    p->dropout_offset = a->dropout_offset;
+    p->dropout_rng = a->dropout_rng;
 }
 
 #endif /* FMHA_TILE_KERNEL_BWD_H */

@@ -55,6 +55,14 @@ typedef struct fmhai_bwd_params {
     float scale_log2;            /* scale * log2(e)                                 */
     float softcap_pre;           /* scale / cap        (soft cap on)                */
     float softcap_post_log2;     /* cap * log2(e)      (soft cap on)                */
+    /* dropout (dq_dk_dv, portable pipeline): element (i, j) kept when its
+     * Philox byte >= dropout_thr (0: no dropout, the kernels skip it all);
+     * dropout_scale = 256 / (256 - thr) (exactly 1 without dropout); seed
+     * and offset from dropout_rng (device {seed, offset}) when it is set */
+    uint32_t dropout_thr;
+    float dropout_scale;
+    uint64_t dropout_seed, dropout_offset;
+    const uint64_t *dropout_rng;
 } fmhai_bwd_params;
 
 #endif /* FMHA_TILE_BWD_PARAMS_H */

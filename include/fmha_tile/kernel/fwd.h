@@ -113,6 +113,8 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: dropout_p must be in [0, 1) (got %g)", (double)a->dropout_p);
     if (fp8 && a->dropout_p > 0.f)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: dropout with fp8 is not supported");
+    if ((uintptr_t)a->dropout_rng & 7u)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: dropout_rng (device {seed, offset}) must be 8-byte aligned");
     return FMHA_OK;
 }
 
@@ -162,6 +164,7 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->dropout_scale = fmhai_dropout_scale(p->dropout_thr);
     p->dropout_seed = a->dropout_seed;
     p->dropout_offset = a->dropout_offset;
+    p->dropout_rng = a->dropout_rng;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
     p->k_row = a->stride_k; p->k_head = a->nhead_stride_k; p->k_batch = a->batch_stride_k;
     p->v_row = a->stride_v; p->v_head = a->nhead_stride_v; p->v_batch = a->batch_stride_v;

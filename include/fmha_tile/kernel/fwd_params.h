@@ -83,10 +83,12 @@ typedef struct fmhai_fwd_params {
     int tma_kv;
     /* dropout (contiguous forward, portable pipeline): keep a P element
      * whose Philox byte >= dropout_thr (0: no dropout), scaled by
-     * dropout_scale */
+     * dropout_scale; seed and offset from dropout_rng (device {seed,
+     * offset}) when it is set (fmhai_dropout_seed_offset) */
     uint32_t dropout_thr;
     float dropout_scale;
     uint64_t dropout_seed, dropout_offset;
+    const uint64_t *dropout_rng;
     FMHAI_ALIGN64 uint64_t tma_k[16];
     FMHAI_ALIGN64 uint64_t tma_v[16];
 } fmhai_fwd_params;

@@ -28,6 +28,14 @@
  *                                     slice (deterministic), or, with one key
  *                                     tile per sequence, scaled and written
  *                                     straight to dQ (no workspace)
+ * Dropout (p->dropout_thr > 0; uniform branches, so the kernels without it
+ * run none of its code): the forward's O = (P o Z) V with Z = keep * scale
+ * from the Philox rule of tile/philox.h, drawn here for the transposed
+ * scores (fmhai_bwd_dropout_keep: one call per 16 x 16 block, 8 of its
+ * bytes for each of two lanes, at the start of each step). dV +=
+ * (P o keep)^T dO, times the scale at the store; a dropped P^T entry is
+ * marked by its sign (P^T >= 0) for dS^T = P^T (dP^T o Z - D), so no keep
+ * bits stay live across the products; D = rowsum(dO o O) already holds Z.
  * The next Q/dO tile is loaded during the whole step (stages 2) or during
  * the dQ product (stages 1). Head dims above 128 sweep twice (dV, then dK
  * and dQ) so that one 16 x hd accumulator is live at a time. dK (times
@@ -438,6 +446,47 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
     }
 }
 
+/* Dropout keep bits of this lane's elements of a QW-query slice of S^T
+ * (rows keys, columns queries: the transposed forward scores): bit
+ * 4 * nt + 2 * hf + e is key j + 8 * hf, query i + 8 * nt + e (j = the
+ * lane's key g, i = the slice's query 2t). Elements (query i, key j) of a
+ * 16 x 16 block share one Philox call (tile/philox.h): query bits 0 and 3
+ * are e and nt & 1, key bits 0 and 3 are g & 1 and hf, so the lane's
+ * element is byte 2 * hf + (g & 1) of word 2 * (nt & 1) + e. Lanes g and
+ * g ^ 1 (lane ^ 4) need the same blocks, each 8 of the 16 bytes: each
+ * computes one of a pair of blocks (the one of its own g & 1), takes its
+ * own 8 decisions and hands the partner's 8 over in one shuffle, so a
+ * warp makes one call per block (QW / 32 calls a lane). Whole warps only. */
+FMHAI_DEVICE uint32_t fmhai_bwd_dropout_keep(const fmhai_bwd_params *p, uint32_t bh, int i, int j, int QW)
+{
+    uint64_t seed, offset;   /* dropout_rng's when given: read only where dropout runs */
+    const int g1 = j & 1;
+    uint32_t keep = 0;
+    fmhai_dropout_seed_offset(p->dropout_rng, p->dropout_seed, p->dropout_offset, &seed, &offset);
+#pragma unroll 1
+    for (int np0 = 0; np0 < QW / 16; np0 += 2) {
+        const int np = np0 + g1;   /* the block this lane draws */
+        uint32_t w[4], mine = 0, theirs = 0;
+        fmhai_dropout_block(seed, offset, bh, (uint32_t)(i + 16 * np), (uint32_t)j, w);
+#pragma unroll
+        for (int par = 0; par < 2; ++par)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const uint32_t word = w[2 * par + e];
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int bit = 4 * par + 2 * hf + e;
+                    mine |= (uint32_t)(((word >> (8 * (2 * hf + g1))) & 0xffu) >= p->dropout_thr) << bit;
+                    theirs |= (uint32_t)(((word >> (8 * (2 * hf + 1 - g1))) & 0xffu) >= p->dropout_thr) << bit;
+                }
+            }
+        /* the partner's draw of block np0 + 1 - g1, this lane's bytes (bits, not a float: moved exactly) */
+        const uint32_t got = __float_as_uint(fmhai_shfl_xor(__uint_as_float(theirs), 4));
+        keep |= (mine << (8 * np)) | (got << (8 * (np0 + 1 - g1)));
+    }
+    return keep;
+}
+
 /* The i-th (KV head, batch entry) unit a block walks, or -1 past its last;
  * unit u is KV head u % nhead_k of entry u / nhead_k. One unit per block
  * from grid y and z, or (unit_rows) grid y rows of blocks that keep their
@@ -606,6 +655,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
     const fmhai_bwd_seq s = U->s;
     const int hk = U->hk, det = U->det, n_tiles = U->n_tiles, masked = U->masked;
     const int c_lo = U->c_lo, c_hi = U->c_hi;   /* key j visible to query i: c_lo <= j - i <= c_hi */
+    const int drop = p->dropout_thr != 0u;      /* dropout (a uniform branch; 0: none of its code runs) */
 
     /* ---- shared memory ---------------------------------------------------- */
     const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
@@ -686,7 +736,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 fmhai_bwd_store_kv((char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch +
                                                         (int64_t)(s.k_start + j0) * p->dv_row +
                                                         (int64_t)hk * p->dv_head),
-                                   p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+                                   p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
 #pragma unroll
                 for (int dt = 0; dt < HD / 8; ++dt)
 #pragma unroll
@@ -716,11 +766,29 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
              * one slice are live at a time (32 keys x 16 rows of fp32 each),
              * which keeps dK and dV in registers. S^T and dP^T come from
              * fmhai_bwd_gemm_abt; the other phases' k-steps stay loops. */
+            /* dropout: the keep bits of the step's BM queries (16 a slice),
+             * drawn before the slices' accumulators are live (the kernels
+             * sit at their register limit; with two sweeps each slice draws
+             * its own, which spilled less there) */
+            uint64_t keep_all = 0;
+            if (drop && !TWO_SWEEPS)
+#pragma unroll 1
+                for (int q0 = 0; q0 < BM; q0 += QW)
+                    keep_all |= (uint64_t)fmhai_bwd_dropout_keep(p, (uint32_t)(U->b * p->nhead_q + h),
+                                                                 m0 + q0 + 2 * t, j0 + key0 + g, QW)
+                                << (16 * (q0 / QW));
 #pragma unroll 1
             for (int q0 = 0; q0 < BM; q0 += QW) {
                 /* ---- S^T = K Q^T ---------------------------------------------- */
                 float acc_s[QW / 8][4];
                 fmhai_bwd_gemm_abt(acc_s, kA, qBi + q0 * HD * 2, HD, QW, is_bf16);
+                /* dropout: this slice's keep bits, used up by P^T below (they
+                 * end there: dS^T reads the drops from P^T's sign) */
+                const uint32_t keep =
+                    !TWO_SWEEPS ? (uint32_t)(keep_all >> (16 * (q0 / QW)))
+                    : drop ? fmhai_bwd_dropout_keep(p, (uint32_t)(U->b * p->nhead_q + h), m0 + q0 + 2 * t,
+                                                    j0 + key0 + g, QW)
+                           : 0u;
 
                 /* ---- P^T (and, soft cap, P^T * (1 - tanh^2) for dS) -------------- */
                 uint32_t pa[QW / 16][4];
@@ -731,6 +799,19 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                     fmhai_bwd_p_ntile(acc_s[nt], pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
                                       j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI,
                                       slope2, s.s_k - s.s_q);
+                    if (drop) {
+                        /* P o Z for dV: P with the dropped 16-bit halves +0
+                         * (the common scale goes on dV at its store); for
+                         * dS a dropped entry keeps its P^T (>= 0) negated,
+                         * the mark that its dP is 0 */
+#pragma unroll
+                        for (int hf = 0; hf < 2; ++hf) {
+                            const uint32_t k2 = keep >> (4 * nt + 2 * hf);
+                            pk[hf] &= (k2 & 1u ? 0xffffu : 0u) | (k2 & 2u ? 0xffff0000u : 0u);
+                            if (!(k2 & 1u)) acc_s[nt][2 * hf] = -acc_s[nt][2 * hf];
+                            if (!(k2 & 2u)) acc_s[nt][2 * hf + 1] = -acc_s[nt][2 * hf + 1];
+                        }
+                    }
                     if (dv_step) {
                         pa[nt / 2][(nt % 2) * 2] = pk[0];
                         pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
@@ -756,15 +837,26 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 float acc_p[QW / 8][4];
                 fmhai_bwd_gemm_abt(acc_p, kA + VK, qBi + OQ + q0 * HD * 2, HD, QW, is_bf16);
                 /* ---- dS^T = P^T (dP^T - D) -------------------------------------- */
+                /* dropout: dS^T = P^T (dP^T o Z - D): a kept entry's dP^T times
+                 * the scale, a dropped one (P^T negated above) -P^T D; D =
+                 * rowsum(dO o O) already holds Z */
                 uint32_t dsa[QW / 16][4];
 #pragma unroll
                 for (int nt = 0; nt < QW / 8; ++nt) {
                     const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + q0 + nt * 8 + 2 * t));
 #pragma unroll
-                    for (int hf = 0; hf < 2; ++hf)
-                        dsa[nt / 2][(nt % 2) * 2 + hf] =
-                            fmhai_pack2(acc_s[nt][2 * hf] * (acc_p[nt][2 * hf] - dd.x),
-                                        acc_s[nt][2 * hf + 1] * (acc_p[nt][2 * hf + 1] - dd.y), is_bf16);
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const float c0 = acc_s[nt][2 * hf], c1 = acc_s[nt][2 * hf + 1];
+                        float d0, d1;
+                        if (drop) {
+                            d0 = c0 < 0.f ? c0 * dd.x : c0 * (acc_p[nt][2 * hf] * p->dropout_scale - dd.x);
+                            d1 = c1 < 0.f ? c1 * dd.y : c1 * (acc_p[nt][2 * hf + 1] * p->dropout_scale - dd.y);
+                        } else {
+                            d0 = c0 * (acc_p[nt][2 * hf] - dd.x);
+                            d1 = c1 * (acc_p[nt][2 * hf + 1] - dd.y);
+                        }
+                        dsa[nt / 2][(nt % 2) * 2 + hf] = fmhai_pack2(d0, d1, is_bf16);
+                    }
                 }
                 /* ---- dK += dS^T Q ----------------------------------------------- */
                 {
@@ -953,7 +1045,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
             fmhai_bwd_store_kv(dk, p->dk_row, acc_a, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
         } else {
-            fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+            fmhai_bwd_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
             fmhai_bwd_store_kv(dk, p->dk_row, acc_b, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
         }
     }

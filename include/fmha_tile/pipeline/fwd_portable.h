@@ -664,10 +664,12 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                  * word 2 * hf + (g & 1), byte 2 * (nt & 1) + e of it. */
                 const uint32_t bh = (uint32_t)(b * p->nhead_q + h);
                 const uint32_t i0 = (uint32_t)(m0 + warp_row0 + mt * 16 + g);
+                uint64_t dseed, doff;   /* dropout_rng's when given (read here: only dropout pays) */
+                fmhai_dropout_seed_offset(p->dropout_rng, p->dropout_seed, p->dropout_offset, &dseed, &doff);
 #pragma unroll
                 for (int q2 = 0; q2 < BN / 16; ++q2) {
                     uint32_t w[4];
-                    fmhai_dropout_block(p->dropout_seed, p->dropout_offset, bh, i0,
+                    fmhai_dropout_block(dseed, doff, bh, i0,
                                         (uint32_t)(n * BN + q2 * 16 + 2 * t), w);
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {

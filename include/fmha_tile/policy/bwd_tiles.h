@@ -192,6 +192,14 @@
     C(bwd90_shared_memory_227k, FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,      \
       "shared memory of the tile must fit in 227 KB")
 
+/* What the Hopper dq_dk_dv serves of what a plan does not fix (the run's
+ * args), as S(name, condition, message) over the run: a call it fails runs
+ * on the set's portable dq_dk_dv row with the plan's tile_n instead
+ * (dispatch/bwd_dispatch.h, fmhai_bwd_run_entry), and the message says why.
+ * Any other pipeline but the portable one is taken to have no dropout. */
+#define FMHAI_BWD90_SERVES(S, drop) \
+    S(bwd90_dropout, !(drop), "portable pipeline: dropout (the wgmma backward has none)")
+
 /* C(...) over a dot_do_o / convert_dq row. */
 #define FMHAI_BWD_AUX_CONSTRAINTS(C, hd, bm, bn, w, st)                                    \
     C(bwd_aux_hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,            \

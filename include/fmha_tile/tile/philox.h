@@ -89,6 +89,20 @@ FMHAI_RNG_FN uint32_t fmhai_dropout_byte(uint64_t seed, uint64_t offset, uint32_
     return (w[k >> 2] >> (8u * (k & 3u))) & 0xffu;
 }
 
+/* The {seed, offset} a kernel draws from: the two uint64 at rng (a device
+ * pointer, read when the kernel runs, so a captured graph can be replayed
+ * with new values) when it is given, else the ones passed by value. */
+FMHAI_RNG_FN void fmhai_dropout_seed_offset(const uint64_t *rng, uint64_t seed, uint64_t offset, uint64_t *seed_out,
+                                            uint64_t *offset_out)
+{
+    if (rng) {
+        seed = rng[0];
+        offset = rng[1];
+    }
+    *seed_out = seed;
+    *offset_out = offset;
+}
+
 /* The keep threshold of drop probability p in [0, 1): a byte >= it is kept
  * (p is taken as threshold / 256). */
 FMHAI_RNG_FN uint32_t fmhai_dropout_threshold(float p)
