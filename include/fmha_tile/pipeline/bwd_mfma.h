@@ -179,10 +179,9 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
     const fmhai_bwd_seq s = U->s;
     const int hk = U->hk, det = U->det, n_tiles = U->n_tiles, masked = U->masked;
     const int c_lo = U->c_lo, c_hi = U->c_hi;   /* key j visible to query i: c_lo <= j - i <= c_hi */
-    const int drop = 0;   /* dropout: with the backward's dropout parameters */
-    const uint64_t seed = 0, offset = 0;
-    const uint32_t drop_thr = 0u;
-    const float drop_scale = 1.f;
+    const int drop = p->dropout_thr != 0u;      /* a uniform branch: none of dropout's code runs without it */
+    uint64_t seed = 0, offset = 0;
+    if (drop) fmhai_dropout_seed_offset(p->dropout_rng, p->dropout_seed, p->dropout_offset, &seed, &offset);
 
     /* ---- shared memory ---------------------------------------------------- */
     const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
@@ -237,7 +236,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
             fmhai_bwd_next_pos(&mi, &hq, n_m, p->head_ratio);
 
             if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
-                fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, drop_scale, key0 + ql, s.s_k - j0, p->d,
+                fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0 + ql, s.s_k - j0, p->d,
                                         is_bf16, HD, kh);
 #pragma unroll
                 for (int mb = 0; mb < NMB; ++mb)
@@ -276,7 +275,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
 
                 /* ---- P^T (soft cap: st keeps P^T (1 - tanh^2) for dS) --------- */
                 const uint32_t keep = drop ? fmhai_mfma_bwd_keep(seed, offset, (uint32_t)(U->b * p->nhead_q + h), i0,
-                                                                 jkey, drop_thr)
+                                                                 jkey, p->dropout_thr)
                                            : 0xffffu;
                 fmhai_mf16x4 pb[4];
 #pragma unroll
@@ -325,7 +324,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                     for (int r = 0; r < 4; ++r) {
                         const int e = 4 * g4 + r;
                         const float c = st[e];
-                        const float v = drop ? (c < 0.f ? c * d4[r] : c * (dp[e] * drop_scale - d4[r]))
+                        const float v = drop ? (c < 0.f ? c * d4[r] : c * (dp[e] * p->dropout_scale - d4[r]))
                                              : c * (dp[e] - d4[r]);
                         dsb[g4][r] = fmhai_mfma_cvt16(v, is_bf16);
                     }
@@ -423,7 +422,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                 fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, 1.f, key0 + ql, s.s_k - j0, p->d, is_bf16, HD, kh);
             fmhai_bwd_mfma_store_kv(dk, p->dk_row, acc_a, p->scale, key0 + ql, s.s_k - j0, p->d, is_bf16, HD, kh);
         } else {
-            fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, drop_scale, key0 + ql, s.s_k - j0, p->d, is_bf16,
+            fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0 + ql, s.s_k - j0, p->d, is_bf16,
                                     HD, kh);
             fmhai_bwd_mfma_store_kv(dk, p->dk_row, acc_b, p->scale, key0 + ql, s.s_k - j0, p->d, is_bf16, HD, kh);
         }
