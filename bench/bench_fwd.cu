@@ -15,8 +15,10 @@
  * launch of each point is checked to have written every element with a finite value.
  *
  *   bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k] [--causal 0,1]
- *             [--prec bf16|fp8] [--sinks 0|1] [--json out.json] [--quick]
+ *             [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--json out.json] [--quick]
  *
+ * --dropout P: dropout on P with drop probability P (fmha_fwd_args.dropout_p),
+ * to measure what dropout costs against the same points without it.
  * --sinks 1: one attention-sink logit per head (fmha_fwd_args.sinks), to
  * measure what the sink costs against the same points without it.
  * --prec fp8: Q, K and V in e4m3 (random codes of magnitude below 1, no NaN),
@@ -114,12 +116,14 @@ typedef struct bench_opts {
     int quick;
     int fp8;                        /* --prec fp8 */
     int sinks;                      /* --sinks 1: an attention-sink logit per head */
+    float dropout;                  /* --dropout P: drop probability (0: off) */
 } bench_opts;
 
 static void bench_usage(FILE *f) {
     fprintf(f,
             "usage: bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k]\n"
-            "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--json out.json] [--quick]\n"
+            "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--dropout P]\n"
+            "                 [--json out.json] [--quick]\n"
             "  bf16, total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim),\n"
             "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
@@ -170,6 +174,8 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
             o->fp8 = !strcmp(val, "fp8");
         } else if (!strcmp(a, "--sinks")) {
             o->sinks = atoi(val) != 0;
+        } else if (!strcmp(a, "--dropout")) {
+            o->dropout = (float)atof(val);
         } else {
             fprintf(stderr, "bench_fwd: unknown option %s\n", a);
             return -1;
@@ -235,6 +241,7 @@ static void bench_launch_dims(size_t n, int *grid, int *block) {
 
 static int g_fp8;   /* --prec fp8 */
 static float *g_sinks;   /* --sinks 1: device logits (NULL: none) */
+static float g_dropout;  /* --dropout P */
 static float *g_ones;   /* device descales of 1 (fp8) */
 
 static void bench_fill(uint16_t *p, size_t n, uint32_t seed, cudaStream_t st) {
@@ -343,6 +350,9 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     a->alibi_slopes = NULL;
     a->alibi_batch_stride = 0;
     a->sinks = g_sinks;
+    a->dropout_p = g_dropout;
+    a->dropout_seed = 0x5eedull;
+    a->dropout_offset = 0;
     if (p->causal) {
         a->mask_type = FMHA_MASK_BOTTOM_RIGHT;
         a->window_left = -1;
@@ -539,6 +549,7 @@ int main(int argc, char **argv) {
         CUDA_CHECK(cudaMalloc((void **)&g_ones, sizeof(ones)));
         CUDA_CHECK(cudaMemcpy(g_ones, ones, sizeof(ones), cudaMemcpyHostToDevice));
     }
+    g_dropout = opt.dropout;
     if (opt.sinks) {
         float h_sinks[BENCH_HIDDEN / 64];
         for (i = 0; i < BENCH_HIDDEN / 64; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;

@@ -87,6 +87,7 @@ typedef struct fwd_cfg {
     int graph;                   /* launch through a captured CUDA graph        */
     int sinks;                   /* one attention-sink logit per query head     */
     float dropout;               /* drop probability (0: off)                   */
+    int drop_rng;                /* seed and offset through dropout_rng (device) */
     int quick;                   /* part of --quick                             */
 } fwd_cfg;
 
@@ -153,6 +154,7 @@ static void cfg_name(fwd_cfg *c)
     if (c->set == &portable_set) n += (size_t)snprintf(s + n, cap - n, "_portable");
     if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     if (c->dropout > 0) n += (size_t)snprintf(s + n, cap - n, "_dropout%g", c->dropout);
+    if (c->drop_rng) n += (size_t)snprintf(s + n, cap - n, "_rng");
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
 }
 
@@ -463,7 +465,8 @@ static void build_configs(void)
     }
 
     /* 14. dropout: P's kept elements scaled, the LSE whole; the default set
-     * sends these to the portable pipeline (the wgmma one has no dropout):
+     * runs these on the wgmma pipeline on Hopper (hdim 256 on its 80-key
+     * tiles: a lone 16-key Philox group), portable_set on the portable one:
      * causal GQA, group mode with empty entries, window + sinks + ALiBi,
      * soft cap, hdim 64/128/256, a padded head dim, rates 0.1 to 0.6 */
     {
@@ -484,6 +487,25 @@ static void build_configs(void)
         add(c, 1);
         c = cfg_batch(B, 2, 4, 2, 129, 129, 40);   /* the portable set has bf16 rows here */
         c.dropout = 0.6f;
+        c.set = &portable_set;
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 300, 500, 128);   /* the first problem on both pipelines */
+        c.dropout = 0.2f;
+        cfg_mask(&c, BR, -1, 0);
+        c.set = &portable_set;
+        add(c, 0);
+        c = cfg_batch(F, 2, 6, 3, 257, 384, 64);
+        c.dropout = 0.3f;
+        cfg_mask(&c, BR, 100, 20);
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 2, 256);
+        c.dropout = 0.15f;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 190, 333, 128);   /* seed and offset from device memory */
+        c.dropout = 0.25f;
+        c.drop_rng = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
         c.set = &portable_set;
         add(c, 0);
     }
@@ -544,6 +566,7 @@ typedef struct fwd_run {
     void *dq, *dk, *dv, *dout, *dout_all;
     float *dlse, *dlse_all, *dslopes, *dsinks;
     int32_t *dssq, *dssk;
+    uint64_t *drng;   /* {seed, offset} for dropout_rng */
 } fwd_run;
 
 static void run_free(fwd_run *r)
@@ -553,6 +576,7 @@ static void run_free(fwd_run *r)
     free(r->o_logical_all); free(r->lse_logical_all);
     tu_dfree(r->dq); tu_dfree(r->dk); tu_dfree(r->dv); tu_dfree(r->dout_all);
     tu_dfree(r->dlse_all); tu_dfree(r->dslopes); tu_dfree(r->dsinks); tu_dfree(r->dssq); tu_dfree(r->dssk);
+    tu_dfree(r->drng);
 }
 
 /* Fills reference-problem fields that mirror the GPU arguments. */
@@ -633,6 +657,11 @@ static void make_args(const fwd_cfg *c, const fwd_run *r, const fmha_ref_fwd *p,
     a->dropout_p = p->dropout_p;
     a->dropout_seed = p->dropout_seed;
     a->dropout_offset = p->dropout_offset;
+    if (c->drop_rng) {   /* the values only in device memory; the fields wrong on purpose */
+        a->dropout_rng = r->drng;
+        a->dropout_seed = ~p->dropout_seed;
+        a->dropout_offset = p->dropout_offset + 12345;
+    }
 }
 
 /* Kernel hdim selection must pick: the smallest hdim >= d among kernels of the
@@ -783,6 +812,11 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     r.dsinks = (float *)tu_dmalloc((size_t)c->hq * 4);
     r.dssq = (int32_t *)tu_dmalloc(sizeof(r.ssq));
     r.dssk = (int32_t *)tu_dmalloc(sizeof(r.ssk));
+    r.drng = (uint64_t *)tu_dmalloc(2 * sizeof(uint64_t));
+    {
+        const uint64_t rng[2] = { p.dropout_seed, p.dropout_offset };
+        tu_upload(r.drng, rng, sizeof(rng));
+    }
     tu_upload(r.dq, r.qh, r.lq.n * 2);
     tu_upload(r.dk, r.kh, r.lk.n * 2);
     tu_upload(r.dv, r.vh, r.lv.n * 2);

@@ -238,6 +238,10 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
     FMHAI_MISS(e->smem_bytes > d->smem_optin, "shared memory")
     FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && fmhai_is_fwd_family(pb->family) && fmhai_fwd90_why_not(pb),
                "pipeline (the fallback rule sends this problem to the portable pipeline)")
+    /* the rule reads the problem's head dim; a wider wgmma kernel (256
+     * serving d <= 128) has no dropout code */
+    FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && pb->dropout && e->info.hdim != 128,
+               "pipeline (the wgmma pipeline carries dropout in its hdim-128 kernel only)")
 #undef FMHAI_MISS
     *nmiss = n;
     return first;

@@ -15,7 +15,8 @@
  * (FlashAttention-3's ping-pong). Per key tile:
  *     S  = Q K^T      SS: Q (this warpgroup's 64 rows) and K, K-major
  *     soft cap / ALiBi / mask (mask only on tiles that need it)
- *     online softmax; P -> 16-bit A fragments
+ *     online softmax; P -> 16-bit A fragments (dropout: dropped elements
+ *     zeroed in the fragments, fmhai_fwd90_dropout; hdim-128 kernel)
  *     O += P V        RS: P from registers, V read MN-major
  * Paged K/V (batch prefill): the load warpgroup gathers each tile row by row
  * through the sequence's page table (pipeline/kv_source.h), the page index of
@@ -110,6 +111,102 @@ FMHAI_DEVICE uint32_t fmhai_pack_e4m3x4(float x0, float x1, float x2, float x3)
         "mov.b32 %0, {lo, hi};\n}\n"
         : "=r"(r) : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
     return r;
+}
+
+/* Keep flags of four random bytes at once: the top bit of byte k is set
+ * when byte k of a >= thr (T: thr in every byte, Tlo: its low 7 bits in
+ * every byte). z's top bits compare the low 7 bits (a | 0x80 minus at most
+ * 0x7f borrows from no other byte); the top bits of a and thr decide the
+ * rest. */
+FMHAI_DEVICE uint32_t fmhai_keep_flags(uint32_t a, uint32_t T, uint32_t Tlo)
+{
+    const uint32_t z = (a | 0x80808080u) - Tlo;
+    return (a & ~T) | (~(a ^ T) & z);
+}
+
+/* The 16-bit pair of P packed from bytes k and k + 1's elements kept
+ * where their flags' top bits are set: prmt replicates byte k's top bit
+ * over the low half of a mask and byte k + 1's over the high half. */
+FMHAI_DEVICE uint32_t fmhai_keep2(uint32_t pair, uint32_t flags, int k)
+{
+    const uint32_t m = fmhai_prmt(flags, 0u, 0x9988u + 0x1111u * (uint32_t)k);
+    return pair & m;
+}
+
+/* Dropout, step 1: the keep flags of this thread's elements of key tile n
+ * (fl[q2][hf]: the top bit of byte 2 par + e for keys 16 q2 + 8 par + 2t +
+ * e of row g + 8 hf). One Philox call gives the bytes of
+ * rows i, i ^ 1, i ^ 8, i ^ 9 and keys j, j ^ 1, j ^ 8, j ^ 9: this
+ * thread's rows (g and g + 8) take the half of parity g & 1 and the thread
+ * of row g ^ 1 (lane ^ 4) the other half, so the two compute every other
+ * call and swap halves by shuffle: one call per 32 keys a thread (a lone
+ * last 16 keys: each its own call). The decision is the portable
+ * pipeline's and the reference's, element for element. Seed and offset are
+ * read here (from dropout_rng: an L1 hit), not held across the loop. */
+FMHAI_DEVICE void fmhai_fwd90_drop_flags(uint32_t (*fl)[2], const fmhai_fwd_params *p, int row, int n, int BN,
+                                         int g, int t)
+{
+    uint64_t seed, offset;
+    fmhai_dropout_seed_offset(p->dropout_rng, p->dropout_seed, p->dropout_offset, &seed, &offset);
+    const uint32_t bh = blockIdx.z * (uint32_t)p->nhead_q + blockIdx.y, thr = p->dropout_thr;
+    /* the key made opaque here: else its ten round keys, the same every
+     * tile, are hoisted out of the key loop and held in registers */
+    uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) + (uint32_t)(offset >> 32) };
+    asm volatile("" : "+r"(key[0]), "+r"(key[1]));
+    const uint32_t odd = (uint32_t)g & 1u;
+    const uint32_t T = thr * 0x01010101u, Tlo = (thr & 0x7fu) * 0x01010101u;
+    const uint32_t j0 = (uint32_t)(n * BN + 2 * t), i0 = (uint32_t)row & ~9u;
+#pragma unroll
+    for (int k = 0; k < BN / 32; ++k) {
+        uint32_t w[4];
+        const uint32_t ctr[4] = { j0 + (uint32_t)(32 * k) + 16u * odd, i0, bh, (uint32_t)offset };
+        fmhai_philox4x32_10(ctr, key, w);
+        const uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? w[0] : w[1], 4);
+        const uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? w[2] : w[3], 4);
+        const uint32_t own0 = odd ? w[1] : w[0], own1 = odd ? w[3] : w[2];
+        /* keys 32k + 16q ..: our call's (q == odd) or the partner's */
+        fl[2 * k][0] = fmhai_keep_flags(odd ? r0 : own0, T, Tlo);
+        fl[2 * k][1] = fmhai_keep_flags(odd ? r1 : own1, T, Tlo);
+        fl[2 * k + 1][0] = fmhai_keep_flags(odd ? own0 : r0, T, Tlo);
+        fl[2 * k + 1][1] = fmhai_keep_flags(odd ? own1 : r1, T, Tlo);
+    }
+    if (BN % 32) {   /* the last 16 keys (80-key tiles) */
+        const int q2 = BN / 16 - 1;
+        uint32_t w[4];
+        const uint32_t ctr[4] = { j0 + (uint32_t)(16 * q2), i0, bh, (uint32_t)offset };
+        fmhai_philox4x32_10(ctr, key, w);
+        fl[q2][0] = fmhai_keep_flags(odd ? w[1] : w[0], T, Tlo);
+        fl[q2][1] = fmhai_keep_flags(odd ? w[3] : w[2], T, Tlo);
+    }
+}
+
+/* Dropout, step 2: the packed 16-bit P (pa[q2][2 par + hf] holds keys
+ * 16 q2 + 8 par + 2t, + 1 of row g + 8 hf) with its dropped elements
+ * zeroed. The kept ones keep their value (the 256 / (256 - thr) is applied
+ * once to O in the epilogue) and the row sum, so the LSE, is the one
+ * without dropout. Applied to the fragments, outside the softmax, so that
+ * the kernel without dropout keeps the softmax's straight-line code. */
+FMHAI_DEVICE void fmhai_fwd90_drop_apply(uint32_t (*pa)[4], const uint32_t (*fl)[2], int BN)
+{
+#pragma unroll
+    for (int q2 = 0; q2 < BN / 16; ++q2)
+#pragma unroll
+        for (int par = 0; par < 2; ++par)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf)
+                pa[q2][2 * par + hf] = fmhai_keep2(pa[q2][2 * par + hf], fl[q2][hf], 2 * par);
+}
+
+/* Dropout on tile n's packed P, after the softmax. (Drawing the flags
+ * earlier, while the warpgroup waited for the tile's S, measured 2-5%
+ * slower: the rounds compete for the schedulers with the other warpgroup's
+ * softmax either way, and the 16 flag words stayed live across the wait.) */
+FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params *p, int row, int n, int BN, int g,
+                                      int t)
+{
+    uint32_t fl[FMHAI_FWD_MAX_BN / 16][2];
+    fmhai_fwd90_drop_flags(fl, p, row, n, BN, g, t);
+    fmhai_fwd90_drop_apply(pa, fl, BN);
 }
 
 /* Scores of key tile n (acc_s, this thread's rows row0 and row0 + 8 of
@@ -572,6 +669,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
+    /* dropout: 16-bit, contiguous K/V, the hdim-128 kernel only (the
+     * portable pipeline serves the rest, FMHAI_FWD90_SERVES): at 256 O's 128
+     * registers leave too few for the Philox rounds (12 bytes spilled), and
+     * at 64 the code alone, never run, cost the kernel without dropout 3%
+     * (at 128: within 1%) */
+    const int DROP = !FP8 && !PAGED && HD == 128 && p->dropout_thr != 0u;
 
     /* The MMA warpgroups take turns issuing their products (TURN + wg, in
      * warpgroup order): a turn issues one tile's P V and the next tile's S,
@@ -605,6 +708,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
                                 slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8,
                                 PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0, vinv, vratio);
+            if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
             /* FP8: this tile's K stage and descales are free for tile it + ST */
             if (FP8 && it + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(buf), ALL);
             /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
@@ -632,6 +736,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                             t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8,
                             PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
                             vratio);
+        if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HD / 2);
         fmhai_wg_fence();
@@ -642,6 +747,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence_acc(acc_o, HD / 2);
     }
     if (PDS) o_scale *= vref;
+    if (DROP) o_scale *= p->dropout_scale;   /* the kept elements' 256 / (256 - thr) */
     /* every turn arrival is matched: warpgroup 0 takes the last one's last */
     if (W.n_iters > 0 && wg == 0) fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + 0, 256);
 

@@ -320,7 +320,8 @@
  * first failing line as the reason it runs portable (fmhai_fwd90_why_not).
  * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256),
  * contiguous K/V and paged K/V of every page size in both layouts, every
- * mask, soft cap, ALiBi, LSE, GQA, batch and group mode; e4m3 (kernels 128
+ * mask, soft cap, ALiBi, LSE, GQA, batch and group mode, dropout (the
+ * contiguous forward, head dims 65-128: the hdim-128 kernel); e4m3 (kernels 128
  * and 256): the forward, and batch prefill over LINEAR e4m3 pages with e4m3
  * queries (per-tensor or per-page descales). */
 #define FMHAI_FWD90_SERVES(S, dt, q8, hd, pg, layout, drop)                                    \
@@ -331,7 +332,9 @@
     S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
       ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \
       "portable pipeline: page size above 2048 or an unknown KV layout")                     \
-    S(fwd90_dropout, !(drop), "portable pipeline: dropout (the wgmma pipeline has none)")
+    S(fwd90_dropout, !(drop) || ((pg) == 0 && (hd) > 64 && (hd) <= 128),                   \
+      "portable pipeline: dropout outside the hdim-128 kernel (at 256 its registers are full, " \
+      "at 64 the code cost the kernel without dropout 3%) or over paged K/V")
 
 #define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
 #define FMHAI_FWD_CHECKS_GFX9(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
