@@ -158,6 +158,25 @@ FMHAI_DEVICE void fmhai_bwd_mfma_store_kv(char *dst, int64_t row_stride, const f
         }
 }
 
+/* A rows x hd 16-bit tile into its swizzled LDS tile (fmhai_block_load_tile)
+ * in runs of about 8 copies a thread with a scheduling barrier between runs:
+ * the copies are a load and a store on AMD, and with nothing between them
+ * the compiler issues every load of the tile first (hdim 256: 128 VGPRs of
+ * data a tile in flight). Runs start at multiples of 8 rows, so the swizzle
+ * of a run is the tile's. */
+FMHAI_DEVICE void fmhai_bwd_mfma_load_rows(fmhai_smem_t dst, const char *src, int64_t row_bytes, int rows,
+                                           int rows_valid, int d, int HD, int NT, int tid)
+{
+    const int rstep = NT / (HD / 8);                          /* rows a pass of the block copies */
+    const int run = 8 * rstep < rows ? 8 * rstep : rows;   /* rows of a run */
+#pragma unroll
+    for (int r0 = 0; r0 < rows; r0 += run) {
+        fmhai_block_load_tile(dst + r0 * HD * 2, src + r0 * row_bytes, row_bytes, 16, run, rows_valid - r0, d, HD, NT,
+                              tid, 0);
+        fmhai_mfma_phase();
+    }
+}
+
 /* dq_dk_dv of one (KV head, batch entry) unit on MFMA. */
 FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
                                       const int BM, const int BN, const int NW, const int HAS_MASK,
@@ -212,10 +231,10 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                                         (int64_t)hk * p->dv_head);
 
         __syncthreads();   /* every wave is done with the previous tile's LDS */
-        fmhai_block_load_tile(fmhai_mfma_opaque(sK), k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, 16, BN,
-                              s.s_k - j0, p->d, HD, NT, tid, 0);
-        fmhai_block_load_tile(fmhai_mfma_opaque(sV), v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, 16, BN,
-                              s.s_k - j0, p->d, HD, NT, tid, 0);
+        fmhai_bwd_mfma_load_rows(fmhai_mfma_opaque(sK), k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN,
+                                 s.s_k - j0, p->d, HD, NT, tid);
+        fmhai_bwd_mfma_load_rows(fmhai_mfma_opaque(sV), v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN,
+                                 s.s_k - j0, p->d, HD, NT, tid);
 
         /* acc_a: dV (single sweep), dV then dK (two sweeps); acc_b: dK */
         fmhai_f32x16 acc_a[FMHAI_FWD_MAX_HD / 32], acc_b[FMHAI_FWD_MAX_HD / 32];
@@ -249,8 +268,14 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                 if (tid == 0) fmhai_add_release(pend, 1);
                 pend = 0;
             }
-            fmhai_bwd_load_step(p, &s, jt, h, m0, fmhai_mfma_opaque(sQ), fmhai_mfma_opaque(sdO), sLse, sD, is_bf16,
-                                HD, BM, NT, tid);
+            /* Q and dO rows m0.. of head h; LSE and D into slot jt & 1 */
+            fmhai_bwd_mfma_load_rows(fmhai_mfma_opaque(sQ),
+                                     (const char *)p->q + 2 * fmhai_bwd_row_off(&s, p->q_row, p->q_head, p->q_batch, h, m0),
+                                     2 * p->q_row, BM, s.s_q - m0, p->d, HD, NT, tid);
+            fmhai_bwd_mfma_load_rows(fmhai_mfma_opaque(sdO),
+                                     (const char *)p->dout + 2 * fmhai_bwd_row_off(&s, p->do_row, p->do_head, p->do_batch, h, m0),
+                                     2 * p->do_row, BM, s.s_q - m0, p->d, HD, NT, tid);
+            fmhai_bwd_load_rowstats(p, &s, jt, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
             __syncthreads();
 
             const int need_mask = (j0 + BN > s.s_k) ||

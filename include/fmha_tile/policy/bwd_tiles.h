@@ -59,8 +59,8 @@
  * 256 64 x 32 101 KB, which only gfx950's 160 KB launch. clang-19, the
  * default backward set (tests/amd/check.sh, AMD_CHECK_BWD=1): every
  * dq_dk_dv kernel 0 VGPR spills and 0 scratch on gfx90a and gfx942; hdim 64
- * about 110-135 VGPRs + 112 AGPRs (2 waves a SIMD), hdim 128 about 120-160 +
- * 176 (1 wave), hdim 256 256 + about 210-235 (1 wave). Compile-checked and
+ * about 110-140 VGPRs + 112 AGPRs (2 waves a SIMD), hdim 128 about 120-155 +
+ * 176 (1 wave), hdim 256 256 + about 180-215 (1 wave). Compile-checked and
  * replayed on the host (tests/host/test_bwd_mfma_model.c); never run on an
  * AMD GPU. dot_do_o and convert_dq are the portable ones (no products). */
 /*                                                     arch  tile_m tile_n warps stages */
