@@ -12,8 +12,8 @@
  * and dS = P o (dP - D), D = rowsum(dO o O). Instead of the two fields the
  * calls can take dropout_rng, a device pointer to {seed, offset} read when
  * the kernels run (a framework's generator state, or values a captured graph
- * advances between replays). The Hopper (wgmma) backward has no dropout:
- * fmha_bwd runs the set's portable dq_dk_dv row in its place.
+ * advances between replays). The backward's dropout runs on the Hopper
+ * (wgmma) dq_dk_dv pipeline (hdim 64/128 on sm_90a) and the portable one.
  *
  * Checked, bf16 b=2 h=8 (GQA 8:2) s_q 300 s_k 500 d=128, causal
  * bottom-right, p = 0.2: the forward's O against the CPU reference drawing

@@ -366,10 +366,10 @@ static void build_configs(void)
     /* 11. dropout: the forward's keep/drop decisions regenerated from its
      * seed and offset (p 0.1 and 0.6), against the reference's own draws;
      * causal and sliding masks, GQA, group mode, deterministic, soft cap,
-     * ALiBi, sinks, dQ direct, hdim 64/128/256 (hdim 64 and 128 plans pick
-     * the wgmma kernel on sm_90, which has no dropout: fmha_bwd runs the
-     * portable row in its place), fp16 and bf16. Offsets with a high word
-     * (it keys Philox) on some. */
+     * ALiBi, sinks, dQ direct, hdim 64/128/256 (hdim 64 and 128 on the
+     * wgmma pipeline on sm_90; test_bwd_portable runs them all on the
+     * portable one), fp16 and bf16. Offsets with a high word (it keys
+     * Philox) on some. */
     {
         static const int gq1[3] = { 17, 255, 1 }, gk1[3] = { 17, 255, 600 };
         static const int gq2[3] = { 130, 65, 63 }, gk2[3] = { 64, 300, 63 };
@@ -1138,8 +1138,7 @@ static void test_dropout(cudaStream_t stream, uint64_t seed)
     static const char *n_ptr = "bwd_dropout_rng_pointer_bitwise_equals_fields";
     static const char *n_off = "bwd_dropout_other_offset_far_from_reference";
     static const char *n_graph = "bwd_dropout_rng_graph_replay_reads_new_seed";
-    /* deterministic (bitwise comparable), hdim 128: the plan's wgmma kernel
-     * on sm_90 gives way to the portable one */
+    /* deterministic (bitwise comparable), hdim 128 (wgmma on sm_90) */
     bwd_cfg c = cfg_batch(FMHA_DTYPE_BF16, 2, 4, 2, 200, 300, 128), c2;
     bwd_run r;
     fmha_bwd_traits t;

@@ -541,11 +541,11 @@ static void test_fp8_fwd(void)
     }
 }
 
-/* The backward with dropout: the plan (made from traits, which carry no
- * dropout) may pick the Hopper dq_dk_dv, which has none; fmha_bwd then runs
- * the set's portable row of the same family and tile_n (the workspace
- * depends on tile_n), and fmhai_bwd_run_entry says why. Without dropout, or
- * when the plan is portable already, the plan's own kernel runs. */
+/* The backward with dropout: the plan is made from traits, which carry no
+ * dropout; the wgmma and portable dq_dk_dv both have it, so the plan's own
+ * kernel runs with or without dropout (fmhai_bwd_run_entry keeps it and
+ * gives no reason); a pipeline without dropout (any other name) is passed
+ * over, saying why. */
 static void test_bwd_dropout_dispatch(void)
 {
     static const int hds[3] = { 64, 128, 256 };
@@ -573,23 +573,23 @@ static void test_bwd_dropout_dispatch(void)
                 if (fmhai_bwd_run_entry(&plan, 0, &e, &why) != FMHA_OK || e != plan.entry_[1] || why) ok_plain = 0;
                 if (fmhai_bwd_run_entry(&plan, 1, &e, &why) != FMHA_OK) { ok_fallback = 0; continue; }
                 k = &set_bwd.entries[e].info;
-                if (pk->arch == FMHA_ARCH_SM90A) {
-                    ++n_fallback;
-                    if (!why || !starts_with(why, "portable pipeline: dropout") || k->arch != FMHA_ARCH_SM80 ||
-                        strcmp(k->pipeline, "portable_mma") != 0 || k->tile_n != pk->tile_n ||
-                        k->family != pk->family || k->dtype != pk->dtype || k->hdim != pk->hdim ||
-                        k->has_mask != pk->has_mask || k->has_softcap != pk->has_softcap ||
-                        k->has_alibi != pk->has_alibi)
-                        ok_fallback = 0;
-                } else if (why || e != plan.entry_[1]) {
-                    ok_fallback = 0;
-                }
+                n_fallback += pk->arch == FMHA_ARCH_SM90A;   /* here: the wgmma rows that keep dropout */
+                if (why || e != plan.entry_[1] || k != pk) ok_fallback = 0;
             }
     CHECK(ok_plain, "bwd without dropout: the plan's own dq_dk_dv runs");
     CHECK(ok_fallback && n_fallback == 2 * 2 * 3,
-          "bwd with dropout on sm_90: the wgmma dq_dk_dv (hdim 64/128) gives way to the portable row of the same "
-          "family, dtype, head dim, mask/soft cap and tile_n, and the reason names dropout; hdim 256 keeps its "
-          "portable plan");
+          "bwd with dropout on sm_90: the plan's dq_dk_dv runs (wgmma for hdim 64/128, which has dropout; "
+          "portable for hdim 256)");
+    {   /* a pipeline without dropout is passed over, saying why */
+        fmha_kernel_info k;
+        memset(&k, 0, sizeof(k));
+        k.arch = FMHA_ARCH_GFX9; k.pipeline = "no_dropout_pipe";
+        CHECK(fmhai_bwd_pipe_why_not(&k, 1) && starts_with(fmhai_bwd_pipe_why_not(&k, 1), "portable pipeline: dropout") &&
+                  !fmhai_bwd_pipe_why_not(&k, 0),
+              "bwd: a dq_dk_dv pipeline other than the portable and wgmma ones is taken to have no dropout");
+        k.arch = FMHA_ARCH_SM90A; k.pipeline = "wgmma";
+        CHECK(!fmhai_bwd_pipe_why_not(&k, 1), "bwd: the wgmma dq_dk_dv serves dropout");
+    }
     fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
     {
         fmha_bwd_traits t;

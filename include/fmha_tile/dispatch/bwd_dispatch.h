@@ -9,8 +9,9 @@
  * stage named. fmha_bwd() validates the args against the plan, then
  * launches dot_do_o, dq_dk_dv and convert_dq on the caller's stream (only
  * dq_dk_dv when the plan writes dQ directly); a call with dropout whose
- * plan picked the Hopper dq_dk_dv (it has none) runs the set's portable
- * row of the same tile_n instead (fmhai_bwd_run_entry).
+ * plan picked a dq_dk_dv without it runs the set's portable row of the
+ * same tile_n instead (fmhai_bwd_run_entry; the portable and Hopper
+ * pipelines both have dropout).
  *
  * prepare_workspace_async enqueues: a memset of the workspace's tables, the
  * seqstarts copied into the caller's pinned staging memory, a host callback
@@ -117,9 +118,9 @@ static inline const char *fmhai_bwd_pipe_why_not(const fmha_kernel_info *k, int 
 #define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
         FMHAI_BWD90_SERVES(FMHAI_SERVES_CHECK, drop)
 #undef FMHAI_SERVES_CHECK
-        return 0;
+        return 0;   /* (drop: served) */
     }
-    if (drop && strcmp(k->pipeline, "portable_mma") != 0)
+    if (drop && strcmp(k->pipeline, "portable_mma") != 0)   /* a pipeline without dropout */
         return "portable pipeline: dropout (only the portable backward has it)";
     return 0;
 }

@@ -8,7 +8,10 @@
  * MMAs. Warpgroup g (warps 4g..4g+3) owns keys 64g..64g+63, so its 64-row
  * wgmma accumulators hold exactly the rows the portable warps hold, in the
  * same fragment layout; the element-wise work (P^T, dS^T, masks, soft cap)
- * is shared with the portable pipeline. Per query tile (BM rows):
+ * is shared with the portable pipeline, dropout included (the keep bits of
+ * the step drawn before the products, fmhai_bwd_dropout_keep; dropped P^T
+ * entries marked by their sign for dS^T; dV times the scale at its store).
+ * Per query tile (BM rows):
  *     S^T  = K Q^T        SS, K-major A (K rows) and B (Q rows)     async
  *     dP^T = V dO^T       SS, same operand roles                    async
  *     P^T from S^T (wait for S^T only; dP^T still runs)
@@ -163,6 +166,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int QS = HD + 8;    /* fp32 row stride of a dQ buffer (conflict-free fragment stores) */
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
+    const int drop = p->dropout_thr != 0u;   /* dropout: uniform branches, none of its code runs without it */
     (void)ST; (void)NW;
 
     /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
@@ -230,6 +234,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                       BM, NT, tid);
             fmhai_copy_commit();
             const fmhai_smem_t q_s = sQ + buf * q_bytes, do_s = sdO + buf * q_bytes;
+            /* dropout: the keep bits of the step's BM queries (bwd_portable.h,
+             * fmhai_bwd_dropout_keep: the same accumulator layout), drawn
+             * before the products' accumulators are live */
+            const uint32_t keep = drop ? fmhai_bwd_dropout_keep(p, (uint32_t)(U.b * p->nhead_q + h), m0 + 2 * t,
+                                                                j0 + key0 + g, BM)
+                                       : 0u;
 
             /* ---- S^T and dP^T, both in flight -------------------------------- */
             float acc_s[FMHAI_BWD90_MAX_BM / 2], acc_p[FMHAI_BWD90_MAX_BM / 2];
@@ -251,6 +261,15 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 fmhai_bwd_p_ntile(acc_s + 4 * nt, pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
                                   j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI, slope2,
                                   s.s_k - s.s_q);
+                if (drop) {   /* as the portable pipeline: P o keep for dV, drops marked by P^T's sign */
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const uint32_t k2 = keep >> (4 * nt + 2 * hf);
+                        pk[hf] &= (k2 & 1u ? 0xffffu : 0u) | (k2 & 2u ? 0xffff0000u : 0u);
+                        if (!(k2 & 1u)) acc_s[4 * nt + 2 * hf] = -acc_s[4 * nt + 2 * hf];
+                        if (!(k2 & 2u)) acc_s[4 * nt + 2 * hf + 1] = -acc_s[4 * nt + 2 * hf + 1];
+                    }
+                }
                 pa[nt / 2][(nt % 2) * 2] = pk[0];
                 pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
             }
@@ -270,9 +289,16 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + nt * 8 + 2 * t));
 #pragma unroll
                 for (int hf = 0; hf < 2; ++hf) {
-                    const uint32_t v = fmhai_pack2(acc_s[4 * nt + 2 * hf] * (acc_p[4 * nt + 2 * hf] - dd.x),
-                                                   acc_s[4 * nt + 2 * hf + 1] * (acc_p[4 * nt + 2 * hf + 1] - dd.y),
-                                                   is_bf16);
+                    const float c0 = acc_s[4 * nt + 2 * hf], c1 = acc_s[4 * nt + 2 * hf + 1];
+                    float d0, d1;
+                    if (drop) {   /* dS^T = P^T (dP^T o Z - D); a dropped entry -P^T D */
+                        d0 = c0 < 0.f ? c0 * dd.x : c0 * (acc_p[4 * nt + 2 * hf] * p->dropout_scale - dd.x);
+                        d1 = c1 < 0.f ? c1 * dd.y : c1 * (acc_p[4 * nt + 2 * hf + 1] * p->dropout_scale - dd.y);
+                    } else {
+                        d0 = c0 * (acc_p[4 * nt + 2 * hf] - dd.x);
+                        d1 = c1 * (acc_p[4 * nt + 2 * hf + 1] - dd.y);
+                    }
+                    const uint32_t v = fmhai_pack2(d0, d1, is_bf16);
                     dsa[nt / 2][(nt % 2) * 2 + hf] = v;
                     fmhai_st_shared_u32(ds_row + (nt >> 3) * BN * 128 + hf * 8 * 128 + (((nt & 7) ^ g) << 4), v);
                 }
@@ -339,7 +365,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                         (int64_t)hk * p->dk_head);
         char *dv = (char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch + (int64_t)(s.k_start + j0) * p->dv_row +
                                         (int64_t)hk * p->dv_head);
-        fmhai_bwd_store_kv(dv, p->dv_row, (const float (*)[4])acc_dv, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+        fmhai_bwd_store_kv(dv, p->dv_row, (const float (*)[4])acc_dv, p->dropout_scale, key0, s.s_k - j0, p->d, is_bf16,
+                           HD, lane);
         fmhai_bwd_store_kv(dk, p->dk_row, (const float (*)[4])acc_dk, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD,
                            lane);
     }

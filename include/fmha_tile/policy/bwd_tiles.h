@@ -196,9 +196,9 @@
  * args), as S(name, condition, message) over the run: a call it fails runs
  * on the set's portable dq_dk_dv row with the plan's tile_n instead
  * (dispatch/bwd_dispatch.h, fmhai_bwd_run_entry), and the message says why.
- * Any other pipeline but the portable one is taken to have no dropout. */
-#define FMHAI_BWD90_SERVES(S, drop) \
-    S(bwd90_dropout, !(drop), "portable pipeline: dropout (the wgmma backward has none)")
+ * Empty: it has dropout (drop), as the portable pipeline; any other
+ * pipeline is taken to have none. */
+#define FMHAI_BWD90_SERVES(S, drop)
 
 /* C(...) over a dot_do_o / convert_dq row. */
 #define FMHAI_BWD_AUX_CONSTRAINTS(C, hd, bm, bn, w, st)                                    \
