@@ -17,7 +17,9 @@
  * every element of dQ, dK and dV written (they are poisoned with NaN first) and finite.
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
- *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--json out.json] [--quick]
+ *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--json out.json] [--quick]
+ * --dropout P: the forward (which makes O and the LSE) and the backward with
+ * drop probability P, the same seed and offset.
  *
  * --alibi 1: ALiBi slopes (one per head), the forward and the backward's
  * ALIBI rows.
@@ -102,13 +104,15 @@ typedef struct bench_opts {
     fmha_dtype dtype;
     int sinks;                       /* --sinks 1: attention sinks, dsinks computed */
     int alibi;                       /* --alibi 1: ALiBi slopes (the ALIBI rows)    */
+    float dropout;                   /* --dropout P                                 */
     const char *json_path;
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
-               "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--json out.json] [--quick]\n"
+               "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P]\n"
+               "                 [--json out.json] [--quick]\n"
                "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim), bshd.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
 }
@@ -150,6 +154,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--json")) o->json_path = val;
         else if (!strcmp(a, "--sinks")) o->sinks = atoi(val) != 0;
         else if (!strcmp(a, "--alibi")) o->alibi = atoi(val) != 0;
+        else if (!strcmp(a, "--dropout")) o->dropout = (float)atof(val);
         else if (!strcmp(a, "--dtype")) {
             if (!strcmp(val, "bf16")) o->dtype = FMHA_DTYPE_BF16;
             else if (!strcmp(val, "fp16")) o->dtype = FMHA_DTYPE_FP16;
@@ -273,6 +278,7 @@ typedef struct bench_point {
 /* --sinks 1: a logit per head and the dsinks output (NULL: no sinks);
  * --alibi 1: one slope per head (NULL: none) */
 static float *g_sinks, *g_dsinks, *g_slopes;
+static float g_dropout;   /* --dropout P (0: off) */
 
 static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
 {
@@ -305,6 +311,8 @@ static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_f
     a->window_left = -1; a->window_right = p->causal ? 0 : -1;
     a->sinks = g_sinks;
     a->alibi_slopes = g_slopes;
+    a->dropout_p = g_dropout;
+    a->dropout_seed = 0x5eedull;
 }
 
 static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, const bench_set_bufs *s,
@@ -334,6 +342,8 @@ static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, cons
     a->sinks = g_sinks;
     a->dsinks = g_dsinks;
     a->alibi_slopes = g_slopes;
+    a->dropout_p = g_dropout;
+    a->dropout_seed = 0x5eedull;
 }
 
 static int bench_check(const bench_point *p, const bench_bufs *b, cudaStream_t st)
@@ -511,6 +521,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMalloc((void **)&g_dsinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
     }
+    g_dropout = o.dropout;
     if (o.alibi) {
         float h_slopes[BENCH_HIDDEN / 64];
         for (i = 0; i < BENCH_HIDDEN / 64; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));
