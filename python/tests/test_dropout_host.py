@@ -315,6 +315,36 @@ def test_struct_fields_in_order():
                       "dropout_rng"]
 
 
+def test_library_reads_the_mirrored_dropout_fields():
+    # with build/libfmha_tile.so: fmha_fwd_check validates before it touches a
+    # device, so the library's answers show it reads dropout_p where the
+    # mirror writes it (and the fp8 refusal)
+    import ctypes
+    try:
+        h = _lib.handle()
+    except _lib.FmhaLibraryError as e:
+        skip("libfmha_tile.so not available: %s" % str(e).splitlines()[0])
+
+    def check(p):
+        p.set_outputs(FakeTensor(p.out_shape, ptr=5 << 20), None)
+        st = h.cdll.fmha_fwd_check(h.set, ctypes.byref(p.check_args()), None)
+        return st, h.last_error()
+
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v, dropout_p=0.1)
+    p.set_dropout_rng(1, 2)
+    st, msg = check(p)
+    assert st in (_lib.FMHA_OK, _lib.FMHA_ERR_DEVICE), (st, msg)      # no GPU here: DEVICE
+    p.args.dropout_p = 1.5                    # past the Python checks: the library's own
+    st, msg = check(p)
+    assert st == _lib.FMHA_ERR_INVALID_ARG and "dropout_p" in msg, (st, msg)
+    q8, k8, v8 = qkv("torch.float8_e4m3fn")
+    p = _args.batch_problem(q8, k8, v8)
+    p.args.dropout_p = 0.1
+    st, msg = check(p)
+    assert st != _lib.FMHA_OK and "dropout" in msg, (st, msg)
+
+
 # ---- seed and offset from the generator (stand-in torch) ---------------------------------------------
 class FakeGenerator(object):
     def __init__(self, seed=1234, offset=0, device=None, has_offset=True):
