@@ -440,8 +440,8 @@ def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_sl
     "block", "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
     why the fast wgmma pipeline does not serve it; fp8 inputs: an fmha_fwd_d*_fp8_*
     wgmma kernel) or raises (TypeError, ValueError, FmhaError). kernels: as
-    in attention(); dropout_p: as in attention() (dropout runs on the portable
-    pipeline), the generator untouched."""
+    in attention(); dropout_p: as in attention() (it may change the kernel
+    chosen), the generator untouched."""
     _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
                             q_descale, k_descale, v_descale, dropout_p=dropout_p)
