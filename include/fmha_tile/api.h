@@ -58,7 +58,8 @@ typedef enum fmha_status {
 typedef enum fmha_dtype {
     FMHA_DTYPE_FP16 = 0,
     FMHA_DTYPE_BF16 = 1,
-    FMHA_DTYPE_FP8 = 2      /* e4m3 (OCP on NVIDIA/gfx950, fnuz on gfx942) */
+    FMHA_DTYPE_FP8 = 2,     /* e4m3 (OCP on NVIDIA/gfx950, fnuz on gfx942) */
+    FMHA_DTYPE_FP32 = 3     /* the forward's elementwise bias only           */
 } fmha_dtype;
 
 typedef enum fmha_mask_type {
@@ -165,6 +166,20 @@ typedef struct fmha_fwd_args {
      * graph or a framework's generator can advance them between replays
      * without recording the launch again. */
     const uint64_t *dropout_rng;
+    /* Elementwise attention bias (optional, device; NULL: none), CK's
+     * elementwise_bias: element (b, h, i, j) (query row i, key j, both
+     * counted within the sequence) at bias + b * batch_stride_bias +
+     * h * nhead_stride_bias + i * stride_bias + j elements; group mode: row
+     * seqstart_q[b] + i and no batch stride (a packed [total_q, max_k] bias
+     * per head). Strides 0 broadcast over batch entries or heads. dtype
+     * FP16, BF16 or FP32, pointer aligned to its element size. The logit
+     * is scale * q.k (soft-capped) + bias, then the mask; the LSE includes
+     * it. A -inf entry hides its key (a row that sees none: O = 0, LSE =
+     * -inf); +inf and NaN are not allowed. Needs a kernel-set row built
+     * with BIAS (in the ALiBi column, so not with ALiBi); not with FP8. */
+    const void *bias;
+    fmha_dtype bias_dtype;
+    int64_t stride_bias, nhead_stride_bias, batch_stride_bias;
 } fmha_fwd_args;
 
 /* ----------------------------------------------------------------------------
@@ -379,6 +394,7 @@ typedef struct fmha_kernel_info {
                                 served (every power of two >= it); 0
                                 otherwise (decode: a contiguous cache)       */
     fmha_kv_layout kv_layout; /* batch prefill: LINEAR or VECTORIZED         */
+    int has_bias;            /* elementwise bias compiled in (BIAS rows)    */
 } fmha_kernel_info;
 
 /* What selection picked for a problem (fmha_fwd_check). */

@@ -19,7 +19,7 @@ __all__ = [
     "FmhaBwdTraits", "FmhaBwdPlan", "FmhaBwdArgs",
     "FMHA_OK", "FMHA_ERR_INVALID_ARG", "FMHA_ERR_UNSUPPORTED", "FMHA_ERR_NO_KERNEL",
     "FMHA_ERR_DEVICE", "FMHA_ERR_LAUNCH", "FMHA_DTYPE_FP16", "FMHA_DTYPE_BF16",
-    "FMHA_DTYPE_FP8", "FMHA_MASK_NONE", "FMHA_MASK_TOP_LEFT", "FMHA_MASK_BOTTOM_RIGHT",
+    "FMHA_DTYPE_FP8", "FMHA_DTYPE_FP32", "FMHA_MASK_NONE", "FMHA_MASK_TOP_LEFT", "FMHA_MASK_BOTTOM_RIGHT",
     "library", "bwd_library", "library_path", "default_set", "check_status", "Library", "handle",
     "current_stream_ptr",
 ]
@@ -35,6 +35,7 @@ FMHA_ERR_LAUNCH = 5
 FMHA_DTYPE_FP16 = 0
 FMHA_DTYPE_BF16 = 1
 FMHA_DTYPE_FP8 = 2
+FMHA_DTYPE_FP32 = 3   # the forward's elementwise bias only
 
 FMHA_MASK_NONE = 0
 FMHA_MASK_TOP_LEFT = 1
@@ -106,6 +107,11 @@ class FmhaFwdArgs(ctypes.Structure):
         ("dropout_seed", ctypes.c_uint64),
         ("dropout_offset", ctypes.c_uint64),
         ("dropout_rng", ctypes.c_void_p),    # const uint64_t * (device {seed, offset}) or NULL
+        ("bias", ctypes.c_void_p),           # const void * elementwise bias or NULL (BIAS rows)
+        ("bias_dtype", _c_enum),             # FP16, BF16 or FP32
+        ("stride_bias", ctypes.c_int64),
+        ("nhead_stride_bias", ctypes.c_int64),
+        ("batch_stride_bias", ctypes.c_int64),
     ]
 
 
@@ -127,6 +133,7 @@ class FmhaKernelInfo(ctypes.Structure):
         ("arch", _c_enum),
         ("page_size", ctypes.c_int),
         ("kv_layout", _c_enum),
+        ("has_bias", ctypes.c_int),
     ]
 
 

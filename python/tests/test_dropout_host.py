@@ -307,9 +307,12 @@ def test_bwd_args_carry_dropout():
 
 def test_struct_fields_in_order():
     # the C layout itself is compared in test_host.py; here the order the
-    # header gives: dropout_rng right after dropout_offset, last of both structs
+    # header gives: dropout_rng right after dropout_offset, last of the
+    # backward's struct; the forward's has the elementwise bias appended after
     f = [n for n, _ in _lib.FmhaFwdArgs._fields_]
-    assert f[-4:] == ["dropout_p", "dropout_seed", "dropout_offset", "dropout_rng"]
+    i = f.index("dropout_p")
+    assert f[i:i + 4] == ["dropout_p", "dropout_seed", "dropout_offset", "dropout_rng"]
+    assert f[i + 4:] == ["bias", "bias_dtype", "stride_bias", "nhead_stride_bias", "batch_stride_bias"]
     b = [n for n, _ in _lib.FmhaBwdArgs._fields_]
     assert b[-5:] == ["alibi_batch_stride", "dropout_p", "dropout_seed", "dropout_offset",
                       "dropout_rng"]

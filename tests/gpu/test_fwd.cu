@@ -57,8 +57,19 @@ DECL_FMHA_KERNEL_SET(tiny_set, TINY_FWD_SET)
  * the wgmma pipeline on Hopper), for the features both pipelines carry. */
 #define PORTABLE_FWD_SET(X) \
     X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 64, 4, 1) \
-    X(FWD, FP16, 64, MASK, SOFTCAP, ALIBI, 128, 64, 4, 2)
+    X(FWD, FP16, 64, MASK, SOFTCAP, ALIBI, 128, 64, 4, 2) \
+    X(FWD, BF16, 128, MASK, NOSOFTCAP, BIAS, 128, 64, 4, 1) \
+    X(FWD, FP16, 64, MASK, NOSOFTCAP, BIAS, 128, 64, 4, 2)
 DECL_FMHA_KERNEL_SET(portable_set, PORTABLE_FWD_SET)
+
+/* Elementwise bias beyond the default set's rows (hdim 64/128, no soft
+ * cap): hdim 256 (a wgmma row and a portable one; the wgmma kernel has no
+ * bias, so the portable one serves it) and soft cap + bias at hdim 128. */
+#define BIAS_FWD_SET(X) \
+    X(FWD, BF16, 256, MASK, NOSOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD, FP16, 256, MASK, NOSOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD, BF16, 128, MASK, SOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(bias_set, BIAS_FWD_SET)
 
 /* ============================================================================
  * Problem descriptions
@@ -88,6 +99,15 @@ typedef struct fwd_cfg {
     int sinks;                   /* one attention-sink logit per query head     */
     float dropout;               /* drop probability (0: off)                   */
     int drop_rng;                /* seed and offset through dropout_rng (device) */
+    int bias;                    /* elementwise bias: 0 off, 1 [b][h][s_q][s_k],
+                                    2 shared by batch entries, 3 by heads, 4 both
+                                    (strides 0); group mode: packed rows     */
+    fmha_dtype bias_dt;          /* FP16, BF16 or FP32                          */
+    int bias_kind;               /* 0 values in [-3, 3]; 1 plus -1e4 on a
+                                    quarter of the keys (a padding mask); 2 plus
+                                    -inf there and on whole rows              */
+    int bias_pad;                /* extra elements per bias row (odd: rows not
+                                    aligned to pairs)                         */
     int quick;                   /* part of --quick                             */
 } fwd_cfg;
 
@@ -156,6 +176,14 @@ static void cfg_name(fwd_cfg *c)
     if (c->dropout > 0) n += (size_t)snprintf(s + n, cap - n, "_dropout%g", c->dropout);
     if (c->drop_rng) n += (size_t)snprintf(s + n, cap - n, "_rng");
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
+    if (c->set == &bias_set) n += (size_t)snprintf(s + n, cap - n, "_biasset");
+    if (c->bias) {
+        static const char *lay[5] = { "", "perhead", "bcastbatch", "bcasthead", "bcastboth" };
+        static const char *kind[3] = { "", "_neg1e4", "_neginf" };
+        n += (size_t)snprintf(s + n, cap - n, "_bias_%s_%s%s", lay[c->bias],
+                              c->bias_dt == FMHA_DTYPE_FP32 ? "fp32" : dtype_str(c->bias_dt), kind[c->bias_kind]);
+        if (c->bias_pad) n += (size_t)snprintf(s + n, cap - n, "_bpad%d", c->bias_pad);
+    }
 }
 
 /* q.k products of the problem ignoring the mask (the reference's cost, /2). */
@@ -509,6 +537,96 @@ static void build_configs(void)
         c.set = &portable_set;
         add(c, 0);
     }
+
+    /* 15. elementwise bias (BIAS rows): fp16/bf16/fp32 bias, per head or
+     * shared over batch entries and/or heads (strides 0), group mode with
+     * packed rows (seqstart_q[b] + i), causal and window masks with fully
+     * masked rows, soft cap + bias, GQA, sinks, LSE off, odd sizes and
+     * head dims, odd bias rows (element loads), -1e4 entries (a padding
+     * mask) and -inf entries (rows of all -inf: O = 0, LSE = -inf); the
+     * default set (the wgmma pipeline on Hopper for hdim <= 128), the
+     * portable set, and hdim 256 (the portable pipeline serves it). */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        static const int hq[3] = { 33, 64, 7 }, hk[3] = { 40, 1, 129 };
+        fwd_cfg c = cfg_batch(B, 2, 8, 2, 300, 500, 128);
+        c.bias = 1; c.bias_dt = B;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.set = &portable_set;                        /* the same problem, portable */
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 4, 257, 129, 64);
+        c.bias = 2; c.bias_dt = F;
+        add(c, 0);
+        c = cfg_batch(B, 3, 6, 2, 190, 333, 128);
+        c.bias = 3; c.bias_dt = FMHA_DTYPE_FP32; c.bias_kind = 1;
+        cfg_mask(&c, TL, 50, 20);
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 1, 65, 1000, 96);
+        c.bias = 4; c.bias_dt = FMHA_DTYPE_FP32;
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 2, 128);
+        c.bias = 1; c.bias_dt = B; c.bias_kind = 2;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_group(F, 3, hq, hk, 4, 4, 64);
+        c.bias = 3; c.bias_dt = F; c.bias_kind = 1; c.bias_pad = 1;
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 1, 256);
+        c.bias = 2; c.bias_dt = FMHA_DTYPE_FP32;
+        c.set = &bias_set;
+        cfg_mask(&c, BR, 64, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 200, 260, 256);
+        c.bias = 1; c.bias_dt = B;
+        c.set = &bias_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 1, 4, 4, 129, 77, 256);
+        c.bias = 1; c.bias_dt = FMHA_DTYPE_FP32; c.bias_kind = 2; c.bias_pad = 3;
+        c.set = &bias_set;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 300, 300, 128);     /* soft cap + bias */
+        c.cap = 30.f;
+        c.bias = 1; c.bias_dt = B;
+        c.set = &bias_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 2, 200, 100, 64);      /* top-left window: rows from 120 on see nothing */
+        c.bias = 1; c.bias_dt = F; c.bias_kind = 2; c.bias_pad = 1;
+        c.set = &portable_set;
+        cfg_mask(&c, TL, 20, 0);
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 1, 200, 100, 64);      /* the same on the default set */
+        c.bias = 1; c.bias_dt = F; c.bias_kind = 2; c.bias_pad = 1;
+        cfg_mask(&c, TL, 20, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 16, 1, 1000, 1000, 64);   /* GQA 16, causal, a padding mask */
+        c.bias = 3; c.bias_dt = B; c.bias_kind = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 3, 1, 33, 45, 8);         /* hdim 8, odd lengths */
+        c.bias = 1; c.bias_dt = B;
+        add(c, 0);
+        c = cfg_batch(B, 3, 2, 2, 1, 1, 128);         /* one query, one key */
+        c.bias = 1; c.bias_dt = FMHA_DTYPE_FP32; c.bias_pad = 1;
+        c.lse = 0;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 17, 3, 40);         /* s_q > s_k causal: masked rows */
+        c.bias = 2; c.bias_dt = F;
+        cfg_mask(&c, BR, -1, 0);
+        c.iperm = c.operm = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 257, 257, 128);     /* sinks + bias */
+        c.sinks = 1;
+        c.bias = 1; c.bias_dt = B;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 190, 333, 128);     /* through a captured graph */
+        c.bias = 4; c.bias_dt = B; c.bias_kind = 1;
+        c.graph = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+    }
 }
 
 /* ============================================================================
@@ -567,6 +685,12 @@ typedef struct fwd_run {
     float *dlse, *dlse_all, *dslopes, *dsinks;
     int32_t *dssq, *dssk;
     uint64_t *drng;   /* {seed, offset} for dropout_rng */
+    /* elementwise bias: float values for the reference, the stored bytes */
+    int64_t b_row, b_head, b_batch;
+    size_t n_bias;
+    float *biasf;
+    unsigned char *biasraw;
+    void *dbias;
 } fwd_run;
 
 static void run_free(fwd_run *r)
@@ -577,6 +701,7 @@ static void run_free(fwd_run *r)
     tu_dfree(r->dq); tu_dfree(r->dk); tu_dfree(r->dv); tu_dfree(r->dout_all);
     tu_dfree(r->dlse_all); tu_dfree(r->dslopes); tu_dfree(r->dsinks); tu_dfree(r->dssq); tu_dfree(r->dssk);
     tu_dfree(r->drng);
+    free(r->biasf); free(r->biasraw); tu_dfree(r->dbias);
 }
 
 /* Fills reference-problem fields that mirror the GPU arguments. */
@@ -657,11 +782,71 @@ static void make_args(const fwd_cfg *c, const fwd_run *r, const fmha_ref_fwd *p,
     a->dropout_p = p->dropout_p;
     a->dropout_seed = p->dropout_seed;
     a->dropout_offset = p->dropout_offset;
+    if (c->bias) {
+        a->bias = r->dbias;
+        a->bias_dtype = c->bias_dt;
+        a->stride_bias = r->b_row; a->nhead_stride_bias = r->b_head;
+        /* group mode ignores the batch stride: pass a wrong one */
+        a->batch_stride_bias = c->group ? 12345 : r->b_batch;
+    }
     if (c->drop_rng) {   /* the values only in device memory; the fields wrong on purpose */
         a->dropout_rng = r->drng;
         a->dropout_seed = ~p->dropout_seed;
         a->dropout_offset = p->dropout_offset + 12345;
     }
+}
+
+/* The bias of a problem: rows of max_k + bias_pad elements; a gap of 8
+ * between heads and batch entries (no stride derivable from another);
+ * group mode packs the sequences' rows (row seqstart_q[b] + i). Elements
+ * no (b, h, i, j < s_k) names hold NaN (fp32) or 16-bit input poison: the
+ * kernels must not read them. Shared layouts write each stored element
+ * once (batch entry 0 / head 0). */
+static void make_bias(const fwd_cfg *c, fwd_run *r, fmha_ref_fwd *p, fmha_ref_rng *rng)
+{
+    const int f32 = c->bias_dt == FMHA_DTYPE_FP32, bf = c->bias_dt == FMHA_DTYPE_BF16;
+    const int rows = c->group ? (r->tq > 0 ? r->tq : 1) : (c->sq > 0 ? c->sq : 1);
+    const int share_b = c->bias == 2 || c->bias == 4, share_h = c->bias == 3 || c->bias == 4;
+    const int nh = share_h ? 1 : c->hq, nbat = (c->group || share_b) ? 1 : c->batch;
+    const int64_t hb = (int64_t)rows * (r->maxk + c->bias_pad) + 8;
+    size_t i;
+    int b, h, row, j;
+    r->b_row = r->maxk + c->bias_pad;
+    r->b_head = share_h ? 0 : hb;
+    r->b_batch = (c->group || share_b) ? 0 : nh * hb + 8;
+    r->n_bias = (size_t)(nbat * (nh * hb + 8));
+    r->biasf = (float *)tu_hmalloc(r->n_bias * 4);
+    r->biasraw = (unsigned char *)tu_hmalloc(r->n_bias * 4);
+    for (i = 0; i < r->n_bias; i++) {
+        r->biasf[i] = NAN;
+        if (f32) { const float nan = NAN; memcpy(r->biasraw + 4 * i, &nan, 4); }
+        else { const uint16_t u = TU_POISON_IN16; memcpy(r->biasraw + 2 * i, &u, 2); }
+    }
+    p->bias = r->biasf;
+    p->stride_bias = r->b_row; p->nhead_stride_bias = r->b_head; p->batch_stride_bias = r->b_batch;
+    for (b = 0; b < (share_b && !c->group ? 1 : c->batch); b++)
+        for (h = 0; h < nh; h++)
+            for (row = 0; row < r->sq[b]; row++) {
+                /* kind 2: every third row of head 0 (of a batch entry) is all -inf */
+                const int row_inf = c->bias_kind == 2 && h == 0 && row % 3 == 1;
+                for (j = 0; j < r->sk[b]; j++) {
+                    const int64_t off = fmha_ref_off_bias(p, b, h, row, j);
+                    /* key 0 is never hidden by -1e4: a row's LSE stays near
+                     * its scores (at -1e4 fp32 keeps 3 decimals) */
+                    const int hide = c->bias_kind && fmha_ref_rng_unit(rng) < 0.25 && (c->bias_kind == 2 || j > 0);
+                    float v = fmha_ref_rng_uniform(rng, -3.0f, 3.0f);
+                    if (hide || row_inf) v = c->bias_kind == 1 ? -1e4f : -INFINITY;
+                    if (c->bias_kind == 1 && hide) v += fmha_ref_rng_uniform(rng, -1.0f, 1.0f);
+                    if (f32) {
+                        memcpy(r->biasraw + 4 * off, &v, 4);
+                    } else {
+                        const uint16_t u = fmha_ref_f32_to_bits16(v, bf);
+                        memcpy(r->biasraw + 2 * off, &u, 2);
+                        v = fmha_ref_bits16_to_f32(u, bf);
+                    }
+                    r->biasf[off] = v;
+                }
+            }
 }
 
 /* Kernel hdim selection must pick: the smallest hdim >= d among kernels of the
@@ -801,6 +986,7 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
         for (h = 0; h < c->hq + 3; h++)
             r.slopes[b * (c->hq + 3) + h] =
                 h < c->hq ? (float)(pow(2.0, -8.0 * (h + 1) / c->hq) * (1.0 + 0.25 * b)) : NAN;
+    if (c->bias) make_bias(c, &r, &p, &rng);
 
     /* device buffers */
     r.dq = tu_dmalloc(r.lq.n * 2); r.dk = tu_dmalloc(r.lk.n * 2); r.dv = tu_dmalloc(r.lv.n * 2);
@@ -822,6 +1008,10 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     tu_upload(r.dv, r.vh, r.lv.n * 2);
     tu_upload(r.dslopes, r.slopes, r.n_slopes * 4);
     tu_upload(r.dsinks, r.sinks, (size_t)c->hq * 4);
+    if (c->bias) {
+        r.dbias = tu_dmalloc(r.n_bias * (c->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2));
+        tu_upload(r.dbias, r.biasraw, r.n_bias * (c->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2));
+    }
     tu_upload(r.dssq, r.ssq, sizeof(int32_t) * (c->batch + 1));
     tu_upload(r.dssk, r.ssk, sizeof(int32_t) * (c->batch + 1));
     tu_poison16(r.dout_all, r.lo.n + 2 * GUARD, TU_POISON_OUT16);
@@ -839,7 +1029,7 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     }
     if (plan.kernel->dtype != c->dtype || plan.kernel->hdim != want_hd ||
         plan.kernel->has_softcap != (c->cap > 0) || plan.kernel->has_alibi != (c->alibi != 0) ||
-        (cfg_masked(c) && !plan.kernel->has_mask)) {
+        plan.kernel->has_bias != (c->bias != 0) || (cfg_masked(c) && !plan.kernel->has_mask)) {
         tu_fail(c->name, "selected %s, want dtype %s hdim %d softcap %d alibi %d mask %d", plan.kernel->name,
                 dtype_str(c->dtype), want_hd, c->cap > 0, c->alibi != 0, cfg_masked(c));
         goto done;
@@ -1110,6 +1300,22 @@ static void test_bad_inputs(cudaStream_t stream)
     expect_status("bad_batch_stride_o_not_multiple_of_8", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
     a = e.base; a.k = (const uint16_t *)e.dk + 4;   /* 8 bytes: not 16-byte aligned */
     expect_status("bad_k_pointer_misaligned", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
+
+    /* elementwise bias: bad dtype, misaligned, with fp8, with ALiBi, a set
+     * without BIAS rows (e.dk serves as a device buffer to point at) */
+    a = e.base; a.bias = e.dk; a.bias_dtype = FMHA_DTYPE_BF16; a.stride_bias = 64;
+    expect_status("bias_base_is_valid", &fmha_default, &a, &e, FMHA_OK, NULL, stream);
+    a.bias_dtype = FMHA_DTYPE_FP8;
+    expect_status("bad_bias_dtype_fp8", &fmha_default, &a, &e, FMHA_ERR_INVALID_ARG, "bias_dtype", stream);
+    a.bias_dtype = FMHA_DTYPE_FP32; a.bias = (const uint16_t *)e.dk + 1;
+    expect_status("bad_bias_fp32_misaligned", &fmha_default, &a, &e, FMHA_ERR_INVALID_ARG, "aligned", stream);
+    a.bias = e.dk; a.alibi_slopes = (const float *)e.dk;
+    expect_status("bad_bias_with_alibi", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, "alibi", stream);
+    a = e.base; a.bias = e.dk; a.bias_dtype = FMHA_DTYPE_BF16; a.dtype = FMHA_DTYPE_FP8;
+    expect_status("bad_bias_with_fp8", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, "fp8", stream);
+    a = e.base; a.dtype = FMHA_DTYPE_BF16; a.hdim_q = a.hdim_v = 128; a.bias = e.dk; a.bias_dtype = FMHA_DTYPE_BF16;
+    expect_status("no_kernel_bias_in_set_without_bias_rows", &tiny_set, &a, &e, FMHA_ERR_NO_KERNEL, "differs in bias",
+                  stream);
 
     /* the one-row set: closest kernel named in the message */
     {

@@ -98,7 +98,8 @@ static void test_expansion(void)
     CHECK(all_valid, "every expanded row meets the constraints");
     CHECK(found_explicit, "explicit row is built as written");
     CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
-    CHECK(fmha_set_size(&set_default) == 96, "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows");
+    CHECK(fmha_set_size(&set_default) == 96 + 8,
+          "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows, + BIAS (hdim 64/128) x 2 dtypes x 2 arch rows");
     CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
           "fmha_set_kernel out of range gives NULL");
     {
@@ -450,7 +451,7 @@ static void test_fp8_fwd(void)
             rows_ok = 0;
     }
     CHECK(n == 16 && rows_ok, "fp8 fwd set: 16 sm_90a wgmma rows (hdim 128 and 256 x 8 variants), names say fp8");
-    CHECK(fmha_set_size(&set_fwd_all) == 96 + 16, "16-bit and fp8 forward rows in one set: 96 + 16 kernels");
+    CHECK(fmha_set_size(&set_fwd_all) == 104 + 16, "16-bit and fp8 forward rows in one set: 104 + 16 kernels");
 
     /* selection on sm_90: the smallest fp8 kernel >= d, in the fp8 set and next to the 16-bit rows */
     fmhai_test_device.cc = 90;
@@ -606,6 +607,111 @@ static void test_bwd_dropout_dispatch(void)
     fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
 }
 
+/* Elementwise bias (BIAS rows): validation, selection (a problem with a
+ * bias only on BIAS rows, one without never on them), the fallback of
+ * hdim 256 to the portable pipeline with its reason, and the pair-load
+ * rule of the parameters. */
+#define SET_BIAS(X)                                                                       \
+    X(FWD, FP16, 128, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, FP16, 256, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, FP16, 128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(set_bias, SET_BIAS)
+
+static void test_bias(void)
+{
+    fmha_fwd_args a;
+    fmha_fwd_plan plan;
+    fmhai_fwd_params prm;
+    fmha_status st;
+    char js[16384];
+    int i, nb = 0, rows_ok = 1;
+    for (i = 0; i < fmha_set_size(&set_default); ++i) {
+        const fmha_kernel_info *k = fmha_set_kernel(&set_default, i);
+        if (!k->has_bias) continue;
+        ++nb;
+        if (k->has_alibi || k->has_softcap || !k->has_mask || k->hdim > 128 || !strstr(k->name, "_bias_"))
+            rows_ok = 0;
+    }
+    CHECK(nb == 8 && rows_ok, "default set: 8 BIAS kernels (fp16/bf16, hdim 64/128, MASK, no soft cap; wgmma + portable), "
+                              "named _bias_");
+    fmhai_test_device.cc = 90;
+    a = good_args(); a.bias = (const void *)0x70000; a.bias_dtype = FMHA_DTYPE_BF16;
+    a.stride_bias = 1000; a.nhead_stride_bias = 1000 * 1000; a.batch_stride_bias = 0;
+    a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_left = -1; a.window_right = 0;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->has_bias && plan.kernel->arch == FMHA_ARCH_SM90A &&
+              strstr(plan.why, "fast pipeline"),
+          "bf16 hdim 128 causal with a bias on sm_90: the wgmma BIAS kernel");
+    a.mask_type = FMHA_MASK_NONE; a.hdim_q = a.hdim_v = 40;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->has_bias && plan.kernel->hdim == 64 && plan.kernel->has_mask,
+          "unmasked hdim 40 with a bias: the MASK BIAS kernel of hdim 64 serves it");
+    a = good_args();
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_OK && !plan.kernel->has_bias && !strstr(plan.kernel->name, "_bias"),
+          "a problem without a bias never runs a BIAS kernel");
+    a = good_args(); a.dtype = FMHA_DTYPE_FP16; a.hdim_q = a.hdim_v = 256;
+    a.bias = (const void *)0x70000; a.bias_dtype = FMHA_DTYPE_FP32;
+    st = fmha_fwd_check(&set_bias, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->has_bias && plan.kernel->arch == FMHA_ARCH_SM80 && plan.kernel->hdim == 256 &&
+              strstr(plan.why, "portable pipeline: elementwise bias"),
+          "hdim 256 with a bias on sm_90: the portable BIAS kernel, the plan says why");
+    a.hdim_q = a.hdim_v = 136;
+    st = fmha_fwd_check(&set_bias, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->arch == FMHA_ARCH_SM80 && plan.kernel->hdim == 256,
+          "hdim 136 with a bias: the portable 256 kernel (the wgmma 256 kernel has no bias)");
+    a = good_args(); a.dtype = FMHA_DTYPE_FP16; a.bias = (const void *)0x70000; a.bias_dtype = FMHA_DTYPE_FP16;
+    fmhai_test_device.cc = 80;
+    st = fmha_fwd_check(&set_bias, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->has_bias && plan.kernel->arch == FMHA_ARCH_SM80 && plan.kernel->hdim == 128,
+          "bias on sm_80: the portable BIAS kernel");
+    fmhai_test_device.cc = 90;
+    /* bad inputs: nothing selected, a clear status and message */
+    a = good_args(); a.bias = (const void *)0x70000; a.bias_dtype = FMHA_DTYPE_BF16;
+    st = fmha_fwd_check(&set_a, &a, &plan);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "bias=1") && strstr(fmha_last_error(), "set_a") &&
+              strstr(fmha_last_error(), "differs in bias"),
+          "bias with a set without BIAS rows: no kernel, the message names the set and the bias");
+    a.bias_dtype = FMHA_DTYPE_FP8;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "bias_dtype"), "bias dtype fp8 rejected");
+    a.bias_dtype = (fmha_dtype)9;
+    CHECK(fmha_fwd_check(&set_default, &a, &plan) == FMHA_ERR_INVALID_ARG, "unknown bias dtype rejected");
+    a.bias_dtype = FMHA_DTYPE_FP16; a.bias = (const void *)0x70001;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "aligned"), "fp16 bias at an odd address rejected");
+    a.bias_dtype = FMHA_DTYPE_FP32; a.bias = (const void *)0x70002;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "4 bytes"), "fp32 bias not 4-byte aligned rejected");
+    a.bias = (const void *)0x70000; a.stride_bias = -1;
+    CHECK(fmha_fwd_check(&set_default, &a, &plan) == FMHA_ERR_INVALID_ARG, "negative bias stride rejected");
+    a.stride_bias = 0; a.alibi_slopes = (const float *)0x80000;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "alibi"), "bias with ALiBi unsupported");
+    a.alibi_slopes = 0; a.dtype = FMHA_DTYPE_FP8;
+    a.stride_q = a.stride_k = a.stride_v = 16 * 128; a.nhead_stride_q = a.nhead_stride_k = a.nhead_stride_v = 128;
+    st = fmha_fwd_check(&set_fwd_all, &a, &plan);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "fp8"), "bias with an fp8 forward unsupported");
+    /* parameters: column pairs load as one word only with rows aligned to
+     * two elements; group mode has no batch stride */
+    a = good_args(); a.bias = (const void *)0x70000; a.bias_dtype = FMHA_DTYPE_FP16;
+    a.stride_bias = 1000; a.nhead_stride_bias = 0; a.batch_stride_bias = 8000;
+    fmhai_fwd_make_params(&a, 128, &prm);
+    CHECK(prm.bias == a.bias && prm.bias_pair == 1 && prm.bias_row == 1000 && prm.bias_batch == 8000 &&
+              prm.bias_dt == FMHA_DTYPE_FP16, "bias parameters, pairs aligned");
+    a.stride_bias = 999;
+    fmhai_fwd_make_params(&a, 128, &prm);
+    CHECK(prm.bias_pair == 0, "odd bias row stride: element loads");
+    a.stride_bias = 1000; a.bias = (const void *)0x70002;
+    fmhai_fwd_make_params(&a, 128, &prm);
+    CHECK(prm.bias_pair == 0, "16-bit bias not 4-byte aligned: element loads");
+    a.bias = (const void *)0x70000; a.is_group_mode = 1; a.max_seqlen_q = 100;
+    fmhai_fwd_make_params(&a, 128, &prm);
+    CHECK(prm.bias_batch == 0, "group mode: no bias batch stride");
+    fmha_set_json(&set_bias, js, sizeof(js));
+    CHECK(strstr(js, "\"bias\": true") && strstr(js, "\"bias\": false"), "json: the bias column");
+}
+
 static void test_json(void)
 {
     char big[65536], small[16];
@@ -631,6 +737,7 @@ int main(void)
     test_selection();
     test_fp8_fwd();
     test_bwd_dropout_dispatch();
+    test_bias();
     test_json();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

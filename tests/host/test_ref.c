@@ -695,6 +695,107 @@ static void test_dropout(void)
     small_free(&dp);
 }
 
+/* The elementwise bias against identities that do not use it: a bias that
+ * is constant along a row (c_i) leaves O unchanged and adds c_i to the LSE;
+ * a -inf bias on the keys a causal mask hides gives the causal result; a
+ * row whose bias is -inf everywhere gives O = 0 and LSE = -inf (no NaN).
+ * Batch mode [b][h][s_q][s_k] and group mode with packed rows
+ * [h][total_q][max_k] (row seqstart_q[b] + i). */
+static void test_bias(void)
+{
+    small_case cb = { "bias_batch", 0, 2, 2, 1, 8, {7, 7}, {11, 11}, 0, -1, -1, 0.35f, 0, 0 };
+    small_case cg = { "bias_group", 1, 3, 2, 2, 8, {5, 1, 6}, {9, 4, 6}, 0, -1, -1, 0.35f, 0, 0 };
+    small_case *cs[2];
+    int t;
+    cs[0] = &cb; cs[1] = &cg;
+    for (t = 0; t < 2; t++) {
+        small_case *c = cs[t];
+        small_prob a, m;
+        int b, h, i, j, x, sq, sk, ok = 1, ok_mask = 1, ok_inf = 1, maxk = 0, tq = 0;
+        char why[160] = "";
+        float *bias, *o0, *l0;
+        size_t nb, no, nl;
+        for (b = 0; b < c->batch; b++) { if (c->sk[b] > maxk) maxk = c->sk[b]; tq += c->sq[b]; }
+        small_setup(&a, c, 0, 300 + t);
+        fmha_ref_fwd_run(&a.p);
+        no = (size_t)(c->group ? tq : c->batch * c->sq[0]) * c->hq * c->d;
+        nl = (size_t)c->batch * c->hq * (c->sq[0] + 8) + (size_t)tq * c->hq;
+        o0 = (float *)malloc(sizeof(float) * no);
+        l0 = (float *)malloc(sizeof(float) * nl);
+        memcpy(o0, a.o, sizeof(float) * no);
+        memcpy(l0, a.lse, sizeof(float) * (size_t)(c->group ? c->hq * tq : c->batch * c->hq * c->sq[0]));
+        /* bias rows of maxk + 3 keys (a padded row stride) */
+        a.p.stride_bias = maxk + 3;
+        a.p.nhead_stride_bias = (int64_t)(c->group ? tq : c->sq[0]) * a.p.stride_bias;
+        a.p.batch_stride_bias = c->group ? 0 : c->hq * a.p.nhead_stride_bias;
+        nb = (size_t)(c->group ? 1 : c->batch) * c->hq * a.p.nhead_stride_bias;
+        bias = (float *)malloc(sizeof(float) * nb);
+        for (i = 0; i < (int)nb; i++) bias[i] = NAN;   /* padding never read */
+        a.p.bias = bias;
+        /* 1. constant along each row */
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(&a.p, b, &sq, &sk);
+            for (h = 0; h < c->hq; h++)
+                for (i = 0; i < sq; i++)
+                    for (j = 0; j < sk; j++) bias[fmha_ref_off_bias(&a.p, b, h, i, j)] = 0.25f * (float)(i + 3 * h + b) - 1.f;
+        }
+        fmha_ref_fwd_run(&a.p);
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(&a.p, b, &sq, &sk);
+            for (h = 0; h < c->hq; h++)
+                for (i = 0; i < sq; i++) {
+                    const int64_t lo = fmha_ref_off_lse(&a.p, b, h, i), oo = fmha_ref_off_o(&a.p, b, h, i);
+                    const double want = (double)l0[lo] + 0.25 * (i + 3 * h + b) - 1.0;
+                    if (sk > 0 && fabs(a.lse[lo] - want) > 1e-5) { ok = 0; snprintf(why, sizeof(why), "lse (%d,%d,%d)", b, h, i); }
+                    for (x = 0; x < c->d; x++)
+                        if (fabs(a.o[oo + x] - o0[oo + x]) > 1e-6) { ok = 0; snprintf(why, sizeof(why), "o (%d,%d,%d)", b, h, i); }
+                }
+        }
+        report(ok, c->group ? "bias_row_constant_group" : "bias_row_constant_batch", why);
+        /* 2. -inf where a top-left causal mask hides a key, 0 elsewhere */
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(&a.p, b, &sq, &sk);
+            for (h = 0; h < c->hq; h++)
+                for (i = 0; i < sq; i++)
+                    for (j = 0; j < sk; j++) bias[fmha_ref_off_bias(&a.p, b, h, i, j)] = j > i ? -INFINITY : 0.f;
+        }
+        fmha_ref_fwd_run(&a.p);
+        small_setup(&m, c, 0, 300 + t);
+        m.p.mask_type = FMHA_REF_MASK_TOP_LEFT; m.p.window_left = -1; m.p.window_right = 0;
+        fmha_ref_fwd_run(&m.p);
+        for (i = 0; i < (int)no; i++)
+            if (!(a.o[i] == m.o[i])) { ok_mask = 0; snprintf(why, sizeof(why), "o[%d] %g vs masked %g", i, a.o[i], m.o[i]); }
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(&a.p, b, &sq, &sk);
+            for (h = 0; h < c->hq; h++)
+                for (i = 0; i < sq; i++) {
+                    const int64_t lo = fmha_ref_off_lse(&a.p, b, h, i);
+                    if (!(a.lse[lo] == m.lse[lo])) { ok_mask = 0; snprintf(why, sizeof(why), "lse (%d,%d,%d)", b, h, i); }
+                }
+        }
+        report(ok_mask, c->group ? "bias_neg_inf_is_causal_group" : "bias_neg_inf_is_causal_batch", why);
+        /* 3. every key of head 1 hidden: O = 0, LSE = -inf */
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(&a.p, b, &sq, &sk);
+            for (i = 0; i < sq; i++)
+                for (j = 0; j < sk; j++) bias[fmha_ref_off_bias(&a.p, b, 1, i, j)] = -INFINITY;
+        }
+        fmha_ref_fwd_run(&a.p);
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(&a.p, b, &sq, &sk);
+            for (i = 0; i < sq; i++) {
+                const float l = a.lse[fmha_ref_off_lse(&a.p, b, 1, i)];
+                const float *o = a.o + fmha_ref_off_o(&a.p, b, 1, i);
+                if (!(isinf(l) && l < 0)) { ok_inf = 0; snprintf(why, sizeof(why), "lse %g", l); }
+                for (x = 0; x < c->d; x++) if (o[x] != 0.f) { ok_inf = 0; snprintf(why, sizeof(why), "o %g", o[x]); }
+            }
+        }
+        report(ok_inf, c->group ? "bias_all_neg_inf_row_group" : "bias_all_neg_inf_row_batch", why);
+        free(bias); free(o0); free(l0);
+        small_free(&a); small_free(&m);
+    }
+}
+
 int main(void)
 {
     test_against_naive();
@@ -706,6 +807,7 @@ int main(void)
     test_fwd_row_p8();
     test_rng_and_err();
     test_dropout();
+    test_bias();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

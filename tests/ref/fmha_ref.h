@@ -14,7 +14,10 @@
  *     seqstart_q/seqstart_k given here as HOST arrays of batch+1 entries.
  *   - GQA: query head h reads KV head h / (nhead_q / nhead_k).
  *   - Score s = scale * q.k; soft cap c > 0: s = c * tanh(s / c); then ALiBi adds
- *     -slope * |i + s_k - s_q - j| with slope = alibi_slopes[b * batch_stride + h].
+ *     -slope * |i + s_k - s_q - j| with slope = alibi_slopes[b * batch_stride + h],
+ *     or an elementwise bias adds bias[b*batch_stride + h*nhead_stride + i*stride + j]
+ *     (group mode: row seqstart_q[b] + i, no batch stride). A -inf bias hides
+ *     its key; a row whose visible keys are all hidden is a row that sees none.
  *   - Mask: NONE sees every key. TOP_LEFT / BOTTOM_RIGHT: query i sees key j when
  *     i + off - left <= j <= i + off + right (a -1 side is unbounded), off = 0 for
  *     top-left and s_k - s_q for bottom-right.
@@ -302,6 +305,11 @@ typedef struct fmha_ref_fwd {
      * and the LSE are those without dropout. 0: off. */
     float dropout_p;
     uint64_t dropout_seed, dropout_offset;
+
+    /* elementwise bias (fmha_ref_fwd_row only; optional, host floats, the
+     * values the GPU sees): see fmha_ref_off_bias. NULL: none. */
+    const float *bias;
+    int64_t stride_bias, nhead_stride_bias, batch_stride_bias;
 } fmha_ref_fwd;
 
 /* Lengths of batch entry b. */
@@ -341,6 +349,14 @@ static inline int64_t fmha_ref_off_lse(const fmha_ref_fwd *p, int b, int h, int 
 {
     return p->is_group_mode ? h * p->nhead_stride_lse + (int64_t)p->seqstart_q[b] + i
                             : b * p->batch_stride_lse + h * p->nhead_stride_lse + i;
+}
+
+/* Element offset of the bias of (b, h, i, j); group mode: row seqstart_q[b]
+ * + i of the packed rows, the batch stride unused. */
+static inline int64_t fmha_ref_off_bias(const fmha_ref_fwd *p, int b, int h, int i, int j)
+{
+    return p->is_group_mode ? ((int64_t)p->seqstart_q[b] + i) * p->stride_bias + h * p->nhead_stride_bias + j
+                            : b * p->batch_stride_bias + h * p->nhead_stride_bias + (int64_t)i * p->stride_bias + j;
 }
 
 /* Keys visible to query row i form one interval [*lo, *hi] (clipped to
@@ -413,7 +429,12 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
     m = p->sinks ? (double)p->sinks[h] : -INFINITY;
     for (j = lo; j <= hi; j++) {
         scores[j - lo] = fmha_ref_score(p, qrow, p->k + fmha_ref_off_k(p, b, hk, j), slope, s_q, s_k, i, j);
+        if (p->bias) scores[j - lo] += (double)p->bias[fmha_ref_off_bias(p, b, h, i, j)];
         if (scores[j - lo] > m) m = scores[j - lo];
+    }
+    if (m == -INFINITY) {   /* every visible key hidden by a -inf bias */
+        *lse = -INFINITY;
+        return 0;
     }
     l = p->sinks ? exp((double)p->sinks[h] - m) : 0.0;
     for (j = lo; j <= hi; j++) {

@@ -17,7 +17,9 @@
  *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim)
  *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
- *       alibi   NOALIBI | ALIBI          (FWD rows)
+ *       alibi   NOALIBI | ALIBI | BIAS   (FWD rows; BIAS: CK's elementwise
+ *               bias, fmha_fwd_args.bias, in place of ALiBi: the column
+ *               is CK's bias enum {no_bias, alibi, elementwise_bias})
  *       page    smallest KV page size served, a power of two 1..2048, or
  *               FMHA_ANY (tuned classes: PREFILL 1, 16 and 64; PREFILL_VEC
  *               1 and 64; DECODE 0 (contiguous cache), 1, 16 and 64;
@@ -118,12 +120,14 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ON_NOSOFTCAP 0
 #define FMHAI_ON_ALIBI 1
 #define FMHAI_ON_NOALIBI 0
+#define FMHAI_ON_BIAS 2      /* the pipelines' ALiBi column value 2: elementwise bias */
 #define FMHAI_ONS_MASK "_mask"
 #define FMHAI_ONS_NOMASK "_nmask"
 #define FMHAI_ONS_SOFTCAP "_softcap"
 #define FMHAI_ONS_NOSOFTCAP "_nsoftcap"
 #define FMHAI_ONS_ALIBI "_alibi"
 #define FMHAI_ONS_NOALIBI "_nalibi"
+#define FMHAI_ONS_BIAS "_bias"
 #define FMHAI_FAM_FWD FMHA_FAMILY_FWD
 #define FMHAI_FAM_PREFILL FMHA_FAMILY_BATCH_PREFILL
 #define FMHAI_FAM_PREFILL_VEC FMHA_FAMILY_BATCH_PREFILL
@@ -225,8 +229,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* ---- pass 2: table entries -------------------------------------------------- */
 #define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al), bm, bn, w, st, \
-        FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam },                \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al) & 1, bm, bn, w, st, \
+        FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam,       \
+        FMHAI_ON_##al == FMHAI_ON_BIAS },                                                        \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
       FMHAI_CAT(FMHAI_FWD_SMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt)),                  \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
@@ -337,10 +342,17 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHA_DEFAULT_FWD_FP8_SET(X)        \
     FMHAI_DEFAULT_FWD_HD(X, FP8, 128)      \
     FMHAI_DEFAULT_FWD_HD(X, FP8, 256)
+/* Elementwise bias (BIAS rows): masked or not through one MASK kernel,
+ * no soft cap, head dims up to 128 (each row is a wgmma and a portable
+ * kernel on an sm_90a build; a set that needs more declares its own). */
+#define FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, hd)                                              \
+    X(FWD, dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define FMHAI_DEFAULT_FWD_DT(X, dt)        \
     FMHAI_DEFAULT_FWD_HD(X, dt, 64)        \
     FMHAI_DEFAULT_FWD_HD(X, dt, 128)       \
-    FMHAI_DEFAULT_FWD_HD(X, dt, 256)
+    FMHAI_DEFAULT_FWD_HD(X, dt, 256)       \
+    FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, 64)   \
+    FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, 128)
 #define FMHA_DEFAULT_FWD_SET(X)            \
     FMHAI_DEFAULT_FWD_DT(X, FP16)          \
     FMHAI_DEFAULT_FWD_DT(X, BF16)

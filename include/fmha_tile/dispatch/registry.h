@@ -182,6 +182,7 @@ typedef struct fmhai_problem {
     int kv_layout;           /* paged KV: fmha_kv_layout                   */
     int max_seqlen_q;
     int dropout;             /* dropout on P (a drop threshold above 0)    */
+    int bias;                /* elementwise bias (fmha_fwd_args.bias)      */
 } fmhai_problem;
 
 static inline const char *fmhai_family_name(fmha_family f)
@@ -205,7 +206,7 @@ static inline const char *fmhai_fwd90_why_not(const fmhai_problem *pb)
 {
 #define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
     FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->hdim, pb->page_size, pb->kv_layout,
-                       pb->dropout)
+                       pb->dropout, pb->bias)
 #undef FMHAI_SERVES_CHECK
     return 0;
 }
@@ -231,6 +232,8 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
      * and every one takes ALiBi at run time */
     FMHAI_MISS(dec ? pb->softcap && !e->info.has_softcap : e->info.has_softcap != pb->softcap, "softcap")
     FMHAI_MISS(dec ? pb->alibi && !e->info.has_alibi : e->info.has_alibi != pb->alibi, "alibi")
+    FMHAI_MISS(e->info.has_bias != pb->bias, "bias (a problem with an elementwise bias needs a BIAS row, "
+                                             "one without it a row without)")
     FMHAI_MISS(e->info.page_size > pb->page_size || (e->info.page_size == 0) != (pb->page_size == 0),
                "page size")
     FMHAI_MISS((int)e->info.kv_layout != pb->kv_layout, "kv layout")
@@ -242,6 +245,9 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
      * serving d <= 128) has no dropout code */
     FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && pb->dropout && e->info.hdim != 128,
                "pipeline (the wgmma pipeline carries dropout in its hdim-128 kernel only)")
+    /* likewise a wider wgmma kernel has no bias code (compiled out at 256) */
+    FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && pb->bias && e->info.hdim > 128,
+               "pipeline (the wgmma pipeline carries the elementwise bias in its hdim-64/128 kernels only)")
 #undef FMHAI_MISS
     *nmiss = n;
     return first;
@@ -308,14 +314,15 @@ static inline fmha_status fmhai_select(const fmha_kernel_set *set, const fmhai_p
             return fmhai_fail(FMHA_ERR_NO_KERNEL, "%s: kernel set '%s' has no kernels",
                               fmhai_family_name(pb->family), set->name);
         return fmhai_fail(FMHA_ERR_NO_KERNEL,
-                          "%s: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d%s on %s; "
+                          "%s: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d%s%s on %s; "
                           "closest: %s (differs in %s)",
                           fmhai_family_name(pb->family), set->name,
                           pb->dtype == FMHA_DTYPE_BF16 ? "bf16"
                           : pb->dtype != FMHA_DTYPE_FP8 ? "fp16"
                           : pb->family == FMHA_FAMILY_FWD ? "fp8" : "fp8 KV",
                           pb->hdim, fmhai_mask_str(pb),
-                          pb->softcap, pb->alibi, page, dev_name, set->entries[closest].info.name,
+                          pb->softcap, pb->alibi, pb->bias ? " bias=1" : "", page, dev_name,
+                          set->entries[closest].info.name,
                           closest_field);
     }
     *chosen = best;
@@ -348,6 +355,7 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
     pb.alibi = a->alibi_slopes != 0;
     pb.max_seqlen_q = fmhai_fwd_max_seqlen_q(a);
     pb.dropout = fmhai_dropout_threshold(a->dropout_p) > 0u;   /* p below 1/512 drops nothing */
+    pb.bias = a->bias != 0;
     *problem = pb;
     return fmhai_select(set, &pb, chosen);
 }
@@ -540,12 +548,12 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
         if (!set->entries[i].enabled) continue;
         fmhai_json_put(buf, cap, &len,
                        "%s\n  {\"name\": \"%s\", \"family\": \"%s\", \"dtype\": \"%s\", \"hdim_q\": %d, "
-                       "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"tile\": [%d, %d], "
+                       "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"bias\": %s, \"tile\": [%d, %d], "
                        "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
                        "\"page_size\": %d, \"kv_layout\": \"%s\", \"smem_bytes\": %d}",
                        first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, k->hdim,
                        k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
-                       k->has_alibi ? "true" : "false", k->tile_m, k->tile_n, k->warps, k->stages,
+                       k->has_alibi ? "true" : "false", k->has_bias ? "true" : "false", k->tile_m, k->tile_n, k->warps, k->stages,
                        k->pipeline, fmhai_arch_name(k->arch), k->page_size,
                        k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED ? "vectorized" : "linear",
                        set->entries[i].smem_bytes);

@@ -66,6 +66,9 @@ static inline fmha_status fmhai_validate_strides(const char *fam, const int64_t 
     return FMHA_OK;
 }
 
+/* Bytes of one bias element (fp16/bf16: 2, fp32: 4). */
+static inline int fmhai_bias_esize(fmha_dtype dt) { return dt == FMHA_DTYPE_FP32 ? 4 : 2; }
+
 static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
 {
     fmha_status st;
@@ -115,6 +118,22 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: dropout with fp8 is not supported");
     if ((uintptr_t)a->dropout_rng & 7u)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: dropout_rng (device {seed, offset}) must be 8-byte aligned");
+    if (a->bias) {
+        const int bdt = (int)a->bias_dtype;
+        if (bdt != FMHA_DTYPE_FP16 && bdt != FMHA_DTYPE_BF16 && bdt != FMHA_DTYPE_FP32)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: bias_dtype %d not supported (fp16, bf16 or fp32)", bdt);
+        if ((uintptr_t)a->bias % (uintptr_t)fmhai_bias_esize(a->bias_dtype))
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: bias must be aligned to its element size (%d bytes)",
+                              fmhai_bias_esize(a->bias_dtype));
+        if (a->stride_bias < 0 || a->nhead_stride_bias < 0 || a->batch_stride_bias < 0)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: bias strides must be >= 0");
+        if (fp8)
+            return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: an elementwise bias with fp8 is not supported");
+        if (a->alibi_slopes)
+            return fmhai_fail(FMHA_ERR_UNSUPPORTED,
+                              "fwd: bias and alibi_slopes together are not supported (one bias column: "
+                              "NOALIBI, ALIBI or BIAS)");
+    }
     return FMHA_OK;
 }
 
@@ -171,6 +190,16 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->o_row = a->stride_o; p->o_head = a->nhead_stride_o; p->o_batch = a->batch_stride_o;
     p->lse_head = a->nhead_stride_lse; p->lse_batch = a->batch_stride_lse;
     p->alibi_batch = a->alibi_batch_stride;
+    if (a->bias) {
+        p->bias = a->bias;
+        p->bias_dt = (int)a->bias_dtype;
+        p->bias_row = a->stride_bias; p->bias_head = a->nhead_stride_bias;
+        p->bias_batch = a->is_group_mode ? 0 : a->batch_stride_bias;
+        /* column pairs (j even) load as one 4- or 8-byte word when every row
+         * start is aligned to two elements */
+        p->bias_pair = (uintptr_t)a->bias % (2u * (uintptr_t)fmhai_bias_esize(a->bias_dtype)) == 0 &&
+                       p->bias_row % 2 == 0 && p->bias_head % 2 == 0 && p->bias_batch % 2 == 0;
+    }
     p->seqlen_q = a->seqlen_q; p->seqlen_k = a->seqlen_k;
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
     p->d = a->hdim_q;

@@ -89,6 +89,13 @@ typedef struct fmhai_fwd_params {
     float dropout_scale;
     uint64_t dropout_seed, dropout_offset;
     const uint64_t *dropout_rng;
+    /* elementwise bias (BIAS kernels): element (b_eff, h, q_start + i, j) at
+     * bias + b_eff * bias_batch + h * bias_head + (q_start + i) * bias_row
+     * + j elements of bias_dt (FP16, BF16 or FP32); bias_pair: every row
+     * start is aligned to two elements (column pairs load as one) */
+    const void *bias;
+    int64_t bias_row, bias_head, bias_batch;
+    int bias_dt, bias_pair;
     FMHAI_ALIGN64 uint64_t tma_k[16];
     FMHAI_ALIGN64 uint64_t tma_v[16];
 } fmhai_fwd_params;

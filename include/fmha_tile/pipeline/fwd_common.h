@@ -9,6 +9,10 @@
  *   fmhai_fwd_keys_of  the key tiles a query tile visits under its mask, and
  *                      which of them need no mask arithmetic
  *   fmhai_sink_fold    an attention sink joins a row's softmax in the epilogue
+ *   fmhai_bias_rows / fmhai_bias_pair
+ *                      the elementwise bias (BIAS kernels): a block's rows,
+ *                      and one thread's column pair of a row, from global
+ *                      memory straight into registers
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_COMMON_H
 #define FMHA_TILE_PIPELINE_FWD_COMMON_H
@@ -131,6 +135,57 @@ FMHAI_DEVICE float fmhai_sink_fold(float sink, float ms, float *sum, float *m_ln
     *sum = *sum * f + 1.f;
     *m_ln = sink;
     return f;
+}
+
+/* The bias rows of a block: row 0 is query q_start + m0 of head h (BIAS
+ * kernels; the elements of fmhai_fwd_params.bias_dt). */
+FMHAI_DEVICE const char *fmhai_bias_rows(const fmhai_fwd_params *p, int b_eff, int h, int row0)
+{
+    const int64_t e = (int64_t)b_eff * p->bias_batch + (int64_t)h * p->bias_head + (int64_t)row0 * p->bias_row;
+    return (const char *)p->bias + e * (p->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2);
+}
+
+/* Row i of the block's bias rows, or NULL past s_q (never stored). */
+FMHAI_DEVICE const char *fmhai_bias_row(const fmhai_fwd_params *p, const char *rows, int i, int s_q)
+{
+    return i < s_q ? rows + (int64_t)i * p->bias_row * (p->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2) : 0;
+}
+
+/* Bias of a row (fmhai_bias_row), columns j and j + 1 (j even), times
+ * log2(e) (the pipelines' logits are base 2). A NULL row and columns at or
+ * past s_k read nothing and give 0: those scores are never stored or are
+ * masked. A pair loads as one 4-byte (16-bit) or 8-byte (fp32) word where
+ * the rows are aligned to two elements (bias_pair), else as two. */
+FMHAI_DEVICE float2 fmhai_bias_pair(const fmhai_fwd_params *p, const char *row, int j, int s_k)
+{
+    const float L2E = 1.4426950408889634f;
+    float2 r = make_float2(0.f, 0.f);
+    if (!row || j >= s_k) return r;
+    const int two = j + 1 < s_k;
+    if (p->bias_dt == FMHA_DTYPE_FP32) {
+        const float *f = (const float *)row + j;
+        if (two && p->bias_pair) {
+            r = *(const float2 *)f;
+        } else {
+            r.x = f[0];
+            if (two) r.y = f[1];
+        }
+    } else {
+        const unsigned short *u = (const unsigned short *)row + j;
+        uint32_t w;
+        if (two && p->bias_pair) w = *(const unsigned int *)u;
+        else w = (uint32_t)u[0] | (two ? (uint32_t)u[1] << 16 : 0u);
+        if (p->bias_dt == FMHA_DTYPE_BF16) {
+            r.x = __uint_as_float(w << 16);
+            r.y = __uint_as_float(w & 0xffff0000u);
+        } else {
+            r.x = __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
+            r.y = __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+        }
+    }
+    r.x *= L2E;
+    r.y *= L2E;
+    return r;
 }
 
 #endif /* FMHA_TILE_PIPELINE_FWD_COMMON_H */

@@ -384,7 +384,9 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
 
 /* The GFX9 rows' body: MFMA where it serves the row, else the portable
  * pipeline (emulated mma.sync). A device pass for a target without MFMA
- * (the rows never run there) keeps the portable body. */
+ * (the rows never run there) keeps the portable body. BIAS rows (ALIBI
+ * column 2, the elementwise bias) run the portable pipeline: the MFMA one
+ * has no bias yet. */
 FMHAI_DEVICE void fmhai_fwd_gfx9(const fmhai_fwd_params *p, char *smem, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC,
@@ -393,7 +395,7 @@ FMHAI_DEVICE void fmhai_fwd_gfx9(const fmhai_fwd_params *p, char *smem, const in
 #if defined(__HIP_DEVICE_COMPILE__) && !defined(FMHAI_DEVICE_HAS_MFMA)
     const int MFMA = 0;
 #else
-    const int MFMA = fmhai_fwd_mfma_serves(HD, BM, BN, NW, KV8, DEC);
+    const int MFMA = fmhai_fwd_mfma_serves(HD, BM, BN, NW, KV8, DEC) && ALIBI != 2;
 #endif
     if (MFMA)
         fmhai_fwd_mfma(p, smem, is_bf16, HD, BM, BN, NW, HAS_MASK, SOFTCAP, ALIBI, PAGING, KV_VEC);

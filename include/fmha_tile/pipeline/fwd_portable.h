@@ -193,9 +193,12 @@ FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, const int32
 FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                                      const int is_bf16, const int HD, const int BM,
                                      const int BN, const int NW, const int ST,
-                                     const int HAS_MASK, const int SOFTCAP, const int ALIBI,
+                                     const int HAS_MASK, const int SOFTCAP, const int AL,
                                      const int PAGING, const int KV_VEC, const int KV8, const int DEC)
 {
+    /* the row's ALiBi column: 1 ALiBi, 2 elementwise bias (the contiguous
+     * 16-bit forward only; compiled out elsewhere) */
+    const int ALIBI = AL == 1, BIAS = AL == 2 && !DEC && !PAGING && !KV8;
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
     const int MT = BM / (NW * 16);            /* 16-row MMA tiles per warp */
@@ -381,7 +384,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     /* scores are turned into base-2 logits: either by the exp2 argument
      * (plain path: one FFMA) or up front (soft cap / ALiBi path). */
     const float scale_log2 = p->scale_log2 * qk_ds, softcap_pre = p->softcap_pre * qk_ds;
-    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    const float sl2 = (SOFTCAP || ALIBI || BIAS) ? 1.f : scale_log2;
     /* decode kernels built with a soft cap serve problems without one */
     const int SC_ON = SOFTCAP && (!DEC || p->softcap_pre != 0.f);
     /* bf16 queries' row scales (FP8): on the plain path they fold into the
@@ -391,6 +394,10 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int ROW_FOLD = KV8 && !Q8 && !SOFTCAP && !ALIBI;
     float slope = 0.f;
     if (ALIBI && !DEC) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
+    /* the bias row of this thread's first row (m0 + warp_row0 + g), and the
+     * bytes from one row to the next */
+    const int64_t bias_rstep = BIAS ? p->bias_row * (p->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2) : 0;
+    const char *bias_rows = BIAS ? fmhai_bias_rows(p, b_eff, h, q_start + m0 + warp * MT * 16 + g) : 0;
 
     const int warp_row0 = warp * MT * 16;
     /* decode: each row's query index and ALiBi slope (its head's; decode
@@ -569,7 +576,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 }
             }
         }
-        if (SOFTCAP || ALIBI) {
+        if (SOFTCAP || ALIBI || BIAS) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -585,6 +592,20 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                             x -= (DEC ? dec_slope[mt][e / 2] : slope) * fabsf((float)(i + s_k - s_q - j));
                         }
                         acc_s[mt][nt][e] = x;
+                    }
+            /* elementwise bias: this thread's column pair of its two rows */
+#pragma unroll
+            for (int mt = 0; mt < MT && BIAS; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const int r = mt * 16 + 8 * hf;
+                        const float2 bv = fmhai_bias_pair(
+                            p, m0 + warp_row0 + g + r < s_q ? bias_rows + r * bias_rstep : 0,
+                            n * BN + nt * 8 + 2 * t, s_k);
+                        acc_s[mt][nt][2 * hf] += bv.x;
+                        acc_s[mt][nt][2 * hf + 1] += bv.y;
                     }
         }
         const int need_mask = !(n >= f_lo && n < f_hi);

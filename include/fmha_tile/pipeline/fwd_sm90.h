@@ -220,11 +220,12 @@ FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params 
 FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
                                       int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
-                                      int SOFTCAP, int ALIBI, float scale_log2, float softcap_pre, int FP8,
-                                      const float *kds, const float *vds, float vinv, float vratio)
+                                      int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, float scale_log2,
+                                      float softcap_pre, int FP8, const float *kds, const float *vds, float vinv,
+                                      float vratio)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
-    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    const float sl2 = (SOFTCAP || ALIBI || BIAS) ? 1.f : scale_log2;
     /* ---- per-key K descales (paged FP8): score column c times kds[c] ------ */
     if (kds) {
 #pragma unroll
@@ -236,8 +237,8 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
             acc_s[4 * nt + 3] *= k2.y;
         }
     }
-    /* ---- logits: soft cap, ALiBi, mask --------------------------------- */
-    if (SOFTCAP || ALIBI) {
+    /* ---- logits: soft cap, ALiBi or elementwise bias, mask -------------- */
+    if (SOFTCAP || ALIBI || BIAS) {
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
@@ -251,6 +252,17 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
                 }
                 acc_s[4 * nt + e] = x;
             }
+        /* elementwise bias: rows row0, row0 + 8, columns nt * 8 + 2t, +1 */
+#pragma unroll
+        for (int hf = 0; hf < 2 && BIAS; ++hf) {
+            const char *brow = fmhai_bias_row(p, bias_rows, m0 + row0 + 8 * hf, s_q);
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt) {
+                const float2 bv = fmhai_bias_pair(p, brow, n * BN + nt * 8 + 2 * t, s_k);
+                acc_s[4 * nt + 2 * hf] += bv.x;
+                acc_s[4 * nt + 2 * hf + 1] += bv.y;
+            }
+        }
     }
     if (!(n >= W->f_lo && n < W->f_hi)) {
 #pragma unroll
@@ -436,10 +448,14 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
 
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
-                                 const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC,
+                                 const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC,
                                  const int FP8)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
+    /* the row's ALiBi column: 1 ALiBi, 2 elementwise bias (the contiguous
+     * 16-bit forward up to hdim 128; at 256 the registers are full and the
+     * portable pipeline serves it: FMHAI_FWD90_SERVES) */
+    const int ALIBI = AL == 1, BIAS = AL == 2 && !FP8 && PAGING == 0 && HD <= 128;
     const int NWG = NW / 4 - 1;      /* MMA warpgroups (2, or 3 at hdim 64) */
     const int NT = NWG * 128;        /* their threads */
     const int ALL = NT + 128;        /* + the load warpgroup's */
@@ -665,9 +681,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         o_scale = p->v_descale ? *p->v_descale : 1.f;
     }
     float vref = 0.f, vratio = 1.f, vinv = 1.f;   /* paged FP8: fmhai_fwd90_vref */
-    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;   /* the LSE's scale */
+    const float sl2 = (SOFTCAP || ALIBI || BIAS) ? 1.f : scale_log2;   /* the LSE's scale */
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
+    const char *bias_rows = BIAS ? fmhai_bias_rows(p, b_eff, h, q_start) : 0;
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
     /* dropout: 16-bit, contiguous K/V, the hdim-128 kernel only (the
      * portable pipeline serves the rest, FMHAI_FWD90_SERVES): at 256 O's 128
@@ -706,7 +723,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_fence_acc(acc_o, HD / 2);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, buf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8,
+                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, scale_log2, softcap_pre, FP8,
                                 PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0, vinv, vratio);
             if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
             /* FP8: this tile's K stage and descales are free for tile it + ST */
@@ -733,7 +750,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence_acc(acc_o, HD / 2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, it % ST, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, scale_log2, softcap_pre, FP8,
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, scale_log2, softcap_pre, FP8,
                             PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
                             vratio);
         if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
@@ -782,7 +799,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     }
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
-    (void)SOFTCAP; (void)ALIBI; (void)PAGING; (void)KV_VEC; (void)FP8;
+    (void)SOFTCAP; (void)AL; (void)PAGING; (void)KV_VEC; (void)FP8;
 #endif
 }
 

@@ -321,10 +321,11 @@
  * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256),
  * contiguous K/V and paged K/V of every page size in both layouts, every
  * mask, soft cap, ALiBi, LSE, GQA, batch and group mode, dropout (the
- * contiguous forward, head dims 65-128: the hdim-128 kernel); e4m3 (kernels 128
+ * contiguous forward, head dims 65-128: the hdim-128 kernel), elementwise
+ * bias (the contiguous 16-bit forward, head dims up to 128); e4m3 (kernels 128
  * and 256): the forward, and batch prefill over LINEAR e4m3 pages with e4m3
  * queries (per-tensor or per-page descales). */
-#define FMHAI_FWD90_SERVES(S, dt, q8, hd, pg, layout, drop)                                    \
+#define FMHAI_FWD90_SERVES(S, dt, q8, hd, pg, layout, drop, bias)                              \
     S(fwd90_fp8_queries, (dt) != FMHA_DTYPE_FP8 || (q8),                                  \
       "portable pipeline: fp8 KV with bf16 queries (the wgmma pipeline multiplies e4m3 by " \
       "e4m3: pass e4m3 queries to run on it)")                                              \
@@ -334,7 +335,10 @@
       "portable pipeline: page size above 2048 or an unknown KV layout")                     \
     S(fwd90_dropout, !(drop) || ((pg) == 0 && (hd) > 64 && (hd) <= 128),                   \
       "portable pipeline: dropout outside the hdim-128 kernel (at 256 its registers are full, " \
-      "at 64 the code cost the kernel without dropout 3%) or over paged K/V")
+      "at 64 the code cost the kernel without dropout 3%) or over paged K/V")                \
+    S(fwd90_bias, !(bias) || ((pg) == 0 && (hd) <= 128 && (dt) != FMHA_DTYPE_FP8),         \
+      "portable pipeline: elementwise bias outside the hdim-64/128 16-bit kernels (at 256 "  \
+      "the wgmma kernel's registers are full)")
 
 #define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
 #define FMHAI_FWD_CHECKS_GFX9(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
