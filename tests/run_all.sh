@@ -124,6 +124,9 @@ if [ "$mode" = "--all" ]; then
     # dropout in the Python package: the Philox rule against tile/philox.h (cc),
     # argument checks, seed/offset from the generator (stand-ins; no GPU)
     run_suite python_dropout_host env CC="$cc" "$python" python/tests/test_dropout_host.py
+    # the decode plan's fast path (fmha_tile.decode_plan): pointer patching read
+    # back by C (cc), the refusals, the launch glue (stand-ins; no GPU)
+    run_suite python_decode_plan_host env CC="$cc" "$python" python/tests/test_decode_plan_host.py
     # Python package (python/tests): runs where torch, pytest and a GPU exist
     run_suite python sh python/tests/run.sh "$python" "$build"
 fi

@@ -61,6 +61,11 @@ Functions (names and meanings follow FlashAttention's Python API):
         contiguous or paged cache, appending k / v first and applying rotary
         embedding; seqlens_k counts the keys after the append. See
         fmha_tile._decode.
+    decode_plan(<attention_with_kvcache's arguments>) -> DecodePlan
+        the same call made once (checks, kernel selection, split count):
+        plan.run(q, k_cache, v_cache, seqlens_k, ..., out=) patches the
+        pointers of tensors shaped like the plan's and launches (the host
+        fast path for decode; see fmha_tile._decode_plan).
     attention_plan(...), attention_varlen_plan(...)
         the same arguments: "is it supported, and by which kernel?" without
         launching or allocating (fmha_fwd_check); a dict, or FmhaError.
@@ -164,6 +169,7 @@ from . import philox  # noqa: F401  (the dropout rule on the host; no torch at i
 from ._lib import FmhaError, FmhaLibraryError, library_path
 from ._prefill import batch_prefill, batch_prefill_plan
 from ._decode import attention_with_kvcache
+from ._decode_plan import DecodePlan, decode_plan
 from ._lib import Library
 from .jit import ANY, KernelSet, InvalidRowError, FmhaBuildError
 
@@ -171,7 +177,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "attention", "attention_varlen", "attention_plan", "attention_varlen_plan", "batch_prefill",
-    "batch_prefill_plan", "attention_with_kvcache",
+    "batch_prefill_plan", "attention_with_kvcache", "decode_plan", "DecodePlan",
     "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
     "KernelSet", "Library", "ANY", "InvalidRowError", "FmhaBuildError",
 ]
