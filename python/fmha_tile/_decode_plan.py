@@ -55,6 +55,7 @@ PARAMS = (("rotary_cos", "rotary_cos"), ("rotary_sin", "rotary_sin"), ("alibi_sl
 # Tensors whose length may change between calls (page indices of a step;
 # the block table's width): checked by kind, not by shape.
 VARIABLE = ("kv_page_indices", "block_table")
+_KEYWORDS = frozenset(n for n, _ in PER_CALL + PARAMS) - {"seqlens_k", "k", "v"}
 
 
 class _Spec(object):
@@ -142,7 +143,13 @@ class DecodePlan(object):
         self._torch, self._h = torch, h
         self._args, self._plan = args, plan
         self._specs = specs                 # name -> _Spec: q, k_cache, v_cache and the per-call tensors
-        self._per_call = tuple(n for n, _ in PER_CALL if n in specs or n in variable)
+        self._sq, self._skc, self._svc, self._slens = specs["q"], specs["k_cache"], specs["v_cache"], \
+            specs.get("seqlens_k")
+        self._snew = (specs["k"], specs["v"]) if "k" in specs else None
+        self._others = tuple((n, f) for n, f in PER_CALL
+                             if n not in ("seqlens_k", "k", "v") and (n in specs or n in variable))
+        self._others_names = frozenset(n for n, _ in self._others)
+        self._dirty = []                    # (spec, the plan's own pointer) of parameters a call replaced
         self._variable = variable           # names of VARIABLE tensors the plan takes
         self._params = params               # name -> (_Spec, the plan's own tensor)
         self._out, self._lse = out_spec, lse_spec
@@ -204,7 +211,7 @@ class DecodePlan(object):
         """t's data_ptr after the cheap check against spec (the full one
         only when the cheap one fails)."""
         try:
-            if t.shape == spec.shape and t.stride() == spec.stride and t.dtype == spec.dtype and \
+            if t.dtype is spec.dtype and t.shape == spec.shape and t.stride() == spec.stride and \
                     t.get_device() == spec.device:
                 return t.data_ptr()
         except (AttributeError, TypeError):
@@ -214,39 +221,33 @@ class DecodePlan(object):
             raise err
         return t.data_ptr()
 
-    def fill(self, q, k_cache, v_cache, tensors, out, lse):
-        """Write the call's pointers into the plan's args (run() without the
-        launch; tensors: name -> tensor or None for the per-call tensors and
-        parameters). -> (out, lse) as written."""
-        a, sp, ptr = self._args, self._specs, self._ptr
-        a.q = ptr(sp["q"], q)
-        a.k_cache = ptr(sp["k_cache"], k_cache)
-        a.v_cache = ptr(sp["v_cache"], v_cache)
-        for name, field in PER_CALL:
-            t = tensors.get(name)
-            if name in self._per_call:
-                if t is None:
-                    raise ValueError("DecodePlan.run: %s is required (the plan was made with it)" % name)
-                if name in self._variable:
-                    p, stride = _variable(name, t, self._batch, self._index)
-                    setattr(a, field, p)
-                    if name == "block_table":
-                        a.block_table_stride = stride
-                else:
-                    setattr(a, field, ptr(sp[name], t))
-            elif t is not None:
-                raise ValueError("DecodePlan.run: %s was not given to decode_plan(); make a plan with it" % name)
-        for name, field in PARAMS:
-            t = tensors.get(name)
-            entry = self._params.get(name)
-            if entry is None:
-                if t is not None:
-                    raise ValueError("DecodePlan.run: %s was not given to decode_plan(); make a plan with it"
-                                     % name)
-                continue
-            spec, own = entry
-            p = ptr(spec, own if t is None else t)
-            setattr(a, spec.field, p)
+    def fill(self, q, k_cache, v_cache, seqlens_k=None, k=None, v=None, *, out=None, lse=None, **tensors):
+        """Write the call's pointers into the plan's args: run() without the
+        launch (the same arguments). -> (out, lse) as written."""
+        a, ptr = self._args, self._ptr
+        a.q = ptr(self._sq, q)
+        a.k_cache = ptr(self._skc, k_cache)
+        a.v_cache = ptr(self._svc, v_cache)
+        lens = self._slens
+        if lens is not None:
+            if seqlens_k is None:
+                raise ValueError("DecodePlan.run: seqlens_k is required (the plan was made with it)")
+            a.seqlen_k = ptr(lens, seqlens_k)
+        elif seqlens_k is not None:
+            raise ValueError("DecodePlan.run: seqlens_k was not given to decode_plan(); make a plan with it")
+        if self._snew is not None:
+            if k is None or v is None:
+                raise ValueError("DecodePlan.run: k and v are required (the plan was made with them)")
+            a.k_new = ptr(self._snew[0], k)
+            a.v_new = ptr(self._snew[1], v)
+        elif k is not None or v is not None:
+            raise ValueError("DecodePlan.run: k / v were not given to decode_plan(); make a plan with them")
+        if self._dirty:          # parameters a previous call replaced: the plan's own again
+            for spec, own_ptr in self._dirty:
+                setattr(a, spec.field, own_ptr)
+            self._dirty = []
+        if tensors or self._others:
+            self._fill_others(a, tensors)
         if out is None:
             out = self._torch.empty(self._out.shape, dtype=self._out.dtype, device=self._device)
             a.o = out.data_ptr()
@@ -261,6 +262,33 @@ class DecodePlan(object):
         elif lse is not None:
             raise ValueError("DecodePlan.run: lse= needs a plan made with return_lse=True")
         return out, lse
+
+    def _fill_others(self, a, tensors):
+        """The page tables, cache_batch_idx and the parameters."""
+        for name in tensors:
+            if name not in _KEYWORDS:
+                raise TypeError("DecodePlan.run() got an unexpected keyword argument %r" % name)
+        ptr = self._ptr
+        for name, field in self._others:        # per-call tensors besides seqlens_k / k / v
+            t = tensors.get(name)
+            if t is None:
+                raise ValueError("DecodePlan.run: %s is required (the plan was made with it)" % name)
+            if name in VARIABLE:
+                p, stride = _variable(name, t, self._batch, self._index)
+                setattr(a, field, p)
+                if name == "block_table":
+                    a.block_table_stride = stride
+            else:
+                setattr(a, field, ptr(self._specs[name], t))
+        for name, t in tensors.items():
+            if t is None or name in self._others_names:
+                continue
+            entry = self._params.get(name)
+            if entry is None:
+                raise ValueError("DecodePlan.run: %s was not given to decode_plan(); make a plan with it" % name)
+            spec, own = entry
+            setattr(a, spec.field, ptr(spec, t))
+            self._dirty.append((spec, own.data_ptr()))
 
     def _alloc_scratch(self):
         torch, ws, qr = self._torch, None, None
@@ -305,16 +333,13 @@ class DecodePlan(object):
         if st:
             self._h.check_status(st, "fmha_tile.DecodePlan.run")
 
-    def run(self, q, k_cache, v_cache, seqlens_k=None, k=None, v=None, *, cache_batch_idx=None,
-            kv_indptr=None, kv_page_indices=None, kv_last_page_len=None, block_table=None, rotary_cos=None,
-            rotary_sin=None, alibi_slopes=None, sinks=None, k_descale=None, v_descale=None, out=None, lse=None):
-        """One decode call on the plan (see the class): -> out, or (out, lse)."""
-        tensors = {"seqlens_k": seqlens_k, "k": k, "v": v, "cache_batch_idx": cache_batch_idx,
-                   "kv_indptr": kv_indptr, "kv_page_indices": kv_page_indices,
-                   "kv_last_page_len": kv_last_page_len, "block_table": block_table,
-                   "rotary_cos": rotary_cos, "rotary_sin": rotary_sin, "alibi_slopes": alibi_slopes,
-                   "sinks": sinks, "k_descale": k_descale, "v_descale": v_descale}
-        out, lse = self.fill(q, k_cache, v_cache, tensors, out, lse)
+    def run(self, q, k_cache, v_cache, seqlens_k=None, k=None, v=None, *, out=None, lse=None, **tensors):
+        """One decode call on the plan: -> out, or (out, lse). Keywords
+        besides out / lse: cache_batch_idx, kv_indptr, kv_page_indices,
+        kv_last_page_len, block_table (the plan's per-call tensors) and
+        rotary_cos, rotary_sin, alibi_slopes, sinks, k_descale, v_descale
+        (parameters; see the class)."""
+        out, lse = self.fill(q, k_cache, v_cache, seqlens_k, k, v, out=out, lse=lse, **tensors)
         self.launch()
         return (out, lse) if self._lse is not None else out
 

@@ -578,7 +578,7 @@ def test_library_reads_the_patched_struct():
 
     plan = _decode_plan._make(FakeTorch(), h, a, plan_struct(B), given, o, None, False)
     call = call_tensors(given)
-    plan.fill(call["q"], call["k_cache"], call["v_cache"], {"seqlens_k": call["seqlens_k"]}, T(q.shape), None)
+    plan.fill(call["q"], call["k_cache"], call["v_cache"], seqlens_k=call["seqlens_k"], out=T(q.shape))
     st = lib.fmha_decode_run(plan._pplan, plan._pargs, None)
     # the checks of the args against the plan passed; without a GPU the device query fails
     # (with one, fmha_decode_run would launch: not here, the pointers are stand-ins)
@@ -590,13 +590,13 @@ def test_library_reads_the_patched_struct():
         assert "differs from the plan" not in msg and "aligned" not in msg, msg
         skip("a GPU is present (%s): this test is for a host without one" % msg)
     # a misaligned q is refused by C through the patched field
-    plan.fill(T(q.shape, ptr=fresh_ptr() + 2), call["k_cache"], call["v_cache"], {"seqlens_k": call["seqlens_k"]},
-              T(q.shape), None)
+    plan.fill(T(q.shape, ptr=fresh_ptr() + 2), call["k_cache"], call["v_cache"], seqlens_k=call["seqlens_k"],
+              out=T(q.shape))
     st = lib.fmha_decode_run(plan._pplan, plan._pargs, None)
     assert st == _lib.FMHA_ERR_UNSUPPORTED and "16-byte aligned" in h.last_error(), (st, h.last_error())
     # a plan made for another batch refuses the call (C compares the args' shape with the plan's)
     plan2 = _decode_plan._make(FakeTorch(), h, a, plan_struct(B + 1), given, o, None, False)
-    plan2.fill(call["q"], call["k_cache"], call["v_cache"], {"seqlens_k": call["seqlens_k"]}, T(q.shape), None)
+    plan2.fill(call["q"], call["k_cache"], call["v_cache"], seqlens_k=call["seqlens_k"], out=T(q.shape))
     st = lib.fmha_decode_run(plan2._pplan, plan2._pargs, None)
     assert st == _lib.FMHA_ERR_INVALID_ARG and "differs from the plan" in h.last_error(), (st, h.last_error())
 
