@@ -38,7 +38,7 @@ import ctypes
 
 from . import _lib
 from ._args import _is_tensor, check_no_overlap, strides
-from ._decode import FmhaDecodeArgs, FmhaDecodePlan, _fn, decode_args
+from ._decode import FmhaDecodePlan, _fn, decode_args
 from ._prefill import _descale_scalar
 
 __all__ = ["DecodePlan", "decode_plan"]
@@ -116,6 +116,20 @@ def _variable(name, t, batch, device):
     return t.data_ptr(), t.stride(0)
 
 
+class _Dense(object):
+    """shape and stride() of a contiguous tensor of a shape."""
+
+    def __init__(self, shape):
+        self.shape, st, acc = shape, [], 1
+        for n in reversed(shape):
+            st.insert(0, acc)
+            acc *= max(n, 1)
+        self._st = tuple(st)
+
+    def stride(self):
+        return self._st
+
+
 class DecodePlan(object):
     """A decode call made once and run many times (fmha_tile.decode_plan()).
 
@@ -153,6 +167,7 @@ class DecodePlan(object):
         self._variable = variable           # names of VARIABLE tensors the plan takes
         self._params = params               # name -> (_Spec, the plan's own tensor)
         self._out, self._lse = out_spec, lse_spec
+        self._out_dense = out_spec.zstride == strides(_Dense(out_spec.shape))   # torch.empty's layout
         self._keep = keep                   # the plan's own tensors (parameters, converted descales)
         self._rotary = rotary
         self._index = specs["q"].device
@@ -249,7 +264,9 @@ class DecodePlan(object):
         if tensors or self._others:
             self._fill_others(a, tensors)
         if out is None:
-            out = self._torch.empty(self._out.shape, dtype=self._out.dtype, device=self._device)
+            o = self._out
+            out = self._torch.empty(o.shape, dtype=o.dtype, device=self._device) if self._out_dense else \
+                self._torch.empty_strided(o.shape, o.stride, dtype=o.dtype, device=self._device)
             a.o = out.data_ptr()
         else:
             a.o = ptr(self._out, out)

@@ -231,7 +231,7 @@ def paged_given(vllm=False, **extra):
     return g
 
 
-def make_plan(given, workspace=0, rotary=False, lse=False, status=0, num_splits=1, torch=None):
+def make_plan(given, workspace=0, rotary=False, lse=False, status=0, num_splits=1, torch=None, out_strides=None):
     """A DecodePlan over stand-ins: the args from decode_args() (the real
     checks), a plan struct filled as fmha_decode_plan_make would."""
     torch = torch or FakeTorch()
@@ -245,7 +245,7 @@ def make_plan(given, workspace=0, rotary=False, lse=False, status=0, num_splits=
     a, out_dtype, keep = _decode.decode_args(given["q"], given["k_cache"], given["v_cache"], seqlens_k,
                                              to_device=None, **kw)
     q = given["q"]
-    o = T(q.shape, q.dtype)
+    o = T(q.shape, q.dtype, out_strides)
     a.o = o.data_ptr()
     a.batch_stride_o, a.stride_o, a.nhead_stride_o = o.stride(0), 0, o.stride(2)
     lse_spec = None
@@ -524,6 +524,16 @@ def test_no_workspace_with_one_split_and_out_allocated():
     r = run_plan(plan, call_tensors(given))
     assert lib.calls[-1][2] is None and torch.allocs == [r], "one split: only the output is allocated"
     assert r.shape == given["q"].shape and r.dtype is given["q"].dtype
+
+
+def test_output_allocated_in_the_plans_layout():
+    given = contiguous_given()
+    wide = (2 * HQ * D, HQ * D, D, 1)       # rows of a [B, 1, 2 * HQ, D] buffer
+    plan, torch, lib = make_plan(given, out_strides=wide)
+    r = run_plan(plan, call_tensors(given))
+    assert r.stride() == wide and r.shape == given["q"].shape, r.stride()
+    m = raises(ValueError, run_plan, plan, call_tensors(given), out=T(given["q"].shape))
+    assert "out has strides" in m, m
 
 
 def test_status_and_device_switch():
