@@ -10,6 +10,15 @@ Shape: q [batch, 1, 32, 128] bf16 against a contiguous KV cache
   op .default   the same through the OpOverload (no overload resolution per call)
   fwd ctypes    fmha_tile.attention(q, k, v) with the cache as k / v (s_q = 1 through
                 the dense forward, no split-KV)
+  plan.run      plan.run(q, k_cache, v_cache, seqlens_k) of a fmha_tile.decode_plan()
+                made once (the fast path: checks against the plan's record, pointers
+                patched into a kept struct, fmha_decode_run)
+  plan out=     the same with a preallocated output
+  plan launch   plan.launch() alone on args filled once: fmha_decode_run from Python
+                (the C checks and the launches), the floor under plan.run
+  plan layers   plan out= over --layers sets of q / caches / outputs in turn (other
+                pointers every call, as the layers of a model step)
+  sdpa layers   sdpa over the same sets in turn
   sdpa          torch.nn.functional.scaled_dot_product_attention on [b, h, s, d]
                 views of the same tensors (enable_gqa=True where torch has it, else
                 K/V expanded once outside the loop)
@@ -24,10 +33,11 @@ For each: N calls in a loop, torch.cuda.synchronize() only before and after.
             GPU bound here.
   gpu us    CUDA events around the same loop, / N.
 Median of 7 repetitions after a warm-up. The issue's target: host + launch
-< 15 us per decode call on an H100.
+< 15 us per decode call on an H100. A summary table follows: host us per call
+of plan.run, plan out=, plan launch and sdpa, and whether plan.run meets it.
 
   PYTHONPATH=python FMHA_TILE_LIB=build/libfmha_tile.so python3 bench/py_overhead.py
-      [--batch 1,2,4,8] [--seqlen 4096] [--calls 200] [--json out.json]
+      [--batch 1,2,4,8] [--seqlen 4096] [--calls 200] [--layers 8] [--json out.json]
 
 Without torch or a GPU: a SKIP line, exit 0.
 """
@@ -66,6 +76,28 @@ def time_loop(torch, fn, calls, reps=7):
     return statistics.median(host), statistics.median(wall), statistics.median(gpu)
 
 
+TARGET_US = 15.0
+
+
+def summary(rows):
+    """The short table: host us per call of the fast path next to sdpa's."""
+    cols = ["plan.run", "plan out=", "plan launch", "plan layers", "sdpa", "sdpa layers", "ctypes"]
+    by = {}
+    for r in rows:
+        by.setdefault(r["batch"], {})[r["entry"]] = r["host_us"]
+    print()
+    print("host us per call (Python + launch); target < %.0f us for plan.run" % TARGET_US)
+    hdr = "%-6s" % "batch" + "".join("%12s" % c for c in cols) + "  target"
+    print(hdr)
+    print("-" * len(hdr))
+    for b in sorted(by):
+        cells = by[b]
+        line = "%-6d" % b + "".join("%12s" % ("n/a" if cells.get(c) is None else "%.1f" % cells[c]) for c in cols)
+        got = cells.get("plan.run")
+        line += "  " + ("n/a" if got is None else ("met" if got < TARGET_US else "missed"))
+        print(line)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch", default="1,2,4,8")
@@ -74,6 +106,7 @@ def main(argv):
     ap.add_argument("--hk", type=int, default=8)
     ap.add_argument("--hdim", type=int, default=128)
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--layers", type=int, default=8, help="sets of tensors of the layers rows (0: no such rows)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     try:
@@ -131,17 +164,58 @@ def main(argv):
             entries.append(("torch op", lambda: torch.ops.fmha_tile.decode(q, kc, vc, seqlens_k=lens)))
             entries.append(("op .default",
                             lambda: torch.ops.fmha_tile.decode.default(q, kc, vc, seqlens_k=lens)))
-        entries += [
-            ("fwd ctypes", lambda: fmha_tile.attention(q, kc, vc)),
-            ("sdpa", lambda: F.scaled_dot_product_attention(qt, kt, vt, **sdpa_kw)),
-        ]
+        entries.append(("fwd ctypes", lambda: fmha_tile.attention(q, kc, vc)))
+        try:
+            plan = fmha_tile.decode_plan(q, kc, vc, lens)
+            filled = fmha_tile.decode_plan(q, kc, vc, lens)
+            filled.fill(q, kc, vc, lens, out=out)
+        except Exception as e:  # a library without decode: the rows say n/a
+            plan = filled = None
+            print("%-6d %-12s n/a (%s: %s)" % (b, "plan", type(e).__name__, str(e)[:80]))
+        if plan is not None:
+            entries += [
+                ("plan.run", lambda: plan.run(q, kc, vc, lens)),
+                ("plan out=", lambda: plan.run(q, kc, vc, lens, out=out)),
+                ("plan launch", lambda: (filled.launch(), out)[1]),
+            ]
+        entries.append(("sdpa", lambda: F.scaled_dot_product_attention(qt, kt, vt, **sdpa_kw)))
+        sets = []
+        for i in range(a.layers):   # other tensors per layer (the layer 0 set is the one above)
+            if i == 0:
+                sets.append((q, kc, vc, out, qt, kt, vt))
+                continue
+            q_, kc_, vc_ = torch.randn_like(q), torch.randn_like(kc), torch.randn_like(vc)
+            kt_, vt_ = kc_.transpose(1, 2), vc_.transpose(1, 2)
+            if gqa_kw is None:
+                kt_, vt_ = kt_.repeat_interleave(hq // hk, 1), vt_.repeat_interleave(hq // hk, 1)
+            sets.append((q_, kc_, vc_, torch.empty_like(q_), q_.transpose(1, 2), kt_, vt_))
+        if sets:
+            turn = [0]
+
+            def layer():
+                i = turn[0] = (turn[0] + 1) % len(sets)
+                return sets[i]
+
+            def plan_layers():
+                q_, kc_, vc_, o_, _, _, _ = layer()
+                return plan.run(q_, kc_, vc_, lens, out=o_)
+
+            def sdpa_layers():
+                _, _, _, _, qt_, kt_, vt_ = layer()
+                return F.scaled_dot_product_attention(qt_, kt_, vt_, **sdpa_kw)
+
+            if plan is not None:
+                entries.append(("plan layers", plan_layers))
+            entries.append(("sdpa layers", sdpa_layers))
         with torch.inference_mode():
             ref = F.scaled_dot_product_attention(qt, kt, vt, **sdpa_kw).transpose(1, 2).float()
             for name, fn in entries:
                 try:
+                    if name.endswith(" layers"):   # checked on layer 0's set
+                        turn[0] = len(sets) - 1
                     r = fn()
                     r = r[0] if isinstance(r, tuple) else r
-                    if name == "sdpa":
+                    if name.startswith("sdpa"):
                         r = r.transpose(1, 2)
                     err = ((r.float() - ref).norm() / ref.norm()).item()
                     host, wall, gpu = time_loop(torch, fn, a.calls)
@@ -154,8 +228,9 @@ def main(argv):
                 print("%-6d %-12s %9.1f %9.1f %9.1f%s" % (b, name, host, wall, gpu, flag))
                 rows.append({"batch": b, "entry": name, "host_us": host, "wall_us": wall,
                              "gpu_us": gpu, "rel_l2_vs_sdpa": err})
-        del q, kc, vc, kt, vt, out
+        del q, kc, vc, kt, vt, out, sets, plan, filled
         torch.cuda.empty_cache()
+    summary(rows)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
