@@ -66,6 +66,9 @@ Functions (names and meanings follow FlashAttention's Python API):
         plan.run(q, k_cache, v_cache, seqlens_k, ..., out=) patches the
         pointers of tensors shaped like the plan's and launches (the host
         fast path for decode; see fmha_tile._decode_plan).
+    forward_plan(<attention's arguments>) -> ForwardPlan
+        the same for the forward (batch mode, inference): plan.run(q, k, v,
+        out=) (see fmha_tile._fwd_plan).
     attention_plan(...), attention_varlen_plan(...)
         the same arguments: "is it supported, and by which kernel?" without
         launching or allocating (fmha_fwd_check); a dict, or FmhaError.
@@ -170,6 +173,7 @@ from ._lib import FmhaError, FmhaLibraryError, library_path
 from ._prefill import batch_prefill, batch_prefill_plan
 from ._decode import attention_with_kvcache
 from ._decode_plan import DecodePlan, decode_plan
+from ._fwd_plan import ForwardPlan, forward_plan
 from ._lib import Library
 from .jit import ANY, KernelSet, InvalidRowError, FmhaBuildError
 
@@ -178,6 +182,7 @@ __version__ = "0.1.0"
 __all__ = [
     "attention", "attention_varlen", "attention_plan", "attention_varlen_plan", "batch_prefill",
     "batch_prefill_plan", "attention_with_kvcache", "decode_plan", "DecodePlan",
+    "forward_plan", "ForwardPlan",
     "kernels", "version", "library_path", "FmhaError", "FmhaLibraryError",
     "KernelSet", "Library", "ANY", "InvalidRowError", "FmhaBuildError",
 ]

@@ -61,10 +61,10 @@ _KEYWORDS = frozenset(n for n, _ in PER_CALL + PARAMS) - {"seqlens_k", "k", "v"}
 class _Spec(object):
     """What run() requires of one tensor: the sample's shape, strides, dtype
     and device index, and the pointer field it goes to."""
-    __slots__ = ("name", "field", "shape", "stride", "dtype", "device", "zstride")
+    __slots__ = ("name", "field", "shape", "stride", "dtype", "device", "zstride", "where")
 
-    def __init__(self, name, field, t):
-        self.name, self.field = name, field
+    def __init__(self, name, field, t, where="DecodePlan.run"):
+        self.name, self.field, self.where = name, field, where
         self.shape, self.stride, self.dtype = tuple(t.shape), tuple(t.stride()), t.dtype
         self.device = t.get_device()
         self.zstride = strides(t)
@@ -78,21 +78,21 @@ def _mismatch(spec, t):
     or None where it differs only by strides of size-1 dimensions (which the
     library never reads)."""
     if not _is_tensor(t):
-        return TypeError("DecodePlan.run: %s must be a torch.Tensor (%s), got %s"
-                         % (spec.name, spec.describe(), type(t).__name__))
+        return TypeError("%s: %s must be a torch.Tensor (%s), got %s"
+                         % (spec.where, spec.name, spec.describe(), type(t).__name__))
     if t.dtype != spec.dtype:
-        return TypeError("DecodePlan.run: %s has dtype %s, the plan was made for %s (make another plan)"
-                         % (spec.name, t.dtype, spec.dtype))
+        return TypeError("%s: %s has dtype %s, the plan was made for %s (make another plan)"
+                         % (spec.where, spec.name, t.dtype, spec.dtype))
     if tuple(t.shape) != spec.shape:
-        return ValueError("DecodePlan.run: %s has shape %s, the plan was made for %s (make another plan "
-                          "for this shape)" % (spec.name, tuple(t.shape), spec.shape))
+        return ValueError("%s: %s has shape %s, the plan was made for %s (make another plan "
+                          "for this shape)" % (spec.where, spec.name, tuple(t.shape), spec.shape))
     if t.get_device() != spec.device:
-        return ValueError("DecodePlan.run: %s is on %s, the plan was made for cuda:%d"
-                          % (spec.name, t.device, spec.device))
+        return ValueError("%s: %s is on %s, the plan was made for cuda:%d"
+                          % (spec.where, spec.name, t.device, spec.device))
     if strides(t) != spec.zstride:
-        return ValueError("DecodePlan.run: %s has strides %s, the plan was made for %s (make another "
+        return ValueError("%s: %s has strides %s, the plan was made for %s (make another "
                           "plan, or pass a tensor of the plan's layout)"
-                          % (spec.name, tuple(t.stride()), spec.stride))
+                          % (spec.where, spec.name, tuple(t.stride()), spec.stride))
     return None
 
 

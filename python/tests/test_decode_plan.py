@@ -7,8 +7,9 @@ so its outputs are compared bit for bit: contiguous and paged caches
 rotary (the caches written alike), fp8 caches with number descales,
 per-call sinks; one plan run on other tensors (other pointers) call after
 call; run under CUDA-graph capture and replayed on new inputs; refusals of
-tensors of another shape, dtype, layout or device (nothing written). Skips
-cleanly without torch, a GPU or the library.
+tensors of another shape, dtype, layout or device (nothing written). The
+forward plan (fmha_tile.forward_plan) likewise against fmha_tile.attention.
+Skips cleanly without torch, a GPU or the library.
 """
 import pytest
 
@@ -196,3 +197,64 @@ def test_plan_refuses_other_tensors():
         run(plan, dict(case, q=q_mis), out=out)
     torch.cuda.synchronize()
     assert torch.isnan(out).all()
+
+
+# ---- the forward plan ------------------------------------------------------------------------------
+FWD = [
+    # dtype, b, s_q, s_k, hq, hk, d, kwargs
+    (torch.bfloat16, 2, 1, 1000, 32, 8, 128, dict(causal=True)),
+    (torch.float16, 3, 77, 301, 8, 2, 64, dict(window=(32, 0), softcap=30.0, return_lse=True)),
+    (torch.bfloat16, 1, 128, 128, 16, 16, 256, dict(causal=True, sinks=True)),
+]
+
+
+@pytest.mark.parametrize("cfg", FWD, ids=lambda c: "%dx%dx%dx%d_d%d" % (c[1], c[2], c[3], c[4], c[6]))
+def test_forward_plan_bitwise_as_attention(cfg):
+    dtype, b, s_q, s_k, hq, hk, d, kw = cfg
+    kw = dict(kw)
+    g = torch.Generator(device="cpu").manual_seed(s_k)
+
+    def rnd(*s):
+        return (torch.rand(*s, generator=g) * 2 - 1).cuda().to(dtype)
+
+    sets = [(rnd(b, s_q, hq, d), rnd(b, s_k, hk, d), rnd(b, s_k, hk, d)) for _ in range(3)]
+    if kw.pop("sinks", False):
+        kw["sinks"] = torch.randn(hq, device="cuda")
+    with torch.no_grad():
+        plan = fmha_tile.forward_plan(*sets[0], **kw)
+        if "sinks" not in kw:   # attention_plan() takes no sinks
+            assert plan.info == fmha_tile.attention_plan(*sets[0], **{n: x for n, x in kw.items()
+                                                                      if n != "return_lse"})
+        for rep in range(2):
+            for q, k, v in sets:
+                want = fmha_tile.attention(q, k, v, **kw)
+                got = plan.run(q, k, v)
+                if kw.get("return_lse"):
+                    assert bitwise(got[0], want[0]) and bitwise(got[1], want[1])
+                else:
+                    assert bitwise(got, want)
+        if "sinks" in kw:
+            s2 = torch.randn(hq, device="cuda")
+            kw2 = dict(kw, sinks=s2)
+            assert bitwise(plan.run(*sets[1], sinks=s2), fmha_tile.attention(*sets[1], **kw2))
+            assert bitwise(plan.run(*sets[1]), fmha_tile.attention(*sets[1], **kw))
+
+
+def test_forward_plan_refusals():
+    q = torch.randn(2, 1, 8, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, 100, 2, 128, device="cuda", dtype=torch.bfloat16)
+    plan = fmha_tile.forward_plan(q, k, k)
+    out = torch.full_like(q, float("nan"))
+    with pytest.raises(ValueError, match="k has shape"):
+        plan.run(q, k[:, :99], k, out=out)
+    with pytest.raises(TypeError, match="v has dtype"):
+        plan.run(q, k, k.half(), out=out)
+    with pytest.raises(ValueError, match="k has strides"):
+        plan.run(q, k.transpose(1, 2).contiguous().transpose(1, 2), k, out=out)
+    qg = q.clone().requires_grad_()
+    with pytest.raises(ValueError, match="requires grad"):
+        plan.run(qg, k, k, out=out)
+    torch.cuda.synchronize()
+    assert torch.isnan(out).all()
+    with torch.no_grad():
+        assert bitwise(plan.run(qg, k, k), fmha_tile.attention(q, k, k))

@@ -17,6 +17,9 @@ no pytest needed (PyTorch not used: stand-in tensors and a stand-in torch).
     fmha_decode_run, the workspace is kept per stream (16-byte aligned) and
     allocated per call under graph capture, a status other than FMHA_OK is
     an FmhaError, another current device is switched to;
+  - the forward plan (fmha_tile.forward_plan): the pointers of q, k, v,
+    out, lse and a per-call sinks in fmha_fwd_args and nothing else moved,
+    its refusals (and of an input that requires grad in grad mode);
   - with build/libfmha_tile.so: fmha_decode_run itself reads the patched
     struct (a call of the plan's shape passes its checks and stops at the
     device query without a GPU; a misaligned q and a plan of another batch
@@ -37,7 +40,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 if os.path.join(REPO, "python") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, "python"))
 
-from fmha_tile import _decode, _decode_plan, _lib  # noqa: E402
+from fmha_tile import _args, _decode, _decode_plan, _fwd_plan, _lib  # noqa: E402
 
 
 class Skip(Exception):
@@ -116,6 +119,7 @@ class T(object):
         self.device = Device(device) if device is not None else Device(None, "cpu")
         self.is_cuda = device is not None
         self._ptr = fresh_ptr() if ptr is None else ptr
+        self.requires_grad = False
 
     def stride(self, dim=None):
         return self._strides if dim is None else self._strides[dim]
@@ -140,6 +144,7 @@ class FakeTorch(object):
     def __init__(self):
         self.stream, self.dev, self.capturing = 0x5000, 0, False
         self.allocs, self.switched = [], []
+        self.grad = False
         self.uint8, self.float32 = Dtype("uint8"), FP32
         torch = self
 
@@ -171,6 +176,9 @@ class FakeTorch(object):
 
     def device(self, type, index):
         return Device(index, type)
+
+    def is_grad_enabled(self):
+        return self.grad
 
     def empty(self, shape, dtype=None, device=None):
         t = T(shape if isinstance(shape, tuple) else (shape,), dtype, device=device.index, ptr=fresh_ptr() + 4)
@@ -551,6 +559,88 @@ def test_plan_attributes():
     given = contiguous_given()
     plan, torch, lib = make_plan(given, workspace=64, num_splits=2)
     assert plan.num_splits == 2 and plan.workspace_size == 64 and plan.combine is None
+
+
+# ---- the forward plan -----------------------------------------------------------------------------
+class FakeFwdCdll(object):
+    def __init__(self, status=0):
+        self.calls, self.status = [], status
+
+        def fwd(kset, pargs, stream):
+            a = pargs.contents
+            self.calls.append((kset, ctypes.string_at(ctypes.addressof(a), ctypes.sizeof(a)), stream))
+            return self.status
+
+        self.fmha_fwd = fwd
+
+
+def make_fwd_plan(q, k, v, lse=False, sinks=None, status=0):
+    p = _args.batch_problem(q, k, v, sinks=sinks)
+    o = T(p.out_shape, q.dtype)
+    lt = T(p.lse_shape, FP32) if lse else None
+    p.set_outputs(o, lt)
+    torch, cdll = FakeTorch(), FakeFwdCdll(status)
+    h = FakeHandle(None)
+    h.cdll, h.set = cdll, 0x77
+    plan = _fwd_plan._make(torch, h, p, {"q": q, "k": k, "v": v}, {"sinks": sinks}, o, lt, {"kernel": "k"})
+    return plan, torch, cdll
+
+
+def _fwd_field(raw, name):
+    d = getattr(_lib.FmhaFwdArgs, name)
+    return int.from_bytes(raw[d.offset:d.offset + d.size], sys.byteorder)
+
+
+def test_forward_plan_patches_pointers():
+    q, k, v = T((2, 1, HQ, D)), T((2, 300, HK, D)), T((2, 300, HK, D))
+    sinks = T((HQ,), FP32)
+    plan, torch, cdll = make_fwd_plan(q, k, v, lse=True, sinks=sinks)
+    q2, k2, v2, o2 = like(q), like(k), like(v), T((2, 1, HQ, D))
+    out, lse = plan.run(q2, k2, v2, out=o2)
+    kset, raw, stream = cdll.calls[-1]
+    assert kset == 0x77 and stream == torch.stream and out is o2
+    for name, t in (("q", q2), ("k", k2), ("v", v2), ("o", o2), ("lse", lse), ("sinks", sinks)):
+        assert _fwd_field(raw, name) == t.data_ptr(), name
+    s2 = T((HQ,), FP32)
+    plan.run(q2, k2, v2, sinks=s2)
+    assert _fwd_field(cdll.calls[-1][1], "sinks") == s2.data_ptr()
+    plan.run(q2, k2, v2)
+    assert _fwd_field(cdll.calls[-1][1], "sinks") == sinks.data_ptr()
+    # only the pointers of the call move
+    first = cdll.calls[-1][1]
+    plan.run(like(q), like(k), like(v), out=T((2, 1, HQ, D)), lse=T((2, HQ, 1), FP32))
+    second = cdll.calls[-1][1]
+    for name, _ in _lib.FmhaFwdArgs._fields_:
+        d = getattr(_lib.FmhaFwdArgs, name)
+        changed = first[d.offset:d.offset + d.size] != second[d.offset:d.offset + d.size]
+        assert changed == (name in ("q", "k", "v", "o", "lse")), name
+
+
+def test_forward_plan_refusals():
+    q, k, v = T((2, 1, HQ, D)), T((2, 300, HK, D)), T((2, 300, HK, D))
+    plan, torch, cdll = make_fwd_plan(q, k, v)
+    m = raises(ValueError, plan.run, q, T((2, 301, HK, D)), v)
+    assert m.startswith("ForwardPlan.run: k has shape"), m
+    m = raises(TypeError, plan.run, like(q, dtype=FP16), k, v)
+    assert "q has dtype" in m, m
+    m = raises(ValueError, plan.run, q, k, like(v, device=2))
+    assert "v is on cuda:2" in m, m
+    m = raises(ValueError, plan.run, q, k, v, sinks=T((HQ,), FP32))
+    assert "sinks was not given to forward_plan" in m, m
+    m = raises(TypeError, plan.run, q, k, v, bias=T((HQ,), FP32))
+    assert "unexpected keyword argument 'bias'" in m, m
+    m = raises(ValueError, plan.run, q, k, v, lse=T((2, HQ, 1), FP32))
+    assert "return_lse" in m, m
+    g = like(q)
+    g.requires_grad = True
+    plan.run(g, k, v)                 # no grad mode: runs
+    torch.grad = True
+    m = raises(ValueError, plan.run, g, k, v)
+    assert "requires grad" in m, m
+    assert len(cdll.calls) == 1
+    plan2, torch2, cdll2 = make_fwd_plan(q, k, v, status=1)
+    m = raises(_lib.FmhaError, plan2.run, q, k, v)
+    assert "ForwardPlan.run" in m, m
 
 
 # ---- the built library ------------------------------------------------------------------------------
