@@ -10,6 +10,8 @@ Shape: q [batch, 1, 32, 128] bf16 against a contiguous KV cache
   op .default   the same through the OpOverload (no overload resolution per call)
   fwd ctypes    fmha_tile.attention(q, k, v) with the cache as k / v (s_q = 1 through
                 the dense forward, no split-KV)
+  fwd plan      plan.run(q, k, v) of a fmha_tile.forward_plan() made once (the same
+                dense forward; fmha_fwd still selects its kernel per call in C)
   plan.run      plan.run(q, k_cache, v_cache, seqlens_k) of a fmha_tile.decode_plan()
                 made once (the fast path: checks against the plan's record, pointers
                 patched into a kept struct, fmha_decode_run)
@@ -81,7 +83,7 @@ TARGET_US = 15.0
 
 def summary(rows):
     """The short table: host us per call of the fast path next to sdpa's."""
-    cols = ["plan.run", "plan out=", "plan launch", "plan layers", "sdpa", "sdpa layers", "ctypes"]
+    cols = ["plan.run", "plan out=", "plan launch", "plan layers", "sdpa", "sdpa layers", "ctypes", "fwd plan"]
     by = {}
     for r in rows:
         by.setdefault(r["batch"], {})[r["entry"]] = r["host_us"]
@@ -166,6 +168,12 @@ def main(argv):
                             lambda: torch.ops.fmha_tile.decode.default(q, kc, vc, seqlens_k=lens)))
         entries.append(("fwd ctypes", lambda: fmha_tile.attention(q, kc, vc)))
         try:
+            fplan = fmha_tile.forward_plan(q, kc, vc)
+            entries.append(("fwd plan", lambda: fplan.run(q, kc, vc)))
+        except Exception as e:
+            fplan = None
+            print("%-6d %-12s n/a (%s: %s)" % (b, "fwd plan", type(e).__name__, str(e)[:80]))
+        try:
             plan = fmha_tile.decode_plan(q, kc, vc, lens)
             filled = fmha_tile.decode_plan(q, kc, vc, lens)
             filled.fill(q, kc, vc, lens, out=out)
@@ -228,7 +236,7 @@ def main(argv):
                 print("%-6d %-12s %9.1f %9.1f %9.1f%s" % (b, name, host, wall, gpu, flag))
                 rows.append({"batch": b, "entry": name, "host_us": host, "wall_us": wall,
                              "gpu_us": gpu, "rel_l2_vs_sdpa": err})
-        del q, kc, vc, kt, vt, out, sets, plan, filled
+        del q, kc, vc, kt, vt, out, sets, plan, filled, fplan
         torch.cuda.empty_cache()
     summary(rows)
     if a.json:
