@@ -325,16 +325,15 @@ class DecodePlan(object):
         if qr is not None:
             a.q_rope = qr.data_ptr()
 
-    def launch(self, stream=None):
-        """fmha_decode_run on the filled args (run() = fill() + launch()).
-        stream: a cudaStream_t as an int (None: the current stream)."""
+    def launch(self):
+        """fmha_decode_run on the filled args, on the current stream
+        (run() = fill() + launch())."""
         torch = self._torch
         if self._get_device() != self._index:
             with torch.cuda.device(self._index):
-                return self.launch(stream)
-        if stream is None:
-            raw = self._raw_stream
-            stream = raw(self._index) if raw is not None else torch.cuda.current_stream(self._index).cuda_stream
+                return self.launch()
+        raw = self._raw_stream
+        stream = raw(self._index) if raw is not None else torch.cuda.current_stream(self._index).cuda_stream
         held = None
         if self._needs_scratch:
             if self._capturing():      # the graph's own buffers (its pool keeps them)

@@ -113,16 +113,14 @@ class ForwardPlan(object):
             raise ValueError("%s: lse= needs a plan made with return_lse=True" % WHERE)
         return out, lse
 
-    def launch(self, stream=None):
-        """fmha_fwd on the filled args (stream: a cudaStream_t as an int;
-        None: the current stream)."""
+    def launch(self):
+        """fmha_fwd on the filled args, on the current stream."""
         torch = self._torch
         if self._get_device() != self._index:
             with torch.cuda.device(self._index):
-                return self.launch(stream)
-        if stream is None:
-            raw = self._raw_stream
-            stream = raw(self._index) if raw is not None else torch.cuda.current_stream(self._index).cuda_stream
+                return self.launch()
+        raw = self._raw_stream
+        stream = raw(self._index) if raw is not None else torch.cuda.current_stream(self._index).cuda_stream
         st = self._fwd(self._set, self._pargs, stream)
         if st:
             self._h.check_status(st, "fmha_tile.ForwardPlan.run")
