@@ -655,10 +655,15 @@ def test_library_reads_the_patched_struct():
     h = _load_library()
     lib, dset = _decode._fn(h)
     n = lib.fmha_set_size(dset)
-    entry = next((i for i in range(n) if lib.fmha_set_kernel(dset, i).contents.family == _lib.FMHA_FAMILY_DECODE),
-                 None)
+    entry = None
+    for i in range(n):
+        e = lib.fmha_set_kernel(dset, i).contents
+        if e.family == _lib.FMHA_FAMILY_DECODE and e.dtype == _lib.FMHA_DTYPE_BF16 and e.hdim >= D and \
+                e.page_size == 0:
+            entry = i
+            break
     if entry is None:
-        skip("the library's decode set has no DECODE kernel")
+        skip("the library's decode set has no bf16 DECODE kernel for a contiguous cache")
     given = contiguous_given()
     a, out_dtype, keep = _decode.decode_args(given["q"], given["k_cache"], given["v_cache"], given["seqlens_k"],
                                              to_device=None)
@@ -667,8 +672,10 @@ def test_library_reads_the_patched_struct():
     a.o, a.batch_stride_o, a.nhead_stride_o = o.data_ptr(), o.stride(0), o.stride(2)
 
     def plan_struct(batch):
+        # two splits and (fill() only, no launch()) no workspace: a call that passes every
+        # check of the args stops at the workspace check, so nothing is launched even on a GPU
         p = _decode.FmhaDecodePlan()
-        p.num_splits = 1
+        p.num_splits = 2
         p.batch_, p.nhead_q_, p.nhead_k_, p.seqlen_q_, p.hdim_ = batch, HQ, HK, 1, D
         p.dtypes_ = a.q_dtype * 16 + a.kv_dtype
         p.paged_ = 0
@@ -678,17 +685,6 @@ def test_library_reads_the_patched_struct():
 
     plan = _decode_plan._make(FakeTorch(), h, a, plan_struct(B), given, o, None, False)
     call = call_tensors(given)
-    plan.fill(call["q"], call["k_cache"], call["v_cache"], seqlens_k=call["seqlens_k"], out=T(q.shape))
-    st = lib.fmha_decode_run(plan._pplan, plan._pargs, None)
-    # the checks of the args against the plan passed; without a GPU the device query fails
-    # (with one, fmha_decode_run would launch: not here, the pointers are stand-ins)
-    assert st in (_lib.FMHA_ERR_DEVICE, _lib.FMHA_ERR_NO_KERNEL, _lib.FMHA_ERR_INVALID_ARG) or st == _lib.FMHA_OK, st
-    if st == _lib.FMHA_OK:
-        raise AssertionError("a stand-in call was launched")
-    if st != _lib.FMHA_ERR_DEVICE:
-        msg = h.last_error()
-        assert "differs from the plan" not in msg and "aligned" not in msg, msg
-        skip("a GPU is present (%s): this test is for a host without one" % msg)
     # a misaligned q is refused by C through the patched field
     plan.fill(T(q.shape, ptr=fresh_ptr() + 2), call["k_cache"], call["v_cache"], seqlens_k=call["seqlens_k"],
               out=T(q.shape))
@@ -699,6 +695,13 @@ def test_library_reads_the_patched_struct():
     plan2.fill(call["q"], call["k_cache"], call["v_cache"], seqlens_k=call["seqlens_k"], out=T(q.shape))
     st = lib.fmha_decode_run(plan2._pplan, plan2._pargs, None)
     assert st == _lib.FMHA_ERR_INVALID_ARG and "differs from the plan" in h.last_error(), (st, h.last_error())
+    # the patched call of the plan's shape passes the checks of the args: without a GPU it
+    # stops at the device query, with one at the missing workspace
+    plan.fill(call["q"], call["k_cache"], call["v_cache"], seqlens_k=call["seqlens_k"], out=T(q.shape))
+    st = lib.fmha_decode_run(plan._pplan, plan._pargs, None)
+    msg = h.last_error()
+    assert (st == _lib.FMHA_ERR_DEVICE) or (st == _lib.FMHA_ERR_INVALID_ARG and "need a workspace" in msg), \
+        (st, msg)
 
 
 # ---- running as a script ------------------------------------------------------------------------------
