@@ -67,17 +67,18 @@ if [ -f "$log" ]; then
 fi
 # ptxas C7517 ("warpgroup.wait is injected") and C7515 ("wgmma.mma_async
 # instructions are serialized") slow a wgmma pipeline down: none may appear in
-# the default forward and prefill sets
+# the default forward, prefill and backward sets
 c7517() {
     n=0; found=0
-    for log in "$build/tests/test_fwd.ptxas.log" "$build/tests/test_prefill.ptxas.log" "$build/tests/test_fwd_fp8.ptxas.log"; do
+    for log in "$build/tests/test_fwd.ptxas.log" "$build/tests/test_prefill.ptxas.log" "$build/tests/test_fwd_fp8.ptxas.log" \
+               "$build/tests/test_bwd.ptxas.log"; do
         [ -f "$log" ] || continue
         found=1
         n=$((n + $(grep -c 'C751[57]' "$log")))
     done
     if [ "$found" -eq 0 ]; then echo "SKIP no ptxas logs"; echo "0 passed, 0 failed"
-    elif [ "$n" -eq 0 ]; then echo "PASS no ptxas C7517/C7515 (wgmma waits injected or serialised) in the forward, fp8 forward and prefill sets"; echo "1 passed, 0 failed"
-    else grep -h 'C751[57]' "$build"/tests/test_fwd*.ptxas.log "$build"/tests/test_prefill.ptxas.log | head -5
+    elif [ "$n" -eq 0 ]; then echo "PASS no ptxas C7517/C7515 (wgmma waits injected or serialised) in the forward, fp8 forward, prefill and backward sets"; echo "1 passed, 0 failed"
+    else grep -h 'C751[57]' "$build"/tests/test_fwd*.ptxas.log "$build"/tests/test_prefill.ptxas.log "$build"/tests/test_bwd.ptxas.log 2>/dev/null | head -5
          echo "FAIL $n ptxas C7517/C7515 warnings"; echo "0 passed, 1 failed"; fi
 }
 run_suite ptxas_c7517 c7517
@@ -109,8 +110,8 @@ if [ "$mode" = "--all" ]; then
             if [ -x "$build/tests/test_$t" ]; then run_suite "gpu_$t" "$build/tests/test_$t"
             else echo "SKIP gpu_$t: not built for these archs"; fi
         done
-        # the Hopper pipeline's cp.async path where TMA serves by default
-        for t in fwd prefill fwd_fp8; do
+        # the Hopper pipelines' cp.async path where TMA serves by default
+        for t in fwd prefill fwd_fp8 bwd; do
             if [ -x "$build/tests/test_$t" ]; then
                 run_suite "gpu_${t}_no_tma" env FMHA_TILE_TMA=0 "$build/tests/test_$t" --quick
             fi

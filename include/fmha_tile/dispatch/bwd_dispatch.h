@@ -368,6 +368,8 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
     if (args->batch == 0) return FMHA_OK;
     fmhai_bwd_plan_layout(plan, &L);
     fmhai_bwd_make_params(plan, args, &L, &p);
+    /* TMA tensor maps for a Hopper dq_dk_dv (dispatch/tma.h; cp.async without) */
+    fmhai_bwd_tma_prepare(&plan->set_->entries[e1].info, args, &p);
     /* grid x only sets the parallelism: every kernel walks its rows or key
      * tiles with a grid stride, so group-mode bounds never drop work */
     max_sq = args->is_group_mode ? (args->max_seqlen_q > 0 ? args->max_seqlen_q : 1) : args->seqlen_q;

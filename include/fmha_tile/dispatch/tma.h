@@ -1,5 +1,6 @@
 /*
- * TMA tensor maps for the Hopper contiguous forward (host side).
+ * TMA tensor maps for the Hopper pipelines (host side): the contiguous
+ * forward and batch prefill's K/V, the backward's Q, dO, K and V.
  *
  * The Hopper pipeline's load warpgroup copies whole K/V tiles with one
  * thread through TMA (tile/tma.h) when the kernel parameters carry a tensor
@@ -13,6 +14,11 @@
  * sequences. Batch prefill over LINEAR pages of 32 tokens or more: the
  * pools as (d, page_size, nhead_k, pages), a box a page (or the tile's part
  * of one); smaller pages and VECTORIZED ones are gathered with cp.async.
+ * The backward's dq_dk_dv (pipeline/bwd_sm90.h): Q and dO as (d, rows,
+ * nhead_q, batch) in boxes of tile_m rows, K and V as (d, rows, nhead_k,
+ * batch) in boxes of tile_n rows; again only tiles that end inside their
+ * sequence go by TMA (rows past s_q must read as zero, which cp.async
+ * gives), so group mode has one map over all sequences.
  *
  * The encoder is the driver's cuTensorMapEncodeTiled, found through the
  * runtime (no link against the driver library). When it is missing or
@@ -28,6 +34,7 @@
 #include "../platform/platform.h"
 #include "../api.h"
 #include "../kernel/fwd_params.h"
+#include "../kernel/bwd_params.h"
 
 /* tensor maps exist from CUDA 12.0 on; before it every copy is cp.async */
 #if defined(FMHA_PLATFORM_NVIDIA) && CUDART_VERSION >= 12000
@@ -63,7 +70,8 @@ static inline fmhai_tma_encode_fn fmhai_tma_encoder(void)
     return fn;
 }
 
-/* One operand: base, strides in elements of eb bytes. 0 when encoded. */
+/* One operand, 4-D (d, rows, nhead_k, batch): base, strides in elements of
+ * eb bytes, boxes of 128 bytes x tile_n rows. 0 when encoded. */
 static inline int fmhai_tma_encode_kv(uint64_t *map, const void *base, int eb, int d, int64_t rows,
                                       int nhead_k, int64_t batch, int64_t s_row, int64_t s_head, int64_t s_batch,
                                       int tile_n)
@@ -123,7 +131,37 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     p->tma_kv = 1;
 }
 
+/* Sets p->tma and the four maps for the Hopper dq_dk_dv kernel k (BWD or
+ * BWD_DET, sm_90a); any other kernel, or a map the encoder refuses, leaves
+ * tma at 0 (cp.async). Group mode: rows up to the last token of any
+ * sequence (whole tiles only), one batch entry. */
+static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd_params *p)
+{
+    const int64_t big = ((int64_t)1 << 31) - 1;
+    const int64_t rq = a->is_group_mode ? big : a->seqlen_q, rk = a->is_group_mode ? big : a->seqlen_k;
+    const int batch = a->is_group_mode ? 1 : a->batch;
+    p->tma = 0;
+    if (k->arch != FMHA_ARCH_SM90A || (k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET) ||
+        a->dtype == FMHA_DTYPE_FP8 || rq <= 0 || rk <= 0 || batch <= 0)
+        return;
+    if (fmhai_tma_encode_kv(p->tma_q, p->q, 2, p->d, rq, a->nhead_q, batch, p->q_row, p->q_head, p->q_batch,
+                            k->tile_m) ||
+        fmhai_tma_encode_kv(p->tma_do, p->dout, 2, p->d, rq, a->nhead_q, batch, p->do_row, p->do_head,
+                            p->do_batch, k->tile_m) ||
+        fmhai_tma_encode_kv(p->tma_k, p->k, 2, p->d, rk, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
+                            k->tile_n) ||
+        fmhai_tma_encode_kv(p->tma_v, p->v, 2, p->d, rk, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
+                            k->tile_n))
+        return;
+    p->tma = 1;
+}
+
 #else
+static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd_params *p)
+{
+    (void)k; (void)a;
+    p->tma = 0;
+}
 static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fmha_batch_prefill_args *a,
                                              fmhai_fwd_params *p)
 {

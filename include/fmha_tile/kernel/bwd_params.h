@@ -12,6 +12,15 @@
 
 #include "../api.h"
 
+/* (also defined, the same, by fwd_params.h) */
+#ifndef FMHAI_ALIGN64
+#  if defined(__cplusplus)
+#    define FMHAI_ALIGN64 alignas(64)
+#  else
+#    define FMHAI_ALIGN64 _Alignas(64)
+#  endif
+#endif
+
 typedef struct fmhai_bwd_params {
     const void *q, *k, *v, *o, *dout;
     const float *lse;
@@ -63,6 +72,15 @@ typedef struct fmhai_bwd_params {
     float dropout_scale;
     uint64_t dropout_seed, dropout_offset;
     const uint64_t *dropout_rng;
+    /* Hopper dq_dk_dv: TMA tensor maps (CUtensorMap, dispatch/tma.h) of Q
+     * and dO (dims (d, rows, nhead_q, batch), boxes of 128 bytes x tile_m
+     * rows) and of K and V (nhead_k, tile_n rows), valid when tma is set;
+     * else, and for tiles that end past their sequence, cp.async copies */
+    int tma;
+    FMHAI_ALIGN64 uint64_t tma_q[16];
+    FMHAI_ALIGN64 uint64_t tma_do[16];
+    FMHAI_ALIGN64 uint64_t tma_k[16];
+    FMHAI_ALIGN64 uint64_t tma_v[16];
 } fmhai_bwd_params;
 
 #endif /* FMHA_TILE_BWD_PARAMS_H */

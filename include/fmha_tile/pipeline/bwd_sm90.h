@@ -24,36 +24,81 @@
  *                         g*hd/2 .. (g+1)*hd/2 - 1 over all 128 keys
  *     wait for everything; dQ -> dq_acc (fp32 atomics, the deterministic
  *     ordered adds of the portable pipeline, or dQ itself when direct)
- * Tiles load with cp.async into the 128-byte-swizzled layout of
- * tile/warpgroup_mma.h (the K and Q tiles are read K-major by S^T and
- * MN-major by dQ and dK without a second copy). Q and dO are double-buffered:
- * the next step's tiles load during the whole step.
+ * Tiles land in the 128-byte-swizzled layout of tile/warpgroup_mma.h (the
+ * K and Q tiles are read K-major by S^T and MN-major by dQ and dK without a
+ * second copy). Q and dO are double-buffered: the next step's tiles load
+ * during the whole step, into buffer tau & 1 for the block's step tau (its
+ * steps counted over all its key tiles). With tensor maps in the
+ * parameters (p->tma, dispatch/tma.h) thread 0 copies them by TMA, a box a
+ * 128-byte column block, and K and V with the key tile's first step; each
+ * step's copies are counted on its buffer's mbarrier, armed once per step
+ * (a plain arrival when nothing of the step goes by TMA), so step tau waits
+ * for phase (tau >> 1) & 1 of mbarrier tau & 1. A tile that ends past its
+ * sequence (Q/dO rows past s_q, keys past s_k) is copied with cp.async
+ * instead: the algorithm needs those rows zero (bwd_portable.h), which
+ * cp.async gives and the group-mode map, running on into the next
+ * sequence, does not. LSE and D (a row a thread) stay on cp.async, so the
+ * step still starts with cp.async.wait_group and the MMA warpgroups'
+ * barrier, which also frees the other buffer and the dS^T tile. Without
+ * tensor maps (no encoder, or FMHA_TILE_TMA=0) every copy is cp.async and
+ * no mbarrier is used.
  *
  * Rows: hdim 64 and 128, BM 64, BN 128, 8 warps, 2 stages (policy/
  * bwd_tiles.h); other head dims use the portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): K [BN][hd], V
- * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], LSE and D [2][BM].
+ * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], LSE and D [2][BM],
+ * the writer's dQ tiles [2][BM][hd + 8] (fp32) and records [4], the TMA
+ * mbarriers [2] (after everything, so the tiles keep their alignment).
  */
 #ifndef FMHA_TILE_PIPELINE_BWD_SM90_H
 #define FMHA_TILE_PIPELINE_BWD_SM90_H
 
 #include "../tile/warpgroup_mma.h"
+#include "../tile/tma.h"
 #include "bwd_portable.h"
 
 #if defined(FMHA_PLATFORM_NVIDIA)
 
-/* Q-like tile of sweep step jt into a stage buffer (wgmma layout), and its
- * LSE and D. */
-FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int jt, int h, int m0,
-                                        fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD, int is_bf16,
-                                        int HD, int BM, int NT, int tid)
+/* TMA: a [rows][HD] 16-bit tile from rows c1.. of (head c2, entry c3) of
+ * a tensor map, one box of 128 bytes x rows per column block of the wgmma
+ * layout, counted on mbarrier bar (issued by one thread). */
+FMHAI_DEVICE void fmhai_bwd90_tma_tile(fmhai_smem_t dst, const uint64_t *map, int rows, int HD, int c1, int c2,
+                                       int c3, fmhai_smem_t bar)
 {
-    const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
-    const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
-    fmhai_wg_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, BM, s->s_q - m0, p->d, HD, NT, tid);
-    fmhai_wg_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, BM, s->s_q - m0, p->d, HD, NT, tid);
-    fmhai_bwd_load_rowstats(p, s, jt, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
+#pragma unroll
+    for (int c = 0; c < HD / 64; ++c) fmhai_tma_load4(dst + c * rows * 128, map, c * 64, c1, c2, c3, bar);
+}
+
+/* The copies of the block's step tau (query head h, rows m0..): Q and dO
+ * into a stage buffer (wgmma layout), LSE and D into slot tau & 1. With
+ * tensor maps thread 0 arms the buffer's mbarrier bar (once per step) for
+ * the TMA bytes of the step, tx_kv (the key tile's K and V, copied by the
+ * caller after this) and Q and dO when their tile ends inside the sequence,
+ * and issues Q and dO; a tile that ends past s_q goes by cp.async, which
+ * zero-fills its rows past s_q. */
+FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int tau, int h, int m0,
+                                        fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD,
+                                        fmhai_smem_t bar, int tx_kv, int is_bf16, int HD, int BM, int NT, int tid)
+{
+    if (p->tma && m0 + BM <= s->s_q) {
+        if (tid == 0) {
+            fmhai_mbar_expect_tx(bar, tx_kv + 2 * BM * HD * 2);
+            fmhai_bwd90_tma_tile(sQ, p->tma_q, BM, HD, s->q_start + m0, h, s->b_eff, bar);
+            fmhai_bwd90_tma_tile(sdO, p->tma_do, BM, HD, s->q_start + m0, h, s->b_eff, bar);
+        }
+    } else {
+        const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
+        const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
+        fmhai_wg_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, BM, s->s_q - m0, p->d, HD, NT, tid);
+        fmhai_wg_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, BM, s->s_q - m0, p->d, HD, NT,
+                           tid);
+        if (p->tma && tid == 0) {   /* the step's one arrival */
+            if (tx_kv) fmhai_mbar_expect_tx(bar, tx_kv);
+            else fmhai_mbar_arrive(bar);
+        }
+    }
+    fmhai_bwd_load_rowstats(p, s, tau, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
 }
 
 /* Named barriers of the pipeline (0 is __syncthreads, unused here). The dQ
@@ -179,6 +224,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     float *sdQ = sD + 2 * BM;                                         /* [2][BM][QS] */
     volatile fmhai_bwd90_rec *rec = (volatile fmhai_bwd90_rec *)(sdQ + 2 * BM * QS);   /* [4] */
     const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
+    const fmhai_smem_t sBar = fmhai_smem_addr((const void *)(rec + 4));   /* TMA mbarriers [2] (8-aligned) */
 
     if (warp >= 8) {   /* the dQ writer warpgroup */
         fmhai_wg_setmaxnreg_dec(24);
@@ -188,7 +234,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     fmhai_wg_setmaxnreg_inc(240);
 
     const int key0 = warp * 16;   /* this warp's first key in the tile */
-    int tau = 0;   /* steps so far over the block's key tiles: the dQ buffer is tau & 1 */
+    const int TMA = p->tma;       /* tensor maps: uniform */
+    if (TMA && tid == 0) {        /* published by the first tile's barrier */
+        fmhai_mbar_init(sBar, 1);
+        fmhai_mbar_init(sBar + 8, 1);
+    }
+    int tau = 0;   /* steps so far over the block's key tiles: the Q/dO and dQ buffers are tau & 1 */
     for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
     fmhai_bwd_unit U;
     if (!fmhai_bwd_unit_of(p, u, HAS_MASK, DET, BN, BIG, &U)) continue;
@@ -203,13 +254,30 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
         fmhai_bwd_tile_of(p, &s, x, n_tiles, U.rev, BM, BN, DET, masked, c_lo, c_hi, BIG, &T);
         const int n = T.n, j0 = T.j0;
 
+        /* every warp is done with the previous tile's K and V; a tile with
+         * no step needs neither */
         fmhai_copy_wait(0);
         fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
-        fmhai_wg_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN, s.s_k - j0, p->d, HD, NT, tid);
-        fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s.s_k - j0, p->d, HD, NT, tid);
-        if (T.n_steps > 0)
-            fmhai_bwd90_load_step(p, &s, 0, hk * p->head_ratio, T.m_first * BM, sQ, sdO, sLse, sD, is_bf16, HD, BM,
-                                  NT, tid);
+        if (T.n_steps > 0) {
+            /* K and V by TMA when the key tile ends inside the sequence (keys
+             * past s_k must read as zero, not as the next sequence's), on the
+             * first step's mbarrier */
+            const int kv_tma = TMA && j0 + BN <= s.s_k;
+            const fmhai_smem_t bar0 = sBar + 8 * (tau & 1);
+            if (!kv_tma) {
+                fmhai_wg_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN, s.s_k - j0, p->d, HD,
+                                   NT, tid);
+                fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s.s_k - j0, p->d, HD,
+                                   NT, tid);
+            }
+            fmhai_bwd90_load_step(p, &s, tau, hk * p->head_ratio, T.m_first * BM, sQ + (tau & 1) * q_bytes,
+                                  sdO + (tau & 1) * q_bytes, sLse, sD, bar0, kv_tma ? 2 * BN * HD * 2 : 0, is_bf16,
+                                  HD, BM, NT, tid);
+            if (kv_tma && tid == 0) {   /* after the arm above */
+                fmhai_bwd90_tma_tile(sK, p->tma_k, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
+                fmhai_bwd90_tma_tile(sV, p->tma_v, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
+            }
+        }
         fmhai_copy_commit();
 
         float acc_dv[FMHAI_FWD_MAX_HD / 2], acc_dk[FMHAI_FWD_MAX_HD / 2];
@@ -219,19 +287,21 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
         int mi = 0, hq = 0;
 #pragma unroll 1
         for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
-            const int buf = jt & 1, slot = (jt & 1) * BM;
+            const int buf = tau & 1, slot = buf * BM;
             const int m0 = (T.m_first + T.m_dir * mi) * BM, h = hk * p->head_ratio + hq;
             fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
 
-            /* this step's tiles have landed (and are visible to wgmma); every
-             * warp is done with the previous step's buffers */
+            /* this step's tiles have landed (TMA: the buffer's mbarrier; and
+             * visible to wgmma); every warp is done with the previous step's
+             * buffers and its dS^T tile */
             fmhai_copy_wait(0);
+            if (TMA) fmhai_mbar_wait(sBar + 8 * buf, (tau >> 1) & 1);
             fmhai_wg_fence_smem();
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
             if (jt + 1 < T.n_steps)
-                fmhai_bwd90_load_step(p, &s, jt + 1, hk * p->head_ratio + hq, (T.m_first + T.m_dir * mi) * BM,
-                                      sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse, sD, is_bf16, HD,
-                                      BM, NT, tid);
+                fmhai_bwd90_load_step(p, &s, tau + 1, hk * p->head_ratio + hq, (T.m_first + T.m_dir * mi) * BM,
+                                      sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse, sD,
+                                      sBar + 8 * (buf ^ 1), 0, is_bf16, HD, BM, NT, tid);
             fmhai_copy_commit();
             const fmhai_smem_t q_s = sQ + buf * q_bytes, do_s = sdO + buf * q_bytes;
             /* dropout: the keep bits of the step's BM queries (bwd_portable.h,

@@ -180,10 +180,10 @@
 /* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
 /* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
  * layout, 1024 bytes to align the swizzle atoms, and two fp32 dQ tiles
- * (rows padded by 8 floats) with their records, handed to the writer
- * warpgroup. */
+ * (rows padded by 8 floats) with their records (128 bytes), handed to the
+ * writer warpgroup, then the TMA mbarriers (64 bytes: two used). */
 #define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) \
-    (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024 + 2 * (bm) * ((hd) + 8) * 4 + 128)
+    (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024 + 2 * (bm) * ((hd) + 8) * 4 + 192)
 
 #define FMHAI_BWD90_CONSTRAINTS(C, hd, bm, bn, w, st)                                      \
     C(bwd90_hdim_64_128, (hd) == 64 || (hd) == 128, "the wgmma pipeline has head dims 64 and 128") \
