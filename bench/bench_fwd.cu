@@ -15,10 +15,17 @@
  * launch of each point is checked to have written every element with a finite value.
  *
  *   bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k] [--causal 0,1]
- *             [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--json out.json] [--quick]
+ *             [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]
+ *             [--json out.json] [--quick]
  *
  * --dropout P: dropout on P with drop probability P (fmha_fwd_args.dropout_p),
  * to measure what dropout costs against the same points without it.
+ * --bias 1: an elementwise bf16 bias (fmha_fwd_args.bias) of [1, 1, s, s],
+ * shared by every batch entry and head (strides 0); --bias 2: [1, h, s, s],
+ * one per head, shared by the batch (points whose bias would pass 4 GB are
+ * reported unsupported). Random values in (-1, 1). The default set has
+ * BIAS rows at hdim 64 and 128; hdim 256 reports no kernel. To measure what
+ * the bias costs against the same points without it.
  * --sinks 1: one attention-sink logit per head (fmha_fwd_args.sinks), to
  * measure what the sink costs against the same points without it.
  * --prec fp8: Q, K and V in e4m3 (random codes of magnitude below 1, no NaN),
@@ -117,12 +124,13 @@ typedef struct bench_opts {
     int fp8;                        /* --prec fp8 */
     int sinks;                      /* --sinks 1: an attention-sink logit per head */
     float dropout;                  /* --dropout P: drop probability (0: off) */
+    int bias;                       /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s] */
 } bench_opts;
 
 static void bench_usage(FILE *f) {
     fprintf(f,
             "usage: bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k]\n"
-            "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--dropout P]\n"
+            "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]\n"
             "                 [--json out.json] [--quick]\n"
             "  bf16, total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim),\n"
             "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n",
@@ -176,6 +184,12 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
             o->sinks = atoi(val) != 0;
         } else if (!strcmp(a, "--dropout")) {
             o->dropout = (float)atof(val);
+        } else if (!strcmp(a, "--bias")) {
+            o->bias = atoi(val);
+            if (o->bias < 0 || o->bias > 2) {
+                fprintf(stderr, "bench_fwd: --bias takes 0, 1 or 2\n");
+                return -1;
+            }
         } else {
             fprintf(stderr, "bench_fwd: unknown option %s\n", a);
             return -1;
@@ -242,6 +256,9 @@ static void bench_launch_dims(size_t n, int *grid, int *block) {
 static int g_fp8;   /* --prec fp8 */
 static float *g_sinks;   /* --sinks 1: device logits (NULL: none) */
 static float g_dropout;  /* --dropout P */
+static int g_bias;       /* --bias 1|2 */
+static uint16_t *g_bias_buf;   /* the bias of the current point (bf16) */
+static size_t g_bias_cap;      /* its elements */
 static float *g_ones;   /* device descales of 1 (fp8) */
 
 static void bench_fill(uint16_t *p, size_t n, uint32_t seed, cudaStream_t st) {
@@ -353,6 +370,13 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     a->dropout_p = g_dropout;
     a->dropout_seed = 0x5eedull;
     a->dropout_offset = 0;
+    if (g_bias) {
+        a->bias = g_bias_buf;
+        a->bias_dtype = FMHA_DTYPE_BF16;
+        a->stride_bias = p->s;
+        a->nhead_stride_bias = g_bias == 2 ? (int64_t)p->s * p->s : 0;
+        a->batch_stride_bias = 0;
+    }
     if (p->causal) {
         a->mask_type = FMHA_MASK_BOTTOM_RIGHT;
         a->window_left = -1;
@@ -550,6 +574,7 @@ int main(int argc, char **argv) {
         CUDA_CHECK(cudaMemcpy(g_ones, ones, sizeof(ones), cudaMemcpyHostToDevice));
     }
     g_dropout = opt.dropout;
+    g_bias = opt.bias;
     if (opt.sinks) {
         float h_sinks[BENCH_HIDDEN / 64];
         for (i = 0; i < BENCH_HIDDEN / 64; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
@@ -569,6 +594,23 @@ int main(int argc, char **argv) {
         fmha_fwd_plan plan;
         fmha_status s;
         memset(&plan, 0, sizeof(plan));
+        if (g_bias) {   /* the point's bias (random bf16), grown as the points need */
+            const size_t n = (size_t)(g_bias == 2 ? p->h : 1) * p->s * p->s;
+            if (n * 2 > ((size_t)4 << 30)) {
+                p->supported = 0;
+                p->status = FMHA_ERR_UNSUPPORTED;
+                nunsup++;
+                printf("%-5d %-6d %-6d %-4d %-4d %10s %10s %9s  (the bias would pass 4 GB)\n", p->d, p->s,
+                       p->causal, p->b, p->h, "-", "-", "-");
+                continue;
+            }
+            if (n > g_bias_cap) {
+                if (g_bias_buf) CUDA_CHECK(cudaFree(g_bias_buf));
+                CUDA_CHECK(cudaMalloc((void **)&g_bias_buf, n * 2));
+                g_bias_cap = n;
+            }
+            bench_fill(g_bias_buf, n, 0xb1a5u, st);
+        }
         bench_make_args(&args, p, &bufs.set[0]);
         s = fmha_fwd_check(&bench_set, &args, &plan);
         p->status = s;

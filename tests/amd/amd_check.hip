@@ -9,7 +9,7 @@
  * 256, each with every feature on (MASK + SOFTCAP + ALIBI) and every feature
  * off, on the GFX9 tuned tiles (12 kernels), five 16-bit batch prefill
  * kernels (both layouts, the page classes), two FP8-KV batch prefill
- * kernels, and the backward's three stages (4 dq_dk_dv kernels: both
+ * kernels, one elementwise-bias forward kernel (MFMA), and the backward's three stages (4 dq_dk_dv kernels: both
  * dtypes, head dims 64/128/256, masks, soft cap, ALiBi, deterministic, the
  * two-sweep hdim 256). With FMHA_AMD_CHECK_FULL: the library's whole default
  * forward and backward sets, its 16-bit batch prefill set (but VECTORIZED
@@ -61,7 +61,8 @@ DECL_FMHA_KERNEL_SET(amd_set, FMHA_DEFAULT_BWD_SET)
 #  define AMD_CHECK_SET(X)                                                               \
     AMD_CHECK_HD(X, FP16, 64) AMD_CHECK_HD(X, FP16, 128) AMD_CHECK_HD(X, FP16, 256)      \
     AMD_CHECK_HD(X, BF16, 64) AMD_CHECK_HD(X, BF16, 128) AMD_CHECK_HD(X, BF16, 256)      \
-    AMD_CHECK_PREFILL16(X) AMD_CHECK_FP8(X) AMD_CHECK_BWD(X) AMD_CHECK_DECODE(X)
+    AMD_CHECK_PREFILL16(X) AMD_CHECK_FP8(X) AMD_CHECK_BWD(X) AMD_CHECK_DECODE(X)         \
+    X(FWD, BF16, 128, MASK, NOSOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
 /* the 16-bit prefill set but VECTORIZED hdim 256: the GFX9 hdim-256 row's

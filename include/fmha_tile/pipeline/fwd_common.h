@@ -9,10 +9,10 @@
  *   fmhai_fwd_keys_of  the key tiles a query tile visits under its mask, and
  *                      which of them need no mask arithmetic
  *   fmhai_sink_fold    an attention sink joins a row's softmax in the epilogue
- *   fmhai_bias_rows / fmhai_bias_pair
+ *   fmhai_bias_rows / fmhai_bias_row / fmhai_bias_pair / fmhai_bias_elem
  *                      the elementwise bias (BIAS kernels): a block's rows,
- *                      and one thread's column pair of a row, from global
- *                      memory straight into registers
+ *                      a row, one thread's column pair (NVIDIA) or element
+ *                      (AMD MFMA) of it, from global memory into registers
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_COMMON_H
 #define FMHA_TILE_PIPELINE_FWD_COMMON_H
@@ -186,6 +186,22 @@ FMHAI_DEVICE float2 fmhai_bias_pair(const fmhai_fwd_params *p, const char *row, 
     r.x *= L2E;
     r.y *= L2E;
     return r;
+}
+
+/* One bias element of a row (fmhai_bias_row), column j, times log2(e); 0
+ * for a NULL row or j at or past s_k (the AMD MFMA pipeline: a lane holds
+ * one query and keys in runs of four). */
+FMHAI_DEVICE float fmhai_bias_elem(const fmhai_fwd_params *p, const char *row, int j, int s_k)
+{
+    float x = 0.f;
+    if (!row || j >= s_k) return x;
+    if (p->bias_dt == FMHA_DTYPE_FP32) {
+        x = ((const float *)row)[j];
+    } else {
+        const unsigned short u = ((const unsigned short *)row)[j];
+        x = p->bias_dt == FMHA_DTYPE_BF16 ? __uint_as_float((uint32_t)u << 16) : __half2float(__ushort_as_half(u));
+    }
+    return x * 1.4426950408889634f;
 }
 
 #endif /* FMHA_TILE_PIPELINE_FWD_COMMON_H */

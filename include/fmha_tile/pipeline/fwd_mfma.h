@@ -111,8 +111,10 @@ FMHAI_DEVICE short fmhai_mfma_cvt16(float x, int is_bf16)
 
 FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int HAS_MASK,
-                                 const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC)
+                                 const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC)
 {
+    /* the row's ALiBi column: 1 ALiBi, 2 elementwise bias (contiguous K/V) */
+    const int ALIBI = AL == 1, BIAS = AL == 2 && !PAGING;
     const fmhai_mfma_shape SH = is_bf16 ? FMHAI_MFMA_32X32X8_BF16 : FMHAI_MFMA_32X32X8_F16;
     const int NT = NW * 32;
     const int NKT = BN / 32, NMB = HD / 32;   /* 32-key blocks of S^T, 32-column blocks of O^T */
@@ -156,10 +158,12 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
         for (int e = 0; e < 16; ++e) acc_o[mb][e] = 0.f;
     float row_max = NEG_INF, row_sum = 0.f;   /* row_sum: this lane's half of the keys */
     const float scale_log2 = p->scale_log2;
-    const float sl2 = (SOFTCAP || ALIBI) ? 1.f : scale_log2;
+    const float sl2 = (SOFTCAP || ALIBI || BIAS) ? 1.f : scale_log2;
     const float slope = ALIBI ? p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f : 0.f;
     const int row = wave * 32 + ql;           /* this lane's tile row */
     const int qi = m0 + row;                  /* its query index */
+    /* its bias row (BIAS kernels; NULL past s_q) */
+    const char *bias_row = BIAS ? fmhai_bias_row(p, fmhai_bias_rows(p, b_eff, h, q_start), qi, s_q) : 0;
     /* Fragment addresses: a base per lane, and per fragment one XOR on the
      * swizzle bits (4..6) plus a constant the ds_read offset field absorbs.
      * The bases are re-derived from an opaque tile address every tile, so
@@ -222,7 +226,11 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
          * slot e of key block t holds key n*BN + 4*kh + fmhai_mfma_key_c(t, e)
          * (its D row, fmhai_mfma_d_elem) */
         const int dist0 = qi + s_k - s_q - n * BN - 4 * kh;
-        if (SOFTCAP || ALIBI) {
+        /* bias: the lane's first key of the tile as the base, so each slot
+         * is a constant offset (one 64-bit address a tile, not 32) */
+        const int bk0 = n * BN + 4 * kh;
+        const char *bias_k0 = bias_row ? bias_row + (int64_t)bk0 * (p->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2) : 0;
+        if (SOFTCAP || ALIBI || BIAS) {
 #pragma unroll
             for (int t = 0; t < NKT; ++t)
 #pragma unroll
@@ -232,6 +240,8 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
                     else x *= scale_log2;
                     if (ALIBI)   /* bottom-right aligned distance |i + s_k - s_q - j| */
                         x -= slope * fabsf((float)(dist0 - fmhai_mfma_key_c(t, e)));
+                    if (BIAS)    /* elementwise bias of (qi, key) */
+                        x += fmhai_bias_elem(p, bias_k0, fmhai_mfma_key_c(t, e), s_k - bk0);
                     st[t][e] = x;
                 }
         }
@@ -384,9 +394,8 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
 
 /* The GFX9 rows' body: MFMA where it serves the row, else the portable
  * pipeline (emulated mma.sync). A device pass for a target without MFMA
- * (the rows never run there) keeps the portable body. BIAS rows (ALIBI
- * column 2, the elementwise bias) run the portable pipeline: the MFMA one
- * has no bias yet. */
+ * (the rows never run there) keeps the portable body. ALIBI is the row's
+ * column value (2: the elementwise bias, which both pipelines carry). */
 FMHAI_DEVICE void fmhai_fwd_gfx9(const fmhai_fwd_params *p, char *smem, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC,
@@ -395,7 +404,7 @@ FMHAI_DEVICE void fmhai_fwd_gfx9(const fmhai_fwd_params *p, char *smem, const in
 #if defined(__HIP_DEVICE_COMPILE__) && !defined(FMHAI_DEVICE_HAS_MFMA)
     const int MFMA = 0;
 #else
-    const int MFMA = fmhai_fwd_mfma_serves(HD, BM, BN, NW, KV8, DEC) && ALIBI != 2;
+    const int MFMA = fmhai_fwd_mfma_serves(HD, BM, BN, NW, KV8, DEC);
 #endif
     if (MFMA)
         fmhai_fwd_mfma(p, smem, is_bf16, HD, BM, BN, NW, HAS_MASK, SOFTCAP, ALIBI, PAGING, KV_VEC);

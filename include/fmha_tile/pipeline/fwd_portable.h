@@ -593,7 +593,11 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                         }
                         acc_s[mt][nt][e] = x;
                     }
-            /* elementwise bias: this thread's column pair of its two rows */
+            /* elementwise bias: this thread's column pair of its two rows;
+             * the thread's first key of the tile (k0) as the base, so each
+             * pair is a constant offset from its row */
+            const int bk0 = n * BN + 2 * t;
+            const char *bias_t = BIAS ? bias_rows + (int64_t)bk0 * (p->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2) : 0;
 #pragma unroll
             for (int mt = 0; mt < MT && BIAS; ++mt)
 #pragma unroll
@@ -602,8 +606,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     for (int hf = 0; hf < 2; ++hf) {
                         const int r = mt * 16 + 8 * hf;
                         const float2 bv = fmhai_bias_pair(
-                            p, m0 + warp_row0 + g + r < s_q ? bias_rows + r * bias_rstep : 0,
-                            n * BN + nt * 8 + 2 * t, s_k);
+                            p, m0 + warp_row0 + g + r < s_q ? bias_t + r * bias_rstep : 0, nt * 8, s_k - bk0);
                         acc_s[mt][nt][2 * hf] += bv.x;
                         acc_s[mt][nt][2 * hf + 1] += bv.y;
                     }

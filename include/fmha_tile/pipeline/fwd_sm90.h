@@ -217,10 +217,37 @@ FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params 
  * keys: bytes 4t..4t+3 of row g hold the columns 2t, 2t+1, 8 + 2t, 9 + 2t
  * of the k-step's first 16 keys (the next register the next 16), the order
  * fmhai_wg_vt8_transpose stores V^T's keys in. */
+/* Elementwise bias, 16-bit (BIAS kernels): this thread's column pairs of
+ * key tile n (columns nt * 8 + 2t, +1) for its rows row0 and row0 + 8, as
+ * packed words (0 outside s_q x s_k), issued a tile ahead so the loads fly
+ * under the products (fmhai_fwd90_softmax unpacks them). */
+FMHAI_DEVICE void fmhai_fwd90_bias_fetch(uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], const fmhai_fwd_params *p,
+                                         const char *bias_rows, int i0, int n, int BN, int t, int s_q, int s_k)
+{
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        const int k0 = n * BN + 2 * t;   /* the thread's first key: pairs at constant offsets */
+        const int lim = s_k - k0;
+        const unsigned short *row = (const unsigned short *)fmhai_bias_row(p, bias_rows, i0 + 8 * hf, s_q);
+        if (row) row += k0;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+            const int j = nt * 8;
+            uint32_t w = 0u;
+            if (row && j < lim) {
+                if (j + 1 < lim && p->bias_pair) w = *(const unsigned int *)(row + j);
+                else w = (uint32_t)row[j] | (j + 1 < lim ? (uint32_t)row[j + 1] << 16 : 0u);
+            }
+            bw[hf][nt] = w;
+        }
+    }
+}
+
 FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
                                       int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
-                                      int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, float scale_log2,
+                                      int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
+                                      const uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], float scale_log2,
                                       float softcap_pre, int FP8, const float *kds, const float *vds, float vinv,
                                       float vratio)
 {
@@ -252,13 +279,26 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
                 }
                 acc_s[4 * nt + e] = x;
             }
-        /* elementwise bias: rows row0, row0 + 8, columns nt * 8 + 2t, +1 */
+        /* elementwise bias: rows row0, row0 + 8, columns nt * 8 + 2t, +1;
+         * 16-bit with BIAS_PRE: the words fetched a tile ahead, else loaded
+         * here */
+        const float L2E = 1.4426950408889634f;
+        const int bf = p->bias_dt == FMHA_DTYPE_BF16, here = !BIAS_PRE || p->bias_dt == FMHA_DTYPE_FP32;
 #pragma unroll
         for (int hf = 0; hf < 2 && BIAS; ++hf) {
-            const char *brow = fmhai_bias_row(p, bias_rows, m0 + row0 + 8 * hf, s_q);
+            const char *brow = here ? fmhai_bias_row(p, bias_rows, m0 + row0 + 8 * hf, s_q) : 0;
+            const int bk0 = n * BN + 2 * t;   /* the thread's first key: pairs at constant offsets */
+            if (brow) brow += (int64_t)bk0 * (p->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2);
 #pragma unroll
             for (int nt = 0; nt < BN / 8; ++nt) {
-                const float2 bv = fmhai_bias_pair(p, brow, n * BN + nt * 8 + 2 * t, s_k);
+                float2 bv;
+                if (here) {
+                    bv = fmhai_bias_pair(p, brow, nt * 8, s_k - bk0);
+                } else {
+                    const uint32_t w = bw[hf][nt];
+                    bv.x = L2E * (bf ? __uint_as_float(w << 16) : __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))));
+                    bv.y = L2E * (bf ? __uint_as_float(w & 0xffff0000u) : __half2float(__ushort_as_half((unsigned short)(w >> 16))));
+                }
                 acc_s[4 * nt + 2 * hf] += bv.x;
                 acc_s[4 * nt + 2 * hf + 1] += bv.y;
             }
@@ -685,6 +725,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
     const char *bias_rows = BIAS ? fmhai_bias_rows(p, b_eff, h, q_start) : 0;
+    /* 16-bit bias words of the next tile's logits, fetched under its S
+     * product (hdim 64; at 128 the 32 words spilled 36 bytes, so the
+     * softmax loads them there) */
+    const int BIAS_PRE = BIAS && HD <= 64, BIAS16 = BIAS_PRE && p->bias_dt != FMHA_DTYPE_FP32;
+    uint32_t bw[2][FMHAI_FWD_MAX_BN / 8];
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
     /* dropout: 16-bit, contiguous K/V, the hdim-128 kernel only (the
      * portable pipeline serves the rest, FMHAI_FWD90_SERVES): at 256 O's 128
@@ -712,6 +757,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC, TY,
                           KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
+        if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1, BN, t, s_q, s_k);
         /* tiles 0 .. n_iters - 2 issue the next tile's S in their turn; the
          * last tile (peeled: wgmma issued under a branch serialises the
          * pipeline) only its P V */
@@ -723,7 +769,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_fence_acc(acc_o, HD / 2);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, buf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, scale_log2, softcap_pre, FP8,
+                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2, softcap_pre, FP8,
                                 PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0, vinv, vratio);
             if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
             /* FP8: this tile's K stage and descales are free for tile it + ST */
@@ -743,6 +789,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_wait(1);
             fmhai_wg_fence_acc(acc_o, HD / 2);
             if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
+            /* the next tile's bias words, under its S product */
+            if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 2 - it, BN, t, s_q, s_k);
         }
         const int it = W.n_iters - 1;
         fmhai_wg_wait(0);
@@ -750,7 +798,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence_acc(acc_o, HD / 2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, it % ST, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, scale_log2, softcap_pre, FP8,
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2, softcap_pre, FP8,
                             PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
                             vratio);
         if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
