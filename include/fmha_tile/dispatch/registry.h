@@ -548,12 +548,14 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
         if (!set->entries[i].enabled) continue;
         fmhai_json_put(buf, cap, &len,
                        "%s\n  {\"name\": \"%s\", \"family\": \"%s\", \"dtype\": \"%s\", \"hdim_q\": %d, "
-                       "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"bias\": %s, \"tile\": [%d, %d], "
+                       "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"bias\": %s, "
+                       "\"tile\": [%d, %d], "
                        "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
                        "\"page_size\": %d, \"kv_layout\": \"%s\", \"smem_bytes\": %d}",
                        first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, k->hdim,
                        k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
-                       k->has_alibi ? "true" : "false", k->has_bias ? "true" : "false", k->tile_m, k->tile_n, k->warps, k->stages,
+                       k->has_alibi ? "true" : "false", k->has_bias ? "true" : "false", k->tile_m, k->tile_n,
+                       k->warps, k->stages,
                        k->pipeline, fmhai_arch_name(k->arch), k->page_size,
                        k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED ? "vectorized" : "linear",
                        set->entries[i].smem_bytes);

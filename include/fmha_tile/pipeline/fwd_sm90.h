@@ -296,8 +296,9 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
                     bv = fmhai_bias_pair(p, brow, nt * 8, s_k - bk0);
                 } else {
                     const uint32_t w = bw[hf][nt];
-                    bv.x = L2E * (bf ? __uint_as_float(w << 16) : __half2float(__ushort_as_half((unsigned short)(w & 0xffffu))));
-                    bv.y = L2E * (bf ? __uint_as_float(w & 0xffff0000u) : __half2float(__ushort_as_half((unsigned short)(w >> 16))));
+                    const unsigned short lo = (unsigned short)(w & 0xffffu), hi = (unsigned short)(w >> 16);
+                    bv.x = L2E * (bf ? __uint_as_float(w << 16) : __half2float(__ushort_as_half(lo)));
+                    bv.y = L2E * (bf ? __uint_as_float(w & 0xffff0000u) : __half2float(__ushort_as_half(hi)));
                 }
                 acc_s[4 * nt + 2 * hf] += bv.x;
                 acc_s[4 * nt + 2 * hf + 1] += bv.y;
@@ -769,8 +770,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_fence_acc(acc_o, HD / 2);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, buf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2, softcap_pre, FP8,
-                                PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0, vinv, vratio);
+                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2,
+                                softcap_pre, FP8, PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0,
+                                vinv, vratio);
             if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
             /* FP8: this tile's K stage and descales are free for tile it + ST */
             if (FP8 && it + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(buf), ALL);
@@ -798,8 +800,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence_acc(acc_o, HD / 2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, it % ST, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2, softcap_pre, FP8,
-                            PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2, softcap_pre,
+                            FP8, PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
                             vratio);
         if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
