@@ -52,7 +52,7 @@ if [ -f "$log" ]; then
 fi
 log="$build/tests/test_bwd.ptxas.log"
 if [ -f "$log" ]; then
-    awk '/Compiling entry function/ { k = $0; sub(/.*fmhai_k_BWD_?/, "", k); sub(/_L[0-9]+16fmhai.*/, "", k);
+    awk '/Compiling entry function/ { k = $0; sub(/.*fmhai_k_BWD_?/, "", k); sub(/_L[0-9]+1[68]fmhai.*/, "", k);
                                       arch = ($0 ~ /sm_90a/) ? "sm_90a" : "sm_80"; n[arch]++ }
          /bytes stack frame/ { if ($1 > 0) { bad[arch]++; list[arch] = list[arch] " " k "(" $1 "B)" } }
          END { for (a in n) printf "INFO ptxas bwd %s: %d kernels, %d with a stack frame%s\n", a, n[a], bad[a] + 0, list[a] }' "$log"

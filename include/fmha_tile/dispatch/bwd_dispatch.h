@@ -288,7 +288,8 @@ FMHA_API fmha_status fmha_bwd_prepare_workspace_async(const fmha_bwd_plan *plan,
 }
 
 /* ---- run ---------------------------------------------------------------------------- */
-/* Launches entry i of the plan's set with grid (gx, gy, gz). */
+/* Launches entry i of the plan's set with grid (gx, gy, gz); p starts the
+ * kernel's parameter (a Hopper dq_dk_dv's: the fmhai_bwd90_params it heads). */
 static inline fmha_status fmhai_bwd_launch(const fmha_bwd_plan *plan, int i, fmhai_bwd_params *p, int gx,
                                            int gy, int gz, void *stream)
 {
@@ -358,6 +359,7 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
 {
     fmhai_bwd_layout L;
     fmhai_bwd_params p;
+    fmhai_bwd90_params p90;   /* a Hopper dq_dk_dv's: p and TMA tensor maps */
     int max_sq, max_sk, tm0, tn, tm2, gx, e1 = -1;
     const char *why = 0;
     fmha_status st = fmhai_bwd_validate_args(plan, args);
@@ -368,8 +370,6 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
     if (args->batch == 0) return FMHA_OK;
     fmhai_bwd_plan_layout(plan, &L);
     fmhai_bwd_make_params(plan, args, &L, &p);
-    /* TMA tensor maps for a Hopper dq_dk_dv (dispatch/tma.h; cp.async without) */
-    fmhai_bwd_tma_prepare(&plan->set_->entries[e1].info, args, &p);
     /* grid x only sets the parallelism: every kernel walks its rows or key
      * tiles with a grid stride, so group-mode bounds never drop work */
     max_sq = args->is_group_mode ? (args->max_seqlen_q > 0 ? args->max_seqlen_q : 1) : args->seqlen_q;
@@ -393,8 +393,13 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
                           : fmhai_bwd_det_rows((int64_t)args->nhead_k * args->batch, gx, dev.sms,
                                                p.mask_kind != FMHA_MASK_NONE);
     }
-    st = fmhai_bwd_launch(plan, e1, &p, gx, p.unit_rows > 0 ? p.unit_rows : args->nhead_k,
-                          p.unit_rows > 0 ? 1 : args->batch, stream);
+    if (plan->set_->entries[e1].info.arch == FMHA_ARCH_SM90A) {   /* its kernel takes p90 (p first) */
+        memset(&p90, 0, sizeof(p90));
+        p90.p = p;
+        fmhai_bwd_tma_prepare(&plan->set_->entries[e1].info, args, &p90);   /* dispatch/tma.h */
+    }
+    st = fmhai_bwd_launch(plan, e1, plan->set_->entries[e1].info.arch == FMHA_ARCH_SM90A ? &p90.p : &p, gx,
+                          p.unit_rows > 0 ? p.unit_rows : args->nhead_k, p.unit_rows > 0 ? 1 : args->batch, stream);
     if (st == FMHA_OK && !plan->dq_direct)
         st = fmhai_bwd_launch(plan, plan->entry_[2], &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch,
                               stream);

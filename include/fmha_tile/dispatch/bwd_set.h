@@ -55,6 +55,12 @@
 #define FMHAI_BWD_IS90_SM80 0
 #define FMHAI_BWD_IS90_GFX9 0
 #define FMHAI_BWD_IS90_SM90A 1
+/* the kernel parameter by (Hopper pipeline, streaming stage): the Hopper
+ * dq_dk_dv's carries TMA tensor maps (fmhai_bwd90_params, p first) */
+#define FMHAI_BWD_PT_00 fmhai_bwd_params
+#define FMHAI_BWD_PT_01 fmhai_bwd_params
+#define FMHAI_BWD_PT_10 fmhai_bwd90_params
+#define FMHAI_BWD_PT_11 fmhai_bwd_params
 
 /* ALiBi rows add "_alibi" to the name (the others keep theirs) */
 #define FMHAI_BWD_ALS_NOALIBI ""
@@ -114,11 +120,12 @@
     FMHAI_BWD_ROW_ASSERTS(fam, hd, mask, sc, al, bm, bn, w, st, arch)                              \
     static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_BWD_MIN_BLOCKS(w))                  \
     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(        \
-        const FMHAI_GRID_CONSTANT fmhai_bwd_params p)                                             \
+        const FMHAI_GRID_CONSTANT FMHAI_CAT(FMHAI_BWD_PT_, FMHAI_CAT(FMHAI_BWD_IS90_##arch, FMHAI_AUX_##fam)) p) \
     {                                                                                             \
         extern __shared__ __align__(128) char fmhai_smem[];                                       \
         if (FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                         \
-            FMHAI_BODY_##fam(&p, fmhai_smem, dt, hd, mask, sc, al, bm, bn, w, st, arch);          \
+            FMHAI_BODY_##fam((const fmhai_bwd_params *)&p, fmhai_smem, dt, hd, mask, sc, al, bm, bn, w, \
+                             st, arch);                                                           \
     }
 #endif
 

@@ -131,36 +131,37 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     p->tma_kv = 1;
 }
 
-/* Sets p->tma and the four maps for the Hopper dq_dk_dv kernel k (BWD or
- * BWD_DET, sm_90a); any other kernel, or a map the encoder refuses, leaves
- * tma at 0 (cp.async). Group mode: rows up to the last token of any
- * sequence (whole tiles only), one batch entry. */
-static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd_params *p)
+/* Sets P->tma and the four maps for the Hopper dq_dk_dv kernel k (BWD or
+ * BWD_DET, sm_90a), from its parameters P->p; any other kernel, or a map
+ * the encoder refuses, leaves tma at 0 (cp.async). Group mode: rows up to
+ * the last token of any sequence (whole tiles only), one batch entry. */
+static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd90_params *P)
 {
+    const fmhai_bwd_params *p = &P->p;
     const int64_t big = ((int64_t)1 << 31) - 1;
     const int64_t rq = a->is_group_mode ? big : a->seqlen_q, rk = a->is_group_mode ? big : a->seqlen_k;
     const int batch = a->is_group_mode ? 1 : a->batch;
-    p->tma = 0;
+    P->tma = 0;
     if (k->arch != FMHA_ARCH_SM90A || (k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET) ||
         a->dtype == FMHA_DTYPE_FP8 || rq <= 0 || rk <= 0 || batch <= 0)
         return;
-    if (fmhai_tma_encode_kv(p->tma_q, p->q, 2, p->d, rq, a->nhead_q, batch, p->q_row, p->q_head, p->q_batch,
+    if (fmhai_tma_encode_kv(P->tma_q, p->q, 2, p->d, rq, a->nhead_q, batch, p->q_row, p->q_head, p->q_batch,
                             k->tile_m) ||
-        fmhai_tma_encode_kv(p->tma_do, p->dout, 2, p->d, rq, a->nhead_q, batch, p->do_row, p->do_head,
+        fmhai_tma_encode_kv(P->tma_do, p->dout, 2, p->d, rq, a->nhead_q, batch, p->do_row, p->do_head,
                             p->do_batch, k->tile_m) ||
-        fmhai_tma_encode_kv(p->tma_k, p->k, 2, p->d, rk, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
+        fmhai_tma_encode_kv(P->tma_k, p->k, 2, p->d, rk, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
                             k->tile_n) ||
-        fmhai_tma_encode_kv(p->tma_v, p->v, 2, p->d, rk, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
+        fmhai_tma_encode_kv(P->tma_v, p->v, 2, p->d, rk, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
                             k->tile_n))
         return;
-    p->tma = 1;
+    P->tma = 1;
 }
 
 #else
-static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd_params *p)
+static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd90_params *P)
 {
     (void)k; (void)a;
-    p->tma = 0;
+    P->tma = 0;
 }
 static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fmha_batch_prefill_args *a,
                                              fmhai_fwd_params *p)

@@ -72,15 +72,23 @@ typedef struct fmhai_bwd_params {
     float dropout_scale;
     uint64_t dropout_seed, dropout_offset;
     const uint64_t *dropout_rng;
-    /* Hopper dq_dk_dv: TMA tensor maps (CUtensorMap, dispatch/tma.h) of Q
-     * and dO (dims (d, rows, nhead_q, batch), boxes of 128 bytes x tile_m
-     * rows) and of K and V (nhead_k, tile_n rows), valid when tma is set;
-     * else, and for tiles that end past their sequence, cp.async copies */
+} fmhai_bwd_params;
+
+/* The Hopper dq_dk_dv's parameters (its rows' kernels take this, the others
+ * fmhai_bwd_params): the common ones first, so the body gets a pointer to
+ * them, then TMA tensor maps (CUtensorMap, dispatch/tma.h) of Q and dO
+ * (dims (d, rows, nhead_q, batch), boxes of 128 bytes x tile_m rows) and of
+ * K and V (nhead_k, tile_n rows), valid when tma is set; else, and for
+ * tiles that end past their sequence, cp.async copies. Kept out of
+ * fmhai_bwd_params: its 64-byte alignment let the compiler merge the
+ * portable kernels' parameter loads, and their hdim-256 spills grew 4x. */
+typedef struct fmhai_bwd90_params {
+    fmhai_bwd_params p;
     int tma;
     FMHAI_ALIGN64 uint64_t tma_q[16];
     FMHAI_ALIGN64 uint64_t tma_do[16];
     FMHAI_ALIGN64 uint64_t tma_k[16];
     FMHAI_ALIGN64 uint64_t tma_v[16];
-} fmhai_bwd_params;
+} fmhai_bwd90_params;
 
 #endif /* FMHA_TILE_BWD_PARAMS_H */

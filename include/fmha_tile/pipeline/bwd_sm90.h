@@ -29,7 +29,8 @@
  * second copy). Q and dO are double-buffered: the next step's tiles load
  * during the whole step, into buffer tau & 1 for the block's step tau (its
  * steps counted over all its key tiles). With tensor maps in the
- * parameters (p->tma, dispatch/tma.h) thread 0 copies them by TMA, a box a
+ * parameters (fmhai_bwd90_params, the Hopper rows' kernel parameter: tma
+ * set by dispatch/tma.h) thread 0 copies them by TMA, a box a
  * 128-byte column block, and K and V with the key tile's first step; each
  * step's copies are counted on its buffer's mbarrier, armed once per step
  * (a plain arrival when nothing of the step goes by TMA), so step tau waits
@@ -77,15 +78,16 @@ FMHAI_DEVICE void fmhai_bwd90_tma_tile(fmhai_smem_t dst, const uint64_t *map, in
  * caller after this) and Q and dO when their tile ends inside the sequence,
  * and issues Q and dO; a tile that ends past s_q goes by cp.async, which
  * zero-fills its rows past s_q. */
-FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int tau, int h, int m0,
-                                        fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD,
+FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd90_params *P, const fmhai_bwd_seq *s, int tau, int h,
+                                        int m0, fmhai_smem_t sQ, fmhai_smem_t sdO, float *sLse, float *sD,
                                         fmhai_smem_t bar, int tx_kv, int is_bf16, int HD, int BM, int NT, int tid)
 {
-    if (p->tma && m0 + BM <= s->s_q) {
+    const fmhai_bwd_params *p = &P->p;
+    if (P->tma && m0 + BM <= s->s_q) {
         if (tid == 0) {
             fmhai_mbar_expect_tx(bar, tx_kv + 2 * BM * HD * 2);
-            fmhai_bwd90_tma_tile(sQ, p->tma_q, BM, HD, s->q_start + m0, h, s->b_eff, bar);
-            fmhai_bwd90_tma_tile(sdO, p->tma_do, BM, HD, s->q_start + m0, h, s->b_eff, bar);
+            fmhai_bwd90_tma_tile(sQ, P->tma_q, BM, HD, s->q_start + m0, h, s->b_eff, bar);
+            fmhai_bwd90_tma_tile(sdO, P->tma_do, BM, HD, s->q_start + m0, h, s->b_eff, bar);
         }
     } else {
         const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
@@ -93,7 +95,7 @@ FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd_params *p, const fmhai_b
         fmhai_wg_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, BM, s->s_q - m0, p->d, HD, NT, tid);
         fmhai_wg_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, BM, s->s_q - m0, p->d, HD, NT,
                            tid);
-        if (p->tma && tid == 0) {   /* the step's one arrival */
+        if (P->tma && tid == 0) {   /* the step's one arrival */
             if (tx_kv) fmhai_mbar_expect_tx(bar, tx_kv);
             else fmhai_mbar_arrive(bar);
         }
@@ -234,7 +236,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     fmhai_wg_setmaxnreg_inc(240);
 
     const int key0 = warp * 16;   /* this warp's first key in the tile */
-    const int TMA = p->tma;       /* tensor maps: uniform */
+    /* the Hopper rows' kernel parameter is fmhai_bwd90_params, p its first member */
+    const fmhai_bwd90_params *P = (const fmhai_bwd90_params *)p;
+    const int TMA = P->tma;       /* tensor maps: uniform */
     if (TMA && tid == 0) {        /* published by the first tile's barrier */
         fmhai_mbar_init(sBar, 1);
         fmhai_mbar_init(sBar + 8, 1);
@@ -270,12 +274,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s.s_k - j0, p->d, HD,
                                    NT, tid);
             }
-            fmhai_bwd90_load_step(p, &s, tau, hk * p->head_ratio, T.m_first * BM, sQ + (tau & 1) * q_bytes,
+            fmhai_bwd90_load_step(P, &s, tau, hk * p->head_ratio, T.m_first * BM, sQ + (tau & 1) * q_bytes,
                                   sdO + (tau & 1) * q_bytes, sLse, sD, bar0, kv_tma ? 2 * BN * HD * 2 : 0, is_bf16,
                                   HD, BM, NT, tid);
             if (kv_tma && tid == 0) {   /* after the arm above */
-                fmhai_bwd90_tma_tile(sK, p->tma_k, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
-                fmhai_bwd90_tma_tile(sV, p->tma_v, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
+                fmhai_bwd90_tma_tile(sK, P->tma_k, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
+                fmhai_bwd90_tma_tile(sV, P->tma_v, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
             }
         }
         fmhai_copy_commit();
@@ -299,7 +303,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_wg_fence_smem();
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
             if (jt + 1 < T.n_steps)
-                fmhai_bwd90_load_step(p, &s, tau + 1, hk * p->head_ratio + hq, (T.m_first + T.m_dir * mi) * BM,
+                fmhai_bwd90_load_step(P, &s, tau + 1, hk * p->head_ratio + hq, (T.m_first + T.m_dir * mi) * BM,
                                       sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse, sD,
                                       sBar + 8 * (buf ^ 1), 0, is_bf16, HD, BM, NT, tid);
             fmhai_copy_commit();
