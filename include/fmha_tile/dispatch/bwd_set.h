@@ -48,7 +48,7 @@
 #define FMHAI_BWD_PIPE_SM90A "wgmma"
 #define FMHAI_BWD_FN_SM80 fmhai_bwd_dq_dk_dv
 #define FMHAI_BWD_FN_GFX9 fmhai_bwd_dq_dk_dv_gfx9
-#define FMHAI_BWD_FN_SM90A fmhai_bwd_dq_dk_dv_sm90
+#define FMHAI_BWD_FN_SM90A fmhai_bwd_dq_dk_dv_sm90_any
 #define FMHAI_BWD_SMEM_SM80 FMHAI_BWD_SMEM_BYTES
 #define FMHAI_BWD_SMEM_GFX9 FMHAI_BWD_SMEM_BYTES
 #define FMHAI_BWD_SMEM_SM90A FMHAI_BWD90_SMEM_BYTES
