@@ -113,14 +113,14 @@ $(BUILD)/host/test_mfma_layout: tests/host/test_mfma_layout.c tests/host/mfma_mo
 host-tests: $(BUILD)/host/test_mfma_layout
 
 # the MFMA forward's tile step replayed on the instruction model
-$(BUILD)/host/test_fwd_mfma_model: tests/host/test_fwd_mfma_model.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
+$(BUILD)/host/test_fwd_mfma_model: tests/host/test_fwd_mfma_model.c tests/host/mfma_test.h tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 
 host-tests: $(BUILD)/host/test_fwd_mfma_model
 
 # the MFMA backward's tile step replayed on the instruction model
-$(BUILD)/host/test_bwd_mfma_model: tests/host/test_bwd_mfma_model.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
+$(BUILD)/host/test_bwd_mfma_model: tests/host/test_bwd_mfma_model.c tests/host/mfma_test.h tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_C11) $< -o $@ -lm
 

@@ -32,68 +32,9 @@
 #include <string.h>
 #include <math.h>
 #include "fmha_tile/tile/mfma_layout.h"
-#include "host/mfma_model.h"
-
-static int g_pass, g_fail;
-static void check(int ok, const char *what, const char *shape)
-{
-    if (ok) ++g_pass;
-    else ++g_fail;
-    printf("%s %s %s\n", ok ? "PASS" : "FAIL", what, shape);
-}
-
-static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void)
-{
-    g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
-    return (uint32_t)(g_rng >> 16);
-}
-/* small values every 16-bit format holds exactly; their products and sums
- * (head dim <= 256) stay exact in fp32 */
-static double rnd_val(void)
-{
-    static const double vals[] = { -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, -0.125, 0.125 };
-    return vals[rnd() % (sizeof vals / sizeof vals[0])];
-}
+#include "host/mfma_test.h"
 
 enum { MAXHD = 256, MAXBN = 64, MAXBM = 64 };
-
-/* round to the 16-bit type (nearest even), as the pipeline's conversion */
-static double round16(double x, int type)
-{
-    float f = (float)x;
-    if (type == MFMA_MODEL_BF16) {
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-        memcpy(&f, &u, 4);
-        return f;
-    } else {
-        int e;
-        if (x == 0) return 0;
-        frexp(x, &e);
-        if (e < -13) e = -13;                 /* f16 subnormals: fixed 2^-24 step */
-        return ldexp(nearbyint(ldexp(x, 11 - e)), e - 11);
-    }
-}
-static uint16_t code16(double x, int type)
-{
-    long c = mfma_encode(type, x);
-    if (c < 0) { fprintf(stderr, "value %g not representable\n", x); exit(2); }
-    return (uint16_t)c;
-}
-static void frag_set(mfma_wave_ab *r, int lane, const uint16_t c[4])
-{
-    r->v[lane][0] = (uint32_t)c[0] | (uint32_t)c[1] << 16;
-    r->v[lane][1] = (uint32_t)c[2] | (uint32_t)c[3] << 16;
-}
-static void run_model(int type, const mfma_wave_ab *a, const mfma_wave_ab *b, mfma_wave_d *d)
-{
-    mfma_wave_d t;
-    if (type == MFMA_MODEL_BF16) v_mfma_f32_32x32x8bf16_1k(a, b, d, &t);
-    else v_mfma_f32_32x32x8f16(a, b, d, &t);
-    *d = t;
-}
 
 /* P^T and dS^T of one element, in float as the pipeline computes them */
 static float p_of(float s, float lse, float sl2)
@@ -391,6 +332,7 @@ int main(void)
      * waves), 128 and 256 64 x 32 (one wave) */
     static const int shapes[][3] = { { 64, 64, 64 }, { 128, 64, 32 }, { 256, 64, 32 } };
     int s, type;
+    g_rng = 0x9e3779b97f4a7c15ull;
     for (s = 0; s < 3; ++s)
         for (type = 0; type < 2; ++type)
             test_case(shapes[s][0], shapes[s][1], shapes[s][2], type ? MFMA_MODEL_BF16 : MFMA_MODEL_F16);

@@ -32,71 +32,9 @@
 #include <string.h>
 #include <math.h>
 #include "fmha_tile/tile/mfma_layout.h"
-#include "host/mfma_model.h"
-
-static int g_pass, g_fail;
-static void check(int ok, const char *what, const char *shape)
-{
-    if (ok) ++g_pass;
-    else ++g_fail;
-    printf("%s %s %s\n", ok ? "PASS" : "FAIL", what, shape);
-}
-
-static uint64_t g_rng = 0x2545f4914f6cdd1dull;
-static uint32_t rnd(void)
-{
-    g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
-    return (uint32_t)(g_rng >> 16);
-}
-/* small values every 16-bit format holds exactly; their products and sums
- * (head dim <= 256) stay exact in fp32 */
-static double rnd_val(void)
-{
-    static const double vals[] = { -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, -0.125, 0.125 };
-    return vals[rnd() % (sizeof vals / sizeof vals[0])];
-}
+#include "host/mfma_test.h"
 
 enum { MAXHD = 256, MAXBN = 64, ROWS = 32 };
-
-/* round to the 16-bit type, as the pipeline's conversion does (nearest even) */
-static double round16(double x, int type)
-{
-    float f = (float)x;
-    if (type == MFMA_MODEL_BF16) {
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-        memcpy(&f, &u, 4);
-        return f;
-    } else {
-        int e;
-        if (x == 0) return 0;
-        frexp(x, &e);                         /* x = m 2^e, |m| in [0.5, 1) */
-        if (e < -13) e = -13;                 /* f16 subnormals: fixed 2^-24 step */
-        return ldexp(nearbyint(ldexp(x, 11 - e)), e - 11);
-    }
-}
-static uint16_t code16(double x, int type)
-{
-    long c = mfma_encode(type, x);
-    if (c < 0) { fprintf(stderr, "value %g not representable\n", x); exit(2); }
-    return (uint16_t)c;
-}
-
-/* a lane's 64-bit fragment from 4 16-bit codes (slot 0 lowest) */
-static void frag_set(mfma_wave_ab *r, int lane, const uint16_t c[4])
-{
-    r->v[lane][0] = (uint32_t)c[0] | (uint32_t)c[1] << 16;
-    r->v[lane][1] = (uint32_t)c[2] | (uint32_t)c[3] << 16;
-}
-
-static void run_model(int type, const mfma_wave_ab *a, const mfma_wave_ab *b, mfma_wave_d *d)
-{
-    mfma_wave_d t;
-    if (type == MFMA_MODEL_BF16) v_mfma_f32_32x32x8bf16_1k(a, b, d, &t);
-    else v_mfma_f32_32x32x8f16(a, b, d, &t);
-    *d = t;
-}
 
 /* one (head dim, key tile, type, VECTORIZED or not) case */
 static void test_case(int HD, int BN, int type, int vec)
@@ -319,6 +257,7 @@ int main(void)
      * tiles of 64, 256 with 32; VECTORIZED pages at the 64-key tiles */
     static const int shapes[][2] = { { 64, 64 }, { 128, 64 }, { 256, 32 } };
     int s, type;
+    g_rng = 0x2545f4914f6cdd1dull;
     for (s = 0; s < 3; ++s)
         for (type = 0; type < 2; ++type) {
             const int mt = type ? MFMA_MODEL_BF16 : MFMA_MODEL_F16;
