@@ -38,7 +38,7 @@ import ctypes
 
 from . import _lib
 from ._args import _is_tensor, check_no_overlap, strides
-from ._decode import FmhaDecodePlan, _fn, decode_args
+from ._decode import FmhaDecodePlan, _call_args, _fn
 from ._prefill import _descale_scalar
 
 __all__ = ["DecodePlan", "decode_plan"]
@@ -95,6 +95,21 @@ def _mismatch(spec, t):
                           % (spec.where, spec.name, tuple(t.stride()), spec.stride))
     return None
 
+
+def _checked_ptr(spec, t):
+    """t's data_ptr after the cheap check against spec (the full one only
+    when the cheap one fails); the plans' run() and fill() take each tensor
+    through it."""
+    try:
+        if t.dtype is spec.dtype and t.shape == spec.shape and t.stride() == spec.stride and \
+                t.get_device() == spec.device:
+            return t.data_ptr()
+    except (AttributeError, TypeError):
+        pass
+    err = _mismatch(spec, t)
+    if err is not None:
+        raise err
+    return t.data_ptr()
 
 def _variable(name, t, batch, device):
     """kv_page_indices (int32 [n]) and block_table (int32 [batch, m], rows of
@@ -222,19 +237,7 @@ class DecodePlan(object):
         return "<fmha_tile.DecodePlan q %s %s, %s, %d split(s)>" % (s.dtype, s.shape, self.kernel, self.num_splits)
 
     # ---- run ------------------------------------------------------------------------------------
-    def _ptr(self, spec, t):
-        """t's data_ptr after the cheap check against spec (the full one
-        only when the cheap one fails)."""
-        try:
-            if t.dtype is spec.dtype and t.shape == spec.shape and t.stride() == spec.stride and \
-                    t.get_device() == spec.device:
-                return t.data_ptr()
-        except (AttributeError, TypeError):
-            pass
-        err = _mismatch(spec, t)
-        if err is not None:
-            raise err
-        return t.data_ptr()
+    _ptr = staticmethod(_checked_ptr)
 
     def fill(self, q, k_cache, v_cache, seqlens_k=None, k=None, v=None, *, out=None, lse=None, **tensors):
         """Write the call's pointers into the plan's args: run() without the
@@ -387,18 +390,8 @@ def decode_plan(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, rotary_cos=
                 k_descale = _descale_scalar("k_descale", k_descale, q, to_device)
             if not (_is_tensor(v_descale) and len(v_descale.shape) == 2):
                 v_descale = _descale_scalar("v_descale", v_descale, q, to_device)
-        a, out_dtype, keep = decode_args(
-            q, k_cache, v_cache, seqlens_k, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
-            rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx, kv_indptr=kv_indptr,
-            kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len, block_table=block_table,
-            max_seqlen_k=max_seqlen_k, causal=causal, window=window, softcap=softcap, scale=scale,
-            alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale, num_splits=num_splits,
-            to_device=to_device, sinks=sinks)
+        a, keep, o = _call_args(torch, q, k_cache, v_cache, seqlens_k, out, to_device, locals())
         batch, s_q, hq, d = (int(x) for x in q.shape)
-        odt = torch.bfloat16 if out_dtype == "torch.bfloat16" else q.dtype
-        o = out if out is not None else torch.empty((batch, s_q, hq, d), dtype=odt, device=q.device)
-        if tuple(o.shape) != (batch, s_q, hq, d) or o.dtype != odt or o.device != q.device:
-            raise ValueError("out must be %s [%d, %d, %d, %d] on %s" % (odt, batch, s_q, hq, d, q.device))
         check_no_overlap("out", o)
         os_ = strides(o)
         a.o = o.data_ptr()

@@ -18,7 +18,7 @@ import ctypes
 
 from . import _lib
 from ._args import batch_problem
-from ._decode_plan import _Spec, _mismatch
+from ._decode_plan import _Spec, _checked_ptr
 
 __all__ = ["ForwardPlan", "forward_plan"]
 
@@ -58,17 +58,7 @@ class ForwardPlan(object):
     def __repr__(self):
         return "<fmha_tile.ForwardPlan q %s %s, %s>" % (self._sq.dtype, self._sq.shape, self.info.get("kernel"))
 
-    def _ptr(self, spec, t):
-        try:
-            if t.dtype is spec.dtype and t.shape == spec.shape and t.stride() == spec.stride and \
-                    t.get_device() == spec.device:
-                return t.data_ptr()
-        except (AttributeError, TypeError):
-            pass
-        err = _mismatch(spec, t)
-        if err is not None:
-            raise err
-        return t.data_ptr()
+    _ptr = staticmethod(_checked_ptr)
 
     def fill(self, q, k, v, *, out=None, lse=None, **params):
         """Write the call's pointers into the plan's args (run() without the
