@@ -1,10 +1,4 @@
 """pytest setup for python/tests: import the fmha_tile package from this
-source tree (python/), whatever the current directory."""
-import os
-import sys
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.dirname(HERE)
-REPO = os.path.dirname(PYTHON_DIR)
-if PYTHON_DIR not in sys.path:
-    sys.path.insert(0, PYTHON_DIR)
+source tree (python/), whatever the current directory (host_util puts it on
+sys.path)."""
+import host_util  # noqa: F401

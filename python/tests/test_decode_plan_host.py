@@ -35,35 +35,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-if os.path.join(REPO, "python") not in sys.path:
-    sys.path.insert(0, os.path.join(REPO, "python"))
 
-from fmha_tile import _args, _decode, _decode_plan, _fwd_plan, _lib  # noqa: E402
-
-
-class Skip(Exception):
-    pass
-
-
-_script = []
-
-
-def skip(why):
-    if _script or "pytest" not in sys.modules:
-        raise Skip(why)
-    import pytest
-    pytest.skip(why)
-
-
-def raises(exc, fn, *a, **kw):
-    """fn(*a, **kw) raises exc; -> its message."""
-    try:
-        fn(*a, **kw)
-    except exc as e:
-        return str(e)
-    raise AssertionError("%s not raised by %s" % (exc.__name__, getattr(fn, "__name__", fn)))
+from host_util import REPO, StandInTensor, raises, run_tests, skip  # first: it puts python/ on sys.path
+from fmha_tile import _args, _decode, _decode_plan, _fwd_plan, _lib
 
 
 # ---- stand-ins ------------------------------------------------------------------------------------
@@ -104,34 +78,19 @@ def fresh_ptr(size=1 << 24):
     return p
 
 
-class T(object):
+class T(StandInTensor):
     """shape, stride(), dtype, device, is_cuda, get_device(), dim(), data_ptr()."""
 
     def __init__(self, shape, dtype=BF16, strides=None, device=0, ptr=None):
-        self.shape = tuple(shape)
-        if strides is None:
-            strides, acc = [], 1
-            for n in reversed(self.shape):
-                strides.insert(0, acc)
-                acc *= max(n, 1)
-        self._strides = tuple(strides)
-        self.dtype = dtype
-        self.device = Device(device) if device is not None else Device(None, "cpu")
-        self.is_cuda = device is not None
-        self._ptr = fresh_ptr() if ptr is None else ptr
-        self.requires_grad = False
-
-    def stride(self, dim=None):
-        return self._strides if dim is None else self._strides[dim]
+        StandInTensor.__init__(self, shape, dtype, strides,
+                               Device(device) if device is not None else Device(None, "cpu"),
+                               fresh_ptr() if ptr is None else ptr)
 
     def get_device(self):
         return self.device.index if self.is_cuda else -1
 
     def dim(self):
         return len(self.shape)
-
-    def data_ptr(self):
-        return self._ptr
 
     def is_contiguous(self):
         return self._strides == T(self.shape)._strides
@@ -704,30 +663,6 @@ def test_library_reads_the_patched_struct():
         (st, msg)
 
 
-# ---- running as a script ------------------------------------------------------------------------------
-def main():
-    _script.append(True)
-    tests = [(n, f) for n, f in sorted(globals().items(), key=lambda kv: kv[1].__code__.co_firstlineno
-                                       if callable(kv[1]) and hasattr(kv[1], "__code__") else 0)
-             if n.startswith("test_") and callable(f)]
-    passed = failed = 0
-    for name, fn in tests:
-        try:
-            fn()
-        except Skip as e:
-            print("SKIP %s: %s" % (name, e))
-            continue
-        except Exception as e:  # noqa: BLE001 (report every failure, go on)
-            import traceback
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-            traceback.print_exc(limit=3, file=sys.stdout)
-            failed += 1
-            continue
-        print("PASS %s" % name)
-        passed += 1
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests(globals()))

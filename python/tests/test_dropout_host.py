@@ -29,35 +29,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-if os.path.join(REPO, "python") not in sys.path:
-    sys.path.insert(0, os.path.join(REPO, "python"))
 
-from fmha_tile import _args, _bwd, _dropout, _lib, philox  # noqa: E402
-
-
-class Skip(Exception):
-    pass
-
-
-_script = []
-
-
-def skip(why):
-    if _script or "pytest" not in sys.modules:
-        raise Skip(why)
-    import pytest
-    pytest.skip(why)
-
-
-def raises(exc, fn, *a, **kw):
-    """fn(*a, **kw) raises exc; -> its message."""
-    try:
-        fn(*a, **kw)
-    except exc as e:
-        return str(e)
-    raise AssertionError("%s not raised by %s" % (exc.__name__, getattr(fn, "__name__", fn)))
+from host_util import REPO, FakeDevice, StandInTensor, raises, run_tests, skip  # first: it puts python/ on sys.path
+from fmha_tile import _args, _bwd, _dropout, _lib, philox
 
 
 # ---- Philox -------------------------------------------------------------------------------------
@@ -195,45 +169,9 @@ def test_vectorised_matches_scalar():
 
 
 # ---- argument checks ------------------------------------------------------------------------------
-class FakeDevice(object):
-    def __init__(self, type="cuda", index=0):
-        self.type, self.index = type, index
-
-    def __eq__(self, other):
-        return (self.type, self.index) == (getattr(other, "type", None), getattr(other, "index", None))
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __str__(self):
-        return self.type if self.index is None else "%s:%d" % (self.type, self.index)
-
-
-class FakeTensor(object):
+class FakeTensor(StandInTensor):
     def __init__(self, shape, dtype="torch.bfloat16", ptr=1 << 20, device=None):
-        self.shape = tuple(shape)
-        st, acc = [], 1
-        for n in reversed(self.shape):
-            st.insert(0, acc)
-            acc *= max(n, 1)
-        self._strides = tuple(st)
-        self.dtype = dtype
-        self.device = device or FakeDevice()
-        self.is_cuda = self.device.type == "cuda"
-        self._ptr = ptr
-        self.requires_grad = False
-
-    def stride(self, dim=None):
-        return self._strides if dim is None else self._strides[dim]
-
-    def data_ptr(self):
-        return self._ptr
-
-    def numel(self):
-        n = 1
-        for x in self.shape:
-            n *= x
-        return n
+        StandInTensor.__init__(self, shape, dtype, None, device or FakeDevice(), ptr)
 
 
 def qkv(dtype="torch.bfloat16"):
@@ -476,30 +414,6 @@ def test_device_draw_under_capture_and_compile():
     assert (s, o) == (0, 0) and r is not None and torch.draws[-1][3] is gen and gen.offset == 0
 
 
-# ---- running as a script ------------------------------------------------------------------------------
-def main():
-    _script.append(True)
-    tests = [(n, f) for n, f in sorted(globals().items(), key=lambda kv: kv[1].__code__.co_firstlineno
-                                       if callable(kv[1]) and hasattr(kv[1], "__code__") else 0)
-             if n.startswith("test_") and callable(f)]
-    passed = failed = 0
-    for name, fn in tests:
-        try:
-            fn()
-        except Skip as e:
-            print("SKIP %s: %s" % (name, e))
-            continue
-        except Exception as e:  # noqa: BLE001 (report every failure, go on)
-            import traceback
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-            traceback.print_exc(limit=3, file=sys.stdout)
-            failed += 1
-            continue
-        print("PASS %s" % name)
-        passed += 1
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests(globals()))

@@ -23,7 +23,7 @@ import tempfile
 
 import pytest
 
-from conftest import REPO
+from host_util import REPO, FakeDevice, StandInTensor
 
 from fmha_tile import _args, _bwd, _decode, _lib, _prefill
 import fmha_tile
@@ -51,48 +51,13 @@ BF16, FP16, FP32, I32, I64, FP8 = (FakeDtype(n) for n in ("bfloat16", "float16",
                                                            "int64", "float8_e4m3fn"))
 
 
-class FakeDevice(object):
-    def __init__(self, type="cuda", index=0):
-        self.type, self.index = type, index
-
-    def __eq__(self, other):
-        return (self.type, self.index) == (other.type, other.index)
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __str__(self):
-        return self.type if self.index is None else "%s:%d" % (self.type, self.index)
-
-
-class FakeTensor(object):
+class FakeTensor(StandInTensor):
     """shape, stride(), dtype, device, is_cuda, data_ptr(), numel(), transpose()."""
 
     def __init__(self, shape, dtype=BF16, strides=None, device=None, ptr=1 << 20):
-        self.shape = tuple(shape)
-        if strides is None:
-            strides, acc = [], 1
-            for n in reversed(self.shape):
-                strides.insert(0, acc)
-                acc *= max(n, 1)
-        self._strides = tuple(strides)
-        self.dtype = dtype
-        self.device = device or FakeDevice()
-        self.is_cuda = self.device.type == "cuda"
-        self._ptr = ptr if self.numel() else 0
-        self.requires_grad = False
-
-    def stride(self, dim=None):
-        return self._strides if dim is None else self._strides[dim]
-
-    def data_ptr(self):
-        return self._ptr
-
-    def numel(self):
-        n = 1
-        for x in self.shape:
-            n *= x
-        return n
+        StandInTensor.__init__(self, shape, dtype, strides, device or FakeDevice(), ptr)
+        if not self.numel():
+            self._ptr = 0
 
     def transpose(self, a, b):
         s, st = list(self.shape), list(self._strides)

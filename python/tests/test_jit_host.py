@@ -30,38 +30,13 @@ import sys
 import tempfile
 import contextlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-if os.path.join(REPO, "python") not in sys.path:
-    sys.path.insert(0, os.path.join(REPO, "python"))
 
-from fmha_tile import jit, _lib  # noqa: E402
+from host_util import REPO, raised, run_tests, skip  # first: it puts python/ on sys.path
+from fmha_tile import jit, _lib
 
 ANY = jit.ANY
 FWD_ROW = ("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 128, 64, 4, 1)
 PREFILL_ROW = ("PREFILL", "BF16", 128, "MASK", "NOSOFTCAP", 16, ANY, ANY, ANY, ANY)
-
-
-class Skip(Exception):
-    pass
-
-
-_script = []      # set when run as a script: skips are reported by main()
-
-
-def skip(why):
-    if _script or "pytest" not in sys.modules:
-        raise Skip(why)
-    import pytest
-    pytest.skip(why)
-
-
-def raises(exc, fn, *a, **kw):
-    try:
-        fn(*a, **kw)
-    except exc as e:
-        return e
-    raise AssertionError("%s not raised" % exc.__name__)
 
 
 def have_cc():
@@ -126,7 +101,7 @@ def test_set_is_unordered_and_deduplicated():
     b = jit.KernelSet([PREFILL_ROW, jit.row_text(FWD_ROW)])
     assert a.rows == b.rows and len(a) == 2
     assert a.rows[0][0] == "FWD"           # family order: FWD first
-    raises(ValueError, jit.KernelSet, [])
+    raised(ValueError, jit.KernelSet, [])
 
 
 def test_column_errors():
@@ -141,10 +116,10 @@ def test_column_errors():
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 128, 64, True, 1), "column_warps"),
     ]
     for row, name in cases:
-        e = raises(jit.InvalidRowError, jit.KernelSet, [row])
+        e = raised(jit.InvalidRowError, jit.KernelSet, [row])
         assert e.constraint == name, (row, e.constraint)
         assert "constraint %s violated" % name in str(e)
-    raises(TypeError, jit.normalize_row, 5)
+    raised(TypeError, jit.normalize_row, 5)
 
 
 # ---- generated sources -------------------------------------------------------------------------
@@ -254,7 +229,7 @@ def test_invalid_rows_name_the_constraint():
         (("BWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 64, 128, 8, 3), "bwd_stages_1_or_2", ""),
     ]
     for row, name, text in cases:
-        e = raises(jit.InvalidRowError, jit.KernelSet([row]).validate)
+        e = raised(jit.InvalidRowError, jit.KernelSet([row]).validate)
         assert e.constraint == name, (row, e.constraint, e.message)
         assert text in e.message, (row, e.message)
         assert e.row == jit.row_text(jit.normalize_row(row))
@@ -266,7 +241,7 @@ def test_validate_with_a_given_compiler():
     need_cc()
     cc = jit.find_cc()
     jit.KernelSet([FWD_ROW]).validate(cc=" ".join(cc))
-    e = raises(jit.InvalidRowError, jit.KernelSet([FWD_ROW[:9] + (4,)]).validate, cc=cc)
+    e = raised(jit.InvalidRowError, jit.KernelSet([FWD_ROW[:9] + (4,)]).validate, cc=cc)
     assert e.constraint == "stages_1_to_3"
 
 
@@ -276,7 +251,7 @@ def test_invalid_row_among_valid_ones():
     need_cc()
     bad = ("FWD", "FP16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 100, 64, 4, 1)
     ks = jit.KernelSet([FWD_ROW, bad, PREFILL_ROW, FWD_ROW[:6] + (ANY,) * 4])
-    e = raises(jit.InvalidRowError, ks.validate)
+    e = raised(jit.InvalidRowError, ks.validate)
     assert e.row == jit.row_text(bad)
     names = [c for c, _ in e.violations]
     assert names[0] == "tile_m_16_or_32_rows_per_warp" and "tiles_split_over_threads" in names
@@ -320,16 +295,16 @@ def test_archs():
     assert jit._arch_list("sm_90a, sm_80") == ("sm_80", "sm_90a")
     assert jit.gencode_flags(("sm_80", "sm_90a")) == [
         "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a"]
-    e = raises(jit.FmhaBuildError, jit._arch_list, "sm_90")
+    e = raised(jit.FmhaBuildError, jit._arch_list, "sm_90")
     assert "unsupported arch 'sm_90'" in str(e) and "sm_80 and sm_90a" in str(e)
     assert jit.arch_of_capability(9, 0) == "sm_90a"
     assert jit.arch_of_capability(8, 6) == "sm_80"
-    e = raises(jit.FmhaBuildError, jit.arch_of_capability, 10, 0)
+    e = raised(jit.FmhaBuildError, jit.arch_of_capability, 10, 0)
     assert "unsupported arch sm_100" in str(e)
 
 
 def test_nvcc_missing():
-    e = raises(jit.FmhaBuildError, jit.find_nvcc, "/nonexistent/bin/nvcc")
+    e = raised(jit.FmhaBuildError, jit.find_nvcc, "/nonexistent/bin/nvcc")
     assert "nvcc not found" in str(e) and "/nonexistent/bin/nvcc" in str(e)
     # nowhere to be found: no $NVCC, PATH, $CUDA_HOME, fallback
     saved = {k: os.environ.get(k) for k in ("NVCC", "PATH", "CUDA_HOME", "CUDA_PATH")}
@@ -339,7 +314,7 @@ def test_nvcc_missing():
             os.environ.pop(k, None)
         os.environ["PATH"] = tempfile.gettempdir() + "/fmha_jit_no_such_dir"
         jit.NVCC_FALLBACKS = ("/nonexistent/cuda/bin/nvcc",)
-        e = raises(jit.FmhaBuildError, jit.find_nvcc)
+        e = raised(jit.FmhaBuildError, jit.find_nvcc)
         assert "nvcc not found" in str(e) and "set NVCC or CUDA_HOME" in str(e)
     finally:
         jit.NVCC_FALLBACKS = fallbacks
@@ -349,15 +324,15 @@ def test_nvcc_missing():
             else:
                 os.environ[k] = v
     ks = jit.KernelSet([FWD_ROW])
-    e = raises(jit.FmhaBuildError, ks.compile, archs="sm_90a", nvcc="/nonexistent/bin/nvcc",
+    e = raised(jit.FmhaBuildError, ks.compile, archs="sm_90a", nvcc="/nonexistent/bin/nvcc",
                verbose=False, cache=tempfile.gettempdir())
     assert "nvcc not found" in str(e)
 
 
 def test_handle_argument():
-    e = raises(TypeError, _lib.handle, 42)
+    e = raised(TypeError, _lib.handle, 42)
     assert "kernels must be" in str(e)
-    e = raises(ValueError, _lib.handle, "fmha_jit_000000000000")
+    e = raised(ValueError, _lib.handle, "fmha_jit_000000000000")
     assert "no kernel set of that name is loaded" in str(e)
 
 
@@ -489,7 +464,7 @@ def test_build_with_stand_in_nvcc():
         # an invalid row stops before nvcc
         n = len(calls())
         bad = jit.KernelSet([FWD_ROW[:6] + (100, 64, 4, 1)])
-        e = raises(jit.InvalidRowError, bad.compile, archs="sm_90a", nvcc=nvcc, cache=cache,
+        e = raised(jit.InvalidRowError, bad.compile, archs="sm_90a", nvcc=nvcc, cache=cache,
                    verbose=False)
         assert e.constraint == "tile_m_16_or_32_rows_per_warp"
         assert len(compiles(calls())) == len(compiles(calls()[:n]))
@@ -499,7 +474,7 @@ def test_build_failure_is_reported():
     need_cc()
     with fake_nvcc(fail="part_prefill.cu") as (nvcc, cache, calls):
         ks = jit.KernelSet([FWD_ROW, PREFILL_ROW])
-        e = raises(jit.FmhaBuildError, ks.compile, archs="sm_90a", nvcc=nvcc, jobs=1, cache=cache,
+        e = raised(jit.FmhaBuildError, ks.compile, archs="sm_90a", nvcc=nvcc, jobs=1, cache=cache,
                    verbose=False)
         assert "nvcc failed on part_prefill.cu" in str(e)
         assert "something the test asked for" in str(e)
@@ -513,7 +488,7 @@ def test_unsupported_arch_of_nvcc():
         old = jit.SUPPORTED_ARCHS
         jit.SUPPORTED_ARCHS = old + ("sm_100a",)
         try:
-            e = raises(jit.FmhaBuildError, ks.compile, archs="sm_100a", nvcc=nvcc, cache=cache,
+            e = raised(jit.FmhaBuildError, ks.compile, archs="sm_100a", nvcc=nvcc, cache=cache,
                        verbose=False)
         finally:
             jit.SUPPORTED_ARCHS = old
@@ -551,30 +526,6 @@ def test_real_build_one_row():
         shutil.rmtree(cache, ignore_errors=True)
 
 
-# ---- running as a script ------------------------------------------------------------------------------
-def main():
-    _script.append(True)
-    tests = [(n, f) for n, f in sorted(globals().items(), key=lambda kv: kv[1].__code__.co_firstlineno
-                                       if callable(kv[1]) and hasattr(kv[1], "__code__") else 0)
-             if n.startswith("test_") and callable(f)]
-    passed = failed = 0
-    for name, fn in tests:
-        try:
-            fn()
-        except Skip as e:
-            print("SKIP %s: %s" % (name, e))
-            continue
-        except Exception as e:  # noqa: BLE001 (report every failure, go on)
-            import traceback
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-            traceback.print_exc(limit=3, file=sys.stdout)
-            failed += 1
-            continue
-        print("PASS %s" % name)
-        passed += 1
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_tests(globals()))
