@@ -4,6 +4,7 @@ folder on sys.path): the fmha_tile package of this source tree on sys.path,
 skips and expected errors that work both ways, stand-in tensors, and the
 script runner (PASS / FAIL / SKIP lines, the last "N passed, M failed")."""
 import os
+import shutil
 import sys
 import traceback
 
@@ -40,6 +41,14 @@ def raised(exc, fn, *a, **kw):
 def raises(exc, fn, *a, **kw):
     """fn(*a, **kw) raises exc; -> its message."""
     return str(raised(exc, fn, *a, **kw))
+
+
+def c_compiler():
+    """$CC, cc, gcc or clang: the first on PATH (None: none)."""
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return cc
+    return None
 
 
 # ---- stand-ins ------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ import sys
 import tempfile
 
 
-from host_util import REPO, StandInTensor, raises, run_tests, skip  # first: it puts python/ on sys.path
+# host_util first: it puts python/ on sys.path
+from host_util import REPO, FakeDevice, StandInTensor, c_compiler, raises, run_tests, skip
 from fmha_tile import _args, _decode, _decode_plan, _fwd_plan, _lib
 
 
@@ -55,15 +56,9 @@ class Dtype(object):
 BF16, FP16, FP32, I32 = Dtype("bfloat16"), Dtype("float16"), Dtype("float32"), Dtype("int32")
 
 
-class Device(object):
+class Device(FakeDevice):
     def __init__(self, index=0, type="cuda"):
-        self.type, self.index = type, index
-
-    def __eq__(self, other):
-        return (self.type, self.index) == (getattr(other, "type", None), getattr(other, "index", None))
-
-    def __ne__(self, other):
-        return not self == other
+        FakeDevice.__init__(self, type, index)
 
     def __str__(self):
         return "%s:%s" % (self.type, self.index)
@@ -266,7 +261,7 @@ C_FIELDS = [("q", "p"), ("o", "p"), ("lse", "p"), ("k_cache", "p"), ("v_cache", 
 def _c_reader():
     """A program that reads an fmha_decode_args from stdin and prints the
     fields of C_FIELDS as C sees them; None without a C compiler."""
-    cc = next((c for c in (os.environ.get("CC"), "cc", "gcc", "clang") if c and shutil.which(c)), None)
+    cc = c_compiler()
     if cc is None:
         return None, None
     fmt = {"p": ('%s %%llu\\n', "(unsigned long long)(uintptr_t)a.%s"),

@@ -30,7 +30,8 @@ import sys
 import tempfile
 
 
-from host_util import REPO, FakeDevice, StandInTensor, raises, run_tests, skip  # first: it puts python/ on sys.path
+# host_util first: it puts python/ on sys.path
+from host_util import REPO, FakeDevice, StandInTensor, c_compiler, raises, run_tests, skip
 from fmha_tile import _args, _bwd, _dropout, _lib, philox
 
 
@@ -85,13 +86,6 @@ def test_threshold_and_scale():
     assert abs(philox.keep_scale(0.1) - 256.0 / 230.0) < 1e-6
 
 
-def _cc():
-    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cc and shutil.which(cc):
-            return cc
-    return None
-
-
 # (seed, offset, bh, i, j): large seeds, offsets past 2^32 (the key's high word),
 # positions past one block
 CASES = [(0, 0, 0, 0, 0), (42, 0, 3, 17, 9), (2 ** 64 - 1, 2 ** 64 - 4, 7, 1023, 4095),
@@ -103,7 +97,7 @@ P_EDGES = [0.0, 1e-9, 0.001, 0.00195, 0.001953125, 0.002, 0.1, 0.25, 127.5 / 256
 
 
 def test_python_rule_matches_c_header():
-    cc = _cc()
+    cc = c_compiler()
     if cc is None:
         skip("no C compiler (cc, gcc, clang)")
     rng = random.Random(17)

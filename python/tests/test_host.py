@@ -23,7 +23,7 @@ import tempfile
 
 import pytest
 
-from host_util import REPO, FakeDevice, StandInTensor
+from host_util import REPO, FakeDevice, StandInTensor, c_compiler
 
 from fmha_tile import _args, _bwd, _decode, _lib, _prefill
 import fmha_tile
@@ -91,13 +91,6 @@ def qkv(b=2, sq=100, sk=130, h=8, hk=2, d=64, dtype=BF16):
 
 
 # ---- struct layout against the C compiler -------------------------------------------------
-def _c_compiler():
-    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cc and shutil.which(cc):
-            return cc
-    return None
-
-
 # (ctypes structure, C type, exact): exact structures must match sizeof too;
 # fmha_kernel_info is read only through pointers the library returns, so the
 # mirror may be a prefix of it (later families append fields).
@@ -115,7 +108,7 @@ STRUCTS = [
 
 
 def _c_layout():
-    cc = _c_compiler()
+    cc = c_compiler()
     if cc is None:
         pytest.skip("no C compiler (cc, gcc, clang) to compare the struct layout with")
     lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "fmha_tile/api.h"',

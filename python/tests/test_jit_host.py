@@ -31,7 +31,8 @@ import tempfile
 import contextlib
 
 
-from host_util import REPO, raised, run_tests, skip  # first: it puts python/ on sys.path
+# host_util first: it puts python/ on sys.path
+from host_util import REPO, raised, run_tests, skip
 from fmha_tile import jit, _lib
 
 ANY = jit.ANY
