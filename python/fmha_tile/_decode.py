@@ -258,6 +258,25 @@ def _call_args(torch, q, k_cache, v_cache, seqlens_k, out, to_device, kw):
         raise ValueError("out must be %s [%d, %d, %d, %d] on %s" % (odt, batch, s_q, hq, d, q.device))
     return a, keep, o
 
+
+def _q_rope(torch, a, q):
+    """The buffer of the rotated queries, at q's strides (a.q_rope), where
+    the call rotates; else None."""
+    if a.rotary_dim <= 0:
+        return None
+    q_rot = torch.empty_strided(tuple(q.shape), tuple(q.stride()), dtype=q.dtype, device=q.device)
+    a.q_rope = q_rot.data_ptr()
+    return q_rot
+
+
+def _plan_make(h, a, where):
+    """fmha_decode_plan_make on the args (a refusal: FmhaError from where)
+    -> (the set's library functions, the plan)."""
+    lib, dset = _fn(h)
+    plan = FmhaDecodePlan()
+    h.check_status(lib.fmha_decode_plan_make(dset, ctypes.byref(a), ctypes.byref(plan)), where)
+    return lib, plan
+
 def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, rotary_cos=None,
                            rotary_sin=None, rotary_interleaved=False, cache_batch_idx=None, *,
                            kv_indptr=None, kv_page_indices=None, kv_last_page_len=None, block_table=None,
@@ -303,14 +322,8 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
         a.batch_stride_o, a.stride_o, a.nhead_stride_o = os_[0], os_[1], os_[2]
         if lse is not None:
             a.lse, a.batch_stride_lse, a.nhead_stride_lse = lse.data_ptr(), hq * s_q, s_q
-        q_rot = None
-        if a.rotary_dim > 0:   # the rotated queries, at q's strides (q_rope takes them)
-            q_rot = torch.empty_strided(tuple(q.shape), tuple(q.stride()), dtype=q.dtype, device=q.device)
-            a.q_rope = q_rot.data_ptr()
-        lib, dset = _fn(h)
-        plan = FmhaDecodePlan()
-        h.check_status(lib.fmha_decode_plan_make(dset, ctypes.byref(a), ctypes.byref(plan)),
-                       "fmha_tile.attention_with_kvcache")
+        q_rot = _q_rope(torch, a, q)
+        lib, plan = _plan_make(h, a, "fmha_tile.attention_with_kvcache")
         if plan_only:
             return {"kernel": plan.kernel.contents.name.decode(), "num_splits": plan.num_splits,
                     "workspace_size": plan.workspace_size,

@@ -38,7 +38,7 @@ import ctypes
 
 from . import _lib
 from ._args import _is_tensor, check_no_overlap, strides
-from ._decode import FmhaDecodePlan, _call_args, _fn
+from ._decode import _call_args, _fn, _plan_make, _q_rope
 from ._prefill import _descale_scalar
 
 __all__ = ["DecodePlan", "decode_plan"]
@@ -110,6 +110,11 @@ def _checked_ptr(spec, t):
     if err is not None:
         raise err
     return t.data_ptr()
+
+
+def _stream(torch, raw, index):
+    """Device index's current stream: torch's raw getter (raw) where it has one."""
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
 
 def _variable(name, t, batch, device):
     """kv_page_indices (int32 [n]) and block_table (int32 [batch, m], rows of
@@ -335,8 +340,7 @@ class DecodePlan(object):
         if self._get_device() != self._index:
             with torch.cuda.device(self._index):
                 return self.launch()
-        raw = self._raw_stream
-        stream = raw(self._index) if raw is not None else torch.cuda.current_stream(self._index).cuda_stream
+        stream = _stream(torch, self._raw_stream, self._index)
         held = None
         if self._needs_scratch:
             if self._capturing():      # the graph's own buffers (its pool keeps them)
@@ -401,14 +405,9 @@ def decode_plan(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, rotary_cos=
             lse = torch.empty((batch, hq, s_q), dtype=torch.float32, device=q.device)
             a.lse, a.batch_stride_lse, a.nhead_stride_lse = lse.data_ptr(), hq * s_q, s_q
             lse_spec = _Spec("lse", "lse", lse)
-        rotary = a.rotary_dim > 0
-        if rotary:    # a non-NULL q_rope for the plan's checks; run() gives the real buffer
-            q_rot = torch.empty_strided(tuple(q.shape), tuple(q.stride()), dtype=q.dtype, device=q.device)
-            a.q_rope = q_rot.data_ptr()
-        lib, dset = _fn(h)
-        plan = FmhaDecodePlan()
-        h.check_status(lib.fmha_decode_plan_make(dset, ctypes.byref(a), ctypes.byref(plan)),
-                       "fmha_tile.decode_plan")
+        q_rot = _q_rope(torch, a, q)    # a non-NULL q_rope for the plan's checks; run() gives the real buffer
+        rotary = q_rot is not None
+        _, plan = _plan_make(h, a, "fmha_tile.decode_plan")
         return _make(torch, h, a, plan, dict(q=q, k_cache=k_cache, v_cache=v_cache, seqlens_k=seqlens_k, k=k, v=v,
                                              cache_batch_idx=cache_batch_idx, kv_indptr=kv_indptr,
                                              kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len,

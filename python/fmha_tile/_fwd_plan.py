@@ -18,7 +18,7 @@ import ctypes
 
 from . import _lib
 from ._args import batch_problem
-from ._decode_plan import _Spec, _checked_ptr
+from ._decode_plan import _Spec, _checked_ptr, _stream
 
 __all__ = ["ForwardPlan", "forward_plan"]
 
@@ -109,8 +109,7 @@ class ForwardPlan(object):
         if self._get_device() != self._index:
             with torch.cuda.device(self._index):
                 return self.launch()
-        raw = self._raw_stream
-        stream = raw(self._index) if raw is not None else torch.cuda.current_stream(self._index).cuda_stream
+        stream = _stream(torch, self._raw_stream, self._index)
         st = self._fwd(self._set, self._pargs, stream)
         if st:
             self._h.check_status(st, "fmha_tile.ForwardPlan.run")
