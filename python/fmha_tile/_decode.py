@@ -238,25 +238,15 @@ def decode_args(q, k_cache, v_cache, seqlens_k, *, k=None, v=None, rotary_cos=No
     return a, out_dtype, keep
 
 
-# the keyword arguments of decode_args() that attention_with_kvcache() and
-# decode_plan() pass on under the same names
-_DECODE_KW = ("k", "v", "rotary_cos", "rotary_sin", "rotary_interleaved", "cache_batch_idx", "kv_indptr",
-              "kv_page_indices", "kv_last_page_len", "block_table", "max_seqlen_k", "causal", "window",
-              "softcap", "scale", "alibi_slopes", "k_descale", "v_descale", "num_splits", "sinks")
-
-
-def _call_args(torch, q, k_cache, v_cache, seqlens_k, out, to_device, kw):
-    """decode_args() of a call (kw: the caller's arguments by name, the
-    _DECODE_KW ones used) and its output: out checked, or a new one ->
-    (args, keep, out)."""
-    a, out_dtype, keep = decode_args(q, k_cache, v_cache, seqlens_k, to_device=to_device,
-                                     **{n: kw[n] for n in _DECODE_KW})
+def _call_out(torch, q, out, out_dtype):
+    """A decode call's output: out checked against q's shape and the dtype
+    decode_args() chose, or a new one."""
     batch, s_q, hq, d = (int(x) for x in q.shape)
     odt = torch.bfloat16 if out_dtype == "torch.bfloat16" else q.dtype
     o = out if out is not None else torch.empty((batch, s_q, hq, d), dtype=odt, device=q.device)
     if tuple(o.shape) != (batch, s_q, hq, d) or o.dtype != odt or o.device != q.device:
         raise ValueError("out must be %s [%d, %d, %d, %d] on %s" % (odt, batch, s_q, hq, d, q.device))
-    return a, keep, o
+    return o
 
 
 def _q_rope(torch, a, q):
@@ -314,7 +304,14 @@ def attention_with_kvcache(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, 
         def to_device(x):
             return torch.full((1,), x, dtype=torch.float32, device=q.device)
 
-        a, keep, o = _call_args(torch, q, k_cache, v_cache, seqlens_k, out, to_device, locals())
+        a, out_dtype, keep = decode_args(
+            q, k_cache, v_cache, seqlens_k, to_device=to_device, k=k, v=v, rotary_cos=rotary_cos,
+            rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx,
+            kv_indptr=kv_indptr, kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len,
+            block_table=block_table, max_seqlen_k=max_seqlen_k, causal=causal, window=window, softcap=softcap,
+            scale=scale, alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale,
+            num_splits=num_splits, sinks=sinks)
+        o = _call_out(torch, q, out, out_dtype)
         batch, s_q, hq, d = (int(x) for x in q.shape)
         lse = torch.empty((batch, hq, s_q), dtype=torch.float32, device=q.device) if return_lse else None
         os_ = strides(o)

@@ -38,7 +38,7 @@ import ctypes
 
 from . import _lib
 from ._args import _is_tensor, check_no_overlap, strides
-from ._decode import _call_args, _fn, _plan_make, _q_rope
+from ._decode import _call_out, _fn, _plan_make, _q_rope, decode_args
 from ._prefill import _descale_scalar
 
 __all__ = ["DecodePlan", "decode_plan"]
@@ -394,7 +394,14 @@ def decode_plan(q, k_cache, v_cache, seqlens_k=None, k=None, v=None, rotary_cos=
                 k_descale = _descale_scalar("k_descale", k_descale, q, to_device)
             if not (_is_tensor(v_descale) and len(v_descale.shape) == 2):
                 v_descale = _descale_scalar("v_descale", v_descale, q, to_device)
-        a, keep, o = _call_args(torch, q, k_cache, v_cache, seqlens_k, out, to_device, locals())
+        a, out_dtype, keep = decode_args(
+            q, k_cache, v_cache, seqlens_k, to_device=to_device, k=k, v=v, rotary_cos=rotary_cos,
+            rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved, cache_batch_idx=cache_batch_idx,
+            kv_indptr=kv_indptr, kv_page_indices=kv_page_indices, kv_last_page_len=kv_last_page_len,
+            block_table=block_table, max_seqlen_k=max_seqlen_k, causal=causal, window=window, softcap=softcap,
+            scale=scale, alibi_slopes=alibi_slopes, k_descale=k_descale, v_descale=v_descale,
+            num_splits=num_splits, sinks=sinks)
+        o = _call_out(torch, q, out, out_dtype)
         batch, s_q, hq, d = (int(x) for x in q.shape)
         check_no_overlap("out", o)
         os_ = strides(o)
