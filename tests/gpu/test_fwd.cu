@@ -626,6 +626,36 @@ static void build_configs(void)
         c.graph = 1;
         cfg_mask(&c, BR, -1, 0);
         add(c, 0);
+        /* 16-bit bias rows of a multiple of 8 elements (16-byte strides) in
+         * batch mode: the wgmma pipeline copies the bias tiles by TMA
+         * (partial query and key tiles land as zeros; every layout, -1e4 and
+         * -inf entries, masks, GQA, a captured graph) */
+        c = cfg_batch(B, 2, 8, 2, 333, 520, 128);
+        c.bias = 1; c.bias_dt = B;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 3, 4, 4, 130, 264, 128);
+        c.bias = 2; c.bias_dt = F; c.bias_kind = 2;
+        cfg_mask(&c, TL, 50, 20);
+        add(c, 1);
+        c = cfg_batch(B, 2, 4, 2, 200, 136, 64);
+        c.bias = 3; c.bias_dt = B; c.bias_kind = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 6, 3, 129, 1032, 128);
+        c.bias = 4; c.bias_dt = F;
+        add(c, 1);
+        c = cfg_batch(B, 1, 4, 2, 513, 512, 64);
+        c.bias = 2; c.bias_dt = B; c.bias_kind = 2;
+        cfg_mask(&c, BR, -1, 0);
+        c.sinks = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 1, 64, 8, 112);
+        c.bias = 1; c.bias_dt = F;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 256, 384, 128);
+        c.bias = 1; c.bias_dt = B; c.bias_kind = 1;
+        c.graph = 1;
+        add(c, 0);
     }
 }
 

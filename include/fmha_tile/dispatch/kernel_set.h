@@ -212,6 +212,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #else
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     FMHAI_CAT(FMHAI_FWD_CHECKS_, arch)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))     \
+    FMHA_STATIC_ASSERT(FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt),  \
+                                                       FMHAI_ON_##al == FMHAI_ON_BIAS) <= 227 * 1024,  \
+                       "fmha_tile: shared memory of the row with its bias tiles must fit in 227 KB");  \
     static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_CAT(FMHAI_FWD_MINB_, arch)(hd, bm, w))         \
     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(      \
         const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                           \
@@ -233,7 +236,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam,       \
         FMHAI_ON_##al == FMHAI_ON_BIAS },                                                        \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
-      FMHAI_CAT(FMHAI_FWD_SMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt)),                  \
+      FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt),                \
+                                        FMHAI_ON_##al == FMHAI_ON_BIAS),                                     \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
@@ -243,9 +247,14 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* ---- row expansion: family -> pages -> tiles ---------------------------------- */
 #define FMHAI_TILEROWS_0(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
     R(fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
-#define FMHAI_TILEROWS_1(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st) \
-    FMHAI_CAT(FMHAI_TILES_, FMHAI_CAT(FMHAI_TTAB_##fam##_##dt, _##hd))(R, fam, dt, hd, mask, sc, al, upg, \
-                                                                     pg, bm, bn, w, st)
+/* BIAS rows take their own tables (suffix B: the Hopper bias tiles take
+ * shared memory, policy/fwd_tiles.h) */
+#define FMHAI_TTB_NOALIBI
+#define FMHAI_TTB_ALIBI
+#define FMHAI_TTB_BIAS B
+#define FMHAI_TILEROWS_1(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)                         \
+    FMHAI_CAT(FMHAI_TILES_, FMHAI_CAT(FMHAI_CAT(FMHAI_TTAB_##fam##_##dt, FMHAI_TTB_##al), _##hd))(      \
+        R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)
 #define FMHAI_TILEROWS(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)                     \
     FMHAI_CAT(FMHAI_TILEROWS_, FMHAI_ANY4(bm, bn, w, st))(R, fam, dt, hd, mask, sc, al, upg, pg, \
                                                           bm, bn, w, st)

@@ -90,6 +90,37 @@ static inline int fmhai_tma_encode_kv(uint64_t *map, const void *base, int eb, i
                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
 }
 
+/* The elementwise bias of a Hopper BIAS row (batch mode, 16-bit): 4-D
+ * (s_k, s_q, heads, batch) with the caller's strides, a broadcast dimension
+ * (stride 0) of extent 1, boxes of 128 bytes x tile_m rows with the
+ * 128-byte swizzle. Exact extents, so a tile's rows past s_q and columns
+ * past s_k land as zeros. Group mode (rows of every sequence in one
+ * tensor, extents not known on the host), fp32 bias and strides TMA cannot
+ * take leave tma_bias at 0: the softmax then loads its bias words. */
+static inline void fmhai_fwd_tma_bias(const fmha_kernel_info *k, const fmha_fwd_args *a, fmhai_fwd_params *p)
+{
+    fmhai_tma_encode_fn enc = fmhai_tma_encoder();
+    cuuint64_t dims[4], strides[3];
+    cuuint32_t box[4] = { 64, 0, 1, 1 }, one[4] = { 1, 1, 1, 1 };
+    p->tma_bias = 0;
+    if (!enc || !k->has_bias || !a->bias || a->is_group_mode || a->bias_dtype == FMHA_DTYPE_FP32 ||
+        (uintptr_t)a->bias % 16 || a->stride_bias % 8 || a->nhead_stride_bias % 8 || a->batch_stride_bias % 8 ||
+        a->seqlen_q <= 0 || a->seqlen_k <= 0)
+        return;
+    dims[0] = (cuuint64_t)a->seqlen_k; dims[1] = (cuuint64_t)a->seqlen_q;
+    dims[2] = a->nhead_stride_bias ? (cuuint64_t)a->nhead_q : 1;
+    dims[3] = a->batch_stride_bias ? (cuuint64_t)a->batch : 1;
+    strides[0] = (cuuint64_t)(a->stride_bias * 2);
+    strides[1] = (cuuint64_t)((a->nhead_stride_bias ? a->nhead_stride_bias : a->stride_bias) * 2);
+    strides[2] = (cuuint64_t)((a->batch_stride_bias ? a->batch_stride_bias : a->stride_bias) * 2);
+    if (!strides[0]) return;   /* one row for every query: not a TMA tensor */
+    box[1] = (cuuint32_t)k->tile_m;
+    if (enc((CUtensorMap *)p->tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)a->bias, dims, strides, box, one,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS)
+        p->tma_bias = 1;
+}
+
 /* Sets p->tma_kv and the maps for a contiguous forward on a Hopper row. */
 static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_fwd_args *a, fmhai_fwd_params *p)
 {
@@ -98,7 +129,9 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
     const int64_t rows = a->seqstart_k ? ((int64_t)1 << 31) - 1 : a->seqlen_k;
     const int batch = a->seqstart_k ? 1 : a->batch;
     p->tma_kv = 0;
+    p->tma_bias = 0;
     if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_FWD || rows <= 0 || batch <= 0) return;
+    fmhai_fwd_tma_bias(k, a, p);
     if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, rows, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
                             k->tile_n) ||
         fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->d, rows, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
@@ -173,6 +206,7 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
 {
     (void)k; (void)a;
     p->tma_kv = 0;
+    p->tma_bias = 0;
 }
 #endif /* FMHA_PLATFORM_NVIDIA */
 #endif /* FMHA_TILE_DISPATCH_TMA_H */

@@ -96,8 +96,13 @@ typedef struct fmhai_fwd_params {
     const void *bias;
     int64_t bias_row, bias_head, bias_batch;
     int bias_dt, bias_pair;
+    /* Hopper BIAS kernels: the bias as a TMA tensor map (dims (s_k, s_q,
+     * heads, batch), boxes of 128 bytes x tile_m rows; dispatch/tma.h),
+     * valid when tma_bias is set; else the softmax loads its bias words */
+    int tma_bias;
     FMHAI_ALIGN64 uint64_t tma_k[16];
     FMHAI_ALIGN64 uint64_t tma_v[16];
+    FMHAI_ALIGN64 uint64_t tma_b[16];
 } fmhai_fwd_params;
 
 #endif /* FMHA_TILE_FWD_PARAMS_H */

@@ -48,12 +48,22 @@
  * largest before P is rounded; O kept in units of that reference,
  * fmhai_fwd90_vref); fp8 KV with bf16 queries runs on the portable pipeline.
  *
+ * Elementwise bias (BIAS rows, 16-bit contiguous forward up to hdim 128):
+ * with a bias tensor map (dispatch/tma.h: batch mode, 16-bit, 16-byte
+ * strides) the load warpgroup copies each key tile's [BM][BN] bias tile by
+ * TMA into a slot beside its K/V stage and hands both over together; the
+ * softmax reads its fragments with ldmatrix and, with no soft cap or
+ * ALiBi, adds them to the raw scores in units of the scale (one FFMA an
+ * element). Otherwise (group mode, fp32 bias, odd strides) the softmax
+ * loads its bias words from global memory.
+ *
  * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
  * K [stages][BN][hd], V [stages][BN][hd] (VECTORIZED: V^T [hd][BN]), paged:
  * the row page indices of two tiles [2][BN] int32; fp8 (bytes): V^T
  * [stages][hd][128] and two staging tiles of V rows [2][BN][hd], paged: the
  * row page indices of three tiles [3][BN] int32, their descales [3][K,V][BN]
- * and V references [3][4] fp32.
+ * and V references [3][4] fp32; BIAS with a tensor map: the bias slots
+ * [stages][BN / 64][BM][128 bytes] there instead.
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_SM90_H
 #define FMHA_TILE_PIPELINE_FWD_SM90_H
@@ -243,16 +253,66 @@ FMHAI_DEVICE void fmhai_fwd90_bias_fetch(uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], c
     }
 }
 
+/* Elementwise bias from a tile in shared memory (TMA, 16-bit): sbias is
+ * this lane's row address (fmhai_fwd90_bias_lane) in the tile's slot of
+ * [BN / 64] column blocks of [BM][128 bytes], 128-byte swizzled. One
+ * ldmatrix.x4 gives the accumulator layout of two 8-key column groups for
+ * rows g and g + 8 (matrices: rows g / g + 8 of group nt, then of nt + 1),
+ * added times f (log2(e), or 1 / scale when folded into raw scores). */
+FMHAI_DEVICE void fmhai_fwd90_bias_smem(float *acc_s, fmhai_smem_t sbias, int bf, int BM, int BN, float f)
+{
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; nt += 2) {
+        uint32_t w[4];
+        fmhai_warp_ldsm_x4(w, (sbias + (uint32_t)((nt >> 3) * BM * 128)) ^ (uint32_t)((nt & 7) << 4));
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            const int c = 4 * (nt + (m >> 1)) + 2 * (m & 1);
+            float2 v;
+            if (bf) {
+                v.x = __uint_as_float(w[m] << 16);
+                v.y = __uint_as_float(w[m] & 0xffff0000u);
+            } else {
+                v = __half22float2(*(const __half2 *)&w[m]);
+            }
+            acc_s[c] = fmaf(v.x, f, acc_s[c]);
+            acc_s[c + 1] = fmaf(v.y, f, acc_s[c + 1]);
+        }
+    }
+}
+
+/* The factor of the softmax's exponent (and the LSE's): scale * log2(e)
+ * on raw scores; 1 where the logits were scaled in place (soft cap, ALiBi,
+ * a bias loaded from global memory). */
+FMHAI_DEVICE float fmhai_fwd90_sl2(int SOFTCAP, int ALIBI, int BIAS, int bias_smem, float scale_log2)
+{
+    return (SOFTCAP || ALIBI || (BIAS && !bias_smem)) ? 1.f : scale_log2;
+}
+
+/* This lane's ldmatrix row address in a bias slot (fmhai_fwd90_bias_smem):
+ * matrix lane / 8 (rows g / g + 8 of a key group, then of the next), row
+ * lane % 8 of the warp's 16 rows, with the 128-byte swizzle's chunk XOR of
+ * the row (the key group's chunk is XORed in per load). */
+FMHAI_DEVICE fmhai_smem_t fmhai_fwd90_bias_lane(fmhai_smem_t slot, int wrow0, int lane)
+{
+    const int mat = lane >> 3, r = wrow0 + 8 * (mat & 1) + (lane & 7);
+    return slot + (uint32_t)(r * 128) + (uint32_t)((mat >> 1) << 4 ^ ((r & 7) << 4));
+}
+
 FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
                                       int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
                                       int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
-                                      const uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], float scale_log2,
-                                      float softcap_pre, int FP8, const float *kds, const float *vds, float vinv,
-                                      float vratio)
+                                      const uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], fmhai_smem_t sbias, int BM,
+                                      float scale_log2, float softcap_pre, int FP8, const float *kds,
+                                      const float *vds, float vinv, float vratio)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
-    const float sl2 = (SOFTCAP || ALIBI || BIAS) ? 1.f : scale_log2;
+    /* a bias alone from shared memory folds into the raw scores (in units
+     * of the softmax scale: one FFMA an element), the scale staying in the
+     * exponent as without a bias (fmhai_fwd90_sl2) */
+    const int FOLD = BIAS && !SOFTCAP && !ALIBI && sbias;
+    const float sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, sbias != 0u, scale_log2);
     /* ---- per-key K descales (paged FP8): score column c times kds[c] ------ */
     if (kds) {
 #pragma unroll
@@ -265,7 +325,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
         }
     }
     /* ---- logits: soft cap, ALiBi or elementwise bias, mask -------------- */
-    if (SOFTCAP || ALIBI || BIAS) {
+    if ((SOFTCAP || ALIBI || BIAS) && !FOLD) {
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
@@ -279,11 +339,16 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
                 }
                 acc_s[4 * nt + e] = x;
             }
+    }
+    if (BIAS) {
         /* elementwise bias: rows row0, row0 + 8, columns nt * 8 + 2t, +1;
          * 16-bit with BIAS_PRE: the words fetched a tile ahead, else loaded
          * here */
         const float L2E = 1.4426950408889634f;
         const int bf = p->bias_dt == FMHA_DTYPE_BF16, here = !BIAS_PRE || p->bias_dt == FMHA_DTYPE_FP32;
+        if (sbias) {   /* the tile's bias in shared memory (TMA) */
+            fmhai_fwd90_bias_smem(acc_s, sbias, bf, BM, BN, FOLD ? L2E / scale_log2 : L2E);
+        } else
 #pragma unroll
         for (int hf = 0; hf < 2 && BIAS; ++hf) {
             const char *brow = here ? fmhai_bias_row(p, bias_rows, m0 + row0 + 8 * hf, s_q) : 0;
@@ -487,6 +552,26 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
     }
 }
 
+/* The bias TMA mbarriers (one a slot, an arrival each: the issuing
+ * thread's expect_tx), published to the load warpgroup. */
+FMHAI_DEVICE void fmhai_fwd90_bias_init(fmhai_smem_t bars, int n, int ltid)
+{
+    if (ltid == 0)
+        for (int i = 0; i < n; ++i) fmhai_mbar_init(bars + 8 * i, 1);
+    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+}
+
+/* TMA (one thread): the bias tile of query rows [m0, m0 + BM) and keys
+ * [k0, k0 + BN) into a slot of BN / 64 column blocks, counted on bar;
+ * rows past s_q and keys past s_k land as zeros (the map's extents). */
+FMHAI_DEVICE void fmhai_fwd90_tma_bias(const fmhai_fwd_params *p, fmhai_smem_t slot, fmhai_smem_t bar, int k0,
+                                       int m0, int h, int b, int BM, int BN)
+{
+    const int hb = p->bias_head ? h : 0, bb = p->bias_batch ? b : 0;
+    fmhai_mbar_expect_tx(bar, BM * BN * 2);
+    for (int c = 0; c < BN / 64; ++c) fmhai_tma_load4(slot + c * BM * 128, p->tma_b, k0 + 64 * c, m0, hb, bb, bar);
+}
+
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC,
@@ -540,6 +625,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * tiles and the row pages [3][BN] */
     const int PDS = FP8 && PAGED;
     const float *sDs8 = (const float *)(smem_raw + (sStage + 2 * kv_bytes - raw)) + 3 * BN;
+    /* BIAS with a bias tensor map (TB): a [BM][BN] 16-bit bias slot a stage
+     * (BN / 64 column blocks of [BM][128 bytes]) where paged and fp8 rows
+     * keep their pages and staging tiles, and a TMA mbarrier a slot after
+     * the K/V ones */
+    const int TB = BIAS && p->tma_bias;
+    const int b_bytes = BM * BN * 2;
+    const fmhai_smem_t sB = sStage, sBBar = sBar + 32;
 
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
@@ -655,6 +747,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
          * completed at once for tile 0 */
         const int TMA = !KV_VEC && p->tma_kv;
         if (TMA) fmhai_fwd90_tma_init(sBar, ST, ltid);
+        if (TB) fmhai_fwd90_bias_init(sBBar, ST, ltid);
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
             int next_page = 0;
@@ -666,10 +759,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                     fmhai_copy_wait(0);
                     fmhai_wg_fence_smem();
                 }
+                if (TB) fmhai_mbar_wait(sBBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
             }
             if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
+            if (TB && ltid == 0) fmhai_fwd90_tma_bias(p, sB + st * b_bytes, sBBar + 8 * st, jk, m0, h, b_eff, BM, BN);
             const int32_t *rows = sPage + (j & 1) * BN;
             if (TMA && j > 0) {
                 fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * kv_bytes, sBar + 8 * st,
@@ -700,6 +795,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 fmhai_copy_wait(0);
                 fmhai_wg_fence_smem();
             }
+            if (TB) fmhai_mbar_wait(sBBar + 8 * (j % ST), (j / ST) & 1);
             fmhai_fwd90_full_arrive(j % ST, NWG);
         }
         return;
@@ -722,14 +818,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         o_scale = p->v_descale ? *p->v_descale : 1.f;
     }
     float vref = 0.f, vratio = 1.f, vinv = 1.f;   /* paged FP8: fmhai_fwd90_vref */
-    const float sl2 = (SOFTCAP || ALIBI || BIAS) ? 1.f : scale_log2;   /* the LSE's scale */
+    const float sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, TB, scale_log2);   /* the LSE's scale */
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
     const char *bias_rows = BIAS ? fmhai_bias_rows(p, b_eff, h, q_start) : 0;
+    /* TB: this lane's ldmatrix row address in bias slot 0 */
+    const fmhai_smem_t sBl = TB ? fmhai_fwd90_bias_lane(sB, wg * 64 + (warp % 4) * 16, lane) : 0u;
     /* 16-bit bias words of the next tile's logits, fetched under its S
      * product (hdim 64; at 128 the 32 words spilled 36 bytes, so the
      * softmax loads them there) */
-    const int BIAS_PRE = BIAS && HD <= 64, BIAS16 = BIAS_PRE && p->bias_dt != FMHA_DTYPE_FP32;
+    const int BIAS_PRE = BIAS && HD <= 64, BIAS16 = BIAS_PRE && !TB && p->bias_dt != FMHA_DTYPE_FP32;
     uint32_t bw[2][FMHAI_FWD_MAX_BN / 8];
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
     /* dropout: 16-bit, contiguous K/V, the hdim-128 kernel only (the
@@ -770,8 +868,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_fence_acc(acc_o, HD / 2);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, buf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2,
-                                softcap_pre, FP8, PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0,
+                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
+                                TB ? sBl + buf * b_bytes : 0u, BM, scale_log2, softcap_pre, FP8, PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0,
                                 vinv, vratio);
             if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
             /* FP8: this tile's K stage and descales are free for tile it + ST */
@@ -800,8 +898,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_fence_acc(acc_o, HD / 2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, it % ST, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, scale_log2, softcap_pre,
-                            FP8, PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
+                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
+                            TB ? sBl + (it % ST) * b_bytes : 0u, BM, scale_log2, softcap_pre, FP8, PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
                             vratio);
         if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);

@@ -57,6 +57,17 @@
 #define FMHAI_TILES_SM90A_FWDC_256(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
 #endif
 
+/* Elementwise-bias forward rows (BIAS column) of the Hopper pipeline: the
+ * load warpgroup copies each key tile's [BM][BN] 16-bit bias tile by TMA
+ * into a slot beside its K/V stage (32 KB at BN 128), so hdim 128 keeps 2
+ * stages (Q 32 + 2 x (K 32 + V 32 + bias 32) KB); hdim 64 keeps 3. hdim 256
+ * has no Hopper bias row (FMHAI_FWD90_SERVES). */
+#ifndef FMHAI_TILES_SM90A_FWDB_64
+/*                                                   arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FWDB_64(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
+#define FMHAI_TILES_SM90A_FWDB_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     2)
+#endif
+
 /* FP8 (e4m3) forward rows of the Hopper pipeline: Q, K and V in e4m3, both
  * products e4m3 wgmma (k32), O in bf16; V^T takes 128-byte rows whatever the
  * key tile. Key tiles as the 16-bit rows: hdim 256 at 128 keys (S 64 + O 128
@@ -134,6 +145,9 @@
 #  define FMHAI_TILES_FWDC_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
@@ -163,6 +177,11 @@
 #  define FMHAI_TILES_FWDC_128(Y, ...) FMHAI_TILES_FWDX_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_256(Y, ...) FMHAI_TILES_SM90A_FWDC_256(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_64(Y, ...)  FMHAI_TILES_SM90A_FWDB_64(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_128(Y, ...) FMHAI_TILES_SM90A_FWDB_128(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_256(Y, ...) FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -178,6 +197,11 @@
 #  define FMHAI_TILES_DECV_256(Y, ...) FMHAI_TILES_SM80_DECV_256(Y, __VA_ARGS__)
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
+
+/* FP8 rows with a BIAS column take the e4m3 tables (an fp8 problem with a
+ * bias is refused at run time: fmhai_fwd_check). */
+#define FMHAI_TILES_FP8FWDB_128(Y, ...) FMHAI_TILES_FP8FWD_128(Y, __VA_ARGS__)
+#define FMHAI_TILES_FP8FWDB_256(Y, ...) FMHAI_TILES_FP8FWD_256(Y, __VA_ARGS__)
 
 /* Per-arch pieces of a forward row: the pipeline's name, its shared memory
  * and the blocks per SM it is built for, and the page classes a wildcard
@@ -198,6 +222,15 @@
 #define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8)                                  \
     (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1088 + \
      ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0))
+/* A row's shared memory with its bias column (bias 1: a BIAS row): the
+ * Hopper pipeline adds a [BM][BN] 16-bit bias slot a stage where it
+ * carries the bias (the 16-bit contiguous forward up to hdim 128). */
+#define FMHAI_FWD90_HAS_BIAS_SMEM(hd, pg, kv8, bias) ((bias) && !(kv8) && (pg) == 0 && (hd) <= 128)
+#define FMHAI_FWD_XSMEM_SM80(hd, bm, bn, st, pg, vec, kv8, bias) FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8)
+#define FMHAI_FWD_XSMEM_GFX9(hd, bm, bn, st, pg, vec, kv8, bias) FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8)
+#define FMHAI_FWD_XSMEM_SM90A(hd, bm, bn, st, pg, vec, kv8, bias)  \
+    (FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) +          \
+     (FMHAI_FWD90_HAS_BIAS_SMEM(hd, pg, kv8, bias) ? (st) * (bm) * (bn) * 2 : 0))
 #define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_SM90A(hd, bm, w) 1
