@@ -26,9 +26,12 @@
  * seed and offset: through dropout_rng (device {seed, offset}) bitwise equal
  * to the same values by field, another offset far from the reference, and a
  * captured fmha_bwd replayed after new values are written behind the
- * pointer. Then: prepare_workspace_async and
- * fmha_bwd captured in a CUDA graph and replayed with new seqstarts (and new
- * inputs), each replay checked against the reference; the deterministic
+ * pointer. Problems prepare their workspace each of three ways (synchronous,
+ * _async from pinned staging, _device: the tables kernel). Then:
+ * prepare_workspace_async or _device and fmha_bwd captured in a CUDA graph
+ * and replayed with new seqstarts (and new inputs), each replay checked
+ * against the reference; the device-built tables equal to the host packing
+ * bit for bit (batch 1 to 1000, entries that break the bounds); the deterministic
  * ordering count against a plain count on random windows; the API contract (a
  * missing stage fails at plan time, a too-small workspace or ALiBi is refused
  * and nothing is written, seqstarts beyond the plan's bounds are refused).
