@@ -3,6 +3,10 @@
 #
 #   bench/run.sh [--quick] [--hdim 64,128,256] [--seqlen 512,...,16k] [--causal 0,1]
 #                [--bwd] [--build-only] [--no-sdpa]
+#   bench/run.sh --features [options of bench/run_features.sh]
+#
+# --features (first argument) runs bench/run_features.sh instead: dropout and the
+# elementwise bias, forward and backward, against SDPA's backends with ratios.
 #
 # Options other than the three below go to both bench_fwd and sdpa_bench.py (do not pass
 # --json: run.sh sets it). --bwd goes to sdpa_bench.py only (backward baseline);
@@ -18,6 +22,11 @@
 # Outputs in $OUT_DIR: fmha_fwd.json, sdpa.json, report.md, and the logs
 # bench_fwd.log, sdpa_bench.log. Without a GPU it prints a SKIP line and exits 0.
 set -euo pipefail
+
+if [ "${1:-}" = --features ]; then
+    shift
+    exec "$(dirname "${BASH_SOURCE[0]}")/run_features.sh" "$@"
+fi
 
 # shellcheck source=bench/bench_env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_env.sh"

@@ -437,9 +437,10 @@ typedef struct fmha_kernel_set fmha_kernel_set;
  *               the dtype and writes dQ
  * Workspace: one caller-owned device buffer whose layout the caller never
  * sees. fmha_bwd_plan_make() reports its size from the problem's traits, before
- * anything is allocated; fmha_bwd_prepare_workspace[_async]() fills its
- * tables (group mode: per-batch splits and dq_acc offsets, packed on the
- * host from seqstart_q/seqstart_k); fmha_bwd() runs the three stages. When
+ * anything is allocated; fmha_bwd_prepare_workspace_device() fills its
+ * tables (group mode: per-batch splits and dq_acc offsets from
+ * seqstart_q/seqstart_k) with a kernel, or the host-packing forms
+ * fmha_bwd_prepare_workspace[_async](); fmha_bwd() runs the three stages. When
  * every key sequence fits one key tile the plan has dq_direct = 1: dq_dk_dv
  * writes dQ itself and the workspace size is 0.
  * Determinism: is_deterministic = 0 adds into dq_acc with fp32 atomics (run
@@ -621,6 +622,15 @@ FMHA_API fmha_status fmha_bwd_prepare_workspace_async(const fmha_bwd_plan *plan,
                                                       const int32_t *seqstart_q,
                                                       const int32_t *seqstart_k, void *staging,
                                                       void *stream);
+/* Device form: one kernel on `stream` builds the tables from the seqstarts
+ * in device memory (the same tables as the host packing). No host memory, no
+ * host read or synchronisation: safe under graph capture (replays read the
+ * seqstarts of the replay); the form frameworks use. Seqstarts that break the
+ * plan's bounds are handled as in the stream-ordered form. */
+FMHA_API fmha_status fmha_bwd_prepare_workspace_device(const fmha_bwd_plan *plan, void *workspace,
+                                                       size_t workspace_size,
+                                                       const int32_t *seqstart_q,
+                                                       const int32_t *seqstart_k, void *stream);
 /* Validates the args against the plan and runs dot_do_o, dq_dk_dv and
  * convert_dq on `stream` (no allocation, no host synchronisation). */
 FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *args, void *stream);

@@ -134,8 +134,11 @@ Semantics:
     backward). Not differentiable: out= / out_lse= (ValueError then), the
     LSE output, double backward. The
     backward allocates its workspace with torch and prepares it with
-    fmha_bwd_prepare_workspace, which synchronises the stream (so a backward
-    is not CUDA-graph capturable).
+    fmha_bwd_prepare_workspace_device (a kernel on the current stream), so
+    forward and backward can be captured together in a CUDA graph; the
+    varlen backward checks max_seqlen_q / max_seqlen_k against the lengths
+    (eager: a ValueError after one small read-back; under capture: a
+    device-side assert, nothing read on the host).
 
 Streams, devices, allocation, CUDA graphs:
   - The kernel runs on torch.cuda.current_stream() of the tensors' device,

@@ -1,6 +1,11 @@
 """The backward pass: fmha_bwd_traits / fmha_bwd_args from a forward problem,
-and the calls fmha_bwd_plan_make -> workspace -> fmha_bwd_prepare_workspace ->
-fmha_bwd on the current stream.
+and the calls fmha_bwd_plan_make -> workspace -> fmha_bwd_prepare_workspace_device
+-> fmha_bwd on the current stream.
+
+Graph-safe: the workspace size comes from the shapes (the plan), the
+workspace from the caching allocator, its tables from a kernel on the current
+stream; nothing is read back on the host, except the varlen bound check in
+eager mode (under capture that check runs on the device, _check_bounds).
 
 bwd_structs() only uses what a tensor exposes (shape, stride(), data_ptr()),
 so it can be tested with stand-in tensors on a machine without PyTorch or a
@@ -73,6 +78,12 @@ def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
     return t, a
 
 
+def _is_capturing(torch):
+    """True while the current stream of the current device is being captured."""
+    f = getattr(torch.cuda, "is_current_stream_capturing", None)
+    return bool(f()) if f is not None else False
+
+
 def _dense_grad(torch, dout, o):
     """The incoming gradient as the library reads it: o's dtype, a unit head-dim
     stride, 16-byte aligned (autograd may hand in expanded or odd views)."""
@@ -83,13 +94,20 @@ def _dense_grad(torch, dout, o):
     return dout
 
 
-def _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k):
+def _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k, capturing):
     """Group mode: the plan trusts max_seqlen_q/max_seqlen_k (a too small
-    max_seqlen_k would silently pick too few key tiles), so check them against
-    the lengths. One small device-to-host copy; the synchronous workspace
-    preparation synchronises the stream anyway."""
+    max_seqlen_k could make it write dQ directly from several key tiles), so
+    check them against the lengths. Eager: one small device-to-host copy and
+    a ValueError. Under graph capture nothing may be read on the host: the
+    check is a device-side assert (torch._assert_async) captured with the
+    backward, which fails the replay (a CUDA error at the next
+    synchronisation) instead of giving wrong gradients."""
     lq = (cu_seqlens_q[1:] - cu_seqlens_q[:-1]).max()
     lk = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).max()
+    if capturing:
+        ok = (lq <= p.args.max_seqlen_q) & (lk <= p.max_seqlen_k)
+        torch._assert_async(ok)
+        return
     mq, mk = torch.stack([lq, lk]).tolist()
     if mq > p.args.max_seqlen_q or mk > p.max_seqlen_k:
         raise ValueError("fmha_tile.attention_varlen backward: the longest sequences (%d queries, %d "
@@ -117,8 +135,9 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
             if sinks is not None else None
         if trivial:   # no query rows: dK = dV = 0; no keys: O = 0, so dQ = 0
             return dq, dk, dv, dsinks
+        capturing = _is_capturing(torch)
         if group:
-            _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k)
+            _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k, capturing)
         dout = _dense_grad(torch, dout, o)
         traits, a = bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic)
         if sinks is not None:
@@ -134,10 +153,17 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
         if size:
             ws = torch.empty(size, dtype=torch.uint8, device=q.device)
         ws_ptr = ws.data_ptr() if ws is not None else None
-        # synchronous form: checks the seqstarts against the plan, and needs no
-        # pinned staging that would have to outlive the stream work
-        st = lib.fmha_bwd_prepare_workspace(ctypes.byref(plan), ws_ptr, size, a.seqstart_q,
-                                            a.seqstart_k, stream)
+        # the tables built by a kernel on the stream from the seqstarts on the
+        # device: no host read, no pinned staging, capturable. A library built
+        # before that form has only the synchronous one (not capturable).
+        prep = getattr(lib, "fmha_bwd_prepare_workspace_device", None)
+        if prep is None:
+            if capturing:
+                raise RuntimeError("%s: this fmha_tile library has no fmha_bwd_prepare_workspace_device, "
+                                   "so its backward cannot be captured in a CUDA graph; rebuild it "
+                                   "(make lib)" % where)
+            prep = lib.fmha_bwd_prepare_workspace
+        st = prep(ctypes.byref(plan), ws_ptr, size, a.seqstart_q, a.seqstart_k, stream)
         h.check_status(st, where)
         a.workspace, a.workspace_size = ws_ptr, size
         st = lib.fmha_bwd(ctypes.byref(plan), ctypes.byref(a), stream)

@@ -504,6 +504,11 @@ def _declare_bwd(lib):
     lib.fmha_bwd_prepare_workspace_async.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp, vp,
                                                      vp, vp]
     lib.fmha_bwd_prepare_workspace_async.restype = _c_enum
+    # the device form (graph-capturable); a library built before it lacks it
+    if hasattr(lib, "fmha_bwd_prepare_workspace_device"):
+        lib.fmha_bwd_prepare_workspace_device.argtypes = [P(FmhaBwdPlan), vp, ctypes.c_size_t, vp,
+                                                          vp, vp]
+        lib.fmha_bwd_prepare_workspace_device.restype = _c_enum
     lib.fmha_bwd.argtypes = [P(FmhaBwdPlan), P(FmhaBwdArgs), vp]
     lib.fmha_bwd.restype = _c_enum
 

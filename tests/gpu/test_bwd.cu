@@ -26,9 +26,12 @@
  * seed and offset: through dropout_rng (device {seed, offset}) bitwise equal
  * to the same values by field, another offset far from the reference, and a
  * captured fmha_bwd replayed after new values are written behind the
- * pointer. Then: prepare_workspace_async and
- * fmha_bwd captured in a CUDA graph and replayed with new seqstarts (and new
- * inputs), each replay checked against the reference; the deterministic
+ * pointer. Problems prepare their workspace each of three ways (synchronous,
+ * _async from pinned staging, _device: the tables kernel). Then:
+ * prepare_workspace_async or _device and fmha_bwd captured in a CUDA graph
+ * and replayed with new seqstarts (and new inputs), each replay checked
+ * against the reference; the device-built tables equal to the host packing
+ * bit for bit (batch 1 to 1000, entries that break the bounds); the deterministic
  * ordering count against a plain count on random windows; the API contract (a
  * missing stage fails at plan time, a too-small workspace or ALiBi is refused
  * and nothing is written, seqstarts beyond the plan's bounds are refused).
@@ -65,6 +68,9 @@ static double tol_grad(int is_bf16) { return is_bf16 ? 2e-2 : 5e-3; }
 #define MAXB 8
 #define GUARD 256
 
+/* How a problem's workspace tables are prepared. */
+enum { PREP_SYNC = 0, PREP_ASYNC = 1, PREP_DEVICE = 2 };
+
 typedef struct bwd_cfg {
     char name[200];
     fmha_dtype dtype;
@@ -76,7 +82,8 @@ typedef struct bwd_cfg {
     float cap, scale, amp;
     int det;                      /* deterministic mode (checked over 3 runs) */
     int perm, pad;                /* 0: bshd, 1: bhsd; extra elements per row */
-    int async;                    /* prepare_workspace_async from pinned staging */
+    int prep;                     /* PREP_SYNC, PREP_ASYNC (pinned staging) or
+                                     PREP_DEVICE (the tables kernel) */
     int sinks;                    /* attention sinks: dsinks checked too */
     int alibi;                    /* 0 off, 1 one slope per head, 2 per batch entry */
     float drop;                   /* dropout p (0: off), with the seed and offset below */
@@ -130,7 +137,7 @@ static void cfg_name(bwd_cfg *c)
     if (c->scale > 0) n += (size_t)snprintf(s + n, cap - n, "_scale%g", c->scale);
     if (c->amp != 1.0f) n += (size_t)snprintf(s + n, cap - n, "_amp%g", c->amp);
     if (c->perm || c->pad) n += (size_t)snprintf(s + n, cap - n, "_perm%d_pad%d", c->perm, c->pad);
-    if (c->async) n += (size_t)snprintf(s + n, cap - n, "_async");
+    if (c->prep) n += (size_t)snprintf(s + n, cap - n, c->prep == PREP_ASYNC ? "_async" : "_devprep");
     if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     if (c->alibi) n += (size_t)snprintf(s + n, cap - n, "_alibi%s", c->alibi == 2 ? "batch" : "head");
     if (c->drop > 0) n += (size_t)snprintf(s + n, cap - n, "_drop%g", c->drop);
@@ -281,7 +288,7 @@ static void build_configs(void)
                 if (k == 2) cfg_mask(&c, TL, 32, 8);
                 c.perm = (j + k) % 2;
                 c.det = (j + k) % 2 == 0;
-                c.async = k != 1;
+                c.prep = k == 0 ? PREP_ASYNC : k == 2 ? PREP_DEVICE : PREP_SYNC;
                 /* (j 0, k 0: deterministic, Q/dO and K/V tiles at odd row
                  * offsets in --quick, by TMA on the Hopper pipeline) */
                 add(c, (j == 1 && k == 1) || (j == 3 && k == 0) || (j == 5 && k == 2) || (j == 2 && k == 0) ||
@@ -291,7 +298,7 @@ static void build_configs(void)
             static const int gq[4] = { 200, 31, 0, 129 }, gk[4] = { 500, 40, 300, 129 };
             bwd_cfg c = cfg_group(B, 4, gq, gk, 8, 1, 256);
             cfg_mask(&c, BR, -1, 0);
-            c.cap = 3.0f; c.det = 1; c.async = 1;
+            c.cap = 3.0f; c.det = 1; c.prep = PREP_DEVICE;
             add(c, 0);
         }
     }
@@ -327,7 +334,7 @@ static void build_configs(void)
         cfg_mask(&c, TL, 20, 0);      /* rows from 120 on see no key */
         add(c, 1);
         c = cfg_group(B, 4, gq, gk, 4, 1, 128);
-        c.sinks = 1; c.cap = 3.0f; c.det = 1; c.async = 1;
+        c.sinks = 1; c.cap = 3.0f; c.det = 1; c.prep = PREP_ASYNC;
         add(c, 0);
         c = cfg_batch(F, 3, 4, 2, 50, 40, 64);   /* every key sequence in one tile */
         c.sinks = 1;
@@ -357,7 +364,7 @@ static void build_configs(void)
         c.alibi = 2; c.det = 1;       /* no mask: a MASK row serves it */
         add(c, 0);
         c = cfg_group(B, 4, gq, gk, 4, 2, 64);
-        c.alibi = 2; c.async = 1;
+        c.alibi = 2; c.prep = PREP_ASYNC;
         cfg_mask(&c, BR, 64, 0);
         add(c, 0);
         c = cfg_batch(B, 1, 4, 2, 129, 200, 256);
@@ -385,8 +392,9 @@ static void build_configs(void)
         d[n] = cfg_batch(B, 1, 2, 1, 200, 300, 256);  cfg_mask(&d[n], TL, 32, 8); d[n].drop = 0.1f; d[n].det = 1; n++;
         d[n] = cfg_batch(F, 2, 2, 2, 129, 257, 256);  d[n].cap = 2.0f; d[n].drop = 0.6f; n++;
         d[n] = cfg_group(B, 3, gq1, gk1, 4, 2, 128);  cfg_mask(&d[n], BR, -1, 0); d[n].drop = 0.1f; d[n].det = 1;
-        d[n].async = 1; n++;
-        d[n] = cfg_group(F, 3, gq2, gk2, 4, 1, 64);   cfg_mask(&d[n], TL, 32, 8); d[n].drop = 0.6f; n++;
+        d[n].prep = PREP_ASYNC; n++;
+        d[n] = cfg_group(F, 3, gq2, gk2, 4, 1, 64);   cfg_mask(&d[n], TL, 32, 8); d[n].drop = 0.6f;
+        d[n].prep = PREP_DEVICE; n++;
         d[n] = cfg_batch(B, 2, 4, 2, 100, 300, 64);   cfg_mask(&d[n], BR, -1, 0); d[n].cap = 0.5f; d[n].drop = 0.6f;
         d[n].det = 1; n++;
         d[n] = cfg_batch(F, 3, 4, 2, 50, 40, 64);     d[n].drop = 0.1f; n++;   /* one key tile: dQ direct */
@@ -793,16 +801,20 @@ static int prepare(const bwd_cfg *c, bwd_run *r, const fmha_bwd_plan *plan, cuda
                    size_t cap)
 {
     fmha_status st;
-    if (c->async) {
+    if (c->prep == PREP_ASYNC) {
         if (!r->staging && plan->staging_size) TU_CUDA(cudaHostAlloc(&r->staging, plan->staging_size, 0));
         st = fmha_bwd_prepare_workspace_async(plan, r->ws, plan->workspace_size, c->group ? r->d_ssq : NULL,
                                               c->group ? r->d_ssk : NULL, r->staging, (void *)stream);
+    } else if (c->prep == PREP_DEVICE) {
+        st = fmha_bwd_prepare_workspace_device(plan, r->ws, plan->workspace_size, c->group ? r->d_ssq : NULL,
+                                               c->group ? r->d_ssk : NULL, (void *)stream);
     } else {
         st = fmha_bwd_prepare_workspace(plan, r->ws, plan->workspace_size, c->group ? r->d_ssq : NULL,
                                         c->group ? r->d_ssk : NULL, (void *)stream);
     }
     if (st != FMHA_OK) {
-        snprintf(why, cap, "prepare_workspace%s: %s: %s", c->async ? "_async" : "", fmha_status_str(st),
+        snprintf(why, cap, "prepare_workspace%s: %s: %s",
+                 c->prep == PREP_ASYNC ? "_async" : c->prep == PREP_DEVICE ? "_device" : "", fmha_status_str(st),
                  fmha_last_error());
         return -1;
     }
@@ -887,8 +899,9 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
 }
 
 /* ============================================================================
- * Graph capture of prepare_workspace_async + fmha_bwd, replayed with new
- * seqstarts (the captured callback packs each replay's own tables)
+ * Graph capture of prepare_workspace_async (or _device) + fmha_bwd, replayed
+ * with new seqstarts (the captured callback, or the tables kernel, packs each
+ * replay's own tables)
  * ========================================================================== */
 typedef struct graph_ctx {
     const fmha_bwd_plan *plan;
@@ -896,9 +909,9 @@ typedef struct graph_ctx {
     bwd_run *r;
 } graph_ctx;
 
-static void test_graph(cudaStream_t stream, uint64_t seed)
+static void test_graph(cudaStream_t stream, uint64_t seed, int prep, int det)
 {
-    static const char *name = "bwd_graph_prepare_async_replay_new_seqstarts";
+    char name[96];
     static const int q0[4] = { 300, 0, 17, 129 }, k0[4] = { 200, 40, 0, 700 };
     static const int q1[4] = { 1, 250, 100, 95 }, k1[4] = { 500, 3, 300, 129 };   /* rows fit the buffers */
     bwd_cfg c0 = cfg_group(FMHA_DTYPE_BF16, 4, q0, k0, 4, 2, 128), c1;
@@ -911,10 +924,12 @@ static void test_graph(cudaStream_t stream, uint64_t seed)
     char why[1024] = "";
     int ok = 1, rep;
     fmha_status st;
+    snprintf(name, sizeof(name), "bwd_graph_prepare_%s_replay_new_seqstarts%s", prep == PREP_ASYNC ? "async" : "device",
+             det ? "" : "_nondet");
     if (!tu_selected(name)) return;
     tu_current = name;
     cfg_mask(&c0, FMHA_MASK_BOTTOM_RIGHT, -1, 0);
-    c0.det = 1; c0.async = 1;
+    c0.det = det; c0.prep = prep;
     c1 = c0;
     memcpy(c1.lq, q1, sizeof(q1));
     memcpy(c1.lk, k1, sizeof(k1));
@@ -928,11 +943,17 @@ static void test_graph(cudaStream_t stream, uint64_t seed)
     st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
     if (st != FMHA_OK) { tu_fail(name, "plan: %s", fmha_last_error()); run_free(&r); return; }
     r.ws = tu_dmalloc(plan.workspace_size);
-    TU_CUDA(cudaHostAlloc(&r.staging, plan.staging_size, 0));
+    if (prep == PREP_ASYNC) TU_CUDA(cudaHostAlloc(&r.staging, plan.staging_size, 0));
     make_args(&c0, &r, &plan, &a);
+    /* the workspace starts as garbage: the captured preparation writes all
+     * that the stages read */
+    TU_CUDA(cudaMemset(r.ws, 0xa5, plan.workspace_size));
     TU_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    st = fmha_bwd_prepare_workspace_async(&plan, r.ws, plan.workspace_size, r.d_ssq, r.d_ssk, r.staging,
-                                          (void *)stream);
+    st = prep == PREP_ASYNC
+             ? fmha_bwd_prepare_workspace_async(&plan, r.ws, plan.workspace_size, r.d_ssq, r.d_ssk, r.staging,
+                                                (void *)stream)
+             : fmha_bwd_prepare_workspace_device(&plan, r.ws, plan.workspace_size, r.d_ssq, r.d_ssk,
+                                                 (void *)stream);
     if (st == FMHA_OK) st = fmha_bwd(&plan, &a, (void *)stream);
     {
         cudaError_t e = cudaStreamEndCapture(stream, &graph);
@@ -964,6 +985,121 @@ static void test_graph(cudaStream_t stream, uint64_t seed)
     if (ok) tu_pass(name);
     else tu_fail(name, "%s%s", why, plan_str(&plan));
     run_free(&r);
+    tu_current = "";
+}
+
+/* ============================================================================
+ * The device-built tables (prepare_workspace_device) against the host packing
+ * (fmhai_bwd_pack_tables, which the synchronous and async forms run), bit for
+ * bit, on random lengths: batch sizes around the kernel's 256-entry chunks,
+ * empty entries, and entries that break the bounds (a negative length, rows
+ * past total_q), deterministic and not. The table bytes start as garbage.
+ * ========================================================================== */
+static void test_tables(cudaStream_t stream, uint64_t seed)
+{
+    static const char *name = "bwd_prepare_device_tables_equal_host_packing";
+    static const int batches[6] = { 1, 7, 255, 256, 257, 1000 };
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    char why[512] = "";
+    int ok = 1, bi, det;
+    if (!tu_selected(name)) return;
+    tu_current = name;
+#define NEXT(mod) ((int)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (mod))
+    for (bi = 0; bi < 6 && ok; ++bi)
+        for (det = 0; det < 2 && ok; ++det) {
+            const int B = batches[bi];
+            int32_t *sq = (int32_t *)malloc(4u * (size_t)(B + 1)), *sk = (int32_t *)malloc(4u * (size_t)(B + 1));
+            int32_t *ns_host = (int32_t *)malloc(4u * (size_t)B), *ns_dev = (int32_t *)malloc(4u * (size_t)B);
+            int64_t *off_host = (int64_t *)malloc(8u * (size_t)(B + 1)), *off_dev = (int64_t *)malloc(8u * (size_t)(B + 1));
+            int32_t *d_sq = (int32_t *)tu_dmalloc(4u * (size_t)(B + 1)), *d_sk = (int32_t *)tu_dmalloc(4u * (size_t)(B + 1));
+            fmha_bwd_traits t;
+            fmha_bwd_plan plan;
+            fmhai_bwd_layout L;
+            void *ws = NULL;
+            int b, maxq = 1, maxk = 1, bad = 0;
+            fmha_status st;
+            sq[0] = sk[0] = 0;
+            for (b = 0; b < B; ++b) {
+                const int lq = NEXT(5) == 0 ? 0 : NEXT(300), lk = NEXT(5) == 0 ? 0 : NEXT(900);
+                sq[b + 1] = sq[b] + lq;
+                sk[b + 1] = sk[b] + lk;
+                if (lq > maxq) maxq = lq;
+                if (lk > maxk) maxk = lk;
+            }
+            /* entries that break the bounds: a negative query length (entry 3),
+             * a negative key length (entry 5) */
+            if (B >= 7 && sq[B] > 0) {
+                sq[3] = sq[4] + 5;
+                sk[6] = sk[5] - 1;
+                bad = 1;
+            }
+            memset(&t, 0, sizeof(t));
+            t.dtype = FMHA_DTYPE_BF16; t.is_group_mode = 1;
+            t.batch = B; t.nhead_q = 4; t.nhead_k = 2; t.hdim_q = t.hdim_v = 64;
+            /* total rows one short of the last entry's end: it breaks the bound */
+            t.seqlen_q = bad ? sq[B] - 1 : sq[B];
+            t.seqlen_k = sk[B];
+            t.max_seqlen_q = maxq; t.max_seqlen_k = maxk + 300;   /* never dQ direct */
+            t.mask_type = FMHA_MASK_NONE; t.window_left = t.window_right = -1;
+            t.is_deterministic = det;
+            st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
+            if (st != FMHA_OK || plan.dq_direct || !plan.workspace_size) {
+                snprintf(why, sizeof(why), "plan (batch %d): %s", B, st != FMHA_OK ? fmha_last_error() : "no workspace");
+                ok = 0;
+            }
+            if (ok) {
+                fmhai_bwd_layout_make(&plan.traits, plan.nsplits, plan.dq_direct, &L);
+                ws = tu_dmalloc(plan.workspace_size);
+                TU_CUDA(cudaMemset(ws, 0xa5, L.tables_bytes));
+                tu_upload(d_sq, sq, 4u * (size_t)(B + 1));
+                tu_upload(d_sk, sk, 4u * (size_t)(B + 1));
+                st = fmha_bwd_prepare_workspace_device(&plan, ws, plan.workspace_size, d_sq, d_sk, (void *)stream);
+                if (st != FMHA_OK) {
+                    snprintf(why, sizeof(why), "prepare_device (batch %d): %s", B, fmha_last_error());
+                    ok = 0;
+                }
+            }
+            if (ok) {
+                int rejected;
+                TU_CUDA(cudaStreamSynchronize(stream));
+                tu_download(ns_dev, (char *)ws + L.nsplits_off, 4u * (size_t)B);
+                tu_download(off_dev, (char *)ws + L.offsets_off, 8u * (size_t)(B + 1));
+                rejected = fmhai_bwd_pack_tables(B, t.nhead_q, t.hdim_q, fmhai_bwd_plan_tile_n(&plan), plan.nsplits,
+                                                 det, t.seqlen_q, sq, sk, ns_host, off_host);
+                if (bad && rejected < 3) {   /* entries 3, 5 and the last at least */
+                    snprintf(why, sizeof(why), "batch %d: the host packing rejected %d entries, not >= 3", B,
+                             rejected);
+                    ok = 0;
+                }
+                for (b = 0; ok && b < B; ++b)
+                    if (ns_dev[b] != ns_host[b]) {
+                        snprintf(why, sizeof(why), "batch %d det %d: nsplits[%d] device %d, host %d", B, det, b,
+                                 ns_dev[b], ns_host[b]);
+                        ok = 0;
+                    }
+                for (b = 0; ok && b <= B; ++b)
+                    if (off_dev[b] != off_host[b]) {
+                        snprintf(why, sizeof(why), "batch %d det %d: offsets[%d] device %lld, host %lld", B, det, b,
+                                 (long long)off_dev[b], (long long)off_host[b]);
+                        ok = 0;
+                    }
+                /* the packing never runs past the plan's dq_acc */
+                if (ok && (size_t)off_host[B] * 4u > L.dq_acc_bytes) {
+                    snprintf(why, sizeof(why), "batch %d: offsets[batch] %lld past dq_acc", B, (long long)off_host[B]);
+                    ok = 0;
+                }
+                if (ok && det && plan.nsplits < 2 && B <= 7) {   /* few units: several slices an entry */
+                    snprintf(why, sizeof(why), "batch %d: deterministic plan with %d splits (wanted several)", B,
+                             plan.nsplits);
+                    ok = 0;
+                }
+            }
+            free(sq); free(sk); free(ns_host); free(ns_dev); free(off_host); free(off_dev);
+            tu_dfree(d_sq); tu_dfree(d_sk); tu_dfree(ws);
+        }
+#undef NEXT
+    if (ok) tu_pass(name);
+    else tu_fail(name, "%s", why);
     tu_current = "";
 }
 
@@ -1282,7 +1418,10 @@ static void checks(cudaStream_t stream, uint64_t seed)
 {
     test_need(seed);
     test_api(stream, seed);
-    test_graph(stream, seed + 5);
+    test_graph(stream, seed + 5, PREP_ASYNC, 1);
+    test_graph(stream, seed + 6, PREP_DEVICE, 1);
+    test_graph(stream, seed + 7, PREP_DEVICE, 0);
+    test_tables(stream, seed + 8);
     test_dropout(stream, seed + 9);
 }
 

@@ -499,9 +499,20 @@ static void test_validation(void)
     CHECK(fmha_bwd_prepare_workspace_async(&plan, ws, plan.workspace_size, NULL, NULL, NULL, NULL) ==
               FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "staging"),
           "prepare_async: staging required");
+    CHECK(fmha_bwd_prepare_workspace_device(&plan, ws, plan.workspace_size - 256, NULL, NULL, NULL) ==
+              FMHA_ERR_INVALID_ARG,
+          "prepare_device: workspace too small");
+    CHECK(fmha_bwd_prepare_workspace_device(&plan, (char *)ws + 16, plan.workspace_size, NULL, NULL, NULL) ==
+              FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "aligned"),
+          "prepare_device: misaligned workspace");
+    CHECK(fmha_bwd_prepare_workspace_device(&plan, ws, plan.workspace_size, NULL, NULL, NULL) == FMHA_ERR_LAUNCH,
+          "prepare_device: valid batch-mode call (host-only build: launch unavailable)");
     {
         fmha_bwd_traits tg = group_traits(2, 2, 2, 100, 300, 60, 200, 64, 0);
         st = fmha_bwd_plan_make(&bwd_set, &tg, &plan);
+        CHECK(st == FMHA_OK && fmha_bwd_prepare_workspace_device(&plan, ws, plan.workspace_size, NULL, NULL, NULL) ==
+                                   FMHA_ERR_INVALID_ARG,
+              "prepare_device, group mode: seqstarts required");
         CHECK(st == FMHA_OK && fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size, NULL, NULL, NULL) ==
                                    FMHA_ERR_INVALID_ARG,
               "prepare, group mode: seqstarts required");
@@ -509,6 +520,9 @@ static void test_validation(void)
         st = fmha_bwd_plan_make(&bwd_set, &tg, &plan);
         CHECK(st == FMHA_OK && plan.dq_direct && fmha_bwd_prepare_workspace(&plan, NULL, 0, NULL, NULL, NULL) == FMHA_OK,
               "prepare of a direct plan: nothing to do");
+        CHECK(st == FMHA_OK && plan.dq_direct &&
+                  fmha_bwd_prepare_workspace_device(&plan, NULL, 0, NULL, NULL, NULL) == FMHA_OK,
+              "prepare_device of a direct plan: nothing to do");
     }
 }
 

@@ -13,6 +13,9 @@
  * same tile_n instead (fmhai_bwd_run_entry; the portable and Hopper
  * pipelines both have dropout).
  *
+ * prepare_workspace_device launches one small kernel that builds the tables
+ * from the seqstarts on the device (kernel/bwd_tables.h): no host memory,
+ * no host read, capturable; the form to use under graph capture.
  * prepare_workspace_async enqueues: a memset of the workspace's tables, the
  * seqstarts copied into the caller's pinned staging memory, a host callback
  * that packs the tables there (its closure, fmhai_bwd_pack_job, lives in
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include "../kernel/bwd.h"
 #include "../kernel/bwd_sinks.h"
+#include "../kernel/bwd_tables.h"
 #include "registry.h"
 
 /* ---- plan --------------------------------------------------------------------- */
@@ -281,6 +285,47 @@ FMHA_API fmha_status fmha_bwd_prepare_workspace_async(const fmha_bwd_plan *plan,
                              hipMemcpyHostToDevice, s);
         if (err != hipSuccess)
             return fmhai_fail(FMHA_ERR_DEVICE, "bwd: copying the workspace tables failed: %s",
+                              hipGetErrorString(err));
+        return FMHA_OK;
+    }
+#endif
+}
+
+FMHA_API fmha_status fmha_bwd_prepare_workspace_device(const fmha_bwd_plan *plan, void *workspace,
+                                                       size_t workspace_size, const int32_t *seqstart_q,
+                                                       const int32_t *seqstart_k, void *stream)
+{
+    fmha_status st = fmhai_bwd_check_prepare(plan, workspace, workspace_size, seqstart_q, seqstart_k);
+    if (st != FMHA_OK || plan->workspace_size == 0) return st;
+#if !defined(FMHAI_AUX_KERNELS)
+    (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "bwd: built without the helper kernels (no device compiler, or "
+                                       "FMHA_TILE_SETS_ONLY)");
+#else
+    {
+        fmhai_bwd_layout L;
+        fmhai_bwd_tables_params t;
+        void *kargs[1];
+        hipError_t err;
+        fmhai_bwd_plan_layout(plan, &L);
+        memset(&t, 0, sizeof(t));
+        t.is_group_mode = plan->traits.is_group_mode;
+        t.sq = t.is_group_mode ? seqstart_q : 0;
+        t.sk = t.is_group_mode ? seqstart_k : 0;
+        t.nsplits = (int32_t *)((char *)workspace + L.nsplits_off);
+        t.offsets = t.is_group_mode ? (int64_t *)((char *)workspace + L.offsets_off) : 0;
+        t.total_q = plan->traits.seqlen_q;
+        t.batch = plan->traits.batch;
+        t.nhead_q = plan->traits.nhead_q;
+        t.d = plan->traits.hdim_q;
+        t.tile_n = fmhai_bwd_plan_tile_n(plan);
+        t.ns_plan = plan->nsplits;
+        t.deterministic = plan->traits.is_deterministic;
+        kargs[0] = &t;
+        err = hipLaunchKernel((const void *)fmhai_bwd_tables_kernel, dim3(1), dim3(FMHAI_BWD_TABLES_THREADS), kargs,
+                              0, (hipStream_t)stream);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_LAUNCH, "bwd: launching the workspace tables kernel failed: %s",
                               hipGetErrorString(err));
         return FMHA_OK;
     }

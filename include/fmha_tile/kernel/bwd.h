@@ -23,13 +23,16 @@
  *
  * A plan with dq_direct (every key sequence fits one key tile) has no
  * workspace at all. In group mode the per-entry splits depend on the key
- * lengths, known only on the device: fmha_bwd_prepare_workspace[_async]
- * copies the seqstarts to the host, fmhai_bwd_pack_tables() fills nsplits and
- * offsets, and the tables go back to the workspace. The plan sizes dq_acc for
+ * lengths, known only on the device: fmha_bwd_prepare_workspace_device
+ * fills nsplits and offsets there with one kernel (kernel/bwd_tables.h: a
+ * block-wide prefix sum, nothing read on the host, graph-capturable);
+ * fmha_bwd_prepare_workspace[_async] copy the seqstarts to the host,
+ * fmhai_bwd_pack_tables() fills the tables and they go back to the
+ * workspace (both forms apply fmhai_bwd_entry_splits, so the tables agree). The plan sizes dq_acc for
  * the worst case the traits allow (every entry with the plan's nsplits, total
  * rows = traits.seqlen_q), so packing can never overflow it; seqstarts that
  * break the bounds are refused (synchronous) or their entries get no splits
- * (stream-ordered) and the kernels skip them.
+ * (stream-ordered, device) and the kernels skip them.
  *
  * Pure C: compiles without a device compiler, so the host tests check the
  * layout, the splits and the packing directly.
@@ -166,30 +169,49 @@ static inline void fmhai_bwd_layout_make(const fmha_bwd_traits *t, int nsplits, 
 }
 
 /* ---- group-mode tables --------------------------------------------------------- */
+#if defined(__HIP__) || defined(__CUDACC__)
+#  define FMHAI_BWD_HD static inline __host__ __device__
+#else
+#  define FMHAI_BWD_HD static inline
+#endif
+
+/* One entry's dq_acc slices from its seqstarts (sq0..sq1 queries, sk0..sk1
+ * keys), and in *elems its dq_acc elements. An entry whose lengths are
+ * negative or whose query rows end past total_q gets 0 slices (the kernels
+ * skip it) and no elements. The host packing and the device tables kernel
+ * (kernel/bwd_tables.h) share this rule, so both give the same tables. */
+FMHAI_BWD_HD int fmhai_bwd_entry_splits(int32_t sq0, int32_t sq1, int32_t sk0, int32_t sk1, int64_t total_q,
+                                        int nhead_q, int d, int tile_n, int ns_plan, int deterministic,
+                                        int64_t *elems)
+{
+    const int64_t lq = (int64_t)sq1 - sq0, lk = (int64_t)sk1 - sk0;
+    int64_t tiles;
+    int ns;
+    *elems = 0;
+    if (sq0 < 0 || sk0 < 0 || lq < 0 || lk < 0 || (int64_t)sq1 > total_q) return 0;
+    tiles = (lk + tile_n - 1) / tile_n;
+    ns = deterministic ? (int)(tiles < ns_plan ? tiles : ns_plan) : 1;
+    if (ns < 1) ns = 1;
+    *elems = (int64_t)nhead_q * ns * lq * d;
+    return ns;
+}
+
 /* From host copies of the seqstarts (batch + 1 entries each): nsplits[b] and
- * offsets[0..batch]. An entry whose lengths are negative or whose query rows
- * end past total_q gets nsplits 0 (the kernels skip it) and no dq_acc rows.
- * Returns the number of such entries. */
+ * offsets[0..batch]. Returns the number of entries that break the bounds
+ * (nsplits 0, fmhai_bwd_entry_splits). */
 static inline int fmhai_bwd_pack_tables(int batch, int nhead_q, int d, int tile_n, int ns_plan,
                                         int deterministic, int64_t total_q, const int32_t *sq,
                                         const int32_t *sk, int32_t *nsplits, int64_t *offsets)
 {
-    int64_t off = 0;
+    int64_t off = 0, elems;
     int b, rejected = 0;
     for (b = 0; b < batch; ++b) {
-        const int64_t lq = (int64_t)sq[b + 1] - sq[b], lk = (int64_t)sk[b + 1] - sk[b];
-        const int ok = sq[b] >= 0 && sk[b] >= 0 && lq >= 0 && lk >= 0 && (int64_t)sq[b + 1] <= total_q;
-        int ns = 0;
-        if (ok) {
-            const int64_t tiles = (lk + tile_n - 1) / tile_n;
-            ns = deterministic ? (int)(tiles < ns_plan ? tiles : ns_plan) : 1;
-            if (ns < 1) ns = 1;
-        } else {
-            ++rejected;
-        }
+        const int ns = fmhai_bwd_entry_splits(sq[b], sq[b + 1], sk[b], sk[b + 1], total_q, nhead_q, d, tile_n,
+                                              ns_plan, deterministic, &elems);
+        rejected += ns == 0;
         nsplits[b] = ns;
         offsets[b] = off;
-        off += (int64_t)nhead_q * ns * (ok ? lq : 0) * d;
+        off += elems;
     }
     offsets[batch] = off;
     return rejected;
