@@ -90,8 +90,9 @@ class Step:
             return [t.detach().clone() for t in self.outs]
 
     def load(self, **values):
-        for n, x in values.items():
-            self.statics[n].copy_(x)
+        with torch.no_grad():   # the statics are leaves that require grad
+            for n, x in values.items():
+                self.statics[n].copy_(x)
 
 
 def compare(got, ref, names, exact, where):
