@@ -17,12 +17,19 @@
  * every element of dQ, dK and dV written (they are poisoned with NaN first) and finite.
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
- *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--json out.json] [--quick]
+ *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]
+ *             [--json out.json] [--quick]
  * --dropout P: the forward (which makes O and the LSE) and the backward with
  * drop probability P, the same seed and offset.
  *
  * --alibi 1: ALiBi slopes (one per head), the forward and the backward's
  * ALIBI rows.
+ * --bias 1: an elementwise bf16 bias [1, 1, s, s] (strides 0 over the batch
+ * and heads) in the forward and the backward, dbias wanted (summed over the
+ * batch entries and heads: the workspace's fp32 sum, atomics or, --det 1,
+ * one slice per entry and head); --bias 2: [1, h, s, s], dbias summed over
+ * the batch. The BIAS rows; points whose bias would pass 4 GB, or whose
+ * workspace does not fit in the free memory, are reported unsupported.
  * --sinks 1: one attention-sink logit per head, the forward's LSE made with
  * it and dsinks computed (fmha_bwd_args.sinks / dsinks).
  * --quick: hdim 128, seqlen 2k and 8k. Output: one line per point (TFLOPS, and for
@@ -48,7 +55,7 @@
 #include "../examples/example_util.h"
 
 /* the forward (for O and LSE) and the backward of the benchmarked head dims
- * (ALiBi rows for --alibi 1) */
+ * (ALiBi rows for --alibi 1, BIAS rows for --bias 1|2) */
 #define BENCH_BWD_HD(X, dt, hd)                                                                  \
     X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
@@ -60,7 +67,10 @@
     X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_BWD_SET(X)                                                   \
     BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
     BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)
@@ -105,13 +115,14 @@ typedef struct bench_opts {
     int sinks;                       /* --sinks 1: attention sinks, dsinks computed */
     int alibi;                       /* --alibi 1: ALiBi slopes (the ALIBI rows)    */
     float dropout;                   /* --dropout P                                 */
+    int bias;                        /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s]     */
     const char *json_path;
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
-               "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P]\n"
+               "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]\n"
                "                 [--json out.json] [--quick]\n"
                "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim), bshd.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
@@ -155,6 +166,10 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--sinks")) o->sinks = atoi(val) != 0;
         else if (!strcmp(a, "--alibi")) o->alibi = atoi(val) != 0;
         else if (!strcmp(a, "--dropout")) o->dropout = (float)atof(val);
+        else if (!strcmp(a, "--bias")) {
+            o->bias = atoi(val);
+            if (o->bias < 0 || o->bias > 2) { fprintf(stderr, "bench_bwd: --bias takes 0, 1 or 2\n"); return -1; }
+        }
         else if (!strcmp(a, "--dtype")) {
             if (!strcmp(val, "bf16")) o->dtype = FMHA_DTYPE_BF16;
             else if (!strcmp(val, "fp16")) o->dtype = FMHA_DTYPE_FP16;
@@ -279,6 +294,10 @@ typedef struct bench_point {
  * --alibi 1: one slope per head (NULL: none) */
 static float *g_sinks, *g_dsinks, *g_slopes;
 static float g_dropout;   /* --dropout P (0: off) */
+/* --bias 1|2: the point's bias (random bf16) and dbias, grown as the points need */
+static int g_bias;
+static uint16_t *g_bias_buf, *g_dbias_buf;
+static size_t g_bias_cap;
 
 static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
 {
@@ -291,6 +310,8 @@ static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
     t->window_left = -1; t->window_right = p->causal ? 0 : -1;
     t->is_deterministic = p->det;
     t->has_alibi = g_slopes != NULL;
+    t->has_bias = t->has_dbias = g_bias != 0;
+    t->dbias_bcast = g_bias == 1 ? FMHA_BIAS_BCAST_BATCH | FMHA_BIAS_BCAST_HEAD : g_bias ? FMHA_BIAS_BCAST_BATCH : 0;
 }
 
 static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_fwd_args *a)
@@ -313,6 +334,12 @@ static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_f
     a->alibi_slopes = g_slopes;
     a->dropout_p = g_dropout;
     a->dropout_seed = 0x5eedull;
+    if (g_bias) {
+        a->bias = g_bias_buf;
+        a->bias_dtype = FMHA_DTYPE_BF16;
+        a->stride_bias = p->s;
+        a->nhead_stride_bias = g_bias == 2 ? (int64_t)p->s * p->s : 0;
+    }
 }
 
 static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, const bench_set_bufs *s,
@@ -344,6 +371,12 @@ static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, cons
     a->alibi_slopes = g_slopes;
     a->dropout_p = g_dropout;
     a->dropout_seed = 0x5eedull;
+    if (g_bias) {   /* dbias: the bias's shape and strides */
+        a->bias = g_bias_buf; a->dbias = g_dbias_buf;
+        a->bias_dtype = FMHA_DTYPE_BF16;
+        a->stride_bias = a->stride_dbias = p->s;
+        a->nhead_stride_bias = a->nhead_stride_dbias = g_bias == 2 ? (int64_t)p->s * p->s : 0;
+    }
 }
 
 static int bench_check(const bench_point *p, const bench_bufs *b, cudaStream_t st)
@@ -381,6 +414,27 @@ static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaE
     const size_t n = (size_t)p->b * p->s * p->h * p->d;
     bench_traits(p, &t);
     p->status = fmha_bwd_plan_make(&bench_set, &t, &plan);
+    if (p->status == FMHA_OK) {   /* a workspace (or a bias) that cannot fit: unsupported here */
+        size_t free_b = 0, total_b = 0;
+        const size_t nb = g_bias ? (size_t)(g_bias == 2 ? p->h : 1) * p->s * p->s : 0;
+        CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+        if (nb * 2 > ((size_t)4 << 30) ||
+            plan.workspace_size + (nb > g_bias_cap ? 4 * nb : 0) + ((size_t)256 << 20) > free_b)
+            p->status = fmhai_fail(FMHA_ERR_UNSUPPORTED, "bench_bwd: the bias (%zu MB) or the workspace (%zu MB) "
+                                  "does not fit", nb >> 19, plan.workspace_size >> 20);
+        else if (nb > g_bias_cap) {
+            if (g_bias_buf) { CUDA_CHECK(cudaFree(g_bias_buf)); CUDA_CHECK(cudaFree(g_dbias_buf)); }
+            CUDA_CHECK(cudaMalloc((void **)&g_bias_buf, nb * 2));
+            CUDA_CHECK(cudaMalloc((void **)&g_dbias_buf, nb * 2));
+            g_bias_cap = nb;
+        }
+        if (nb && p->status == FMHA_OK) {
+            int grid;
+            bench_dims(nb, &grid);
+            bench_fill_kernel<<<grid, 256, 0, st>>>(g_bias_buf, nb, 0xb1a5u);
+            CUDA_CHECK(cudaGetLastError());
+        }
+    }
     if (p->status != FMHA_OK) {
         p->supported = 0;
         printf("%-5d %-6d %-6d %-4d %-4d %-4d %10s %9s  (%s: %s)\n", p->d, p->s, p->causal, p->det, p->b, p->h, "-",
@@ -522,6 +576,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
     }
     g_dropout = o.dropout;
+    g_bias = o.bias;
     if (o.alibi) {
         float h_slopes[BENCH_HIDDEN / 64];
         for (i = 0; i < BENCH_HIDDEN / 64; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));

@@ -40,8 +40,9 @@
  *   mask     NOMASK | MASK      MASK kernels take any window/causal mask and
  *                               either alignment at run time
  *   softcap  NOSOFTCAP | SOFTCAP
- *   alibi    NOALIBI | ALIBI | BIAS  (FWD; BIAS: the elementwise bias,
- *            fmha_fwd_args.bias); PREFILL and DECODE rows have the
+ *   alibi    NOALIBI | ALIBI | BIAS  (FWD, BWD, BWD_DET; BIAS: the
+ *            elementwise bias, fmha_fwd_args.bias, and in the backward
+ *            its gradient dbias); PREFILL and DECODE rows have the
  *            page column here: smallest page size served (DECODE: 0 is a
  *            contiguous cache), FMHA_ANY for the tuned classes; decode
  *            kernels take ALiBi at run time and a SOFTCAP decode kernel

@@ -141,14 +141,16 @@ def visible(torch, s_q, s_k, causal=False, window=(-1, -1), top_left=False, devi
 
 
 def reference(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi=None, scale=None,
-              sinks=None, top_left=False):
-    """softmax(scale * q k^T [capped, ALiBi, masked, sink column]) v in fp32,
-    differentiable in q, k, v (and sinks).
+              sinks=None, top_left=False, bias=None):
+    """softmax(scale * q k^T [capped, ALiBi, bias, masked, sink column]) v in fp32,
+    differentiable in q, k, v (and sinks, bias).
 
     q [b, s_q, h, d], k and v [b, s_k, h_k, d] of any float dtype (upcast);
     GQA by repeating each KV head h // h_k times. alibi: fp32 [h] or [b, h]
     slopes, bias -slope * |i + s_k - s_q - j|. sinks: fp32 [h] logits of one
-    extra key with no value. -> (O fp32 [b, s_q, h, d], LSE fp32 [b, h, s_q]);
+    extra key with no value. bias: an elementwise bias broadcast to
+    [b, h, s_q, s_k], added after the cap (its gradient sums over its
+    broadcast dims). -> (O fp32 [b, s_q, h, d], LSE fp32 [b, h, s_q]);
     a row that sees no key gets O = 0 and LSE = -inf (its sink with sinks)."""
     import torch
     b, s_q, h, d = q.shape
@@ -165,6 +167,8 @@ def reference(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi=None, s
         i = torch.arange(s_q, device=q.device)[:, None]
         j = torch.arange(s_k, device=q.device)[None, :]
         s = s - slopes * (i + s_k - s_q - j).abs().float()
+    if bias is not None:
+        s = s + bias.float()
     s = s.masked_fill(~visible(torch, s_q, s_k, causal, window, top_left, q.device), -math.inf)
     if sinks is not None:
         s = torch.cat([s, sinks.float().view(1, h, 1, 1).expand(b, h, s_q, 1)], dim=-1)

@@ -59,7 +59,7 @@ typedef enum fmha_dtype {
     FMHA_DTYPE_FP16 = 0,
     FMHA_DTYPE_BF16 = 1,
     FMHA_DTYPE_FP8 = 2,     /* e4m3 (OCP on NVIDIA/gfx950, fnuz on gfx942) */
-    FMHA_DTYPE_FP32 = 3     /* the forward's elementwise bias only           */
+    FMHA_DTYPE_FP32 = 3     /* the elementwise bias (and dbias) only         */
 } fmha_dtype;
 
 typedef enum fmha_mask_type {
@@ -435,6 +435,8 @@ typedef struct fmha_kernel_set fmha_kernel_set;
  *               into dq_acc (fp32)
  *   convert_dq  sums dq_acc's splits in a fixed order, scales, converts to
  *               the dtype and writes dQ
+ * and, with an elementwise bias whose gradient is wanted, a dbias pass
+ * (fmha_bwd_args.dbias: sums, converts, writes the masked elements' 0)
  * Workspace: one caller-owned device buffer whose layout the caller never
  * sees. fmha_bwd_plan_make() reports its size from the problem's traits, before
  * anything is allocated; fmha_bwd_prepare_workspace_device() fills its
@@ -442,7 +444,8 @@ typedef struct fmha_kernel_set fmha_kernel_set;
  * seqstart_q/seqstart_k) with a kernel, or the host-packing forms
  * fmha_bwd_prepare_workspace[_async](); fmha_bwd() runs the three stages. When
  * every key sequence fits one key tile the plan has dq_direct = 1: dq_dk_dv
- * writes dQ itself and the workspace size is 0.
+ * writes dQ itself and the workspace size is 0 (but for a summed dbias's
+ * fp32 buffer; preparing it then has nothing to do).
  * Determinism: is_deterministic = 0 adds into dq_acc with fp32 atomics (run
  * to run, dQ may differ in the last bits); 1 gives every split of a batch
  * entry its own dq_acc slice, written by one block with plain loads and
@@ -469,7 +472,18 @@ typedef struct fmha_bwd_traits {
     int has_alibi;           /* 1: alibi_slopes given in the args (the plan
                                 takes a dq_dk_dv row built with ALIBI)        */
     int is_deterministic;    /* 1: no float atomics, bitwise reproducible     */
+    /* Elementwise bias (fmha_bwd_args.bias; appended, 0 in older callers) */
+    int has_bias;            /* 1: bias given (the plan takes a dq_dk_dv row
+                                built with BIAS)                              */
+    int has_dbias;           /* 1: dbias wanted (fmha_bwd_args.dbias)         */
+    int dbias_bcast;         /* dims dbias is summed over: FMHA_BIAS_BCAST_*
+                                bits (its shape [1 or b, 1 or h, s_q, s_k]);
+                                a sum needs workspace (fmha_bwd_args.dbias) */
 } fmha_bwd_traits;
+
+/* fmha_bwd_traits.dbias_bcast bits: the bias is shared by (its gradient is
+ * summed over) every batch entry (batch mode only) / every query head. */
+enum { FMHA_BIAS_BCAST_BATCH = 1, FMHA_BIAS_BCAST_HEAD = 2 };
 
 /* Made by fmha_bwd_plan_make; pass it to every other backward call. */
 typedef struct fmha_bwd_plan {
@@ -554,6 +568,30 @@ typedef struct fmha_bwd_args {
     uint64_t dropout_seed;
     uint64_t dropout_offset;
     const uint64_t *dropout_rng;
+
+    /* Elementwise bias (optional, device; NULL: none): the forward's bias,
+     * dtype and strides (fmha_fwd_args.bias: element (b, h, i, j) at b *
+     * batch_stride + h * nhead_stride + i * stride + j; group mode row
+     * seqstart_q[b] + i, no batch stride; strides 0 broadcast). Needs
+     * traits.has_bias and a dq_dk_dv row built with BIAS; P is recomputed
+     * from scale * q.k (soft-capped) + bias, as the forward's.
+     * dbias (optional, NULL: not wanted; needs traits.has_dbias): d loss /
+     * d bias = dS, the gradient of the biased logits, in the bias's dtype,
+     * shaped [b or 1][h or 1][s_q][s_k] by traits.dbias_bcast (group mode:
+     * [h or 1][total_q][max_seqlen_k], rows as the bias's) at dbias +
+     * b * batch_stride_dbias + h * nhead_stride_dbias + i * stride_dbias +
+     * j (strides of summed dims ignored). Every element is written: masked
+     * (i, j) and, group mode, keys past the entry's length get 0. Without
+     * bcast each element is one block's plain store; with it the terms go
+     * to an fp32 sum in the workspace (fp32 atomics, or deterministic: one
+     * slice per batch entry and head, plain stores, summed in a fixed order
+     * by a last pass: bitwise reproducible), then converted. Not with a
+     * soft cap (FMHA_ERR_UNSUPPORTED: dS there carries the cap's factor). */
+    const void *bias;
+    fmha_dtype bias_dtype;
+    int64_t stride_bias, nhead_stride_bias, batch_stride_bias;
+    void *dbias;
+    int64_t stride_dbias, nhead_stride_dbias, batch_stride_dbias;
 } fmha_bwd_args;
 
 /* ----------------------------------------------------------------------------

@@ -289,7 +289,7 @@ def _attention_function(torch):
     class _Attention(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, v, sinks, cu_seqlens_q, cu_seqlens_k, p, deterministic, where, h,
-                    dropout_rng):
+                    dropout_rng, bias):
             with torch.cuda.device(q.device):
                 o = torch.empty(p.out_shape, dtype=q.dtype, device=q.device)
                 # the backward needs the LSE whether or not the caller asked for it
@@ -297,7 +297,7 @@ def _attention_function(torch):
                 _launch(torch, p, q, o, lse, where, h)
             # dropout: p.args keeps the seed and offset (or the pointer to
             # dropout_rng, saved here) for the backward to redraw the mask
-            ctx.save_for_backward(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k, dropout_rng)
+            ctx.save_for_backward(q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k, dropout_rng, bias)
             ctx.problem = p
             ctx.deterministic = deterministic
             ctx.where = where
@@ -308,13 +308,15 @@ def _attention_function(torch):
         @staticmethod
         @once_differentiable
         def backward(ctx, dout, dlse):
-            q, k, v, o, lse, sinks, cu_q, cu_k, _rng = ctx.saved_tensors
-            dq, dk, dv, dsinks = _bwd.run_backward(torch, ctx.problem, q, k, v, o, lse, dout, cu_q,
-                                                   cu_k, ctx.deterministic, ctx.where + " (backward)",
-                                                   ctx.lib, sinks)
+            q, k, v, o, lse, sinks, cu_q, cu_k, _rng, _bias = ctx.saved_tensors
             need = ctx.needs_input_grad
+            # the bias (kept alive by the save; p points at it) gets its
+            # gradient summed over its broadcast dims
+            dq, dk, dv, dsinks, dbias = _bwd.run_backward(
+                torch, ctx.problem, q, k, v, o, lse, dout, cu_q, cu_k, ctx.deterministic,
+                ctx.where + " (backward)", ctx.lib, sinks, want_dbias=bool(need[11]))
             return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None,
-                    dsinks if need[3] else None, None, None, None, None, None, None, None)
+                    dsinks if need[3] else None, None, None, None, None, None, None, None, dbias)
 
     _function.append(_Attention)
     return _Attention
@@ -331,7 +333,7 @@ def _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out, 
         raise ValueError("%s: out= and out_lse= are not supported when an input requires grad "
                          "(use return_lse=True for the LSE)" % where)
     o, lse = _attention_function(torch).apply(q, k, v, p.sinks, cu_seqlens_q, cu_seqlens_k, p,
-                                              deterministic, where, h, p.dropout_rng)
+                                              deterministic, where, h, p.dropout_rng, p.bias)
     return (o, lse) if return_lse else o
 
 
@@ -345,7 +347,7 @@ def _plan(p, h):
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
               scale=None, return_lse=False, *, out=None, out_lse=None, deterministic=False,
               q_descale=None, k_descale=None, v_descale=None, kernels=None, sinks=None,
-              dropout_p=0.0, generator=None):
+              dropout_p=0.0, generator=None, bias=None):
     """Attention over [batch, seqlen, nheads, headdim] tensors.
 
     q [b, s_q, h, d], k and v [b, s_k, h_k, d] (fp16 or bf16, one CUDA device,
@@ -390,15 +392,26 @@ def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=
     backward redraws the same mask from the saved seed and offset. See
     fmha_tile._dropout (CUDA graph capture included). 0 leaves the
     generator untouched.
+
+    bias: None, or an elementwise attention bias [b or 1, h or 1, s_q, s_k]
+    (missing leading dims read as 1; fp16, bf16 or fp32, unit last-dim
+    stride; the kernel set needs BIAS rows, the default set has them for
+    head dims up to 128, fp16/bf16): added to the scaled (soft-capped)
+    scores before the mask, as an attn_mask of SDPA; -inf hides a key (a
+    row that sees none: out 0, lse -inf). Not with ALiBi or fp8. With
+    bias.requires_grad its gradient (dS, summed over the dims of size 1;
+    the bias's dtype) comes back too; deterministic covers it (the sums
+    then run in a fixed order); not with a soft cap.
     """
     torch = _torch()
     p = _args.batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale,
                             q_descale, k_descale, v_descale, sinks, dropout_p)
+    _args.set_bias(p, bias, q)
     deterministic = _check_flag("deterministic", deterministic)
     h = _lib.handle(kernels)
     where = "fmha_tile.attention"
     _dropout.setup(torch, p, q.device, generator)
-    if _needs_grad(torch, (q, k, v, alibi_slopes, sinks)):
+    if _needs_grad(torch, (q, k, v, alibi_slopes, sinks, bias)):
         return _run_grad(torch, p, q, k, v, None, None, alibi_slopes, out, out_lse, return_lse,
                          deterministic, where, h)
     return _run(torch, p, q, out, out_lse, return_lse, where, h)
@@ -408,7 +421,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                      scale=None, return_lse=False, *, out=None, out_lse=None,
                      deterministic=False, q_descale=None, k_descale=None, v_descale=None,
-                     kernels=None, sinks=None, dropout_p=0.0, generator=None):
+                     kernels=None, sinks=None, dropout_p=0.0, generator=None, bias=None):
     """Attention over packed variable-length sequences.
 
     q [total_q, h, d], k and v [total_k, h_k, d]; sequence i holds rows
@@ -430,16 +443,22 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     otherwise); gradients of rows past cu_seqlens[-1] are 0. kernels: as in
     attention(). dropout_p, generator: as in attention(), i and j counted
     within each sequence and b its index.
+
+    bias: as in attention(), packed by rows: [h or 1, total_q, cols] or
+    [total_q, cols] with cols >= max_seqlen_k; query r of sequence i reads
+    row cu_seqlens_q[i] + r, its key j column j. Its gradient has its shape
+    (0 in columns past a sequence's keys and rows past cu_seqlens_q[-1]).
     """
     torch = _torch()
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, window, softcap, alibi_slopes, scale,
                              q_descale, k_descale, v_descale, sinks, dropout_p)
+    _args.set_bias(p, bias, q)
     deterministic = _check_flag("deterministic", deterministic)
     h = _lib.handle(kernels)
     where = "fmha_tile.attention_varlen"
     _dropout.setup(torch, p, q.device, generator)
-    if _needs_grad(torch, (q, k, v, alibi_slopes, sinks)):
+    if _needs_grad(torch, (q, k, v, alibi_slopes, sinks, bias)):
         return _run_grad(torch, p, q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out,
                          out_lse, return_lse, deterministic, where, h)
     return _run(torch, p, q, out, out_lse, return_lse, where, h)

@@ -39,6 +39,11 @@ DTYPES = {
     FP8: _lib.FMHA_DTYPE_FP8,
 }
 FLOAT32 = "torch.float32"
+BIAS_DTYPES = {
+    "torch.float16": _lib.FMHA_DTYPE_FP16,
+    BF16: _lib.FMHA_DTYPE_BF16,
+    FLOAT32: _lib.FMHA_DTYPE_FP32,
+}
 INT32 = "torch.int32"
 INT64 = "torch.int64"
 U64_MASK = 2 ** 64 - 1
@@ -253,6 +258,9 @@ class Problem(object):
         self.fp8 = False          # e4m3 q, k, v: a bf16 output
         self.sinks = None         # the sinks tensor (fp32 [h]) or None
         self.dropout_rng = None   # the device {seed, offset} tensor args.dropout_rng points to
+        self.bias = None          # the elementwise bias tensor (set_bias) or None
+        self.bias_shape = None    # its shape as the library reads it (4-D batch, 3-D varlen)
+        self.bias_bcast = 0       # FMHA_BIAS_BCAST_* bits: the dims dbias sums over
 
     @property
     def dropout(self):
@@ -505,3 +513,59 @@ def varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen
     p.empty_q = total_q == 0 or batch == 0 or a.max_seqlen_q == 0
     p.empty_k = total_k == 0
     return p
+
+
+def set_bias(p, bias, q):
+    """The elementwise bias of problem p (None: none): added to the scaled,
+    soft-capped scores before the mask, a -inf element hiding its key.
+    Batch mode [b or 1, h or 1, s_q, s_k] (missing leading dims read as 1,
+    so [s_q, s_k] and [h, s_q, s_k] work too); varlen [h or 1, total_q,
+    cols] or [total_q, cols], cols >= max_seqlen_k (row cu_seqlens_q[i] + r
+    is query r of sequence i, column j its key j). fp16, bf16 or fp32 on q's
+    device, unit stride in the last dim; a dim of size 1 broadcasts."""
+    a = p.args
+    if bias is None:
+        return
+    if not _is_tensor(bias):
+        raise TypeError("bias must be a torch.Tensor or None, got %s" % type(bias).__name__)
+    code = BIAS_DTYPES.get(str(bias.dtype))
+    if code is None:
+        raise TypeError("bias must be torch.float16, torch.bfloat16 or torch.float32, got %s" % bias.dtype)
+    if p.fp8:
+        raise ValueError("bias is not supported with fp8 inputs")
+    if a.alibi_slopes:
+        raise ValueError("bias and alibi_slopes together are not supported (one bias column)")
+    if not getattr(bias, "is_cuda", False):
+        raise ValueError("bias must be on a CUDA device, got %s" % bias.device)
+    check_same_device(q, (("bias", bias),))
+    shape, st = tuple(bias.shape), strides(bias)
+    group = bool(a.is_group_mode)
+    nd = 3 if group else 4
+    if not 2 <= len(shape) <= nd:
+        raise ValueError("bias must have 2 to %d dims (%s), got shape %s"
+                         % (nd, "[h or 1, total_q, cols]" if group else "[b or 1, h or 1, s_q, s_k]", shape))
+    shape = (1,) * (nd - len(shape)) + shape
+    st = (0,) * (nd - len(st)) + tuple(st)
+    if group:
+        want = "[%d or 1, %d, >= %d]" % (a.nhead_q, q.shape[0], p.max_seqlen_k)
+        ok = shape[0] in (1, a.nhead_q) and shape[1] == q.shape[0] and shape[2] >= p.max_seqlen_k
+    else:
+        want = "[%d or 1, %d or 1, %d, %d]" % (a.batch, a.nhead_q, a.seqlen_q, a.seqlen_k)
+        ok = (shape[0] in (1, a.batch) and shape[1] in (1, a.nhead_q) and shape[2] == a.seqlen_q
+              and shape[3] == a.seqlen_k)
+    if not ok:
+        raise ValueError("bias must have shape %s (leading dims may be missing), got %s"
+                         % (want, tuple(bias.shape)))
+    if shape[-1] > 1 and st[-1] != 1:
+        raise ValueError("bias must have a unit stride in its last dim")
+    # a dim of size 1 broadcasts: stride 0
+    st = tuple(0 if n == 1 else x for n, x in zip(shape, st))
+    a.bias, a.bias_dtype = bias.data_ptr() or PLACEHOLDER_PTR, code
+    if group:
+        a.nhead_stride_bias, a.stride_bias, a.batch_stride_bias = st[0], st[1], 0
+        p.bias_bcast = _lib.FMHA_BIAS_BCAST_HEAD if shape[0] == 1 and a.nhead_q > 1 else 0
+    else:
+        a.batch_stride_bias, a.nhead_stride_bias, a.stride_bias = st[0], st[1], st[2]
+        p.bias_bcast = ((_lib.FMHA_BIAS_BCAST_BATCH if shape[0] == 1 and a.batch > 1 else 0)
+                        | (_lib.FMHA_BIAS_BCAST_HEAD if shape[1] == 1 and a.nhead_q > 1 else 0))
+    p.bias, p.bias_shape = bias, shape

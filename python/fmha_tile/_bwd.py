@@ -25,11 +25,12 @@ def _rows_heads_batch(t, group):
     return (s[0], s[1], 0) if group else (s[1], s[2], s[0])
 
 
-def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
+def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic, dbias=None):
     """-> (FmhaBwdTraits, FmhaBwdArgs) of the backward of forward problem p
     (an _args.Problem) with the forward's q, k, v, o and lse, the incoming
     gradient dout (o's shape) and the gradient buffers dq, dk, dv (the shapes
-    of q, k, v). The workspace fields are left for the caller."""
+    of q, k, v), and dbias (p's bias shape, contiguous; None: not wanted)
+    when p has a bias. The workspace fields are left for the caller."""
     fa = p.args
     group = bool(fa.is_group_mode)
     t = _lib.FmhaBwdTraits()
@@ -49,6 +50,9 @@ def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
     t.has_logits_soft_cap = int(fa.logits_soft_cap > 0)
     t.has_alibi = int(bool(fa.alibi_slopes))
     t.is_deterministic = int(bool(deterministic))
+    t.has_bias = int(bool(fa.bias))
+    t.has_dbias = int(dbias is not None)
+    t.dbias_bcast = p.bias_bcast if dbias is not None else 0
 
     a = _lib.FmhaBwdArgs()
     for f in ("dtype", "is_group_mode", "batch", "nhead_q", "nhead_k", "seqlen_q", "seqlen_k",
@@ -75,6 +79,18 @@ def bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic):
     # pointer), so the backward redraws the forward's mask
     a.dropout_p, a.dropout_seed, a.dropout_offset = fa.dropout_p, fa.dropout_seed, fa.dropout_offset
     a.dropout_rng = fa.dropout_rng
+    # the forward's bias; dbias contiguous in p's bias shape (a summed dim
+    # has size 1, its stride unused)
+    a.bias, a.bias_dtype = fa.bias, fa.bias_dtype
+    a.stride_bias, a.nhead_stride_bias, a.batch_stride_bias = \
+        fa.stride_bias, fa.nhead_stride_bias, fa.batch_stride_bias
+    if dbias is not None:
+        sd = strides(dbias)
+        a.dbias = dbias.data_ptr() or None
+        if group:   # [h or 1, total_q, cols]
+            a.nhead_stride_dbias, a.stride_dbias, a.batch_stride_dbias = sd[0], sd[1], 0
+        else:       # [b or 1, h or 1, s_q, s_k]
+            a.batch_stride_dbias, a.nhead_stride_dbias, a.stride_dbias = sd[0], sd[1], sd[2]
     return t, a
 
 
@@ -116,11 +132,12 @@ def _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k, capturing):
 
 
 def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, deterministic,
-                 where, kernels=None, sinks=None):
-    """dq, dk, dv (contiguous, the shapes and dtypes of q, k, v) and dsinks
-    (fp32 [h], None without sinks) of forward problem p, computed on the
-    current stream of q's device with the kernel set of kernels (an
-    _lib.handle() argument: None for the default set)."""
+                 where, kernels=None, sinks=None, want_dbias=False):
+    """dq, dk, dv (contiguous, the shapes and dtypes of q, k, v), dsinks
+    (fp32 [h], None without sinks) and dbias (p.bias's shape and dtype,
+    summed over its broadcast dims; None unless want_dbias) of forward
+    problem p, computed on the current stream of q's device with the kernel
+    set of kernels (an _lib.handle() argument: None for the default set)."""
     group = bool(p.args.is_group_mode)
     with torch.cuda.device(q.device):
         # group mode: rows past cu_seqlens[-1] belong to no sequence and are
@@ -133,13 +150,20 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
         # no keys: O = 0, so D = 0 and dsinks = 0 too
         dsinks = torch.zeros(tuple(sinks.shape), dtype=torch.float32, device=q.device) \
             if sinks is not None else None
+        # dbias in the library's view of the bias (p.bias_shape); group mode
+        # leaves columns past max_seqlen_k and rows past the last sequence
+        # unwritten (their gradient is 0)
+        dbias = None
+        if want_dbias:
+            dbias = (torch.zeros if group or trivial else torch.empty)(
+                p.bias_shape, dtype=p.bias.dtype, device=q.device)
         if trivial:   # no query rows: dK = dV = 0; no keys: O = 0, so dQ = 0
-            return dq, dk, dv, dsinks
+            return dq, dk, dv, dsinks, _dbias_out(p, dbias)
         capturing = _is_capturing(torch)
         if group:
             _check_bounds(torch, p, cu_seqlens_q, cu_seqlens_k, capturing)
         dout = _dense_grad(torch, dout, o)
-        traits, a = bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic)
+        traits, a = bwd_structs(p, q, k, v, o, lse, dout, dq, dk, dv, deterministic, dbias)
         if sinks is not None:
             a.sinks, a.dsinks = sinks.data_ptr(), dsinks.data_ptr()
         h = _lib.handle(kernels)
@@ -169,4 +193,10 @@ def run_backward(torch, p, q, k, v, o, lse, dout, cu_seqlens_q, cu_seqlens_k, de
         st = lib.fmha_bwd(ctypes.byref(plan), ctypes.byref(a), stream)
         h.check_status(st, where)
         # ws is freed here; the caching allocator reuses it in stream order
-    return dq, dk, dv, dsinks
+    return dq, dk, dv, dsinks, _dbias_out(p, dbias)
+
+
+def _dbias_out(p, dbias):
+    """dbias in the caller's bias shape (the library's view drops nothing
+    but leading dims of size 1)."""
+    return None if dbias is None else dbias.view(tuple(p.bias.shape))

@@ -35,7 +35,9 @@ FMHA_ERR_LAUNCH = 5
 FMHA_DTYPE_FP16 = 0
 FMHA_DTYPE_BF16 = 1
 FMHA_DTYPE_FP8 = 2
-FMHA_DTYPE_FP32 = 3   # the forward's elementwise bias only
+FMHA_DTYPE_FP32 = 3   # the elementwise bias (and dbias) only
+FMHA_BIAS_BCAST_BATCH = 1   # fmha_bwd_traits.dbias_bcast bits: dbias summed over the batch
+FMHA_BIAS_BCAST_HEAD = 2    # ... over the query heads
 
 FMHA_MASK_NONE = 0
 FMHA_MASK_TOP_LEFT = 1
@@ -182,6 +184,9 @@ class FmhaBwdTraits(ctypes.Structure):
         ("has_logits_soft_cap", ctypes.c_int),
         ("has_alibi", ctypes.c_int),
         ("is_deterministic", ctypes.c_int),
+        ("has_bias", ctypes.c_int),
+        ("has_dbias", ctypes.c_int),
+        ("dbias_bcast", ctypes.c_int),       # FMHA_BIAS_BCAST_* bits
     ]
 
 
@@ -248,6 +253,15 @@ class FmhaBwdArgs(ctypes.Structure):
         ("dropout_seed", ctypes.c_uint64),   # (or dropout_rng) redraw the same mask
         ("dropout_offset", ctypes.c_uint64),
         ("dropout_rng", ctypes.c_void_p),    # const uint64_t * (device {seed, offset}) or NULL
+        ("bias", ctypes.c_void_p),           # const void *: the forward's bias, or NULL
+        ("bias_dtype", _c_enum),
+        ("stride_bias", ctypes.c_int64),
+        ("nhead_stride_bias", ctypes.c_int64),
+        ("batch_stride_bias", ctypes.c_int64),
+        ("dbias", ctypes.c_void_p),          # void *: d loss / d bias (the bias's dtype), or NULL
+        ("stride_dbias", ctypes.c_int64),
+        ("nhead_stride_dbias", ctypes.c_int64),
+        ("batch_stride_dbias", ctypes.c_int64),
     ]
 
 

@@ -73,15 +73,16 @@ COLUMNS = ("family", "dtype", "hdim", "mask", "softcap", "alibi_or_page", "tile_
 # The column tokens of kernel_set.h / bwd_set.h (FMHAI_FAM_*, FMHAI_DT_*,
 # FMHAI_ON_*); tests/test_jit_host.py checks these lists against the headers.
 # Families whose column 6 is the KV page size take a number or FMHA_ANY
-# there; the others take NOALIBI / ALIBI (FWD rows also BIAS, the
-# elementwise bias).
+# there; the others take NOALIBI / ALIBI (FWD, BWD and BWD_DET rows also
+# BIAS, the elementwise bias).
 FAMILIES = ("FWD", "PREFILL", "PREFILL_VEC", "DECODE", "DECODE_VEC", "BWD", "BWD_DET",
             "BWD_DOT_DO_O", "BWD_CONVERT_DQ")
 PAGE_FAMILIES = ("PREFILL", "PREFILL_VEC", "DECODE", "DECODE_VEC")
+BIAS_FAMILIES = ("FWD", "BWD", "BWD_DET")
 DTYPES = ("FP16", "BF16", "FP8")
 MASKS = ("NOMASK", "MASK")
 SOFTCAPS = ("NOSOFTCAP", "SOFTCAP")
-ALIBIS = ("NOALIBI", "ALIBI", "BIAS")   # BIAS: elementwise bias, FWD rows only
+ALIBIS = ("NOALIBI", "ALIBI", "BIAS")   # BIAS: elementwise bias, FWD and dq_dk_dv rows only
 
 # The archs the library is built for (the Makefile's FMHA_TILE_ARCHS): sm_80
 # code runs on every sm_8x GPU (the portable pipeline), sm_90a on Hopper
@@ -177,8 +178,9 @@ def normalize_row(cols):
         c6 = ANY if _is_any(cols[5]) else _number(cols[5], "page", text)
     else:
         c6 = _token(cols[5], "alibi", ALIBIS, text)
-        if c6 == "BIAS" and fam != "FWD":
-            raise InvalidRowError(text, "column_alibi", "BIAS (elementwise bias) is a column value of FWD rows only")
+        if c6 == "BIAS" and fam not in BIAS_FAMILIES:
+            raise InvalidRowError(text, "column_alibi", "BIAS (elementwise bias) is a column value of FWD, BWD and "
+                                  "BWD_DET rows only")
     tiles = tuple(ANY if _is_any(c) else _number(c, n, text)
                   for c, n in zip(cols[6:], COLUMNS[6:]))
     return (fam, dt, hd, mask, sc, c6) + tiles

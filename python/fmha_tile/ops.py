@@ -23,7 +23,7 @@ window=(left, right) is two ints and kernels= is a kernel set's name):
     fwd(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
         alibi_slopes=None, scale=None, sinks=None, deterministic=False,
         q_descale=None, k_descale=None, v_descale=None, kernels=None,
-        dropout_p=0.0, dropout_seed=0, dropout_offset=0, dropout_rng=None) -> (out, lse)
+        dropout_p=0.0, dropout_seed=0, dropout_offset=0, dropout_rng=None, bias=None) -> (out, lse)
         fmha_tile.attention: q [b, s_q, h, d], k/v [b, s_k, h_k, d]; out
         [b, s_q, h, d_v] (bf16 for fp8 inputs), lse fp32 [b, h, s_q] (always
         computed: the backward needs it). Differentiable in q, k, v and sinks;
@@ -35,16 +35,20 @@ window=(left, right) is two ints and kernels= is a kernel set's name):
         wrappers below (and fmha_tile.compat) take them from torch's CUDA
         generator per call (fmha_tile._dropout); a caller of the op itself
         must pass fresh ones per call. The backward gets the same ones.
+        bias: the elementwise bias of fmha_tile.attention (differentiable:
+        its gradient summed to its shape).
     fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, <fwd's tail>)
         fmha_tile.attention_varlen: q [total_q, h, d] ...; out [total_q, h, d_v],
         lse fp32 [h, total_q]. Differentiable as fwd.
     bwd(dout, q, k, v, out, lse, causal, window_left, window_right, softcap,
         alibi_slopes, scale, sinks, deterministic, kernels=None, dropout_p=0.0,
-        dropout_seed=0, dropout_offset=0, dropout_rng=None) -> (dq, dk, dv, dsinks)
+        dropout_seed=0, dropout_offset=0, dropout_rng=None, bias=None,
+        want_dbias=False) -> (dq, dk, dv, dsinks, dbias)
     bwd_varlen(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-               max_seqlen_k, <bwd's tail>) -> (dq, dk, dv, dsinks)
+               max_seqlen_k, <bwd's tail>) -> (dq, dk, dv, dsinks, dbias)
         the backward (fmha_bwd); dq, dk, dv contiguous in the shapes and dtypes
-        of q, k, v; dsinks fp32 [h], or an empty tensor without sinks. Not
+        of q, k, v; dsinks fp32 [h], or an empty tensor without sinks; dbias
+        the bias's shape and dtype (want_dbias), else an empty tensor. Not
         capturable in a CUDA graph (the workspace preparation synchronises).
         With dropout, the forward's dropout_p / seed / offset / rng.
     batch_prefill(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, kv_layout, kv_indptr=None,
@@ -130,10 +134,11 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, window_left: int 
         q_descale: Optional[Tensor] = None, k_descale: Optional[Tensor] = None,
         v_descale: Optional[Tensor] = None, kernels: Optional[str] = None, dropout_p: float = 0.0,
         dropout_seed: int = 0, dropout_offset: int = 0,
-        dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        dropout_rng: Optional[Tensor] = None, bias: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """fmha_tile.attention as a custom op -> (out, lse); see the module docstring."""
     p = _args.batch_problem(q, k, v, causal, (window_left, window_right), softcap, alibi_slopes,
                             scale, q_descale, k_descale, v_descale, sinks, dropout_p)
+    _args.set_bias(p, bias, q)
     _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _run_forward(torch, p, q, None, None, True, "fmha_tile::fwd", _lib.handle(kernels))
 
@@ -142,7 +147,7 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, window_left: int 
 def _fwd_fake(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
               alibi_slopes=None, scale=None, sinks=None, deterministic=False, q_descale=None,
               k_descale=None, v_descale=None, kernels=None, dropout_p=0.0, dropout_seed=0,
-              dropout_offset=0, dropout_rng=None):
+              dropout_offset=0, dropout_rng=None, bias=None):
     b, s_q, h = q.shape[0], q.shape[1], q.shape[2]
     out = q.new_empty((b, s_q, h, v.shape[-1]), dtype=_out_dtype(q))
     lse = q.new_empty((b, h, s_q), dtype=torch.float32)
@@ -157,12 +162,13 @@ def fwd_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens
                deterministic: bool = False, q_descale: Optional[Tensor] = None,
                k_descale: Optional[Tensor] = None, v_descale: Optional[Tensor] = None,
                kernels: Optional[str] = None, dropout_p: float = 0.0, dropout_seed: int = 0,
-               dropout_offset: int = 0,
-               dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+               dropout_offset: int = 0, dropout_rng: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """fmha_tile.attention_varlen as a custom op -> (out, lse)."""
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, (window_left, window_right), softcap, alibi_slopes, scale,
                              q_descale, k_descale, v_descale, sinks, dropout_p)
+    _args.set_bias(p, bias, q)
     _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _run_forward(torch, p, q, None, None, True, "fmha_tile::fwd_varlen",
                         _lib.handle(kernels))
@@ -173,7 +179,7 @@ def _fwd_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      window_left=-1, window_right=-1, softcap=0.0, alibi_slopes=None, scale=None,
                      sinks=None, deterministic=False, q_descale=None, k_descale=None,
                      v_descale=None, kernels=None, dropout_p=0.0, dropout_seed=0, dropout_offset=0,
-                     dropout_rng=None):
+                     dropout_rng=None, bias=None):
     total_q, h = q.shape[0], q.shape[1]
     out = q.new_empty((total_q, h, v.shape[-1]), dtype=_out_dtype(q))
     lse = q.new_empty((h, total_q), dtype=torch.float32)
@@ -182,19 +188,25 @@ def _fwd_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 # ---- backward, dense and varlen ---------------------------------------------------------------
 def _backward(p, dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sinks, deterministic,
-              kernels, where):
+              kernels, where, want_dbias):
     if p.fp8:
         raise NotImplementedError("%s: the fp8 forward has no backward pass" % where)
-    dq, dk, dv, dsinks = _bwd.run_backward(torch, p, q, k, v, out, lse, dout, cu_seqlens_q,
-                                           cu_seqlens_k, deterministic, where, kernels, sinks)
+    if want_dbias and p.bias is None:
+        raise ValueError("%s: want_dbias needs a bias" % where)
+    dq, dk, dv, dsinks, dbias = _bwd.run_backward(torch, p, q, k, v, out, lse, dout, cu_seqlens_q,
+                                                  cu_seqlens_k, deterministic, where, kernels, sinks,
+                                                  want_dbias)
     if dsinks is None:
         dsinks = _empty_lse(q)
-    return dq, dk, dv, dsinks
+    if dbias is None:
+        dbias = q.new_empty((0,))
+    return dq, dk, dv, dsinks, dbias
 
 
-def _bwd_fake_outputs(q, k, v, sinks):
+def _bwd_fake_outputs(q, k, v, sinks, bias, want_dbias):
     dsinks = q.new_empty(tuple(sinks.shape) if sinks is not None else (0,), dtype=torch.float32)
-    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsinks)
+    dbias = bias.new_empty(tuple(bias.shape)) if want_dbias and bias is not None else q.new_empty((0,))
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsinks, dbias)
 
 
 @torch.library.custom_op(NS + "::bwd", mutates_args=())
@@ -202,21 +214,24 @@ def bwd(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
         window_left: int, window_right: int, softcap: float, alibi_slopes: Optional[Tensor],
         scale: Optional[float], sinks: Optional[Tensor], deterministic: bool,
         kernels: Optional[str] = None, dropout_p: float = 0.0, dropout_seed: int = 0,
-        dropout_offset: int = 0,
-        dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The backward of fwd -> (dq, dk, dv, dsinks); dsinks is empty without sinks."""
+        dropout_offset: int = 0, dropout_rng: Optional[Tensor] = None,
+        bias: Optional[Tensor] = None,
+        want_dbias: bool = False) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The backward of fwd -> (dq, dk, dv, dsinks, dbias); dsinks is empty without
+    sinks, dbias (bias's shape and dtype) without want_dbias."""
     p = _args.batch_problem(q, k, v, causal, (window_left, window_right), softcap, alibi_slopes,
                             scale, sinks=sinks, dropout_p=dropout_p)
+    _args.set_bias(p, bias, q)
     _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _backward(p, dout, q, k, v, out, lse, None, None, sinks, deterministic, kernels,
-                     "fmha_tile::bwd")
+                     "fmha_tile::bwd", want_dbias)
 
 
 @bwd.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, causal, window_left, window_right, softcap, alibi_slopes,
               scale, sinks, deterministic, kernels=None, dropout_p=0.0, dropout_seed=0,
-              dropout_offset=0, dropout_rng=None):
-    return _bwd_fake_outputs(q, k, v, sinks)
+              dropout_offset=0, dropout_rng=None, bias=None, want_dbias=False):
+    return _bwd_fake_outputs(q, k, v, sinks, bias, want_dbias)
 
 
 @torch.library.custom_op(NS + "::bwd_varlen", mutates_args=())
@@ -226,24 +241,26 @@ def bwd_varlen(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: 
                alibi_slopes: Optional[Tensor], scale: Optional[float], sinks: Optional[Tensor],
                deterministic: bool, kernels: Optional[str] = None, dropout_p: float = 0.0,
                dropout_seed: int = 0, dropout_offset: int = 0,
-               dropout_rng: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The backward of fwd_varlen -> (dq, dk, dv, dsinks). Reads the sequence
+               dropout_rng: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               want_dbias: bool = False) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The backward of fwd_varlen -> (dq, dk, dv, dsinks, dbias). Reads the sequence
     lengths back to check max_seqlen_q / max_seqlen_k (as attention_varlen's
     backward does)."""
     p = _args.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                              causal, (window_left, window_right), softcap, alibi_slopes, scale,
                              sinks=sinks, dropout_p=dropout_p)
+    _args.set_bias(p, bias, q)
     _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _backward(p, dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, sinks, deterministic,
-                     kernels, "fmha_tile::bwd_varlen")
+                     kernels, "fmha_tile::bwd_varlen", want_dbias)
 
 
 @bwd_varlen.register_fake
 def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, causal, window_left, window_right, softcap, alibi_slopes, scale,
                      sinks, deterministic, kernels=None, dropout_p=0.0, dropout_seed=0,
-                     dropout_offset=0, dropout_rng=None):
-    return _bwd_fake_outputs(q, k, v, sinks)
+                     dropout_offset=0, dropout_rng=None, bias=None, want_dbias=False):
+    return _bwd_fake_outputs(q, k, v, sinks, bias, want_dbias)
 
 
 # ---- autograd of the forward ops -------------------------------------------------------------
@@ -251,7 +268,7 @@ def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_se
 # defaults filled in).
 _FWD_TAIL = ("causal", "window_left", "window_right", "softcap", "alibi_slopes", "scale", "sinks",
              "deterministic", "q_descale", "k_descale", "v_descale", "kernels", "dropout_p",
-             "dropout_seed", "dropout_offset", "dropout_rng")
+             "dropout_seed", "dropout_offset", "dropout_rng", "bias")
 
 
 def _setup(ctx, inputs, output, varlen):
@@ -261,7 +278,7 @@ def _setup(ctx, inputs, output, varlen):
     out, lse = output
     cu = inputs[3:5] if varlen else (None, None)
     ctx.save_for_backward(q, k, v, out, lse, tail["alibi_slopes"], tail["sinks"], cu[0], cu[1],
-                          tail["dropout_rng"])
+                          tail["dropout_rng"], tail["bias"])
     ctx.max_seqlens = tuple(inputs[5:7]) if varlen else None
     ctx.params = (tail["causal"], tail["window_left"], tail["window_right"], tail["softcap"],
                   tail["scale"], tail["deterministic"], tail["kernels"])
@@ -280,27 +297,29 @@ def _fwd_varlen_setup(ctx, inputs, output):
 
 
 def _grads(ctx, dout):
-    q, k, v, out, lse, alibi, sinks, cu_q, cu_k, rng = ctx.saved_tensors
+    q, k, v, out, lse, alibi, sinks, cu_q, cu_k, rng, bias = ctx.saved_tensors
     causal, wl, wr, softcap, scale, deterministic, kernels = ctx.params
     dp, seed, offset = ctx.dropout
-    if ctx.max_seqlens is None:
-        dq, dk, dv, dsinks = torch.ops.fmha_tile.bwd(dout, q, k, v, out, lse, causal, wl, wr, softcap,
-                                                     alibi, scale, sinks, deterministic, kernels,
-                                                     dp, seed, offset, rng)
-    else:
-        mq, mk = ctx.max_seqlens
-        dq, dk, dv, dsinks = torch.ops.fmha_tile.bwd_varlen(dout, q, k, v, out, lse, cu_q, cu_k, mq,
-                                                            mk, causal, wl, wr, softcap, alibi, scale,
-                                                            sinks, deterministic, kernels,
-                                                            dp, seed, offset, rng)
     need = ctx.needs_input_grad
     n = ctx.n_head_args
+    want_dbias = bias is not None and bool(need[n + _FWD_TAIL.index("bias")])
+    if ctx.max_seqlens is None:
+        dq, dk, dv, dsinks, dbias = torch.ops.fmha_tile.bwd(
+            dout, q, k, v, out, lse, causal, wl, wr, softcap, alibi, scale, sinks, deterministic,
+            kernels, dp, seed, offset, rng, bias, want_dbias)
+    else:
+        mq, mk = ctx.max_seqlens
+        dq, dk, dv, dsinks, dbias = torch.ops.fmha_tile.bwd_varlen(
+            dout, q, k, v, out, lse, cu_q, cu_k, mq, mk, causal, wl, wr, softcap, alibi, scale,
+            sinks, deterministic, kernels, dp, seed, offset, rng, bias, want_dbias)
     grads = [dq if need[0] else None, dk if need[1] else None, dv if need[2] else None]
     grads += [None] * (n - 3)
     for name in _FWD_TAIL:
         g = None
         if name == "sinks" and sinks is not None and need[n + _FWD_TAIL.index("sinks")]:
             g = dsinks
+        if name == "bias" and want_dbias:
+            g = dbias
         grads.append(g)
     return tuple(grads)
 

@@ -239,15 +239,18 @@ def test_bwd_args_carry_dropout():
 
 def test_struct_fields_in_order():
     # the C layout itself is compared in test_host.py; here the order the
-    # header gives: dropout_rng right after dropout_offset, last of the
-    # backward's struct; the forward's has the elementwise bias appended after
+    # header gives: dropout_rng right after dropout_offset, then (both
+    # structs) the elementwise bias appended after it
     f = [n for n, _ in _lib.FmhaFwdArgs._fields_]
     i = f.index("dropout_p")
     assert f[i:i + 4] == ["dropout_p", "dropout_seed", "dropout_offset", "dropout_rng"]
     assert f[i + 4:] == ["bias", "bias_dtype", "stride_bias", "nhead_stride_bias", "batch_stride_bias"]
     b = [n for n, _ in _lib.FmhaBwdArgs._fields_]
-    assert b[-5:] == ["alibi_batch_stride", "dropout_p", "dropout_seed", "dropout_offset",
-                      "dropout_rng"]
+    i = b.index("alibi_batch_stride")
+    assert b[i:i + 5] == ["alibi_batch_stride", "dropout_p", "dropout_seed", "dropout_offset",
+                          "dropout_rng"]
+    assert b[i + 5:] == ["bias", "bias_dtype", "stride_bias", "nhead_stride_bias", "batch_stride_bias",
+                         "dbias", "stride_dbias", "nhead_stride_dbias", "batch_stride_dbias"]
 
 
 def test_library_reads_the_mirrored_dropout_fields():

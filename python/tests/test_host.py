@@ -644,6 +644,84 @@ def test_bwd_structs_alibi():
     assert t.has_alibi == 1 and a.alibi_slopes == 9 << 20 and a.alibi_batch_stride == 0
 
 
+def test_bias_args_batch():
+    # [1, h, s_q, s_k] fp32: broadcast over the batch (stride 0), dbias summed over it
+    q, k, v = qkv()
+    bias = FakeTensor((1, 8, 100, 130), FP32, ptr=9 << 20)
+    p = _args.batch_problem(q, k, v, causal=True)
+    _args.set_bias(p, bias, q)
+    a = p.args
+    assert (a.bias, a.bias_dtype) == (9 << 20, _lib.FMHA_DTYPE_FP32)
+    assert (a.batch_stride_bias, a.nhead_stride_bias, a.stride_bias) == (0, 100 * 130, 130)
+    assert p.bias_bcast == _lib.FMHA_BIAS_BCAST_BATCH and p.bias_shape == (1, 8, 100, 130)
+    # [s_q, s_k] bf16: missing dims read as 1, shared by entries and heads
+    p = _args.batch_problem(q, k, v)
+    _args.set_bias(p, FakeTensor((100, 130), BF16, ptr=9 << 20), q)
+    assert (p.args.batch_stride_bias, p.args.nhead_stride_bias, p.args.stride_bias) == (0, 0, 130)
+    assert p.bias_bcast == _lib.FMHA_BIAS_BCAST_BATCH | _lib.FMHA_BIAS_BCAST_HEAD
+    assert p.args.bias_dtype == _lib.FMHA_DTYPE_BF16
+    # full [b, h, s_q, s_k] with padded rows: nothing summed
+    p = _args.batch_problem(q, k, v)
+    _args.set_bias(p, FakeTensor((2, 8, 100, 130), FP16, strides=(8 * 100 * 136, 100 * 136, 136, 1)), q)
+    assert (p.args.batch_stride_bias, p.args.nhead_stride_bias, p.args.stride_bias) == (8 * 100 * 136,
+                                                                                         100 * 136, 136)
+    assert p.bias_bcast == 0
+    # the backward's traits and args: the bias as the forward's, dbias at its own strides
+    dq, dk, dv = _grads_like(q, k, v)
+    p = _args.batch_problem(q, k, v)
+    _args.set_bias(p, FakeTensor((1, 1, 100, 130), FP32, ptr=9 << 20), q)
+    db = FakeTensor((1, 1, 100, 130), FP32, ptr=10 << 20)
+    t, a = _bwd.bwd_structs(p, q, k, v, q, FakeTensor(p.lse_shape, FP32), q, dq, dk, dv, True, db)
+    assert (t.has_bias, t.has_dbias, t.dbias_bcast) == (1, 1, 3)
+    assert (a.bias, a.bias_dtype, a.stride_bias, a.nhead_stride_bias, a.batch_stride_bias) == (
+        9 << 20, _lib.FMHA_DTYPE_FP32, 130, 0, 0)
+    assert (a.dbias, a.stride_dbias) == (10 << 20, 130)
+    t, a = _bwd.bwd_structs(p, q, k, v, q, FakeTensor(p.lse_shape, FP32), q, dq, dk, dv, True)
+    assert (t.has_bias, t.has_dbias, t.dbias_bcast, a.dbias) == (1, 0, 0, None)
+
+
+def test_bias_args_varlen():
+    q, k, v, cq, ck = varlen()
+    p = _args.varlen_problem(q, k, v, cq, ck, 200, 250)
+    _args.set_bias(p, FakeTensor((8, 300, 256), BF16, ptr=9 << 20), q)
+    a = p.args
+    assert (a.nhead_stride_bias, a.stride_bias, a.batch_stride_bias) == (300 * 256, 256, 0)
+    assert p.bias_bcast == 0 and p.bias_shape == (8, 300, 256)
+    p = _args.varlen_problem(q, k, v, cq, ck, 200, 250)
+    _args.set_bias(p, FakeTensor((300, 250), FP32, ptr=9 << 20), q)
+    assert (p.args.nhead_stride_bias, p.args.stride_bias) == (0, 250)
+    assert p.bias_bcast == _lib.FMHA_BIAS_BCAST_HEAD
+    dq, dk, dv = _grads_like(q, k, v)
+    db = FakeTensor((1, 300, 250), FP32, ptr=10 << 20)
+    t, a = _bwd.bwd_structs(p, q, k, v, q, FakeTensor(p.lse_shape, FP32), q, dq, dk, dv, False, db)
+    assert (t.has_bias, t.has_dbias, t.dbias_bcast) == (1, 1, _lib.FMHA_BIAS_BCAST_HEAD)
+    # (a dim of size 1 reads as stride 0: unused, the plan sums over it)
+    assert (a.dbias, a.stride_dbias, a.nhead_stride_dbias, a.batch_stride_dbias) == (10 << 20, 250, 0, 0)
+
+
+@pytest.mark.parametrize("shape,dtype,kw,exc,match", [
+    ((2, 8, 100, 131), FP32, {}, ValueError, "bias must have shape"),
+    ((3, 8, 100, 130), FP32, {}, ValueError, "bias must have shape"),
+    ((2, 4, 100, 130), FP32, {}, ValueError, "bias must have shape"),
+    ((1, 2, 8, 100, 130), FP32, {}, ValueError, "2 to 4 dims"),
+    ((100, 130), I32, {}, TypeError, "bias must be torch.float16"),
+    ((100, 130), FP32, {"device": FakeDevice("cpu")}, ValueError, "CUDA"),
+    ((100, 130), FP32, {"strides": (1, 100)}, ValueError, "unit stride"),
+])
+def test_bias_bad(shape, dtype, kw, exc, match):
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v)
+    with pytest.raises(exc, match=match):
+        _args.set_bias(p, FakeTensor(shape, dtype, **kw), q)
+
+
+def test_bias_with_alibi_refused():
+    q, k, v = qkv()
+    p = _args.batch_problem(q, k, v, alibi_slopes=FakeTensor((8,), FP32, ptr=9 << 20))
+    with pytest.raises(ValueError, match="alibi"):
+        _args.set_bias(p, FakeTensor((100, 130), FP32), q)
+
+
 # ---- the library itself (no GPU needed for these calls) ----------------------------------------
 def _lib_or_skip():
     try:

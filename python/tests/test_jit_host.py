@@ -115,12 +115,18 @@ def test_column_errors():
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", 16, 128, 64, 4, 1), "column_alibi"),
         (("PREFILL", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 128, 64, 4, 1), "column_page"),
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 128, 64, True, 1), "column_warps"),
+        # the elementwise bias: FWD, BWD and BWD_DET rows only
+        (("BWD_DOT_DO_O", "BF16", 128, "NOMASK", "NOSOFTCAP", "BIAS", "FMHA_ANY", "FMHA_ANY",
+          "FMHA_ANY", "FMHA_ANY"), "column_alibi"),
     ]
     for row, name in cases:
         e = raised(jit.InvalidRowError, jit.KernelSet, [row])
         assert e.constraint == name, (row, e.constraint)
         assert "constraint %s violated" % name in str(e)
     raised(TypeError, jit.normalize_row, 5)
+    for fam in ("FWD", "BWD", "BWD_DET"):   # BIAS rows of the dq_dk_dv families are valid
+        row = (fam, "BF16", 128, "MASK", "NOSOFTCAP", "BIAS", "FMHA_ANY", "FMHA_ANY", "FMHA_ANY", "FMHA_ANY")
+        assert jit.KernelSet([row]).rows[0][5] == "BIAS"
 
 
 # ---- generated sources -------------------------------------------------------------------------

@@ -205,6 +205,14 @@ def sample_fwd_sinks_window():
                                              None, None, None, None)
 
 
+def sample_fwd_bias():
+    # a [1, h, s_q, s_k] fp32 bias that requires grad: its gradient summed over the batch
+    q, k, v = _req(*dense_case(b=2, s_q=9, s_k=20, h=4, hk=2, dtype=FP16))
+    bias = torch.randn(1, 4, 9, 20, device=DEV).requires_grad_()
+    return torch.ops.fmha_tile.fwd.default, (q, k, v, True, -1, -1, 0.0, None, None, None, True,
+                                             None, None, None, None, 0.0, 0, 0, None, bias)
+
+
 def sample_fwd_varlen():
     q, k, v, cq, ck, mq, mk = varlen_case(h=2, hk=2)
     q, k, v = _req(q, k, v)
@@ -246,7 +254,7 @@ def sample_decode_append():
                                                        c["v"], c["seqlens_k"])
 
 
-SAMPLES = [sample_fwd, sample_fwd_sinks_window, sample_fwd_varlen, sample_bwd, sample_bwd_varlen,
+SAMPLES = [sample_fwd, sample_fwd_sinks_window, sample_fwd_bias, sample_fwd_varlen, sample_bwd, sample_bwd_varlen,
            sample_batch_prefill, sample_decode, sample_decode_append]
 
 
@@ -269,9 +277,15 @@ def test_fake_shapes():
         cu = torch.empty(3, device=DEV, dtype=torch.int32)
         o, lse = torch.ops.fmha_tile.fwd_varlen(qv, kv, kv, cu, cu, 20, 20)
         assert o.shape == (30, 8, 64) and o.dtype == FP16 and lse.shape == (8, 30)
-        dq, dk, dv, ds = torch.ops.fmha_tile.bwd(q, q, k, k, q, lse, False, -1, -1, 0.0, None, None,
-                                                 None, False)
-        assert dq.shape == q.shape and dk.shape == k.shape and ds.numel() == 0
+        dq, dk, dv, ds, db = torch.ops.fmha_tile.bwd(q, q, k, k, q, lse, False, -1, -1, 0.0, None, None,
+                                                     None, False)
+        assert dq.shape == q.shape and dk.shape == k.shape and ds.numel() == 0 and db.numel() == 0
+        bias = torch.empty(1, 8, 7, 7, device=DEV, dtype=torch.float32)
+        o, lse = torch.ops.fmha_tile.fwd(q, k, k, bias=bias)
+        assert o.shape == (2, 7, 8, 64)
+        dq, dk, dv, ds, db = torch.ops.fmha_tile.bwd(q, q, k, k, q, lse, False, -1, -1, 0.0, None, None,
+                                                     None, False, bias=bias, want_dbias=True)
+        assert db.shape == bias.shape and db.dtype == torch.float32
         kc = torch.empty(5, 16, 2, 64, device=DEV, dtype=FP16)
         o, lse = torch.ops.fmha_tile.batch_prefill(qv, kc, kc, cu, 20, "NHD", return_lse=False)
         assert o.shape == (30, 8, 64) and lse.numel() == 0

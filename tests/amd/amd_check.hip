@@ -14,21 +14,23 @@
  * two-sweep hdim 256). With FMHA_AMD_CHECK_FULL: the library's whole default
  * forward and backward sets, its 16-bit batch prefill set (but VECTORIZED
  * hdim 256, see below) and the same FP8 kernels (many times the time). With
- * FMHA_AMD_CHECK_BWD: the default backward set alone (72 kernels, a few
+ * FMHA_AMD_CHECK_BWD: the default backward set alone (80 kernels, a few
  * minutes).
  */
 #include "fmha_tile.h"
 
 /* Backward: the three stages; dq_dk_dv with all features on at hdim 128
  * (fp16), all off at hdim 64 (bf16), deterministic with ALiBi at hdim 128
- * (bf16) and the two sweeps of hdim 256 (fp16), on the GFX9 tuned tiles. */
+ * (bf16), the two sweeps of hdim 256 (fp16), on the GFX9 tuned tiles, and
+ * an elementwise-bias (dbias) row, which runs the portable body. */
 #define AMD_CHECK_BWD(X)                                                                          \
     X(BWD,            FP16, 128, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            BF16, 64,  NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        BF16, 128, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_DET,        FP16, 256, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(BWD_DET,        FP16, 256, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            BF16, 64,  MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
 /* FP8 (e4m3) KV batch prefill: the e4m3 K ldmatrix path (64- and 32-key
  * tiles) and the V decode, page classes 3 and 1. */

@@ -12,7 +12,11 @@
  * mode, both determinism modes, problems whose keys fit one key tile (dQ
  * written directly, no workspace), and dropout (p 0.1 and 0.6 with the
  * reference's own Philox draws, over masks, GQA, group mode, soft cap,
- * ALiBi, sinks and both determinism modes). Per problem: random inputs (never zero;
+ * ALiBi, sinks and both determinism modes), and the elementwise bias with
+ * dbias (every broadcast shape, fp16/bf16/fp32, -inf elements, dbias with
+ * its own padded strides and guards: every element written, hidden ones
+ * exactly 0, the same bits in deterministic re-runs; group 12). Per
+ * problem: random inputs (never zero;
  * input padding NaN), O and LSE from the forward reference (O rounded to the
  * dtype, as a forward kernel would store it), dO random; a plan, a workspace
  * of exactly plan.workspace_size bytes, prepared synchronously or stream-
@@ -88,6 +92,11 @@ typedef struct bwd_cfg {
     int alibi;                    /* 0 off, 1 one slope per head, 2 per batch entry */
     float drop;                   /* dropout p (0: off), with the seed and offset below */
     uint64_t dseed, doff;
+    int bias;                     /* elementwise bias: 0 off, 1 [b,h], 2 [1,h], 3 [1,1], 4 [b,1] (group
+                                     mode: no batch dim, so 1 = 2 and 3 = 4) */
+    fmha_dtype bias_dt;           /* FP16, BF16 or FP32 */
+    int nodbias;                  /* 1: bias without dbias */
+    int hide;                     /* 1: -inf bias elements (every 7th of row 3, all of row 5) */
     int quick;
 } bwd_cfg;
 
@@ -141,6 +150,10 @@ static void cfg_name(bwd_cfg *c)
     if (c->sinks) n += (size_t)snprintf(s + n, cap - n, "_sinks");
     if (c->alibi) n += (size_t)snprintf(s + n, cap - n, "_alibi%s", c->alibi == 2 ? "batch" : "head");
     if (c->drop > 0) n += (size_t)snprintf(s + n, cap - n, "_drop%g", c->drop);
+    if (c->bias)
+        n += (size_t)snprintf(s + n, cap - n, "_bias%s_%s%s%s", c->bias == 1 ? "BH" : c->bias == 2 ? "1H" : c->bias == 3 ? "11" : "B1",
+                              c->bias_dt == FMHA_DTYPE_FP32 ? "fp32" : c->bias_dt == FMHA_DTYPE_BF16 ? "bf16" : "fp16",
+                              c->nodbias ? "_nodbias" : "", c->hide ? "_inf" : "");
     n += (size_t)snprintf(s + n, cap - n, c->det ? "_det" : "_nondet");
 }
 
@@ -409,6 +422,82 @@ static void build_configs(void)
             add(d[j], j == 2 || j == 7 || j == 9);
         }
     }
+
+    /* 12. elementwise bias (the BIAS dq_dk_dv rows) and dbias: every
+     * broadcast shape ([b,h] plain stores; [1,h], [1,1], [b,1] summed, by
+     * atomics or, deterministic, per-(entry, head) slices summed in order),
+     * fp16/bf16/fp32 bias, dbias with its own padded strides (poisoned
+     * padding and guards must stay), causal and sliding masks (hidden
+     * elements must be exactly 0), -inf elements and a row all hidden, GQA
+     * and MQA, group mode (rows packed, keys past an entry's length 0),
+     * dQ direct, odd sizes, dropout, a bias without dbias. Hdim 64/128:
+     * the wgmma pipeline on sm_90, the portable one in test_bwd_portable. */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        static const int gq2[3] = { 17, 255, 1 }, gk2[3] = { 17, 255, 600 };
+        const fmha_dtype H16 = FMHA_DTYPE_FP16, B16 = FMHA_DTYPE_BF16, F32 = FMHA_DTYPE_FP32;
+        bwd_cfg c = cfg_batch(F, 2, 4, 2, 200, 300, 64);
+        c.bias = 1; c.bias_dt = H16;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 300, 500, 128);
+        c.bias = 2; c.bias_dt = B16;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 4, 257, 130, 128);
+        c.bias = 3; c.bias_dt = F32;   /* summed over entries and heads */
+        add(c, 0);
+        c.det = 1; c.perm = 1; c.pad = 8;
+        add(c, 0);
+        c = cfg_batch(B, 3, 4, 1, 130, 260, 64);
+        c.bias = 4; c.bias_dt = F32; c.det = 1;
+        cfg_mask(&c, TL, 32, 8);
+        add(c, 0);
+        c.det = 0; c.bias_dt = B16;
+        add(c, 0);
+        c = cfg_batch(F, 1, 2, 2, 200, 200, 128);
+        c.bias = 1; c.bias_dt = H16; c.hide = 1;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 1);
+        c = cfg_batch(B, 2, 4, 2, 300, 300, 64);
+        c.bias = 3; c.bias_dt = B16; c.hide = 1; c.det = 1;
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 2, 64);
+        c.bias = 3; c.bias_dt = F32; c.async = 1;
+        cfg_mask(&c, BR, 64, 0);
+        add(c, 1);
+        c = cfg_group(F, 3, gq2, gk2, 4, 2, 128);
+        c.bias = 1; c.bias_dt = H16; c.det = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c.bias = 2; c.bias_dt = B16; c.hide = 1;
+        add(c, 0);
+        c = cfg_batch(F, 3, 4, 2, 50, 40, 64);   /* one key tile: dQ direct, the dbias sum is the workspace */
+        c.bias = 3; c.bias_dt = B16;
+        add(c, 0);
+        c.bias = 1; c.det = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 16, 1, 1, 77, 64);   /* one query row, MQA 16 */
+        c.bias = 2; c.bias_dt = F32;
+        add(c, 0);
+        c = cfg_batch(F, 2, 2, 1, 77, 1, 128);   /* one key */
+        c.bias = 1; c.bias_dt = F32; c.det = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 129, 200, 128);
+        c.bias = 1; c.bias_dt = B16; c.nodbias = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 255, 255, 64);
+        c.bias = 2; c.bias_dt = H16; c.drop = 0.3f; c.dseed = 0x1234567ull; c.doff = 99;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c.det = 1; c.bias = 1;
+        add(c, 0);
+    }
     (void)NO;
 }
 
@@ -449,6 +538,14 @@ typedef struct bwd_run {
     size_t n_lse;
     float *qf, *kf, *vf, *dof, *ref_o, *ref_lse, *ref_dq, *ref_dk, *ref_dv, *sinks, *slopes;
     double *ref_dsinks;
+    /* elementwise bias: [nbb][nbh][rows][cols] at the bias strides (its
+     * values as the device reads them), dbias at its own strides */
+    int nbb, nbh, brows, bcols;
+    int64_t b_row, b_head, b_batch, db_row, db_head, db_batch;
+    size_t n_b, n_db;
+    float *biasf;
+    double *ref_dbias;                    /* at the bias's offsets */
+    void *d_bias, *d_dbias;               /* d_dbias: GUARD elements each side */
     float *d_sinks, *d_dsinks, *d_slopes;
     uint16_t *qh, *kh, *vh, *oh, *doh;
     unsigned char *mq, *mk, *mv;          /* logical elements of Q-, K-, V-shaped buffers */
@@ -469,6 +566,7 @@ static void run_free(bwd_run *r)
     tu_dfree(r->dq_in); tu_dfree(r->dk_in); tu_dfree(r->dv_in); tu_dfree(r->d_o); tu_dfree(r->d_do);
     tu_dfree(r->d_lse); tu_dfree(r->d_ssq); tu_dfree(r->d_ssk); tu_dfree(r->d_sinks); tu_dfree(r->d_dsinks);
     tu_dfree(r->d_slopes);
+    free(r->biasf); free(r->ref_dbias); tu_dfree(r->d_bias); tu_dfree(r->d_dbias);
     tu_dfree(r->g_dq); tu_dfree(r->g_dk); tu_dfree(r->g_dv); tu_dfree(r->ws);
     if (r->staging) TU_CUDA(cudaFreeHost(r->staging));
     memset(r, 0, sizeof(*r));
@@ -497,6 +595,37 @@ static void make_ref(const bwd_cfg *c, bwd_run *r, fmha_ref_fwd *p)
     p->alibi_batch_stride = c->alibi == 2 ? c->hq + 3 : 0;   /* padded per-batch rows */
     p->dropout_p = c->drop;
     p->dropout_seed = c->dseed; p->dropout_offset = c->doff;
+    if (c->bias) {
+        p->bias = r->biasf;
+        p->stride_bias = r->b_row; p->nhead_stride_bias = r->b_head; p->batch_stride_bias = r->b_batch;
+    }
+}
+
+static int bias_esize(const bwd_cfg *c) { return c->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2; }
+
+/* The bias's shape and both layouts (the bias and dbias rows padded
+ * differently, so that mixing their strides shows). */
+static void bias_layout(const bwd_cfg *c, bwd_run *r)
+{
+    const int k = c->bias;
+    r->nbb = !c->group && (k == 1 || k == 4) ? c->batch : 1;
+    r->nbh = k == 1 || k == 2 ? c->hq : 1;
+    r->brows = c->group ? r->tq : c->sq;
+    r->bcols = c->group ? r->maxk : c->sk;
+    r->b_row = r->bcols + 3;
+    r->b_head = r->nbh > 1 ? (int64_t)r->brows * r->b_row : 0;
+    r->b_batch = r->nbb > 1 ? (int64_t)r->nbh * r->brows * r->b_row : 0;
+    r->n_b = (size_t)r->nbb * r->nbh * r->brows * r->b_row + 1;
+    r->db_row = r->bcols + 5;
+    r->db_head = (int64_t)r->brows * r->db_row + 7;
+    r->db_batch = (int64_t)r->nbh * r->db_head + 9;
+    r->n_db = (size_t)r->nbb * r->db_batch + 1;
+}
+
+/* The bias dims the plan sums dbias over */
+static int bias_bcast(const bwd_cfg *c, const bwd_run *r)
+{
+    return (r->nbh == 1 ? FMHA_BIAS_BCAST_HEAD : 0) | (!c->group && r->nbb == 1 ? FMHA_BIAS_BCAST_BATCH : 0);
 }
 
 /* which: 0 Q-shaped, 1 K, 2 V, 3 O. Fills random values (rng != NULL) and/or
@@ -622,6 +751,42 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
                     h < c->hq ? (float)(pow(2.0, -8.0 * (h + 1) / c->hq) * (1.0 + 0.25 * b)) : NAN;
         }
         tu_upload(r->d_slopes, r->slopes, (size_t)c->batch * (c->hq + 3) * 4);
+        if (c->bias) {
+            bias_layout(c, r);
+            r->biasf = (float *)tu_hmalloc(r->n_b * 4);
+            r->ref_dbias = (double *)tu_hmalloc(r->n_b * 8);
+            r->d_bias = tu_dmalloc(r->n_b * (size_t)bias_esize(c));
+            r->d_dbias = tu_dmalloc((r->n_db + 2 * GUARD) * (size_t)bias_esize(c));
+        }
+    }
+    if (c->bias) {   /* values in [-2, 2] as the bias dtype holds them; padding NaN (poison) */
+        const int es = bias_esize(c);
+        void *h = tu_hmalloc(r->n_b * (size_t)es);
+        int bb, hh, i, j;
+        for (i = 0; i < (int)r->n_b; i++) {
+            r->biasf[i] = NAN;
+            if (es == 4) ((float *)h)[i] = NAN;
+            else ((uint16_t *)h)[i] = TU_POISON_IN16;
+        }
+        for (bb = 0; bb < r->nbb; bb++)
+            for (hh = 0; hh < r->nbh; hh++)
+                for (i = 0; i < r->brows; i++)
+                    for (j = 0; j < r->bcols; j++) {
+                        const int64_t o = bb * r->b_batch + hh * r->b_head + i * r->b_row + j;
+                        float x = fmha_ref_rng_uniform(&rng, -2.0f, 2.0f);
+                        if (c->hide && (i == 5 || (i == 3 && j % 7 == 0))) x = -INFINITY;
+                        if (es == 4) {
+                            ((float *)h)[o] = x;
+                        } else {
+                            const uint16_t u = fmha_ref_f32_to_bits16(x, c->bias_dt == FMHA_DTYPE_BF16);
+                            ((uint16_t *)h)[o] = u;
+                            x = fmha_ref_bits16_to_f32(u, c->bias_dt == FMHA_DTYPE_BF16);
+                        }
+                        r->biasf[o] = x;
+                    }
+        tu_upload(r->d_bias, h, r->n_b * (size_t)es);
+        free(h);
+        for (i = 0; i < (int)r->n_b; i++) r->ref_dbias[i] = 0.0;
     }
     for (b = 0; b < c->hq && c->sinks; b++) r->sinks[b] = fmha_ref_rng_uniform(&rng, -2.0f, 3.0f);
     make_ref(c, r, &p);
@@ -641,6 +806,7 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
     g.dout = r->dof;
     g.dq = r->ref_dq; g.dk = r->ref_dk; g.dv = r->ref_dv;
     g.dsinks = r->ref_dsinks;
+    g.dbias = c->bias ? r->ref_dbias : NULL;
     for (i = 0; i < r->lq.n; i++) r->ref_dq[i] = NAN;
     for (i = 0; i < r->lk.n; i++) r->ref_dk[i] = NAN;
     for (i = 0; i < r->lv.n; i++) r->ref_dv[i] = NAN;
@@ -674,6 +840,9 @@ static void make_traits(const bwd_cfg *c, const bwd_run *r, fmha_bwd_traits *t)
     t->has_logits_soft_cap = c->cap > 0;
     t->has_alibi = c->alibi != 0;
     t->is_deterministic = c->det;
+    t->has_bias = c->bias != 0;
+    t->has_dbias = c->bias && !c->nodbias;
+    t->dbias_bcast = t->has_dbias ? bias_bcast(c, r) : 0;
 }
 
 static void make_args(const bwd_cfg *c, const bwd_run *r, const fmha_bwd_plan *plan, fmha_bwd_args *a)
@@ -711,6 +880,93 @@ static void make_args(const bwd_cfg *c, const bwd_run *r, const fmha_bwd_plan *p
     }
     a->dropout_p = c->drop;
     a->dropout_seed = c->dseed; a->dropout_offset = c->doff;
+    if (c->bias) {
+        a->bias = r->d_bias; a->bias_dtype = c->bias_dt;
+        a->stride_bias = r->b_row; a->nhead_stride_bias = r->b_head; a->batch_stride_bias = r->b_batch;
+        if (!c->nodbias) {
+            a->dbias = (char *)r->d_dbias + GUARD * bias_esize(c);
+            a->stride_dbias = r->db_row; a->nhead_stride_dbias = r->db_head; a->batch_stride_dbias = r->db_batch;
+        }
+    }
+}
+
+/* dbias poison: the 16-bit output poison, or a NaN pattern for fp32 */
+static void poison_dbias(const bwd_cfg *c, bwd_run *r)
+{
+    if (!c->bias || c->nodbias) return;
+    if (bias_esize(c) == 4) tu_poison32(r->d_dbias, r->n_db + 2 * GUARD, TU_POISON_LSE);
+    else tu_poison16(r->d_dbias, r->n_db + 2 * GUARD, TU_POISON_OUT16);
+    TU_CUDA(cudaDeviceSynchronize());
+}
+
+/* dbias: every logical element written, finite, exactly 0 where the mask
+ * hides (i, j) (or, group mode, j is past the entry's keys), padding and
+ * guards untouched, rel-L2 against the reference (its terms summed over
+ * the broadcast dims) within the gradients' tolerance; *keep gets the
+ * download for the deterministic re-runs. */
+static int check_dbias(const bwd_cfg *c, const bwd_run *r, const fmha_ref_fwd *p, void **keep, char *why, size_t cap)
+{
+    /* dbias is stored in the bias dtype: a bf16 dbias takes bf16's tolerance */
+    const int es = bias_esize(c), bf = c->dtype == FMHA_DTYPE_BF16 || c->bias_dt == FMHA_DTYPE_BF16;
+    const size_t n = r->n_db + 2 * GUARD;
+    char *h = (char *)tu_hmalloc(n * (size_t)es);
+    unsigned char *logical = (unsigned char *)tu_hmalloc(n);
+    fmha_ref_err e;
+    size_t t, unwritten = 0, pad = 0, nan = 0, zero_bad = 0, nzero = 0;
+    int bb, hh, row, j;
+    double rel;
+    tu_download(h, r->d_dbias, n * (size_t)es);
+    memset(logical, 0, n);
+    fmha_ref_err_init(&e);
+    for (bb = 0; bb < r->nbb; bb++)
+        for (hh = 0; hh < r->nbh; hh++)
+            for (row = 0; row < r->brows; row++) {
+                /* the entry of a group-mode row, and the row in it */
+                int b = 0, i = row, lo = 0, hi = -1;
+                if (c->group) {
+                    while (b + 1 < c->batch && row >= r->ssq[b + 1]) b++;
+                    i = row - r->ssq[b];
+                } else {
+                    b = bb;
+                }
+                if (fmha_ref_visible_range(p, r->sq[b], r->sk[b], i, &lo, &hi) == 0) hi = -1;
+                for (j = 0; j < r->bcols; j++) {
+                    const size_t od = (size_t)(GUARD + bb * r->db_batch + hh * r->db_head + row * r->db_row + j);
+                    const size_t ob = (size_t)(bb * r->b_batch + hh * r->b_head + row * r->b_row + j);
+                    const int seen = j >= lo && j <= hi;
+                    float x;
+                    logical[od] = 1;
+                    if (es == 4) {
+                        uint32_t u;
+                        memcpy(&u, h + od * 4, 4);
+                        if (u == TU_POISON_LSE) { unwritten++; continue; }
+                        memcpy(&x, &u, 4);
+                    } else {
+                        uint16_t u;
+                        memcpy(&u, h + od * 2, 2);
+                        if (u == TU_POISON_OUT16) { unwritten++; continue; }
+                        x = fmha_ref_bits16_to_f32(u, c->bias_dt == FMHA_DTYPE_BF16);
+                    }
+                    if (!isfinite(x)) { nan++; continue; }
+                    if (!seen) { zero_bad += x != 0.0f; nzero++; }
+                    fmha_ref_err_add(&e, x, r->ref_dbias[ob]);
+                }
+            }
+    for (t = 0; t < n; t++) {
+        if (logical[t]) continue;
+        if (es == 4) { uint32_t u; memcpy(&u, h + t * 4, 4); pad += u != TU_POISON_LSE; }
+        else { uint16_t u; memcpy(&u, h + t * 2, 2); pad += u != TU_POISON_OUT16; }
+    }
+    free(logical);
+    rel = fmha_ref_err_rel_l2(&e);
+    if (keep) *keep = h; else free(h);
+    if (unwritten || pad || nan || zero_bad || !(rel <= tol_grad(bf))) {
+        snprintf(why, cap, "dbias: %zu unwritten, %zu padding/guard written, %zu NaN/inf, %zu of %zu hidden not 0, "
+                           "rel-L2 %.3g (tol %.1g, max abs err %.3g)",
+                 unwritten, pad, nan, zero_bad, nzero, rel, tol_grad(bf), e.max_abs);
+        return -1;
+    }
+    return 0;
 }
 
 static void poison_grads(bwd_run *r)
@@ -830,6 +1086,8 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
     fmha_status st;
     char why[1024] = "";
     uint16_t *first[3] = { NULL, NULL, NULL };
+    void *db_first = NULL;
+    fmha_ref_fwd pref;
     float ds_first[64], ds_now[64];
     int ok = 1, run, nrun = c->det ? 3 : 1;
 
@@ -841,6 +1099,7 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         return;
     }
     make_traits(c, &r, &t);
+    make_ref(c, &r, &pref);
     st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
     if (st != FMHA_OK) {
         tu_fail(c->name, "plan: %s: %s", fmha_status_str(st), fmha_last_error());
@@ -848,10 +1107,16 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         return;
     }
     if (plan.workspace_size) r.ws = tu_dmalloc(plan.workspace_size);
+    {   /* a stale dbias sum must not matter: fmha_bwd zeroes it */
+        fmhai_bwd_layout L;
+        fmhai_bwd_layout_make(&plan.traits, plan.nsplits, plan.dq_direct, &L);
+        if (L.dbias_bytes) TU_CUDA(cudaMemset((char *)r.ws + L.dbias_off, 0x7f, L.dbias_bytes));
+    }
     if (prepare(c, &r, &plan, stream, why, sizeof(why)) != 0) ok = 0;
     make_args(c, &r, &plan, &a);
     for (run = 0; ok && run < nrun; ++run) {
         poison_grads(&r);
+        poison_dbias(c, &r);
         if (c->sinks) {
             tu_poison32(r.d_dsinks, (size_t)c->hq, TU_POISON_LSE);
             TU_CUDA(cudaDeviceSynchronize());
@@ -872,7 +1137,18 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         if (run == 0) {
             if (check_all(c, &r, first, why, sizeof(why)) != 0) ok = 0;
             if (ok && c->sinks && check_dsinks(c, &r, ds_first, why, sizeof(why)) != 0) ok = 0;
+            if (ok && c->bias && !c->nodbias && check_dbias(c, &r, &pref, &db_first, why, sizeof(why)) != 0) ok = 0;
         } else {
+            if (c->bias && !c->nodbias) {
+                const size_t nb = (r.n_db + 2 * GUARD) * (size_t)bias_esize(&c[0]);
+                char *now = (char *)tu_hmalloc(nb);
+                tu_download(now, r.d_dbias, nb);
+                if (memcmp(now, db_first, nb)) {
+                    snprintf(why, sizeof(why), "deterministic mode: run %d differs from run 1 in dbias", run + 1);
+                    ok = 0;
+                }
+                free(now);
+            }
             if (c->sinks) {
                 tu_download(ds_now, r.d_dsinks, (size_t)c->hq * 4);
                 if (memcmp(ds_now, ds_first, (size_t)c->hq * 4)) {
@@ -893,7 +1169,7 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
     }
     if (ok) tu_pass(c->name);
     else tu_fail(c->name, "%s%s", why, plan_str(&plan));
-    free(first[0]); free(first[1]); free(first[2]);
+    free(first[0]); free(first[1]); free(first[2]); free(db_first);
     run_free(&r);
     tu_current = "";
 }

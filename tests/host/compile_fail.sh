@@ -30,5 +30,7 @@ expect_fail "prefill row with a page size that is not a power of two" \
     "X(PREFILL, BF16, 128, MASK, NOSOFTCAP, 24, 128, 64, 4, 1)" "constraint page_size_power_of_two"
 expect_fail "VECTORIZED prefill row with tile_n 32" \
     "X(PREFILL_VEC, BF16, 128, MASK, NOSOFTCAP, 16, 128, 32, 4, 1)" "constraint vectorized_tile_n_64_128"
+expect_fail "convert_dq row with the elementwise bias" \
+    "X(BWD_CONVERT_DQ, BF16, 128, NOMASK, NOSOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)" "constraint bwd_aux_no_features"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -78,7 +78,7 @@ static int layout_sane(const fmhai_bwd_layout *L)
 
 static void test_default_set(void)
 {
-    int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0, n90 = 0, nal = 0;
+    int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0, n90 = 0, nal = 0, nbias = 0;
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, i);
         int aux = k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET;
@@ -87,13 +87,22 @@ static void test_default_set(void)
         n90 += aux == 2;
         if (fmhai_bwd_row_violation(aux, k->hdim, k->tile_m, k->tile_n, k->warps, k->stages)) bad++;
         if (k->has_alibi && (aux == 1 || !k->has_mask || k->has_softcap)) bad++;
+        if (k->has_bias && (aux == 1 || !k->has_mask || k->has_softcap || k->has_alibi || k->hdim > 128 ||
+                            !strstr(k->name, "_bias_")))
+            bad++;
         nal += k->has_alibi;
+        nbias += k->has_bias;
     }
     CHECK(fam[FMHA_FAMILY_BWD] >= 30 && fam[FMHA_FAMILY_BWD_DET] >= 30 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 &&
               fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6,
           "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims x 5 variants (4 mask "
           "x soft cap, masked ALiBi), one dot_do_o and convert_dq each");
-    CHECK(bad == 0, "every backward row meets its constraints; ALiBi only on masked dq_dk_dv rows without soft cap");
+    CHECK(bad == 0, "every backward row meets its constraints; ALiBi and BIAS only on masked dq_dk_dv rows without "
+                    "soft cap (BIAS: hdim <= 128, named _bias_)");
+#if !defined(FMHA_PLATFORM_AMD)
+    CHECK(nbias == 16, "default backward set: BIAS dq_dk_dv rows for 2 dtypes x hdim 64/128 x BWD and BWD_DET, each "
+                       "a portable and a wgmma kernel");
+#endif
     {   /* an ALiBi dq_dk_dv row and its deterministic twin per dtype and hdim */
         int dt, hd, f, missing = 0;
         for (dt = 0; dt < 2; ++dt)
@@ -112,8 +121,8 @@ static void test_default_set(void)
                                          "per dtype and hdim");
     }
 #if !defined(FMHA_PLATFORM_AMD)
-    CHECK(n90 == 40, "default backward set: a wgmma dq_dk_dv row for every hdim 64 and 128 row (2 dtypes x 2 hdims "
-                     "x 5 variants x BWD and BWD_DET)");
+    CHECK(n90 == 48, "default backward set: a wgmma dq_dk_dv row for every hdim 64 and 128 row (2 dtypes x 2 hdims "
+                     "x 6 variants x BWD and BWD_DET)");
 #endif
     CHECK(fmhai_bwd_row_violation(2, 256, 64, 128, 12, 2) != NULL && fmhai_bwd_row_violation(2, 128, 64, 64, 8, 2) &&
               fmhai_bwd_row_violation(2, 64, 64, 128, 12, 2) == NULL &&
@@ -526,6 +535,158 @@ static void test_validation(void)
     }
 }
 
+/* Elementwise bias: selection, the dbias sum's layout by broadcast and
+ * determinism, the kernel parameters, the dbias pass, validation. */
+static void test_bias(void)
+{
+    fmha_bwd_plan plan;
+    fmhai_bwd_layout L, L0;
+    fmhai_bwd_params p;
+    fmhai_bwd_dbias_job J;
+    fmha_bwd_args a;
+    fmha_status st;
+    char *ws = (char *)0x100000;   /* never dereferenced */
+    fmha_bwd_traits t = batch_traits(FMHA_DTYPE_BF16, 2, 8, 2, 1000, 1200, 128, 0), t0;
+
+    t.has_bias = 1;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->has_bias && !plan.dq_dk_dv->has_alibi && plan.dq_dk_dv->has_mask &&
+              strstr(plan.dq_dk_dv->name, "_bias_"),
+          "bias traits: the plan takes a BIAS dq_dk_dv row (the MASK one serves the unmasked problem)");
+    t0 = t; t0.has_bias = 0;
+    fmhai_bwd_layout_make(&t0, 1, 0, &L0);
+    fmhai_bwd_layout_make(&t, 1, 0, &L);
+    CHECK(L.dbias_bytes == 0 && L.total == L0.total && plan.workspace_size == L0.total,
+          "bias without dbias: the workspace of the plain backward");
+    t.has_dbias = 1;
+    fmhai_bwd_layout_make(&t, 1, 0, &L);
+    CHECK(L.dbias_bytes == 0 && L.total == L0.total, "dbias of the bias's full shape: plain stores, no workspace");
+    t.dbias_bcast = FMHA_BIAS_BCAST_BATCH | FMHA_BIAS_BCAST_HEAD;
+    fmhai_bwd_layout_make(&t, 1, 0, &L);
+    CHECK(layout_sane(&L) && L.dbias_off == L0.total && L.dbias_bytes == (size_t)4 * 1000 * 1200 &&
+              L.total == al(L.dbias_off + L.dbias_bytes),
+          "dbias [1, 1, s_q, s_k]: one fp32 [s_q][s_k] sum after the other regions");
+    t.dbias_bcast = FMHA_BIAS_BCAST_HEAD;
+    fmhai_bwd_layout_make(&t, 1, 0, &L);
+    CHECK(L.dbias_bytes == (size_t)4 * 2 * 1000 * 1200, "dbias [b, 1, s_q, s_k]: an fp32 sum per entry");
+    t.is_deterministic = 1;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, 0, &L);
+    CHECK(st == FMHA_OK && layout_sane(&L) && L.dbias_bytes == (size_t)4 * 2 * 8 * 1000 * 1200 &&
+              plan.workspace_size == L.total && plan.dq_dk_dv->family == FMHA_FAMILY_BWD_DET &&
+              plan.dq_dk_dv->has_bias,
+          "deterministic dbias [b, 1, s_q, s_k]: a slice per entry and head (no atomics), BWD_DET BIAS row");
+
+    /* parameters and the dbias pass: deterministic, summed over heads */
+    memset(&a, 0, sizeof(a));
+    a.dtype = t.dtype; a.batch = 2; a.nhead_q = 8; a.nhead_k = 2; a.seqlen_q = 1000; a.seqlen_k = 1200;
+    a.hdim_q = a.hdim_v = 128; a.is_deterministic = 1;
+    a.q = a.k = a.v = a.o = a.dout = (const void *)0x200000;
+    a.dq = a.dk = a.dv = (void *)0x300000;
+    a.lse = (const float *)0x400000;
+    a.stride_q = a.stride_k = a.stride_v = a.stride_o = a.stride_do = a.stride_dq = a.stride_dk = a.stride_dv = 1024;
+    a.scale = 0.088f;
+    a.mask_type = FMHA_MASK_NONE; a.window_left = a.window_right = -1;
+    a.workspace = ws; a.workspace_size = plan.workspace_size;
+    a.bias = (const void *)0x600000; a.bias_dtype = FMHA_DTYPE_FP32;
+    a.stride_bias = 1200; a.nhead_stride_bias = 0; a.batch_stride_bias = 1200 * 1000;
+    a.dbias = (void *)0x700000;
+    a.stride_dbias = 1201; a.nhead_stride_dbias = 77; a.batch_stride_dbias = 1201 * 1000;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_LAUNCH, "bias and dbias args pass validation");
+    fmhai_bwd_make_params(&plan, &a, &L, &p);
+    CHECK(p.bias == a.bias && p.bias_dt == FMHA_DTYPE_FP32 && p.bias_row == 1200 && p.bias_head == 0 &&
+              p.bias_batch == 1200 * 1000,
+          "params: the bias and its strides as given");
+    CHECK(p.dbias == ws + L.dbias_off && p.dbias_dt == FMHA_DTYPE_FP32 && !p.dbias_atomic && p.dbias_row == 1200 &&
+              p.dbias_head == (int64_t)1000 * 1200 && p.dbias_batch == (int64_t)8 * 1000 * 1200,
+          "params, deterministic sum: dq_dk_dv stores fp32 terms into its own (entry, head) slice");
+    fmhai_bwd_dbias_job_make(&plan, &a, &p, &J);
+    CHECK(J.out == a.dbias && J.head == 0 && J.batch == 1201 * 1000 && J.row == 1201 && J.acc == (float *)p.dbias &&
+              J.nsum_b == 1 && J.nsum_h == 8 && J.grid_x == 1000 && J.grid_y == 1 && J.grid_z == 2 && J.cols == 1200,
+          "dbias pass, deterministic: one block per (row, entry) sums the 8 heads' slices in order");
+    /* non-deterministic: atomics into [b][1] */
+    t.is_deterministic = 0; a.is_deterministic = 0;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, 0, &L);
+    a.workspace_size = plan.workspace_size;
+    fmhai_bwd_make_params(&plan, &a, &L, &p);
+    fmhai_bwd_dbias_job_make(&plan, &a, &p, &J);
+    CHECK(st == FMHA_OK && p.dbias_atomic && p.dbias_head == 0 && p.dbias_batch == (int64_t)1000 * 1200 &&
+              J.nsum_h == 1 && J.acc_head == 0,
+          "params, atomic sum: every head adds into its entry's fp32 sum, the pass converts it");
+    /* full-shape dbias: plain stores; the pass only where keys are hidden */
+    t.dbias_bcast = 0;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, 0, &L);
+    a.workspace_size = plan.workspace_size;
+    fmhai_bwd_make_params(&plan, &a, &L, &p);
+    fmhai_bwd_dbias_job_make(&plan, &a, &p, &J);
+    CHECK(st == FMHA_OK && p.dbias == a.dbias && p.dbias_dt == FMHA_DTYPE_FP32 && !p.dbias_atomic &&
+              p.dbias_row == 1201 && p.dbias_head == 77 && J.grid_x == 0,
+          "full-shape dbias, no mask: dq_dk_dv stores every element, no pass");
+    t.mask_type = a.mask_type = FMHA_MASK_TOP_LEFT; t.window_right = a.window_right = 0;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_dbias_job_make(&plan, &a, &p, &J);
+    CHECK(st == FMHA_OK && J.acc == NULL && J.grid_x == 1000 && J.grid_y == 8 && J.grid_z == 2,
+          "full-shape dbias, causal: the pass zeroes the hidden elements");
+    t.mask_type = a.mask_type = FMHA_MASK_NONE; t.window_right = a.window_right = -1;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+
+    /* argument checks */
+    a.dbias = NULL;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "has_dbias"),
+          "dbias NULL on a plan made with has_dbias: invalid argument");
+    a.dbias = (void *)0x700000;
+    a.bias_dtype = FMHA_DTYPE_FP8;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "bias dtype fp8: invalid argument");
+    a.bias_dtype = FMHA_DTYPE_BF16;
+    a.dbias = (void *)0x700001;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "aligned"),
+          "dbias not aligned to its element: invalid argument");
+    a.dbias = (void *)0x700000;
+    a.stride_dbias = -1;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "negative dbias stride: invalid argument");
+    a.stride_dbias = 1201;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_LAUNCH, "bf16 bias and dbias pass validation");
+
+    /* traits checks */
+    t.has_bias = 0;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_INVALID_ARG, "has_dbias without has_bias: invalid");
+    t.has_bias = 1; t.has_alibi = 1;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_UNSUPPORTED, "bias with ALiBi: unsupported");
+    t.has_alibi = 0; t.has_logits_soft_cap = 1;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_UNSUPPORTED, "dbias with a soft cap: unsupported");
+    t.has_logits_soft_cap = 0; t.dbias_bcast = 4;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_INVALID_ARG, "dbias_bcast bit 4: invalid");
+    t.has_dbias = 0; t.dbias_bcast = 0;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK, "bias without dbias: a plan");
+    a.dbias = NULL;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_LAUNCH, "bias without dbias passes validation");
+    a.bias = NULL;
+    CHECK(fmha_bwd(&plan, &a, NULL) == FMHA_ERR_INVALID_ARG, "bias NULL on a plan made with has_bias: invalid");
+
+    /* group mode: rows packed, no batch dim */
+    t = group_traits(4, 8, 2, 1317, 2000, 1000, 900, 64, 1);
+    t.has_bias = t.has_dbias = 1; t.dbias_bcast = FMHA_BIAS_BCAST_BATCH;
+    CHECK(fmha_bwd_plan_make(&bwd_set, &t, &plan) == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "group"),
+          "group mode with dbias summed over the batch: invalid (the bias has no batch dim)");
+    t.dbias_bcast = FMHA_BIAS_BCAST_HEAD;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
+    CHECK(st == FMHA_OK && layout_sane(&L) && L.dbias_bytes == (size_t)4 * 8 * 1317 * 900,
+          "group mode, deterministic, summed over heads: [h][total_q][max_seqlen_k] fp32 slices");
+    /* one key tile: dQ direct, the dbias sum is the whole workspace, nothing to prepare */
+    t = batch_traits(FMHA_DTYPE_FP16, 3, 4, 1, 500, 100, 64, 0);
+    t.has_bias = t.has_dbias = 1; t.dbias_bcast = FMHA_BIAS_BCAST_BATCH;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
+    CHECK(st == FMHA_OK && plan.dq_direct && L.dbias_off == 0 && L.dbias_bytes == (size_t)4 * 4 * 500 * 100 &&
+              plan.workspace_size == al(L.dbias_bytes) && plan.staging_size == 0 &&
+              fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size, NULL, NULL, NULL) == FMHA_OK,
+          "dQ direct with a summed dbias: the sum is the workspace, prepare has nothing to do");
+}
+
 int main(void)
 {
     test_default_set();
@@ -536,6 +697,7 @@ int main(void)
     test_job();
     test_selection();
     test_validation();
+    test_bias();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

@@ -56,14 +56,18 @@ typedef struct bwd_case {
     int want_masked;             /* the case exists to have rows that see no key */
     int sinks;                   /* 1: one sink logit per query head            */
     float dropout;               /* drop probability (0: off)                   */
+    int bias;                    /* elementwise bias: 0 off, 1 [b,h], 2 [1,h], 3 [1,1], 4 [b,1] (+4: a few
+                                    -inf elements, one row all -inf)             */
 } bwd_case;
 
 typedef struct bwd_prob {
     fmha_ref_bwd g;
     float *q, *k, *v, *dout, *dq, *dk, *dv, *slopes, *sinks;
     double *dsinks;
-    char *is_q, *is_k, *is_v;    /* 1 where an element is logical (not padding) */
-    size_t nq, nk, nv, no;
+    float *bias, *dbias;         /* dbias: the reference's (double) as floats   */
+    double *dbias_d;
+    char *is_q, *is_k, *is_v, *is_b;   /* 1 where an element is logical (not padding; bias: finite) */
+    size_t nq, nk, nv, no, nb;
     int32_t ssq[MAXB + 1], ssk[MAXB + 1];
 } bwd_prob;
 
@@ -180,6 +184,44 @@ static void setup(bwd_prob *bp, const bwd_case *c, uint64_t seed)
         p->sinks = bp->sinks;
         bp->g.dsinks = bp->dsinks;
     }
+    if (c->bias) {
+        /* [b or 1][h or 1][rows][max_sk + 2] (group mode: the packed rows, no batch) */
+        const int kind = (c->bias - 1) % 4 + 1, hide = c->bias > 4;
+        const int nbb = !c->group && (kind == 1 || kind == 4) ? c->batch : 1, nbh = kind <= 2 ? c->hq : 1;
+        const int rows = c->group ? tq : c->sq[0];
+        int mk = 0, j;
+        for (b = 0; b < c->batch; b++) {
+            fmha_ref_lengths(p, b, &sq, &sk);
+            if (sk > mk) mk = sk;
+        }
+        p->stride_bias = mk + 2;
+        p->nhead_stride_bias = nbh > 1 ? (int64_t)rows * p->stride_bias : 0;
+        p->batch_stride_bias = nbb > 1 ? (int64_t)nbh * rows * p->stride_bias : 0;
+        bp->nb = (size_t)nbb * (size_t)nbh * (size_t)rows * (size_t)p->stride_bias;
+        bp->bias = alloc_fill(bp->nb, NAN);
+        bp->is_b = alloc_flags(bp->nb);
+        bp->dbias = alloc_fill(bp->nb, 0.0f);
+        bp->dbias_d = (double *)calloc(bp->nb + 1, sizeof(double));
+        if (!bp->dbias_d) { fprintf(stderr, "out of memory\n"); exit(2); }
+        p->bias = bp->bias;   /* offsets below need it set */
+        for (b = 0; b < nbb; b++) {
+            fmha_ref_lengths(p, b, &sq, &sk);
+            for (h = 0; h < nbh; h++)
+                for (i = 0; i < rows; i++)
+                    for (j = 0; j < mk; j++) {
+                        const size_t o = (size_t)(b * p->batch_stride_bias + h * p->nhead_stride_bias +
+                                                  (int64_t)i * p->stride_bias + j);
+                        bp->bias[o] = fmha_ref_rng_uniform(&r, -1.5f, 1.5f);
+                        bp->is_b[o] = 1;
+                        /* hide: row 1 all -inf, and every fifth element of row 2 */
+                        if (hide && (i == 1 || (i == 2 && j % 5 == 0))) {
+                            bp->bias[o] = -INFINITY;
+                            bp->is_b[o] = 0;
+                        }
+                    }
+        }
+        bp->g.dbias = bp->dbias_d;
+    }
 }
 
 static void teardown(bwd_prob *bp)
@@ -187,6 +229,7 @@ static void teardown(bwd_prob *bp)
     free(bp->q); free(bp->k); free(bp->v); free(bp->dout);
     free(bp->dq); free(bp->dk); free(bp->dv); free(bp->slopes); free(bp->sinks); free(bp->dsinks);
     free(bp->is_q); free(bp->is_k); free(bp->is_v);
+    free(bp->bias); free(bp->dbias); free(bp->dbias_d); free(bp->is_b);
 }
 
 /* L = sum over every valid query row of dO . O, all in double. */
@@ -293,9 +336,9 @@ static int check_exact_zeros(const bwd_prob *bp, int *n_masked_rows, int *n_unse
 static void run_case(const bwd_case *c, uint64_t seed)
 {
     bwd_prob bp;
-    double *scores, *o_row, eq, ek, ev, es = 0.0, mq, mk, mv, ms = 0.0;
+    double *scores, *o_row, eq, ek, ev, es = 0.0, mq, mk, mv, ms = 0.0, eb = 0.0, mb = 0.0;
     int max_sk = 1, b, sq, sk, bad_w, bad_z, n_masked, n_unseen, ok;
-    char detail[320];
+    char detail[400];
 
     setup(&bp, c, seed);
     for (b = 0; b < c->batch; b++) {
@@ -317,14 +360,20 @@ static void run_case(const bwd_case *c, uint64_t seed)
     ek = fd_compare(&bp, bp.k, bp.is_k, bp.nk, bp.dk, scores, o_row, &mk);
     ev = fd_compare(&bp, bp.v, bp.is_v, bp.nv, bp.dv, scores, o_row, &mv);
     if (c->sinks) es = fd_sinks(&bp, c->hq, scores, o_row, &ms);
+    if (c->bias) {   /* dbias against the loss's differences in every finite bias element */
+        size_t t;
+        for (t = 0; t < bp.nb; t++) bp.dbias[t] = (float)bp.dbias_d[t];
+        eb = fd_compare(&bp, bp.bias, bp.is_b, bp.nb, bp.dbias, scores, o_row, &mb);
+        for (t = 0; t < bp.nb; t++) bad_w += !bp.is_b[t] && bp.dbias_d[t] != 0.0;   /* hidden or padding: 0 */
+    }
 
     /* written as e < tol so that a NaN error fails */
-    ok = eq < FD_TOL && ek < FD_TOL && ev < FD_TOL && es < FD_TOL && bad_w == 0 && bad_z == 0 &&
+    ok = eq < FD_TOL && ek < FD_TOL && ev < FD_TOL && es < FD_TOL && eb < FD_TOL && bad_w == 0 && bad_z == 0 &&
          (!c->want_masked || n_masked > 0);
     snprintf(detail, sizeof(detail),
-             "rel-L2 vs finite diff: dq %.2g dk %.2g dv %.2g dsinks %.2g (max abs %.2g %.2g %.2g %.2g); "
-             "bad writes %d, nonzero masked grads %d, masked rows %d, unseen keys %d",
-             eq, ek, ev, es, mq, mk, mv, ms, bad_w, bad_z, n_masked, n_unseen);
+             "rel-L2 vs finite diff: dq %.2g dk %.2g dv %.2g dsinks %.2g dbias %.2g (max abs %.2g %.2g %.2g %.2g "
+             "%.2g); bad writes %d, nonzero masked grads %d, masked rows %d, unseen keys %d",
+             eq, ek, ev, es, eb, mq, mk, mv, ms, mb, bad_w, bad_z, n_masked, n_unseen);
     report(ok, c->name, detail);
     free(scores);
     teardown(&bp);
@@ -332,47 +381,56 @@ static void run_case(const bwd_case *c, uint64_t seed)
 
 int main(void)
 {
-    /*  name                 grp  B  hq hk dq dv  sq            sk            mask wl  wr  scale  cap  alibi bhsd masked sinks dropout */
+    /*  name                 grp  B  hq hk dq dv  sq            sk            mask wl  wr  scale  cap  alibi bhsd masked sinks dropout bias */
     static const bwd_case cases[] = {
         /* plain softmax, odd lengths, hdim_q != hdim_v */
-        { "bwd_nomask",          0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0, 0 },
+        { "bwd_nomask",          0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0, 0, 0 },
         /* causal top-left, s_q < s_k: the last keys are seen by nobody */
-        { "bwd_causal_tl",       0, 2, 2, 2, 8,  8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 0, 0, 0, 0 },
+        { "bwd_causal_tl",       0, 2, 2, 2, 8,  8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 0, 0, 0, 0, 0 },
         /* causal bottom-right, s_q > s_k: the first rows see nothing */
-        { "bwd_causal_br",       0, 1, 2, 1, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 0, 0 },
+        { "bwd_causal_br",       0, 1, 2, 1, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 0, 0, 0 },
         /* causal bottom-right, s_q < s_k */
-        { "bwd_causal_br_sq_lt_sk", 0, 2, 2, 2, 16, 16, {5},      {7},          2, -1,  0, 0.25f, 0,    0, 0, 0, 0, 0 },
+        { "bwd_causal_br_sq_lt_sk", 0, 2, 2, 2, 16, 16, {5},      {7},          2, -1,  0, 0.25f, 0,    0, 0, 0, 0, 0, 0 },
         /* sliding windows on both sides, both origins */
-        { "bwd_window_tl",       0, 1, 2, 2, 8,  8, {9},          {7},          1,  2,  1, 0.35f, 0,    0, 0, 0, 0, 0 },
-        { "bwd_window_br",       0, 2, 2, 1, 8,  8, {5},          {11},         2,  3,  0, 0.35f, 0,    0, 1, 0, 0, 0 },
+        { "bwd_window_tl",       0, 1, 2, 2, 8,  8, {9},          {7},          1,  2,  1, 0.35f, 0,    0, 0, 0, 0, 0, 0 },
+        { "bwd_window_br",       0, 2, 2, 1, 8,  8, {5},          {11},         2,  3,  0, 0.35f, 0,    0, 1, 0, 0, 0, 0 },
         /* soft cap with scale*q.k/c ~ 1, where 1 - tanh^2 is far from 1; scale != 1
          * so that a tanh argument missing the scale shows */
-        { "bwd_softcap",         0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.5f,  0.75f, 0, 0, 0, 0, 0 },
+        { "bwd_softcap",         0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.5f,  0.75f, 0, 0, 0, 0, 0, 0 },
         /* ALiBi: shared slopes, and per-batch slopes under a causal mask */
-        { "bwd_alibi_shared",    0, 2, 2, 2, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    1, 0, 0, 0, 0 },
-        { "bwd_alibi_batch_br",  0, 2, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    2, 1, 1, 0, 0 },
+        { "bwd_alibi_shared",    0, 2, 2, 2, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    1, 0, 0, 0, 0, 0 },
+        { "bwd_alibi_batch_br",  0, 2, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    2, 1, 1, 0, 0, 0 },
         /* GQA: MQA (4 query heads on 1 KV head) and groups of 2 */
-        { "bwd_mqa_4_1",         0, 2, 4, 1, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0, 0 },
-        { "bwd_gqa_4_2",         0, 1, 4, 2, 16, 8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 1, 0, 0, 0 },
+        { "bwd_mqa_4_1",         0, 2, 4, 1, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0, 0, 0 },
+        { "bwd_gqa_4_2",         0, 1, 4, 2, 16, 8, {5},          {7},          1, -1,  0, 0.35f, 0,    0, 1, 0, 0, 0, 0 },
         /* group mode: length-0 and length-1 entries on either side, an entry with
          * keys but no queries (dk = dv = 0) and one with queries but no keys */
-        { "bwd_group",           1, 4, 4, 2, 8,  8, {3, 0, 1, 5}, {4, 2, 1, 0}, 0, -1, -1, 0.35f, 0,    2, 0, 1, 0, 0 },
-        { "bwd_group_causal_br", 1, 4, 2, 1, 8,  16, {1, 6, 0, 4}, {1, 3, 5, 7}, 2, -1, 0, 0.35f, 0,   1, 1, 1, 0, 0 },
+        { "bwd_group",           1, 4, 4, 2, 8,  8, {3, 0, 1, 5}, {4, 2, 1, 0}, 0, -1, -1, 0.35f, 0,    2, 0, 1, 0, 0, 0 },
+        { "bwd_group_causal_br", 1, 4, 2, 1, 8,  16, {1, 6, 0, 4}, {1, 3, 5, 7}, 2, -1, 0, 0.35f, 0,   1, 1, 1, 0, 0, 0 },
         /* a window that leaves rows with no key (top-left, s_q > s_k) */
-        { "bwd_masked_rows",     0, 1, 2, 2, 8,  8, {7},          {3},          1,  1,  0, 0.35f, 0,    0, 0, 1, 0, 0 },
+        { "bwd_masked_rows",     0, 1, 2, 2, 8,  8, {7},          {3},          1,  1,  0, 0.35f, 0,    0, 0, 1, 0, 0, 0 },
         /* s_k = 0: every row masked, dq all zero, no dk/dv to write */
-        { "bwd_sk0",             0, 2, 2, 1, 8,  8, {3},          {0},          0, -1, -1, 0.35f, 0,    0, 0, 1, 0, 0 },
+        { "bwd_sk0",             0, 2, 2, 1, 8,  8, {3},          {0},          0, -1, -1, 0.35f, 0,    0, 0, 1, 0, 0, 0 },
         /* everything at once: cap + ALiBi + window + GQA + group mode + bhsd */
-        { "bwd_combined",        1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 0, 0 },
+        { "bwd_combined",        1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 0, 0, 0 },
         /* attention sinks: plain; rows that see no key (their sink still
          * takes the whole weight, O = 0); everything at once with GQA */
-        { "bwd_sinks",           0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 1, 0 },
-        { "bwd_sinks_masked_br", 0, 1, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 1, 0 },
-        { "bwd_sinks_combined",  1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1, 0 },
+        { "bwd_sinks",           0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 1, 0, 0 },
+        { "bwd_sinks_masked_br", 0, 1, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 1, 0, 0 },
+        { "bwd_sinks_combined",  1, 3, 4, 2, 16, 8, {5, 1, 7},    {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1, 0, 0 },
         /* dropout (a fixed draw): GQA under a causal mask; everything at once
          * with a high rate and sinks */
-        { "bwd_dropout",         0, 2, 4, 2, 16, 8, {9},          {12},         2, -1,  0, 0.35f, 0,    0, 0, 0, 0, 0.3f },
-        { "bwd_dropout_combined", 1, 3, 4, 2, 16, 8, {5, 1, 7},   {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1, 0.6f },
+        { "bwd_dropout",         0, 2, 4, 2, 16, 8, {9},          {12},         2, -1,  0, 0.35f, 0,    0, 0, 0, 0, 0.3f, 0 },
+        { "bwd_dropout_combined", 1, 3, 4, 2, 16, 8, {5, 1, 7},   {7, 1, 4},    2,  2,  1, 0.7f,  1.5f, 2, 1, 1, 1, 0.6f, 0 },
+        /* elementwise bias, each broadcast shape (dbias summed over the
+         * broadcast dims by the shared offsets); -inf elements and a row
+         * all hidden; GQA, masks, group mode, dropout */
+        { "bwd_bias_bh",         0, 2, 2, 2, 16, 8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 0, 0, 0, 0, 1 },
+        { "bwd_bias_1h_causal",  0, 2, 4, 2, 8,  8, {7},          {5},          2, -1,  0, 0.35f, 0,    0, 1, 1, 0, 0, 2 },
+        { "bwd_bias_11_window",  0, 2, 2, 1, 8,  8, {9},          {7},          1,  2,  1, 0.35f, 0,    0, 0, 0, 0, 0, 3 },
+        { "bwd_bias_b1_hidden",  0, 2, 4, 2, 8,  8, {5},          {7},          0, -1, -1, 0.35f, 0,    0, 1, 0, 0, 0, 8 },
+        { "bwd_bias_group",      1, 3, 4, 2, 8,  8, {5, 1, 7},    {7, 1, 4},    2, -1,  0, 0.35f, 0,    0, 0, 1, 0, 0, 6 },
+        { "bwd_bias_dropout",    0, 2, 4, 2, 16, 8, {9},          {12},         1, -1,  0, 0.35f, 0,    0, 0, 0, 0, 0.3f, 7 },
     };
     size_t t;
     for (t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) run_case(&cases[t], 4242 + t);

@@ -21,6 +21,10 @@
  * Attention sinks (fwd.sinks): the sink joins the softmax as a key with no
  * value (dP_sink = 0), so dsink_h = sum over the head's rows of
  * P_sink (0 - D) (dsinks, [nhead_q]).
+ * Elementwise bias (fwd.bias): the score gains bias(b, h, i, j), a -inf
+ * element hides the key (a row all of whose keys it hides contributes
+ * nothing); dbias(b, h, i, j) = dS_j, added at the bias's own offsets
+ * (fmha_ref_off_bias), so a broadcast dim (stride 0) sums its terms.
  * Dropout (fwd.dropout_p > 0): O uses P_j z_j, z_j = keep_j * 256 / (256 - thr) from
  * the forward's element rule, so dP_j = z_j (dO_i . v_j), dv_j += P_j z_j dO_i,
  * and D = sum_j P_j dP_j is still dO_i . O_i.
@@ -44,6 +48,8 @@ typedef struct fmha_ref_bwd {
     const float *dout;       /* dO, at O's strides (fwd.stride_o / nhead_stride_o / batch_stride_o) */
     float *dq, *dk, *dv;     /* written at Q's, K's, V's strides */
     double *dsinks;          /* with fwd.sinks: [nhead_q], written */
+    double *dbias;           /* with fwd.bias (optional): at the bias's offsets, added
+                                into (the caller zeroes it: hidden elements stay 0) */
 } fmha_ref_bwd;
 
 /* q.k over hdim_q in double: the same sum fmha_ref_score forms. */
@@ -96,8 +102,10 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
     m = p->sinks ? (double)p->sinks[h] : -INFINITY;
     for (j = lo; j <= hi; j++) {
         P[j - lo] = fmha_ref_score(p, qrow, p->k + fmha_ref_off_k(p, b, hk, j), slope, s_q, s_k, i, j);
+        if (p->bias) P[j - lo] += (double)p->bias[fmha_ref_off_bias(p, b, h, i, j)];
         if (P[j - lo] > m) m = P[j - lo];
     }
+    if (m == -INFINITY) return 0;   /* every visible key hidden by a -inf bias: O = 0, no gradient */
     l = p->sinks ? exp((double)p->sinks[h] - m) : 0.0;
     for (j = lo; j <= hi; j++) {
         P[j - lo] = exp(P[j - lo] - m);
@@ -128,6 +136,7 @@ static inline int fmha_ref_bwd_row(const fmha_ref_bwd *g, int b, int h, int i, d
         double ds = P[j - lo] * (dP[j - lo] - D);
         double dt = ds * fmha_ref_bwd_dscore_ddot(p, fmha_ref_bwd_dot(p, qrow, krow));
         double *dk_row = dk_acc + (size_t)j * (size_t)p->hdim_q;
+        if (p->bias && g->dbias) g->dbias[fmha_ref_off_bias(p, b, h, i, j)] += ds;
         for (c = 0; c < p->hdim_q; c++) {
             dq_row[c] += dt * (double)krow[c];
             dk_row[c] += dt * (double)qrow[c];

@@ -30,6 +30,7 @@
 #include "../kernel/bwd.h"
 #include "../kernel/bwd_sinks.h"
 #include "../kernel/bwd_tables.h"
+#include "../kernel/bwd_dbias.h"
 #include "registry.h"
 
 /* ---- plan --------------------------------------------------------------------- */
@@ -44,6 +45,7 @@ static inline void fmhai_bwd_problem(const fmha_bwd_traits *t, fmha_family fam, 
         pb->mask_type = t->mask_type;
         pb->softcap = t->has_logits_soft_cap != 0;
         pb->alibi = t->has_alibi != 0;
+        pb->bias = t->has_bias != 0;
     }
     pb->max_seqlen_q = fmhai_bwd_max_sq(t);
 }
@@ -170,7 +172,7 @@ static inline fmha_status fmhai_bwd_check_prepare(const fmha_bwd_plan *plan, con
 {
     if (!plan || !plan->set_ || !plan->dq_dk_dv)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: plan is NULL or was not made by fmha_bwd_plan_make");
-    if (plan->workspace_size == 0) return FMHA_OK;
+    if (plan->staging_size == 0) return FMHA_OK;   /* no tables (dq_direct) */
     if (!ws) return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: workspace is NULL (the plan needs %zu bytes)",
                                plan->workspace_size);
     if ((uintptr_t)ws % FMHAI_BWD_WS_ALIGN)
@@ -209,7 +211,7 @@ FMHA_API fmha_status fmha_bwd_prepare_workspace(const fmha_bwd_plan *plan, void 
                                                 const int32_t *seqstart_k, void *stream)
 {
     fmha_status st = fmhai_bwd_check_prepare(plan, workspace, workspace_size, seqstart_q, seqstart_k);
-    if (st != FMHA_OK || plan->workspace_size == 0) return st;
+    if (st != FMHA_OK || plan->staging_size == 0) return st;   /* no tables (dq_direct) */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
     (void)stream;
     return fmhai_fail(FMHA_ERR_LAUNCH, "bwd: built without a device compiler");
@@ -255,7 +257,7 @@ FMHA_API fmha_status fmha_bwd_prepare_workspace_async(const fmha_bwd_plan *plan,
                                                       void *stream)
 {
     fmha_status st = fmhai_bwd_check_prepare(plan, workspace, workspace_size, seqstart_q, seqstart_k);
-    if (st != FMHA_OK || plan->workspace_size == 0) return st;
+    if (st != FMHA_OK || plan->staging_size == 0) return st;   /* no tables (dq_direct) */
     if (!staging)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "bwd: prepare_workspace_async needs %zu bytes of pinned "
                                                 "staging memory (staging is NULL)", plan->staging_size);
@@ -395,6 +397,26 @@ static inline fmha_status fmhai_bwd_sinks_launch(const fmhai_bwd_params *p, cons
 #endif
 }
 
+/* The dbias pass (kernel/bwd_dbias.h), after dq_dk_dv. */
+static inline fmha_status fmhai_bwd_dbias_launch(const fmhai_bwd_params *p, const fmhai_bwd_dbias_job *J,
+                                                 void *stream)
+{
+#if !defined(FMHAI_AUX_KERNELS)
+    (void)p; (void)J; (void)stream;
+    return fmhai_fail(FMHA_ERR_LAUNCH, "built without the helper kernels (no device compiler, or FMHA_TILE_SETS_ONLY)");
+#else
+    void *kargs[2];
+    hipError_t err;
+    if (J->grid_x <= 0) return FMHA_OK;
+    kargs[0] = (void *)p; kargs[1] = (void *)J;
+    err = hipLaunchKernel((const void *)fmhai_bwd_dbias_kernel, dim3((unsigned)J->grid_x, (unsigned)J->grid_y,
+                          (unsigned)J->grid_z), dim3(FMHAI_DBIAS_BWD_THREADS), kargs, 0, (hipStream_t)stream);
+    if (err != hipSuccess)
+        return fmhai_fail(FMHA_ERR_LAUNCH, "bwd dbias: launch failed: %s", hipGetErrorString(err));
+    return FMHA_OK;
+#endif
+}
+
 /* Tests only: -1 lets fmha_bwd choose the deterministic schedule's rows
  * (kernel/bwd.h, fmhai_bwd_det_rows), 0 forces one block per unit, k > 0 k
  * rows; the results are the same bits either way. */
@@ -415,6 +437,14 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
     if (args->batch == 0) return FMHA_OK;
     fmhai_bwd_plan_layout(plan, &L);
     fmhai_bwd_make_params(plan, args, &L, &p);
+#if !defined(FMHA_PLATFORM_HOST_ONLY)
+    if (L.dbias_bytes > 0) {   /* the dbias sum starts at zero every run */
+        const hipError_t err = hipMemsetAsync((char *)args->workspace + L.dbias_off, 0, L.dbias_bytes,
+                                              (hipStream_t)stream);
+        if (err != hipSuccess)
+            return fmhai_fail(FMHA_ERR_DEVICE, "bwd: zeroing the dbias sum failed: %s", hipGetErrorString(err));
+    }
+#endif
     /* grid x only sets the parallelism: every kernel walks its rows or key
      * tiles with a grid stride, so group-mode bounds never drop work */
     max_sq = args->is_group_mode ? (args->max_seqlen_q > 0 ? args->max_seqlen_q : 1) : args->seqlen_q;
@@ -448,6 +478,11 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
     if (st == FMHA_OK && !plan->dq_direct)
         st = fmhai_bwd_launch(plan, plan->entry_[2], &p, (max_sq + tm2 - 1) / tm2, args->nhead_q, args->batch,
                               stream);
+    if (st == FMHA_OK && args->dbias) {
+        fmhai_bwd_dbias_job J;
+        fmhai_bwd_dbias_job_make(plan, args, &p, &J);
+        st = fmhai_bwd_dbias_launch(&p, &J, stream);
+    }
     if (st != FMHA_OK || !args->sinks) return st;
     return fmhai_bwd_sinks_launch(&p, args, stream);
 }

@@ -14,8 +14,11 @@
  * policy/bwd_tiles.h; explicit rows are checked against FMHAI_BWD_CONSTRAINTS
  * (or FMHAI_BWD_AUX_CONSTRAINTS) at compile time. Column 6: ALIBI compiles
  * the ALiBi bias into a dq_dk_dv row (a plan with ALiBi needs one; a row
- * with it serves only ALiBi problems); the two streaming stages take no
- * mask, soft cap or ALiBi (NOMASK, NOSOFTCAP, NOALIBI).
+ * with it serves only ALiBi problems), BIAS the elementwise bias and its
+ * gradient dbias (traits.has_bias; as the forward's BIAS, it serves only
+ * plans with a bias, and the rows without it carry none of its code); the
+ * two streaming stages take no mask, soft cap or ALiBi (NOMASK, NOSOFTCAP,
+ * NOALIBI).
  *
  * kernel_set.h's row expansion calls FMHAI_ROWS_<family>(R, ...) with R one
  * of its row macros (kernels, table entries, counting); the backward
@@ -65,6 +68,7 @@
 /* ALiBi rows add "_alibi" to the name (the others keep theirs) */
 #define FMHAI_BWD_ALS_NOALIBI ""
 #define FMHAI_BWD_ALS_ALIBI "_alibi"
+#define FMHAI_BWD_ALS_BIAS "_bias"
 #define FMHAI_KNAME_BWD(dt, hd, mask, sc, al, bm, bn, w, st, arch)                        \
     "fmha_bwd_dq_dk_dv_d" #hd "_" FMHAI_DTS_##dt FMHAI_ONS_##mask FMHAI_ONS_##sc          \
     FMHAI_BWD_ALS_##al "_b" #bm "x" #bn "_w" #w "_s" #st "_" FMHAI_BWD_PIPE_##arch "_" FMHAI_ARCHS_##arch
@@ -132,9 +136,9 @@
 /* ---- pass 2: table entries -------------------------------------------------------- */
 #define FMHAI_ENTRY_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, bm, bn, w, st, arch), FMHAI_FAM_##fam,             \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, bm, bn, w, st,            \
+        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al & 1, bm, bn, w, st,        \
         FMHAI_CAT(FMHAI_BWD_PIPE_, arch),                                                          \
-        FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, 0 },                                \
+        FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS },   \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
@@ -172,10 +176,18 @@
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, ALIBI,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* Elementwise bias (BIAS rows, with dbias): masked or not through one MASK
+ * kernel, no soft cap, head dims up to 128, as the forward's default BIAS
+ * rows (a set that needs more declares its own). */
+#define FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, hd)                                                     \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define FMHAI_DEFAULT_BWD_DT(X, dt)        \
     FMHAI_DEFAULT_BWD_HD(X, dt, 64)        \
     FMHAI_DEFAULT_BWD_HD(X, dt, 128)       \
-    FMHAI_DEFAULT_BWD_HD(X, dt, 256)
+    FMHAI_DEFAULT_BWD_HD(X, dt, 256)       \
+    FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, 64)   \
+    FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, 128)
 #define FMHA_DEFAULT_BWD_SET(X)            \
     FMHAI_DEFAULT_BWD_DT(X, FP16)          \
     FMHAI_DEFAULT_BWD_DT(X, BF16)

@@ -17,7 +17,8 @@
  *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim)
  *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
- *       alibi   NOALIBI | ALIBI | BIAS   (FWD rows; BIAS: CK's elementwise
+ *       alibi   NOALIBI | ALIBI | BIAS   (FWD rows, and the backward's
+ *               BWD / BWD_DET rows in bwd_set.h; BIAS: CK's elementwise
  *               bias, fmha_fwd_args.bias, in place of ALiBi: the column
  *               is CK's bias enum {no_bias, alibi, elementwise_bias})
  *       page    smallest KV page size served, a power of two 1..2048, or

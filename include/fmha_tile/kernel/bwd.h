@@ -20,10 +20,19 @@
  *                  offset e has counter e / d); the first row of a query tile
  *                  counts the key tiles that have added into it, so they add
  *                  in a fixed order
+ *   dbias    fp32  only for a dbias summed over broadcast dims (traits
+ *                  dbias_bcast): [nb][nh][rows][cols], rows the query rows
+ *                  of an entry (group mode: all of them), cols s_k (group
+ *                  mode: max_seqlen_k); a summed dim has extent 1 (terms
+ *                  added with fp32 atomics) or, deterministic, its full
+ *                  extent (each term one plain store), summed in order by
+ *                  the dbias pass (kernel/bwd_dbias.h), which also converts;
+ *                  zeroed by fmha_bwd before dq_dk_dv. Present with
+ *                  dq_direct too (then the only region)
  *
  * A plan with dq_direct (every key sequence fits one key tile) has no
- * workspace at all. In group mode the per-entry splits depend on the key
- * lengths, known only on the device: fmha_bwd_prepare_workspace_device
+ * workspace but the dbias sum. In group mode the per-entry splits depend on
+ * the key lengths, known only on the device: fmha_bwd_prepare_workspace_device
  * fills nsplits and offsets there with one kernel (kernel/bwd_tables.h: a
  * block-wide prefix sum, nothing read on the host, graph-capturable);
  * fmha_bwd_prepare_workspace[_async] copy the seqstarts to the host,
@@ -77,6 +86,20 @@ static inline fmha_status fmhai_bwd_validate_traits(const fmha_bwd_traits *t)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: has_alibi must be 0 or 1", fam);
     if (t->is_group_mode != 0 && t->is_group_mode != 1)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: is_group_mode must be 0 or 1", fam);
+    if ((t->has_bias != 0 && t->has_bias != 1) || (t->has_dbias != 0 && t->has_dbias != 1) ||
+        (t->dbias_bcast & ~(FMHA_BIAS_BCAST_BATCH | FMHA_BIAS_BCAST_HEAD)))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: has_bias and has_dbias must be 0 or 1, dbias_bcast "
+                                                "FMHA_BIAS_BCAST_* bits", fam);
+    if (t->has_dbias && !t->has_bias)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: has_dbias needs has_bias", fam);
+    if (t->is_group_mode && (t->dbias_bcast & FMHA_BIAS_BCAST_BATCH))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: group mode: the bias has no batch dim (rows seqstart_q[b] + "
+                                                "i), so dbias_bcast cannot have FMHA_BIAS_BCAST_BATCH", fam);
+    if (t->has_bias && t->has_alibi)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: bias and ALiBi together are not supported (one bias column: "
+                                                "ALIBI or BIAS)", fam);
+    if (t->has_dbias && t->has_logits_soft_cap)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: dbias with a soft cap is not supported", fam);
     if (t->seqlen_q < 0 || t->seqlen_k < 0)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: seqlen_q and seqlen_k must be >= 0 (got %d, %d)", fam,
                           t->seqlen_q, t->seqlen_k);
@@ -141,8 +164,27 @@ typedef struct fmhai_bwd_layout {
     size_t dq_acc_off, dq_acc_bytes;
     size_t dsum_off, dsum_bytes;
     size_t sem_off, sem_bytes;           /* deterministic mode only               */
+    size_t dbias_off, dbias_bytes;       /* a summed dbias only                   */
     size_t total;
 } fmhai_bwd_layout;
+
+/* dbias goes through the workspace's fp32 sum (else: plain stores into it) */
+static inline int fmhai_bwd_dbias_sum(const fmha_bwd_traits *t)
+{
+    return t->has_dbias && t->dbias_bcast != 0;
+}
+
+/* Extents of the workspace's dbias sum [nb][nh][rows][cols] (see the
+ * layout above): a summed dim keeps its full extent when deterministic. */
+static inline void fmhai_bwd_dbias_dims(const fmha_bwd_traits *t, int64_t *nb, int64_t *nh, int64_t *rows,
+                                        int64_t *cols)
+{
+    const int det = t->is_deterministic != 0;
+    *nb = t->is_group_mode || (!det && (t->dbias_bcast & FMHA_BIAS_BCAST_BATCH)) ? 1 : t->batch;
+    *nh = !det && (t->dbias_bcast & FMHA_BIAS_BCAST_HEAD) ? 1 : t->nhead_q;
+    *rows = t->seqlen_q;
+    *cols = t->is_group_mode ? t->max_seqlen_k : t->seqlen_k;
+}
 
 static inline size_t fmhai_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -153,19 +195,27 @@ static inline void fmhai_bwd_layout_make(const fmha_bwd_traits *t, int nsplits, 
     /* query rows over all entries: batch * s_q, or the group-mode total */
     const size_t rows = t->is_group_mode ? (size_t)t->seqlen_q : (size_t)t->batch * (size_t)t->seqlen_q;
     memset(L, 0, sizeof(*L));
-    if (direct) return;
-    L->nsplits_off = 0;
-    L->nsplits_bytes = 4u * (size_t)(t->is_group_mode ? t->batch : 1);
-    L->offsets_off = fmhai_align_up(L->nsplits_off + L->nsplits_bytes, A);
-    L->offsets_bytes = t->is_group_mode ? 8u * ((size_t)t->batch + 1u) : 0u;
-    L->tables_bytes = t->is_group_mode ? L->offsets_off + L->offsets_bytes : L->nsplits_bytes;
-    L->dq_acc_off = fmhai_align_up(L->tables_bytes, A);
-    L->dq_acc_bytes = 4u * rows * (size_t)t->nhead_q * (size_t)nsplits * (size_t)t->hdim_q;
-    L->dsum_off = fmhai_align_up(L->dq_acc_off + L->dq_acc_bytes, A);
-    L->dsum_bytes = 4u * rows * (size_t)t->nhead_q;
-    L->sem_off = fmhai_align_up(L->dsum_off + L->dsum_bytes, A);
-    L->sem_bytes = t->is_deterministic ? L->dq_acc_bytes / (size_t)t->hdim_q : 0u;
-    L->total = fmhai_align_up(L->sem_off + L->sem_bytes, A);
+    if (!direct) {
+        L->nsplits_off = 0;
+        L->nsplits_bytes = 4u * (size_t)(t->is_group_mode ? t->batch : 1);
+        L->offsets_off = fmhai_align_up(L->nsplits_off + L->nsplits_bytes, A);
+        L->offsets_bytes = t->is_group_mode ? 8u * ((size_t)t->batch + 1u) : 0u;
+        L->tables_bytes = t->is_group_mode ? L->offsets_off + L->offsets_bytes : L->nsplits_bytes;
+        L->dq_acc_off = fmhai_align_up(L->tables_bytes, A);
+        L->dq_acc_bytes = 4u * rows * (size_t)t->nhead_q * (size_t)nsplits * (size_t)t->hdim_q;
+        L->dsum_off = fmhai_align_up(L->dq_acc_off + L->dq_acc_bytes, A);
+        L->dsum_bytes = 4u * rows * (size_t)t->nhead_q;
+        L->sem_off = fmhai_align_up(L->dsum_off + L->dsum_bytes, A);
+        L->sem_bytes = t->is_deterministic ? L->dq_acc_bytes / (size_t)t->hdim_q : 0u;
+        L->total = fmhai_align_up(L->sem_off + L->sem_bytes, A);
+    }
+    if (fmhai_bwd_dbias_sum(t)) {
+        int64_t nb, nh, r, c;
+        fmhai_bwd_dbias_dims(t, &nb, &nh, &r, &c);
+        L->dbias_off = L->total;
+        L->dbias_bytes = 4u * (size_t)nb * (size_t)nh * (size_t)r * (size_t)c;
+        L->total = fmhai_align_up(L->dbias_off + L->dbias_bytes, A);
+    }
 }
 
 /* ---- group-mode tables --------------------------------------------------------- */
@@ -236,7 +286,7 @@ typedef struct fmhai_bwd_pack_job {
 static inline size_t fmhai_bwd_staging_size(const fmha_bwd_traits *t, const fmhai_bwd_layout *L)
 {
     const size_t seq = t->is_group_mode ? fmhai_align_up(4u * ((size_t)t->batch + 1u), 16) : 0;
-    if (L->total == 0) return 0;
+    if (L->tables_bytes == 0) return 0;   /* dq_direct: nothing to pack */
     return fmhai_align_up(fmhai_align_up(sizeof(fmhai_bwd_pack_job), 64) + 2 * seq + L->tables_bytes, 64);
 }
 
@@ -343,6 +393,22 @@ static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, con
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: dropout with fp8 is not supported", fam);
     if ((uintptr_t)a->dropout_rng & 7u)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: dropout_rng (device {seed, offset}) must be 8-byte aligned", fam);
+    if (!a->bias != !t->has_bias || !a->dbias != !t->has_dbias)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: bias %s, dbias %s, but the plan was made with has_bias %d, "
+                          "has_dbias %d", fam, a->bias ? "given" : "NULL", a->dbias ? "given" : "NULL",
+                          t->has_bias, t->has_dbias);
+    if (a->bias) {
+        const size_t es = (size_t)fmhai_bias_esize(a->bias_dtype);
+        if (a->bias_dtype != FMHA_DTYPE_FP16 && a->bias_dtype != FMHA_DTYPE_BF16 && a->bias_dtype != FMHA_DTYPE_FP32)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: bias_dtype %d not supported (fp16, bf16 or fp32)", fam,
+                              (int)a->bias_dtype);
+        if ((uintptr_t)a->bias % es || (uintptr_t)a->dbias % es)
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: bias and dbias must be aligned to their element size (%d "
+                              "bytes)", fam, (int)es);
+        if (a->stride_bias < 0 || a->nhead_stride_bias < 0 || a->batch_stride_bias < 0 ||
+            (a->dbias && (a->stride_dbias < 0 || a->nhead_stride_dbias < 0 || a->batch_stride_dbias < 0)))
+            return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: bias and dbias strides must be >= 0", fam);
+    }
     {
         const int64_t s[24] = { a->stride_q,  a->nhead_stride_q,  a->batch_stride_q,
                                 a->stride_k,  a->nhead_stride_k,  a->batch_stride_k,
@@ -422,6 +488,76 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
     p->dropout_seed = a->dropout_seed;
     p->dropout_offset = a->dropout_offset;
     p->dropout_rng = a->dropout_rng;
+    if (a->bias) {
+        p->bias = a->bias;
+        p->bias_dt = (int)a->bias_dtype;
+        p->bias_row = a->stride_bias; p->bias_head = a->nhead_stride_bias;
+        p->bias_batch = a->is_group_mode ? 0 : a->batch_stride_bias;
+    }
+    if (a->dbias && !fmhai_bwd_dbias_sum(&plan->traits)) {   /* plain stores into the caller's dbias */
+        p->dbias = a->dbias;
+        p->dbias_dt = (int)a->bias_dtype;
+        p->dbias_row = a->stride_dbias; p->dbias_head = a->nhead_stride_dbias;
+        p->dbias_batch = a->is_group_mode ? 0 : a->batch_stride_dbias;
+    } else if (a->dbias) {   /* the workspace's fp32 sum: a summed dim's stride 0 (atomics) or its slices */
+        int64_t nb, nh, r, c;
+        fmhai_bwd_dbias_dims(&plan->traits, &nb, &nh, &r, &c);
+        p->dbias = ws + L->dbias_off;
+        p->dbias_dt = (int)FMHA_DTYPE_FP32;
+        p->dbias_row = c;
+        p->dbias_head = nh > 1 || !(plan->traits.dbias_bcast & FMHA_BIAS_BCAST_HEAD) ? r * c : 0;
+        p->dbias_batch = !a->is_group_mode && (nb > 1 || !(plan->traits.dbias_bcast & FMHA_BIAS_BCAST_BATCH))
+                             ? nh * r * c : 0;
+        p->dbias_atomic = !a->is_deterministic;
+    }
+}
+
+/* ---- the dbias pass ----------------------------------------------------------------
+ * After dq_dk_dv, one pass over the caller's dbias (kernel/bwd_dbias.h):
+ * with the workspace sum, every element is the sum of its terms (in order:
+ * entry, then head) converted to the bias dtype; without it, the elements
+ * dq_dk_dv never stores (masked, or group mode keys past the entry's
+ * length) get 0. Grid: x the rows of an entry (max_seqlen_q), y the heads,
+ * z the entries; a block's threads walk a row's cols columns. */
+typedef struct fmhai_bwd_dbias_job {
+    void *out;                        /* the caller's dbias                     */
+    int64_t row, head, batch;         /* its strides (summed dims: 0)           */
+    const float *acc;                 /* the workspace sum, or NULL             */
+    int64_t acc_row, acc_head, acc_batch;
+    int nsum_b, nsum_h;               /* terms of a summed dim (deterministic) */
+    int dt, cols;
+    int grid_x, grid_y, grid_z;       /* 0: no pass needed                     */
+} fmhai_bwd_dbias_job;
+
+static inline void fmhai_bwd_dbias_job_make(const fmha_bwd_plan *plan, const fmha_bwd_args *a,
+                                            const fmhai_bwd_params *p, fmhai_bwd_dbias_job *J)
+{
+    const fmha_bwd_traits *t = &plan->traits;
+    const int bb = (t->dbias_bcast & FMHA_BIAS_BCAST_BATCH) != 0, bh = (t->dbias_bcast & FMHA_BIAS_BCAST_HEAD) != 0;
+    const int masked = fmhai_bwd_masked(a->mask_type, a->window_left, a->window_right);
+    memset(J, 0, sizeof(*J));
+    if (!a->dbias || a->batch == 0) return;
+    J->out = a->dbias;
+    J->dt = (int)a->bias_dtype;
+    J->row = a->stride_dbias;
+    J->head = bh ? 0 : a->nhead_stride_dbias;
+    J->batch = bb || a->is_group_mode ? 0 : a->batch_stride_dbias;
+    J->cols = a->is_group_mode ? a->max_seqlen_k : a->seqlen_k;
+    J->nsum_b = J->nsum_h = 1;
+    if (fmhai_bwd_dbias_sum(t)) {
+        J->acc = (const float *)p->dbias;
+        J->acc_row = p->dbias_row; J->acc_head = p->dbias_head; J->acc_batch = p->dbias_batch;
+        if (a->is_deterministic) {
+            J->nsum_b = bb ? a->batch : 1;
+            J->nsum_h = bh ? a->nhead_q : 1;
+        }
+    } else if (!masked && !a->is_group_mode) {
+        return;   /* dq_dk_dv stored every element */
+    }
+    J->grid_x = a->is_group_mode ? a->max_seqlen_q : a->seqlen_q;
+    J->grid_y = bh ? 1 : a->nhead_q;
+    J->grid_z = bb ? 1 : a->batch;
+    if (J->grid_x <= 0 || J->cols <= 0) J->grid_x = J->grid_y = J->grid_z = 0;
 }
 
 #endif /* FMHA_TILE_KERNEL_BWD_H */

@@ -72,6 +72,16 @@ typedef struct fmhai_bwd_params {
     float dropout_scale;
     uint64_t dropout_seed, dropout_offset;
     const uint64_t *dropout_rng;
+    /* elementwise bias (BIAS rows): element (b_eff, h, q_start + i, j) at
+     * bias + b_eff * bias_batch + h * bias_head + (q_start + i) * bias_row
+     * + j elements of bias_dt. dbias (NULL: not wanted) the same way, of
+     * dbias_dt: the caller's dbias, or the workspace's fp32 sum (kernel/
+     * bwd.h), added into with atomics when dbias_atomic */
+    const void *bias;
+    int64_t bias_row, bias_head, bias_batch;
+    void *dbias;
+    int64_t dbias_row, dbias_head, dbias_batch;
+    int bias_dt, dbias_dt, dbias_atomic;
 } fmhai_bwd_params;
 
 /* The Hopper dq_dk_dv's parameters (its rows' kernels take this, the others

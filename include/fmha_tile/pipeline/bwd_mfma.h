@@ -311,7 +311,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                         const int e = 4 * g4 + r, i = i0 + 8 * g4 + r;
                         const float x = st[e];
                         const float l2 = l4[r] * LOG2E;
-                        const float bias = ALIBI ? l2 + slope2 * fabsf((float)(i + s.s_k - s.s_q - jkey)) : l2;
+                        const float bias = ALIBI == 1 ? l2 + slope2 * fabsf((float)(i + s.s_k - s.s_q - jkey)) : l2;
                         float pv, dfac = 1.f;
                         if (SOFTCAP) {
                             const float th = tanhf(x * p->softcap_pre);
@@ -464,7 +464,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_gfx9(const fmhai_bwd_params *p, char *smem,
 #if defined(__HIP_DEVICE_COMPILE__) && !defined(FMHAI_DEVICE_HAS_MFMA)
     const int MFMA = 0;
 #else
-    const int MFMA = fmhai_bwd_mfma_serves(HD, BM, BN, NW);
+    /* the elementwise bias (ALiBi column 2) runs on the portable body */
+    const int MFMA = ALIBI != 2 && fmhai_bwd_mfma_serves(HD, BM, BN, NW);
 #endif
     if (MFMA) {
         for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {

@@ -400,27 +400,82 @@ FMHAI_DEVICE void fmhai_bwd_window(const fmhai_bwd_params *p, const fmhai_bwd_se
     }
 }
 
-/* ALiBi slope of query head h of batch entry b in base-2 units (0 off) */
+/* ALiBi slope of query head h of batch entry b in base-2 units (0 off;
+ * ALIBI is the row's ALiBi column: 1 ALiBi, 2 the elementwise bias) */
 FMHAI_DEVICE float fmhai_bwd_slope2(const fmhai_bwd_params *p, int b, int h, int ALIBI)
 {
-    return ALIBI ? p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f : 0.f;
+    return ALIBI == 1 ? p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f : 0.f;
+}
+
+/* Elementwise bias (BIAS rows, ALiBi column 2): the element offset of
+ * (entry, head h, query 0, key 0) of the bias, or of dbias with its
+ * strides; query i and key j add i * row + j. */
+FMHAI_DEVICE int64_t fmhai_bwd_bias_base(const fmhai_bwd_seq *s, int64_t row, int64_t head, int64_t batch, int h)
+{
+    return (int64_t)s->b_eff * batch + (int64_t)h * head + (int64_t)s->q_start * row;
+}
+
+/* The bias of (query i, key j) times log2(e); 0 at or past s_q or s_k
+ * (those rows and keys are never read). */
+FMHAI_DEVICE float fmhai_bwd_bias_ld(const fmhai_bwd_params *p, int64_t base, int i, int j, int s_q, int s_k)
+{
+    float x = 0.f;
+    if (i < s_q && j < s_k) {
+        const int64_t e = base + (int64_t)i * p->bias_row + j;
+        if (p->bias_dt == FMHA_DTYPE_FP32) {
+            x = ((const float *)p->bias)[e];
+        } else {
+            const unsigned short u = ((const unsigned short *)p->bias)[e];
+            x = p->bias_dt == FMHA_DTYPE_BF16 ? __uint_as_float((uint32_t)u << 16)
+                                              : __half2float(__ushort_as_half(u));
+        }
+    }
+    return x * 1.4426950408889634f;
+}
+
+/* dS of queries i and i + 1 at key j (dbias = dS, the biased logits'
+ * gradient) into p->dbias: a plain store in its dtype, or an fp32 atomic
+ * add into the workspace's sum (zero terms skipped); nothing past s_q or
+ * s_k. */
+FMHAI_DEVICE void fmhai_bwd_dbias_put2(const fmhai_bwd_params *p, int64_t base, int i, int j, int s_q, int s_k,
+                                       float d0, float d1)
+{
+    if (j >= s_k) return;
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const float v = e ? d1 : d0;
+        const int64_t o = base + (int64_t)(i + e) * p->dbias_row + j;
+        if (i + e >= s_q) break;
+        if (p->dbias_atomic) {
+            if (v != 0.f) atomicAdd((float *)p->dbias + o, v);
+        } else if (p->dbias_dt == FMHA_DTYPE_FP32) {
+            ((float *)p->dbias)[o] = v;
+        } else {
+            ((unsigned short *)p->dbias)[o] =
+                (unsigned short)(fmhai_pack2(v, 0.f, p->dbias_dt == FMHA_DTYPE_BF16) & 0xffffu);
+        }
+    }
 }
 
 /* P^T of one 16 x 8 n-tile of S^T, in place: c[2 * hf + e] is key j + 8 * hf,
  * query i + e. c becomes P^T (soft cap: times 1 - tanh^2, dS's factor) and
  * pk[hf] the 16-bit P^T pair of row hf. Masked entries and keys past s_k are
- * 0 (never exp of -inf). ALiBi: the score loses slope2 * |i + shift - j|
- * (slope2 in base-2 units, shift = s_k - s_q: bottom-right aligned), a
- * constant of q and k, so dS needs no other change. */
+ * 0 (never exp of -inf). ALiBi (ALIBI 1): the score loses slope2 *
+ * |i + shift - j| (slope2 in base-2 units, shift = s_k - s_q: bottom-right
+ * aligned), a constant of q and k, so dS needs no other change. The
+ * elementwise bias (ALIBI 2): the score gains the bias element at
+ * bias_base (fmhai_bwd_bias_base), after the soft cap as in the forward;
+ * a -inf element gives P 0 (also where the LSE is -inf: a row all of
+ * whose keys the bias hides). */
 FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fmhai_bwd_params *p, int need_mask,
                                     int j, int i, int s_k, int c_lo, int c_hi, int SOFTCAP, int is_bf16,
-                                    int ALIBI, float slope2, int shift)
+                                    int ALIBI, float slope2, int shift, int64_t bias_base, int s_q)
 {
     const float LOG2E = 1.4426950408889634f;
     const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
     /* ALiBi: one conversion a call, the four distances as float offsets of
      * it (the |.| folds into the multiply-add) */
-    const float d0 = ALIBI ? (float)(i + shift - j) : 0.f;
+    const float d0 = ALIBI == 1 ? (float)(i + shift - j) : 0.f;
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         float pv[2];
@@ -428,7 +483,9 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
         for (int e = 0; e < 2; ++e) {
             const float x = c[2 * hf + e];
             float dfac = 1.f;
-            const float bias = ALIBI ? l2[e] + slope2 * fabsf(d0 + (float)(e - 8 * hf)) : l2[e];
+            const float eb = ALIBI == 2 ? fmhai_bwd_bias_ld(p, bias_base, i + e, j + 8 * hf, s_q, s_k) : 0.f;
+            const float bias = ALIBI == 1 ? l2[e] + slope2 * fabsf(d0 + (float)(e - 8 * hf))
+                                          : ALIBI == 2 ? l2[e] - eb : l2[e];
             if (SOFTCAP) {
                 const float th = tanhf(x * p->softcap_pre);
                 pv[e] = fmhai_exp2(th * p->softcap_post_log2 - bias);
@@ -436,6 +493,7 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
             } else {
                 pv[e] = fmhai_exp2(x * p->scale_log2 - bias);
             }
+            if (ALIBI == 2 && eb == -INFINITY) pv[e] = 0.f;
             if (need_mask) {
                 const int jj = j + 8 * hf, ii = i + e;
                 if (jj >= s_k || jj - ii < c_lo || jj - ii > c_hi) pv[e] = 0.f;
@@ -728,6 +786,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
             const int m0 = (m_first + m_dir * mi) * BM;
             const int h = hk * p->head_ratio + hq;
             const float slope2 = fmhai_bwd_slope2(p, U->b, h, ALIBI);
+            /* elementwise bias: (entry, head h) bases of the bias and dbias */
+            const int64_t bias_b = ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->bias_row, p->bias_head, p->bias_batch, h) : 0;
+            const int64_t dbias_b =
+                ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
             int nmi = mi, nhq = hq;   /* the next step's */
             fmhai_bwd_next_pos(&nmi, &nhq, n_m, p->head_ratio);
             const int nm0 = (m_first + m_dir * nmi) * BM, nh = hk * p->head_ratio + nhq;
@@ -798,7 +860,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                     uint32_t pk[2];
                     fmhai_bwd_p_ntile(acc_s[nt], pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
                                       j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI,
-                                      slope2, s.s_k - s.s_q);
+                                      slope2, s.s_k - s.s_q, bias_b, s.s_q);
                     if (drop) {
                         /* P o Z for dV: P with the dropped 16-bit halves +0
                          * (the common scale goes on dV at its store); for
@@ -855,6 +917,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                             d0 = c0 * (acc_p[nt][2 * hf] - dd.x);
                             d1 = c1 * (acc_p[nt][2 * hf + 1] - dd.y);
                         }
+                        if (ALIBI == 2 && p->dbias)   /* dbias = dS (no soft cap: dbias plans have none) */
+                            fmhai_bwd_dbias_put2(p, dbias_b, m0 + q0 + nt * 8 + 2 * t, j0 + key0 + g + 8 * hf, s.s_q,
+                                                 s.s_k, d0, d1);
                         dsa[nt / 2][(nt % 2) * 2 + hf] = fmhai_pack2(d0, d1, is_bf16);
                     }
                 }

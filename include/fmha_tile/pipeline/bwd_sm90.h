@@ -325,6 +325,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 
             /* ---- P^T; dV += P^T dO ------------------------------------------ */
             const float slope2 = fmhai_bwd_slope2(p, U.b, h, ALIBI);   /* read here: not live across the products */
+            const int64_t bias_b = ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->bias_row, p->bias_head, p->bias_batch, h) : 0;
             const int need_mask = (j0 + BN > s.s_k) ||
                                   (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
             uint32_t pa[FMHAI_BWD90_MAX_BM / 16][4];
@@ -334,7 +335,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 uint32_t pk[2];
                 fmhai_bwd_p_ntile(acc_s + 4 * nt, pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
                                   j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI, slope2,
-                                  s.s_k - s.s_q);
+                                  s.s_k - s.s_q, bias_b, s.s_q);
                 if (drop) {   /* as the portable pipeline: P o keep for dV, drops marked by P^T's sign */
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {
@@ -358,6 +359,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * key0 + g (+ 8), chunk nt at (nt ^ g) * 16), formed here: held
              * across the step, its 16 store addresses were spilled */
             const fmhai_smem_t ds_row = fmhai_opaque_smem(sdS + (key0 + g) * 128 + 4 * t);
+            const int64_t dbias_b =   /* elementwise bias: dbias of (entry, head h) */
+                ALIBI == 2 && p->dbias ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
 #pragma unroll
             for (int nt = 0; nt < BM / 8; ++nt) {
                 const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + nt * 8 + 2 * t));
@@ -372,6 +375,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                         d0 = c0 * (acc_p[4 * nt + 2 * hf] - dd.x);
                         d1 = c1 * (acc_p[4 * nt + 2 * hf + 1] - dd.y);
                     }
+                    if (ALIBI == 2 && p->dbias)   /* dbias = dS (dbias plans have no soft cap) */
+                        fmhai_bwd_dbias_put2(p, dbias_b, m0 + nt * 8 + 2 * t, j0 + key0 + g + 8 * hf, s.s_q, s.s_k,
+                                             d0, d1);
                     const uint32_t v = fmhai_pack2(d0, d1, is_bf16);
                     dsa[nt / 2][(nt % 2) * 2 + hf] = v;
                     fmhai_st_shared_u32(ds_row + (nt >> 3) * BN * 128 + hf * 8 * 128 + (((nt & 7) ^ g) << 4), v);
