@@ -467,7 +467,7 @@ static void build_configs(void)
         c.bias = 3; c.bias_dt = B16; c.hide = 1; c.det = 1;
         add(c, 0);
         c = cfg_group(B, 4, gq, gk, 4, 2, 64);
-        c.bias = 3; c.bias_dt = F32; c.async = 1;
+        c.bias = 3; c.bias_dt = F32; c.prep = PREP_DEVICE;
         cfg_mask(&c, BR, 64, 0);
         add(c, 1);
         c = cfg_group(F, 3, gq2, gk2, 4, 2, 128);
