@@ -191,7 +191,9 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
     const fmhai_mfma_shape SH = is_bf16 ? FMHAI_MFMA_32X32X8_BF16 : FMHAI_MFMA_32X32X8_F16;
     const int NT = NW * 32;
     const int NKT = BN / 32, NMB = HD / 32;   /* 32-key blocks of S^T, 32-column blocks of O^T */
-    const int Q_IN_REGS = HD <= 128;           /* hdim 256: re-read Q's B fragments from LDS */
+    /* hdim 256: re-read Q's B fragments from LDS, but with FP8 KV, whose
+     * descales then take the Q tile's place during the loop */
+    const int Q_IN_REGS = HD <= 128 || KV8;
     /* page class 3 has no staged run indices here: each row looks its page up */
     const int PG = PAGING == 3 ? 1 : PAGING;
     const float NEG_INF = -__int_as_float(0x7f800000);
@@ -243,12 +245,14 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
     fmhai_smem_t sQ = fmhai_smem_addr(smem);
     fmhai_smem_t sK = sQ + BM * HD * 2;
     fmhai_smem_t sV = sK + BN * HD * 2;
-    /* FP8: per-page descales of the tile [K,V][BN] and the bf16 queries'
-     * row scales [BM], past the tiles (inside the row's FP8 extra bytes) */
-    const int row_scale_at = (BM + 2 * BN) * HD * 2 + 8 * BN * 4;
-    const fmhai_smem_t sScale = sV + BN * HD * 2, sRowScale = sQ + row_scale_at;
+    /* FP8 KV keeps the LDS of the 16-bit kernels (Q and one K and one V
+     * slot): the bf16 queries' row scales [BM] go to the K slot, which is
+     * free until the loop (each lane keeps its row's in a register), and
+     * the tile's per-page descales [K,V][BN] to the Q tile, free during the
+     * loop since the queries are in registers then */
+    const fmhai_smem_t sScale = sQ, sRowScale = sK;
     if (KV8)
-        fmhai_load_q_f16(sQ, (float *)(smem + row_scale_at), q_ptr, qb * p->q_row, BM, s_rows - m0, p->d, HD, NT,
+        fmhai_load_q_f16(sQ, (float *)(smem + BM * HD * 2), q_ptr, qb * p->q_row, BM, s_rows - m0, p->d, HD, NT,
                          tid, Q8, qb * p->q_head, DEC ? PR : 0, m0);
     else if (DEC)
         fmhai_block_load_q_packed(sQ, q_ptr, 2 * p->q_row, 2 * p->q_head, PR, m0, BM, s_rows - m0, p->d, HD,
@@ -307,11 +311,11 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
     /* Q's B fragments stay in registers up to hdim 128 (one barrier more
      * than the loop's; read inside the loop, the first tile's copy of the
      * loop got peeled off and the compiler held both versions' registers) */
-    /* FP8, bf16 queries: the row's power-of-two scale (fmhai_load_q_f16),
-     * read after the barrier below or the loop's first */
+    /* FP8, bf16 queries: the row's power-of-two scale (fmhai_load_q_f16) */
     float q_rs = 1.f;
     if (Q_IN_REGS) {
         __syncthreads();
+        if (KV8 && !Q8) q_rs = *(const FMHAI_LDS float *)(sRowScale + 4 * row);
         const uint32_t qb0 = fmhai_lds_u32(fmhai_mfma_opaque(sQ)) + q_off;
 #pragma unroll
         for (int kb = 0; kb < HD / 8; ++kb)
@@ -338,7 +342,6 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
                                p->kv_off64, KV_VEC);
         }
         __syncthreads();
-        if (KV8 && !Q8) q_rs = *(const FMHAI_LDS float *)(sRowScale + 4 * row);
         const uint32_t qb0 = fmhai_lds_u32(fmhai_mfma_opaque(sQ)) + q_off;
         const uint32_t kb0 = fmhai_lds_u32(fmhai_mfma_opaque(sK)) + k_off;
         const uint32_t vt0 = fmhai_lds_u32(fmhai_mfma_opaque(sV));
