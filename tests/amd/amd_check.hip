@@ -1,15 +1,17 @@
 /*
  * AMD device-code compile check (tests/amd/check.sh): kernels of the
- * forward pipelines (MFMA, pipeline/fwd_mfma.h, and the portable one with
- * emulated mma.sync) and the backward (dq_dk_dv on MFMA,
- * pipeline/bwd_mfma.h; dot_do_o and convert_dq, which have no products),
- * compiled device-only for CDNA (gfx942, gfx90a).
+ * forward pipeline (MFMA, pipeline/fwd_mfma.h: forward, batch prefill,
+ * decode) and the backward (dq_dk_dv on MFMA, pipeline/bwd_mfma.h;
+ * dot_do_o and convert_dq, which have no products), compiled device-only
+ * for CDNA (gfx942, gfx90a; gfx950 where the compiler knows it).
  *
  * Default: a representative subset, fp16 and bf16 at head dims 64, 128 and
  * 256, each with every feature on (MASK + SOFTCAP + ALIBI) and every feature
  * off, on the GFX9 tuned tiles (12 kernels), five 16-bit batch prefill
  * kernels (both layouts, the page classes), two FP8-KV batch prefill
- * kernels, one elementwise-bias forward kernel (MFMA), and the backward's three stages (4 dq_dk_dv kernels: both
+ * kernels, four decode kernels (16-bit and FP8 KV; contiguous, LINEAR and
+ * VECTORIZED pages), one elementwise-bias forward kernel, and the
+ * backward's three stages (4 dq_dk_dv kernels: both
  * dtypes, head dims 64/128/256, masks, soft cap, ALiBi, deterministic, the
  * two-sweep hdim 256). With FMHA_AMD_CHECK_FULL: the library's whole default
  * forward, batch prefill (16-bit and FP8 KV), decode and backward sets but
@@ -46,11 +48,14 @@
     X(PREFILL_VEC, FP16, 128, MASK,   SOFTCAP,   1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)     \
     X(PREFILL_VEC, BF16, 64,  MASK,   NOSOFTCAP, 64, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
-/* decode: packed GQA rows and the split-KV epilogue, contiguous cache and
- * small pages, 16-bit and e4m3 KV (and, in every set, the combine kernel) */
+/* decode (the MFMA pipeline): packed GQA rows and the split-KV epilogue,
+ * contiguous cache, small LINEAR pages and VECTORIZED pages, 16-bit and
+ * e4m3 KV (and, in every set, the combine kernel) */
 #define AMD_CHECK_DECODE(X)                                                                       \
-    X(DECODE, BF16, 128, MASK, SOFTCAP, 0, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)               \
-    X(DECODE, FP8,  128, MASK, SOFTCAP, 1, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(DECODE,     BF16, 128, MASK, SOFTCAP, 0,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)          \
+    X(DECODE,     FP8,  128, MASK, SOFTCAP, 1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)          \
+    X(DECODE,     FP8,  256, MASK, SOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)          \
+    X(DECODE_VEC, FP16, 64,  MASK, SOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
 #if defined(FMHA_AMD_CHECK_BWD)
 DECL_FMHA_KERNEL_SET(amd_set, FMHA_DEFAULT_BWD_SET)

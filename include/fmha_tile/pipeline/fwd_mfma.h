@@ -1,6 +1,7 @@
 /*
- * MFMA forward pipeline for AMD CDNA (gfx90a, gfx942): fp16/bf16 forward and
- * 16-bit batch prefill on the wave64 matrix instructions of tile/wave_mma.h.
+ * MFMA forward pipeline for AMD CDNA (gfx90a, gfx942; gfx950 ready): the
+ * fp16/bf16 forward, batch prefill with 16-bit or FP8 (e4m3) KV, and decode,
+ * on the wave64 matrix instructions of tile/wave_mma.h.
  *
  * The algorithm is the portable one (pipeline/fwd_portable.h: one block per
  * query tile, key tiles from the last visible one down, online softmax in
@@ -29,14 +30,25 @@
  * loaders' copies are synchronous loads and stores, so a deeper ring would
  * only hold more registers.
  *
+ * FP8 KV computes in f16 (as the portable pipeline): the e4m3 tiles land
+ * as the portable loader lands them and are decoded to f16 in LDS (two
+ * barriers more a tile, see fmhai_mfma_load_kv8), the queries are converted
+ * once (e4m3 exactly; bf16 with a power-of-two row scale), per-tensor
+ * descales fold into the logit scale and the normalisation, per-page ones
+ * multiply a key's scores and P column; O leaves as bf16. Decode (DEC) is
+ * the same loop over packed (query, head) rows of a KV head's group, with
+ * the split-KV share of the key tiles and the fp32 partial epilogue for
+ * kernel/combine.h, as the portable decode.
+ *
  * fmhai_fwd_gfx9 is what the GFX9 rows call (FMHAI_FWD_BODY_GFX9,
  * dispatch/kernel_set.h): this pipeline where it serves the row
- * (fmhai_fwd_mfma_serves: 16-bit K/V, not decode, 32 rows a wave, 32-key
- * multiples), the portable pipeline with emulated mma.sync otherwise (FP8
- * KV, decode). The choice is made on the row's constants, so a kernel holds
- * one body. Nothing here has run on an AMD GPU: it is compile-checked for
- * gfx90a and gfx942 (tests/amd/check.sh) and its tile-level steps are
- * replayed on the host against a model of the instructions
+ * (fmhai_fwd_mfma_serves: 32 rows a wave, 32-key and 32-column multiples;
+ * every GFX9 row, policy/fwd_tiles.h checks it), the portable pipeline with
+ * emulated mma.sync otherwise (a device pass without MFMA). The choice is
+ * made on the row's constants, so a kernel holds one body. Nothing here
+ * has run on an AMD GPU: it is compile-checked for gfx90a and gfx942
+ * (tests/amd/check.sh) and its tile-level steps, the e4m3 decode included,
+ * are replayed on the host against a model of the instructions
  * (tests/host/test_fwd_mfma_model.c).
  */
 #ifndef FMHA_TILE_PIPELINE_FWD_MFMA_H
@@ -52,10 +64,9 @@
 
 #if defined(FMHA_PLATFORM_AMD)
 
-/* Rows the MFMA pipeline serves (constants of a kernel row): 16-bit K/V, the
- * forward or batch prefill (not decode's packed rows and split epilogue),
- * 32 query rows a wave (tile_m = 16 * warps, warps even), key tiles and the
- * head dim in 32s (one 32x32 block each). */
+/* Rows the MFMA pipeline serves (constants of a kernel row): 32 query rows
+ * a wave (tile_m = 16 * warps, warps even), key tiles and the head dim in
+ * 32s (one 32x32 block each); any KV type, forward, prefill or decode. */
 #define fmhai_fwd_mfma_serves(hd, bm, bn, w, kv8, dec) \
     ((w) % 2 == 0 && (bm) == 16 * (w) && (bn) % 32 == 0 && (hd) % 32 == 0)
 
