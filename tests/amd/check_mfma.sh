@@ -2,8 +2,9 @@
 # AMD compile check of the MFMA primitives (include/fmha_tile/tile/wave_mma.h,
 # tile/mfma_layout.h from device code): tests/amd/mfma_check.hip compiled with
 # clang >= 19 and no HIP installation (tests/amd/hip_prelude.h, as in
-# tests/amd/check.sh), device-only to assembly for gfx942 and gfx90a (gfx950 where the compiler knows it), plus
-# its host pass. Nothing runs: there is no AMD GPU here.
+# tests/amd/check.sh), device-only to assembly for gfx942 and gfx90a (and
+# gfx950 where the compiler knows it), plus its host pass. Nothing runs:
+# there is no AMD GPU here.
 #
 #   sh tests/amd/check_mfma.sh [CLANGXX]    (else $CLANGXX, clang++-19, clang++)
 #
