@@ -262,9 +262,13 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
      * the tile's per-page descales [K,V][BN] to the Q tile, free during the
      * loop since the queries are in registers then */
     const fmhai_smem_t sScale = sQ, sRowScale = sK;
-    if (KV8)
-        fmhai_load_q_f16(sQ, (float *)(smem + BM * HD * 2), q_ptr, qb * p->q_row, BM, s_rows - m0, p->d, HD, NT,
-                         tid, Q8, qb * p->q_head, DEC ? PR : 0, m0);
+    /* (one call per query type: a constant type lets its row loop unroll) */
+    if (KV8 && Q8)
+        fmhai_load_q_f16(sQ, (float *)(smem + BM * HD * 2), q_ptr, p->q_row, BM, s_rows - m0, p->d, HD, NT, tid, 1,
+                         p->q_head, DEC ? PR : 0, m0);
+    else if (KV8)
+        fmhai_load_q_f16(sQ, (float *)(smem + BM * HD * 2), q_ptr, 2 * p->q_row, BM, s_rows - m0, p->d, HD, NT,
+                         tid, 0, 2 * p->q_head, DEC ? PR : 0, m0);
     else if (DEC)
         fmhai_block_load_q_packed(sQ, q_ptr, 2 * p->q_row, 2 * p->q_head, PR, m0, BM, s_rows - m0, p->d, HD,
                                   NT, tid);
