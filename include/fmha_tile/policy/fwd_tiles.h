@@ -119,7 +119,7 @@
  * LDS). tests/amd/check.sh (AMD_CHECK_FULL=1): the default forward,
  * prefill (16-bit and FP8 KV) and decode sets at 0 spills and 0 scratch on
  * both archs (hdim 128 at 230-256 VGPRs under the 2-waves-per-SIMD bound,
- * hdim 256 at 1 wave with 130-170 AGPRs) but the VECTORIZED hdim-256 rows:
+ * hdim 256 at 1 wave with 128-177 AGPRs) but the VECTORIZED hdim-256 rows:
  * prefill has none (64-key tiles there need 96 KB) and decode's (the 64-key
  * hdim-128 tile) need 96 KB, which only gfx950 has (160 KB). */
 /*                                                 arch  tile_m tile_n warps stages */
