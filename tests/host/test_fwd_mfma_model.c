@@ -25,7 +25,8 @@
  *     written into the swizzled O rows, read back row by row) = the plain
  *     softmax(Q K^T) V computed in double from the same rounded P
  *     (rel. error <= 1e-5) with every O element written once.
- * FP8 KV (the e4m3 tiles decoded to f16 in LDS, fmhai_mfma_e4m3_chunk):
+ * FP8 KV (the e4m3 tiles decoded to f16 in LDS, fmhai_mfma_e4m3_chunk;
+ * its LDS pieces placed within the 16-bit kernels' 64 KB):
  *   - every e4m3 code's f16 bits times 2^8 (OCP e4m3fn) or 2^7 (e4m3fnuz)
  *     equal the code's value from the format's definition;
  *   - a chunk's decoded slots: V in column order, K in the queries' order
@@ -373,6 +374,17 @@ int main(void)
         }
     /* FP8 KV: the decode, then the tile step on the decoded tiles (f16) */
     test_e4m3_decode();
+    for (s = 0; s < 3; ++s) {
+        /* where fmhai_fwd_mfma puts the FP8 pieces of a 64-row block: both
+         * e4m3 tiles in the 16-bit V slot, the descales [K,V][BN] in the Q
+         * tile, the row scales [BM] in the K slot; all within 64 KB */
+        const int HD = shapes[s][0], BN = shapes[s][1], BM = 64;
+        char shape[32];
+        snprintf(shape, sizeof shape, "hd%d_bn%d", HD, BN);
+        check(2 * BN * HD <= BN * HD * 2 && 2 * BN * 4 <= BM * HD * 2 && BM * 4 <= BN * HD * 2 &&
+                  (BM + 2 * BN) * HD * 2 <= 65536,
+              "mfma_fwd_fp8_lds_placement_within_64k", shape);
+    }
     for (s = 0; s < 3; ++s) test_case(shapes[s][0], shapes[s][1], MFMA_MODEL_F16, 0, 1);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;
