@@ -1,19 +1,21 @@
 /*
  * AMD device-code compile check (tests/amd/check.sh): kernels of the
- * forward pipelines (MFMA, pipeline/fwd_mfma.h, and the portable one with
- * emulated mma.sync) and the backward (dq_dk_dv on MFMA,
- * pipeline/bwd_mfma.h; dot_do_o and convert_dq, which have no products),
- * compiled device-only for CDNA (gfx942, gfx90a).
+ * forward pipeline (MFMA, pipeline/fwd_mfma.h: forward, batch prefill,
+ * decode) and the backward (dq_dk_dv on MFMA, pipeline/bwd_mfma.h;
+ * dot_do_o and convert_dq, which have no products), compiled device-only
+ * for CDNA (gfx942, gfx90a; gfx950 where the compiler knows it).
  *
  * Default: a representative subset, fp16 and bf16 at head dims 64, 128 and
  * 256, each with every feature on (MASK + SOFTCAP + ALIBI) and every feature
  * off, on the GFX9 tuned tiles (12 kernels), five 16-bit batch prefill
  * kernels (both layouts, the page classes), two FP8-KV batch prefill
- * kernels, one elementwise-bias forward kernel (MFMA), and the backward's three stages (4 dq_dk_dv kernels: both
+ * kernels, four decode kernels (16-bit and FP8 KV; contiguous, LINEAR and
+ * VECTORIZED pages), one elementwise-bias forward kernel, and the
+ * backward's three stages (4 dq_dk_dv kernels: both
  * dtypes, head dims 64/128/256, masks, soft cap, ALiBi, deterministic, the
  * two-sweep hdim 256). With FMHA_AMD_CHECK_FULL: the library's whole default
- * forward and backward sets, its 16-bit batch prefill set (but VECTORIZED
- * hdim 256, see below) and the same FP8 kernels (many times the time). With
+ * forward, batch prefill (16-bit and FP8 KV), decode and backward sets but
+ * the VECTORIZED hdim-256 rows (see below) (many times the time). With
  * FMHA_AMD_CHECK_BWD: the default backward set alone (80 kernels, a few
  * minutes).
  */
@@ -32,8 +34,8 @@
     X(BWD_DET,        FP16, 256, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            BF16, 64,  MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
-/* FP8 (e4m3) KV batch prefill: the e4m3 K ldmatrix path (64- and 32-key
- * tiles) and the V decode, page classes 3 and 1. */
+/* FP8 (e4m3) KV batch prefill (the e4m3 tiles decoded to f16 in LDS): 64-
+ * and 32-key tiles, page classes 3 and 1. */
 #define AMD_CHECK_FP8(X)                                                                          \
     X(PREFILL, FP8, 128, MASK,   NOSOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)           \
     X(PREFILL, FP8, 256, NOMASK, NOSOFTCAP, 1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
@@ -48,11 +50,14 @@
     X(PREFILL_VEC, FP16, 128, MASK,   SOFTCAP,   1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)     \
     X(PREFILL_VEC, BF16, 64,  MASK,   NOSOFTCAP, 64, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
-/* decode: packed GQA rows and the split-KV epilogue, contiguous cache and
- * small pages, 16-bit and e4m3 KV (and, in every set, the combine kernel) */
+/* decode (the MFMA pipeline): packed GQA rows and the split-KV epilogue,
+ * contiguous cache, small LINEAR pages and VECTORIZED pages, 16-bit and
+ * e4m3 KV (and, in every set, the combine kernel) */
 #define AMD_CHECK_DECODE(X)                                                                       \
-    X(DECODE, BF16, 128, MASK, SOFTCAP, 0, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)               \
-    X(DECODE, FP8,  128, MASK, SOFTCAP, 1, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+    X(DECODE,     BF16, 128, MASK, SOFTCAP, 0,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)          \
+    X(DECODE,     FP8,  128, MASK, SOFTCAP, 1,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)          \
+    X(DECODE,     FP8,  256, MASK, SOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)          \
+    X(DECODE_VEC, FP16, 64,  MASK, SOFTCAP, 16, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 
 #if defined(FMHA_AMD_CHECK_BWD)
 DECL_FMHA_KERNEL_SET(amd_set, FMHA_DEFAULT_BWD_SET)
@@ -69,15 +74,24 @@ DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
 /* the 16-bit prefill set but VECTORIZED hdim 256: the GFX9 hdim-256 row's
  * 32-key tiles have none (vectorized_tile_n_64_128; 64 keys there would
- * take 96 KB of LDS) */
+ * take 96 KB of LDS). The decode set likewise: its VECTORIZED hdim-256 rows
+ * take the 64-key tile, 96 KB of LDS, more than gfx90a/gfx942 have (the
+ * registry skips them there; gfx950 has 160 KB) */
 #  define AMD_CHECK_PREFILL_DT(X, dt)                                                             \
     FMHAI_DEFAULT_PREFILL_HD(X, dt, 64) FMHAI_DEFAULT_PREFILL_HD(X, dt, 128)                      \
     X(PREFILL, dt, 256, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
     X(PREFILL, dt, 256, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
     X(PREFILL, dt, 256, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
     X(PREFILL, dt, 256, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_PREFILL_DT(X, FP16) \
-    AMD_CHECK_PREFILL_DT(X, BF16) AMD_CHECK_FP8(X) FMHA_DEFAULT_BWD_SET(X) AMD_CHECK_DECODE(X)
+#  define AMD_CHECK_DECODE_DT(X, dt)                                                                \
+    FMHAI_DEFAULT_DECODE_HD(X, dt, 64) FMHAI_DEFAULT_DECODE_HD(X, dt, 128)                            \
+    X(DECODE, dt, 256, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_PREFILL_DT(X, FP16)             \
+    AMD_CHECK_PREFILL_DT(X, BF16) FMHAI_DEFAULT_PREFILL_FP8(X) FMHA_DEFAULT_BWD_SET(X)              \
+    X(DECODE, FP8, 64,  MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)            \
+    X(DECODE, FP8, 128, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)            \
+    X(DECODE, FP8, 256, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)            \
+    AMD_CHECK_DECODE_DT(X, FP16) AMD_CHECK_DECODE_DT(X, BF16)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_FULL_SET)
 #endif
 

@@ -2,17 +2,19 @@
 # AMD compile check: the library compiled for CDNA with clang >= 19 and no
 # HIP installation (tests/amd/hip_prelude.h stands in for the HIP headers).
 #
-#   sh tests/amd/check.sh [CLANGXX]   subset (27 kernels), gfx942 and gfx90a
-#   AMD_CHECK_FULL=1 ...              the default forward, 16-bit prefill and
-#                                     backward sets (many minutes)
+#   sh tests/amd/check.sh [CLANGXX]   subset (28 kernels), gfx942 and gfx90a
+#                                     (and gfx950 where the compiler knows it)
+#   AMD_CHECK_FULL=1 ...              the default forward, batch prefill (16-bit
+#                                     and FP8 KV), decode and backward sets
+#                                     (many minutes)
 #   AMD_CHECK_BWD=1 ...               the default backward set alone
 #   AMD_CHECK_VERBOSE=1 ...           one resource line per kernel
 #   CLANGXX=/path/to/clang++ ...      compiler (else clang++-19, then clang++)
 #
 # Tests: platform.h alone (device pass); the host pass of amd_check.hip
 # (registry/host code on the HIP runtime names); the kernels device-only for
-# gfx942 and gfx90a (both at once). Prints PASS/FAIL per test with its time,
-# a resource summary per arch (kernels, VGPRs/AGPRs, spills, scratch), which
+# gfx942 and gfx90a (and gfx950 where the compiler knows it; all at once).
+# Prints PASS/FAIL per test with its time, a resource summary per arch (kernels, VGPRs/AGPRs, spills, scratch), which
 # kernels run on MFMA (pipeline/fwd_mfma.h, pipeline/bwd_mfma.h: v_mfma in
 # their code) and which still on the portable pipeline's emulated mma.sync
 # (listed by name; the backward's dot_do_o and convert_dq, which have no
@@ -177,13 +179,23 @@ mfma_gate() {
     tail -n +2 "$gate" | sed '1s/^/    /'
 }
 
-# The kernels, device-only, both archs at once.
-compile gfx942 gfx942 tests/amd/amd_check.hip device $extra &
-compile gfx90a gfx90a tests/amd/amd_check.hip device $extra &
+# gfx950 (OCP e4m3, 160 KB of LDS) joins where the compiler knows it
+# (clang-19 does not; the arch layer is ready for it).
+archs="gfx942 gfx90a"
+if echo 'int fmha_gfx950_probe;' | "$cxx" -x hip -nogpulib -nogpuinc --cuda-device-only --offload-arch=gfx950 \
+        -fsyntax-only - > /dev/null 2>&1; then
+    archs="$archs gfx950"
+else
+    echo "SKIP amd_compile_gfx950: $cxx does not know gfx950"
+fi
+
+# The kernels, device-only, every arch at once.
+for arch in $archs; do
+    compile "$arch" "$arch" tests/amd/amd_check.hip device $extra &
+done
 wait
-report amd_compile_gfx942 gfx942 1
-report amd_compile_gfx90a gfx90a 1
-for arch in gfx942 gfx90a; do
+for arch in $archs; do report "amd_compile_$arch" "$arch" 1; done
+for arch in $archs; do
     [ "$(cat "$tmp/$arch.rc")" = 0 ] && mfma_gate "amd_mfma_spill_free_$arch" "$arch"
 done
 

@@ -2,8 +2,9 @@
 # AMD compile check of the MFMA primitives (include/fmha_tile/tile/wave_mma.h,
 # tile/mfma_layout.h from device code): tests/amd/mfma_check.hip compiled with
 # clang >= 19 and no HIP installation (tests/amd/hip_prelude.h, as in
-# tests/amd/check.sh), device-only to assembly for gfx942 and gfx90a, plus
-# its host pass. Nothing runs: there is no AMD GPU here.
+# tests/amd/check.sh), device-only to assembly for gfx942 and gfx90a (and
+# gfx950 where the compiler knows it), plus its host pass. Nothing runs:
+# there is no AMD GPU here.
 #
 #   sh tests/amd/check_mfma.sh [CLANGXX]    (else $CLANGXX, clang++-19, clang++)
 #
@@ -39,8 +40,17 @@ echo "amd mfma check: $cxx ($("$cxx" --version | head -n 1))"
 base="-x hip -nogpulib -nogpuinc -std=c++17 -Wall -Wextra -Iinclude -DFMHA_AMD_DEVICE_CHECK_ONLY -include tests/amd/hip_prelude.h"
 src=tests/amd/mfma_check.hip
 
-# device passes of both archs side by side (two compilers at most)
-for arch in gfx942 gfx90a; do
+# gfx950 (fp8 MFMA on OCP e4m3) joins where the compiler knows it
+archs="gfx942 gfx90a"
+if echo 'int fmha_gfx950_probe;' | "$cxx" -x hip -nogpulib -nogpuinc --cuda-device-only --offload-arch=gfx950 \
+        -fsyntax-only - > /dev/null 2>&1; then
+    archs="$archs gfx950"
+else
+    echo "SKIP amd_mfma_compile_gfx950: $cxx does not know gfx950"
+fi
+
+# device passes of every arch side by side
+for arch in $archs; do
     # shellcheck disable=SC2086
     { "$cxx" $base --cuda-device-only --no-gpu-bundle-output -O3 --offload-arch=$arch \
           -Rpass-analysis=kernel-resource-usage -S "$src" -o "$tmp/$arch.s" > "$tmp/$arch.log" 2>&1
@@ -58,7 +68,7 @@ bad() { echo "FAIL $1"; failed=$((failed + 1)); }
 if [ "$(cat "$tmp/host.rc")" = 0 ] && ! grep -q 'warning:' "$tmp/host.log"; then ok "amd_mfma_host_pass"
 else bad "amd_mfma_host_pass"; grep -E 'error|warning' "$tmp/host.log" | head -n 20 | sed 's/^/    /'; fi
 
-for arch in gfx942 gfx90a; do
+for arch in $archs; do
     if [ "$(cat "$tmp/$arch.rc")" != 0 ]; then
         bad "amd_mfma_compile_$arch"; grep -E 'error' "$tmp/$arch.log" | head -n 20 | sed 's/^/    /'
         continue
@@ -80,12 +90,12 @@ for arch in gfx942 gfx90a; do
         END { printf "%d %d\n", k, nbad + 0 > "/dev/stderr" }
     ' "$tmp/$arch.log" 2> "$tmp/$arch.count"
     set -- $(cat "$tmp/$arch.count")
-    want=6; [ "$arch" = gfx942 ] && want=8
+    want=6; [ "$arch" != gfx90a ] && want=8
     if [ "$1" -eq "$want" ] && [ "$2" -eq 0 ]; then ok "amd_mfma_spill_free_$arch ($1 kernels, 0 spills, 0 scratch)"
     else bad "amd_mfma_spill_free_$arch ($1 of $want kernels, $2 with spills or scratch)"; fi
     # the instructions (gfx942's assembler spells the f16/bf16 shapes with an underscore and no _1k)
     pats="v_mfma_f32_32x32x8_?f16 v_mfma_f32_32x32x8_?bf16 v_mfma_f32_16x16x16_?f16 v_mfma_f32_16x16x16_?bf16"
-    [ "$arch" = gfx942 ] && pats="$pats v_mfma_f32_32x32x16_fp8_fp8 v_mfma_f32_16x16x32_fp8_fp8"
+    [ "$arch" != gfx90a ] && pats="$pats v_mfma_f32_32x32x16_fp8_fp8 v_mfma_f32_16x16x32_fp8_fp8"
     miss=""; counts=""
     for p in $pats; do
         n=$(grep -cE "^[[:space:]]*$p([[:space:]]|_1k)" "$tmp/$arch.s")

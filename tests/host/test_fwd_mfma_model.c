@@ -25,6 +25,16 @@
  *     written into the swizzled O rows, read back row by row) = the plain
  *     softmax(Q K^T) V computed in double from the same rounded P
  *     (rel. error <= 1e-5) with every O element written once.
+ * FP8 KV (the e4m3 tiles decoded to f16 in LDS, fmhai_mfma_e4m3_chunk;
+ * its LDS pieces placed within the 16-bit kernels' 64 KB):
+ *   - every e4m3 code's f16 bits times 2^8 (OCP e4m3fn) or 2^7 (e4m3fnuz)
+ *     equal the code's value from the format's definition;
+ *   - a chunk's decoded slots: V in column order, K in the queries' order
+ *     (fmhai_mfma_k8_slot, a permutation, equal to where fmhai_load_q_f16
+ *     puts e4m3 and bf16 query columns);
+ *   - the tile step above with Q, K and V given as e4m3 codes and the Q, K
+ *     and V tiles built by that decode (Q and K permuted alike): S^T equals
+ *     the plain product of the decoded values, O the plain softmax(Q K^T) V.
  * Last line: "N passed, M failed".
  */
 #include <stdio.h>
@@ -36,8 +46,101 @@
 
 enum { MAXHD = 256, MAXBN = 64, ROWS = 32 };
 
+/* ---- FP8 KV: the e4m3 decode ----------------------------------------------- */
+/* e4m3 code c from the format's definition: OCP e4m3fn (bias 7, 0x7f/0xff
+ * NaN) or e4m3fnuz (bias 8, 0x80 NaN); NaN codes give NAN */
+static double e4m3_ref(int c, int fnuz)
+{
+    const int sgn = c >> 7, e = (c >> 3) & 15, m = c & 7, bias = fnuz ? 8 : 7;
+    double v;
+    if (fnuz ? c == 0x80 : (c & 0x7f) == 0x7f) return NAN;
+    v = e ? ldexp(8 + m, e - bias - 3) : ldexp(m, 1 - bias - 3);
+    return sgn ? -v : v;
+}
+/* the f16 value of a decoded slot (fmhai_mfma_e4m3_chunk's bits, then the
+ * pipeline's packed multiply by 2^8: exact, every e4m3fn value is an f16) */
+static double f16_slot(const uint32_t *w, int s)
+{
+    return mfma_decode(MFMA_MODEL_F16, (w[s / 2] >> (16 * (s % 2))) & 0xffffu) * 256.0;
+}
+static int e4m3_code(double x)
+{
+    int c;
+    for (c = 0; c < 256; ++c)
+        if (e4m3_ref(c, 0) == x) return c;
+    fprintf(stderr, "value %g not an e4m3 value\n", x);
+    exit(2);
+}
+/* a [rows][hd] tile of e4m3 values decoded into the swizzled f16 tile as
+ * fmhai_mfma_load_kv8 does it (16-byte chunk c of row r to 16-bit chunks
+ * 2c, 2c + 1); is_k: K's (and the queries') column order */
+static void fp8_tile(uint16_t *dst, const double (*x)[MAXHD], int rows, int hd, int is_k)
+{
+    int r, c, i, s;
+    for (r = 0; r < rows; ++r)
+        for (c = 0; c < hd / 16; ++c) {
+            uint32_t w[4], lo[4], hi[4];
+            for (i = 0; i < 4; ++i)
+                w[i] = (uint32_t)e4m3_code(x[r][16 * c + 4 * i]) | (uint32_t)e4m3_code(x[r][16 * c + 4 * i + 1]) << 8 |
+                       (uint32_t)e4m3_code(x[r][16 * c + 4 * i + 2]) << 16 |
+                       (uint32_t)e4m3_code(x[r][16 * c + 4 * i + 3]) << 24;
+            fmhai_mfma_e4m3_chunk(w, is_k, lo, hi);
+            for (s = 0; s < 8; ++s) {
+                dst[fmhai_mfma_lds_swz(r, 16 * c + s, hd) / 2] = code16(f16_slot(lo, s), MFMA_MODEL_F16);
+                dst[fmhai_mfma_lds_swz(r, 16 * c + 8 + s, hd) / 2] = code16(f16_slot(hi, s), MFMA_MODEL_F16);
+            }
+        }
+}
+static void test_e4m3_decode(void)
+{
+    int fnuz, c, j, i, ok;
+    for (fnuz = 0; fnuz < 2; ++fnuz) {
+        ok = 1;
+        for (c = 0; c < 256; ++c) {
+            const double want = e4m3_ref(c, fnuz);
+            const uint32_t bits = fmhai_mfma_e4m3x2_f16bits((uint32_t)c | (uint32_t)(c ^ 0x80) << 16);
+            const double lo = mfma_decode(MFMA_MODEL_F16, bits & 0xffffu) * (fnuz ? 128.0 : 256.0);
+            const double hi = mfma_decode(MFMA_MODEL_F16, bits >> 16) * (fnuz ? 128.0 : 256.0);
+            if (want != want) continue;   /* NaN codes: a cache holds none */
+            if (lo != want || (e4m3_ref(c ^ 0x80, fnuz) == e4m3_ref(c ^ 0x80, fnuz) && hi != e4m3_ref(c ^ 0x80, fnuz)))
+                ok = 0;
+        }
+        check(ok, "mfma_fp8_e4m3_f16_bits_times_scale_eq_value", fnuz ? "e4m3fnuz" : "e4m3fn");
+    }
+    /* a chunk of 16 distinct codes: where each column lands */
+    {
+        uint32_t w[4], lo[4], hi[4];
+        int seen[16] = { 0 };
+        for (i = 0; i < 4; ++i)
+            w[i] = (uint32_t)(0x30 + 4 * i) | (uint32_t)(0x31 + 4 * i) << 8 | (uint32_t)(0x32 + 4 * i) << 16 |
+                   (uint32_t)(0x33 + 4 * i) << 24;
+        ok = 1;
+        fmhai_mfma_e4m3_chunk(w, 0, lo, hi);
+        for (j = 0; j < 16; ++j)
+            if (f16_slot(j < 8 ? lo : hi, j % 8) != e4m3_ref(0x30 + j, 0)) ok = 0;
+        check(ok, "mfma_fp8_v_chunk_column_order", "16 columns");
+        ok = 1;
+        fmhai_mfma_e4m3_chunk(w, 1, lo, hi);
+        for (j = 0; j < 16; ++j) {
+            const int s = fmhai_mfma_k8_slot(j);
+            if (s < 0 || s > 15 || seen[s]++) ok = 0;
+            else if (f16_slot(s < 8 ? lo : hi, s % 8) != e4m3_ref(0x30 + j, 0)) ok = 0;
+        }
+        /* fmhai_load_q_f16: e4m3 queries, word i's columns 4i, 4i+1 to the
+         * low chunk's word i and 4i+2, 4i+3 to the high one's; bf16 queries,
+         * pair e of 8-column half c8 to word 2*c8 + e/2 of the low (e even)
+         * or high (e odd) chunk */
+        for (j = 0; j < 16; ++j) {
+            const int i4 = j / 4, c8 = j / 8, e = (j % 8) / 2;
+            if (fmhai_mfma_k8_slot(j) != ((j % 4) >= 2 ? 8 : 0) + 2 * i4 + j % 2) ok = 0;
+            if (fmhai_mfma_k8_slot(j) != (e & 1 ? 8 : 0) + 2 * (2 * c8 + e / 2) + j % 2) ok = 0;
+        }
+        check(ok, "mfma_fp8_k_chunk_in_query_order", "16 columns");
+    }
+}
+
 /* one (head dim, key tile, type, VECTORIZED or not) case */
-static void test_case(int HD, int BN, int type, int vec)
+static void test_case(int HD, int BN, int type, int vec, int fp8)
 {
     const fmhai_mfma_shape SH = type == MFMA_MODEL_BF16 ? FMHAI_MFMA_32X32X8_BF16 : FMHAI_MFMA_32X32X8_F16;
     enum { TILES = 2 };
@@ -54,8 +157,8 @@ static void test_case(int HD, int BN, int type, int vec)
     double sum_err = 0, o_err = 0, o_ref = 0;
     const double sl2 = 0.125 * 1.4426950408889634;   /* scale * log2(e) */
 
-    snprintf(shape, sizeof shape, "hd%d_bn%d_%s%s", HD, BN, type == MFMA_MODEL_BF16 ? "bf16" : "f16",
-             vec ? "_vectorized" : "");
+    snprintf(shape, sizeof shape, "hd%d_bn%d_%s%s", HD, BN,
+             fp8 ? "e4m3_kv_as_f16" : type == MFMA_MODEL_BF16 ? "bf16" : "f16", vec ? "_vectorized" : "");
     for (i = 0; i < ROWS; ++i)
         for (c = 0; c < HD; ++c) q[i][c] = rnd_val();
     for (j = 0; j < NK; ++j)
@@ -63,6 +166,7 @@ static void test_case(int HD, int BN, int type, int vec)
     /* Q tile: swizzled rows (the wave's 32 rows) */
     for (i = 0; i < ROWS; ++i)
         for (c = 0; c < HD; ++c) sQ[fmhai_mfma_lds_swz(i, c, HD) / 2] = code16(q[i][c], type);
+    if (fp8) fp8_tile(sQ, (const double (*)[MAXHD])q, ROWS, HD, 1);   /* e4m3 queries, K's order */
 
     /* ---- addresses: each fragment slot reads the element its layout names */
     for (l = 0; l < 64; ++l) {
@@ -111,6 +215,10 @@ static void test_case(int HD, int BN, int type, int vec)
                 sK[(vec ? fmhai_mfma_lds_cmaj(j, c, BN) : fmhai_mfma_lds_swz(j, c, HD)) / 2] = code16(k[n0 + j][c], type);
                 sV[(vec ? fmhai_mfma_lds_cmaj(c, j, HD) : fmhai_mfma_lds_swz(j, c, HD)) / 2] = code16(v[n0 + j][c], type);
             }
+        if (fp8) {   /* the e4m3 tiles as fmhai_mfma_load_kv8 decodes them */
+            fp8_tile(sK, (const double (*)[MAXHD])k[n0], BN, HD, 1);
+            fp8_tile(sV, (const double (*)[MAXHD])v[n0], BN, HD, 0);
+        }
         /* ---- S^T = K Q^T ---- */
         memset(st, 0, sizeof st);
         for (kb = 0; kb < HD / 8; ++kb)
@@ -261,9 +369,23 @@ int main(void)
     for (s = 0; s < 3; ++s)
         for (type = 0; type < 2; ++type) {
             const int mt = type ? MFMA_MODEL_BF16 : MFMA_MODEL_F16;
-            test_case(shapes[s][0], shapes[s][1], mt, 0);
-            if (shapes[s][1] == 64) test_case(shapes[s][0], shapes[s][1], mt, 1);
+            test_case(shapes[s][0], shapes[s][1], mt, 0, 0);
+            if (shapes[s][1] == 64) test_case(shapes[s][0], shapes[s][1], mt, 1, 0);
         }
+    /* FP8 KV: the decode, then the tile step on the decoded tiles (f16) */
+    test_e4m3_decode();
+    for (s = 0; s < 3; ++s) {
+        /* where fmhai_fwd_mfma puts the FP8 pieces of a 64-row block: both
+         * e4m3 tiles in the 16-bit V slot, the descales [K,V][BN] in the Q
+         * tile, the row scales [BM] in the K slot; all within 64 KB */
+        const int HD = shapes[s][0], BN = shapes[s][1], BM = 64;
+        char shape[32];
+        snprintf(shape, sizeof shape, "hd%d_bn%d", HD, BN);
+        check(2 * BN * HD <= BN * HD * 2 && 2 * BN * 4 <= BM * HD * 2 && BM * 4 <= BN * HD * 2 &&
+                  (BM + 2 * BN) * HD * 2 <= 65536,
+              "mfma_fwd_fp8_lds_placement_within_64k", shape);
+    }
+    for (s = 0; s < 3; ++s) test_case(shapes[s][0], shapes[s][1], MFMA_MODEL_F16, 0, 1);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;
 }

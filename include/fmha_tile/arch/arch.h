@@ -26,6 +26,12 @@
 #if defined(__gfx90a__) || defined(__gfx942__) || defined(__gfx950__)
 #  define FMHAI_DEVICE_IS_GFX9 1
 #endif
+/* The device's e4m3 (DESIGN: the platform owns the type): gfx942 stores
+ * e4m3fnuz (exponent bias 8, 0x80 the only NaN), NVIDIA and gfx950 OCP
+ * e4m3fn (bias 7). FP8 data handed to a gfx942 kernel is read as fnuz. */
+#if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+#  define FMHAI_DEVICE_E4M3_FNUZ 1
+#endif
 
 /* Device descriptor the selection works from (filled from the runtime). */
 typedef struct fmhai_device {

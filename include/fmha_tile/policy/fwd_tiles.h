@@ -114,13 +114,14 @@
  * (pipeline/fwd_mfma.h): warps count 32-lane units, so 4 warps are two
  * wave64s of 32 query rows each (tile_m = 16 * warps), key tiles and head
  * dims in 32s. Block LDS stays within 64 KB (Q + one K and one V slot:
- * 24, 48 and 64 KB). tests/amd/check.sh (AMD_CHECK_FULL=1): the default
- * forward set (48) and 16-bit prefill set (96; VECTORIZED hdim 256 has no
- * row: 64-key tiles there need 96 KB) at 0 spills and 0 scratch on both
- * archs (hdim 128
- * at 230-240 VGPRs under the 2-waves-per-SIMD bound, hdim 256 at 1 wave
- * with ~130 AGPRs). FP8-KV prefill and decode use these rows on the portable
- * pipeline (emulated mma.sync), where several still spill. */
+ * 24, 48 and 64 KB, for every page class and for FP8 KV too). FP8-KV
+ * prefill and decode run the same pipeline (e4m3 tiles decoded to f16 in
+ * LDS). tests/amd/check.sh (AMD_CHECK_FULL=1): the default forward,
+ * prefill (16-bit and FP8 KV) and decode sets at 0 spills and 0 scratch on
+ * both archs (hdim 128 at 230-256 VGPRs under the 2-waves-per-SIMD bound,
+ * hdim 256 at 1 wave with 128-177 AGPRs) but the VECTORIZED hdim-256 rows:
+ * prefill has none (64-key tiles there need 96 KB) and decode's (the 64-key
+ * hdim-128 tile) need 96 KB, which only gfx950 has (160 KB). */
 /*                                                 arch  tile_m tile_n warps stages */
 #define FMHAI_TILES_GFX9_FWD_64(Y, ...)  Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
 #define FMHAI_TILES_GFX9_FWD_128(Y, ...) Y(__VA_ARGS__, GFX9,   64,     64,    4,     1)
@@ -214,7 +215,11 @@
 #define FMHAI_FWD_PIPE_GFX9 "portable_mma"
 #define FMHAI_FWD_PIPE_SM90A "wgmma"
 #define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
-#define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
+/* GFX9 rows run the MFMA pipeline (pipeline/fwd_mfma.h; FMHAI_FWD_CHECKS_GFX9
+ * admits no other shape): Q and one K and one V slot, whatever the pages
+ * (looked up per row) and the KV type (e4m3 tiles decode into the 16-bit
+ * slots; their descales sit in the Q tile while Q is in registers). */
+#define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) (((bm) + 2 * (bn)) * (hd) * 2)
 /* Hopper: the tiles (fp8: Q, K stages, V^T stages of 128-byte rows, two V
  * staging tiles), 64 bytes of TMA mbarriers and 1024 of alignment, paged: the row pages (16-bit:
  * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
@@ -374,7 +379,11 @@
       "the wgmma kernel's registers are full)")
 
 #define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
-#define FMHAI_FWD_CHECKS_GFX9(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
+#define FMHAI_FWD_CHECKS_GFX9(C, hd, bm, bn, w, st, pg, vec, kv8)                           \
+    FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                              \
+    C(gfx9_mfma_shape, (w) % 2 == 0 && (bm) == 16 * (w) && (bn) % 32 == 0 && (hd) % 32 == 0, \
+      "GFX9 rows run the MFMA pipeline: tile_m = 16 * warps (warps even: 32 rows a wave64), " \
+      "tile_n and the head dim multiples of 32")
 #define FMHAI_FWD_CHECKS_SM90A(C, ...) FMHAI_FWD90_CONSTRAINTS(C, __VA_ARGS__)
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \

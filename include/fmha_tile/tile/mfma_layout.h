@@ -273,6 +273,56 @@ FMHAI_MFMA_FN int fmhai_mfma_key_c(int t, int e)
     return t * 32 + (e / 4) * 8 + e % 4;
 }
 
+/* ---- FP8 KV: e4m3 tiles decoded to f16 (pipeline/fwd_mfma.h) ---------------
+ * The FP8 kernels land each e4m3 K/V tile (fmhai_swz8 rows, as the portable
+ * pipeline does) and decode it into the 16-bit tile layout above, so the f16
+ * products and fragment reads serve them unchanged.
+ *   fmhai_mfma_e4m3x2_f16bits(a)   two codes in bits 0..7 and 16..23 -> their
+ *                                  f16 bit patterns (sign to bit 15, exponent
+ *                                  and mantissa to bits 7..13): the value times
+ *                                  2^-8 for OCP e4m3fn, 2^-7 for e4m3fnuz,
+ *                                  subnormal codes too; one packed f16
+ *                                  multiply restores it exactly
+ *   fmhai_mfma_e4m3_chunk(w, is_k, lo, hi)
+ *                                  one 16-byte e4m3 chunk (16 columns) -> the
+ *                                  two 16-byte f16 chunks it decodes to (before
+ *                                  that multiply): V in column order; K in the
+ *                                  order FP8 kernels store their queries
+ *                                  (fmhai_load_q_f16), which the product over
+ *                                  the head dim does not see
+ *   fmhai_mfma_k8_slot(j)          the slot of column j of a 16-column chunk
+ *                                  in that K/Q order: columns 4i, 4i+1 go to
+ *                                  slots 2i, 2i+1, columns 4i+2, 4i+3 to slots
+ *                                  8 + 2i, 8 + 2i + 1
+ * (0x80 is NaN in fnuz and decodes as -0 here: a cache holds no NaN.) */
+FMHAI_MFMA_FN uint32_t fmhai_mfma_e4m3x2_f16bits(uint32_t a)
+{
+    return ((a & 0x00800080u) << 8) | ((a & 0x007f007fu) << 7);
+}
+FMHAI_MFMA_FN void fmhai_mfma_e4m3_chunk(const uint32_t *w, int is_k, uint32_t *lo, uint32_t *hi)
+{
+    int i;
+    for (i = 0; i < 4; ++i) {
+        /* columns 4i, 4i+1 and 4i+2, 4i+3 of the chunk, one f16 pair each */
+        const uint32_t a = fmhai_mfma_e4m3x2_f16bits((w[i] & 0xffu) | ((w[i] & 0xff00u) << 8));
+        const uint32_t b = fmhai_mfma_e4m3x2_f16bits(((w[i] >> 16) & 0xffu) | ((w[i] >> 8) & 0xff0000u));
+        if (is_k) {
+            lo[i] = a;
+            hi[i] = b;
+        } else if (i < 2) {
+            lo[2 * i] = a;
+            lo[2 * i + 1] = b;
+        } else {
+            hi[2 * i - 4] = a;
+            hi[2 * i - 3] = b;
+        }
+    }
+}
+FMHAI_MFMA_FN int fmhai_mfma_k8_slot(int j)
+{
+    return ((j & 2) ? 8 : 0) + 2 * (j >> 2) + (j & 1);
+}
+
 /* ---- backward tiles in LDS (pipeline/bwd_mfma.h) ---------------------------
  * The MFMA backward computes S = Q K^T and dP = dO V^T with the query in A
  * (rows of the Q / dO tile, fmhai_mfma_lds_row as above) and the key in B

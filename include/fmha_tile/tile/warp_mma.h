@@ -380,8 +380,12 @@ FMHAI_DEVICE void fmhai_e4m3x4_to_f16(uint32_t x, uint32_t *y)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
             const uint32_t b = (x >> (16 * i + 8 * j)) & 0xffu;
-            /* into fp32 position: value times 2^-120, exact */
+            /* into fp32 position: value times 2^-120 (fnuz: 2^-119), exact */
+#if defined(FMHAI_DEVICE_E4M3_FNUZ)
+            v[j] = __uint_as_float(((b & 0x80u) << 24) | ((b & 0x7fu) << 20)) * 6.64613997892458e35f;
+#else
             v[j] = __uint_as_float(((b & 0x80u) << 24) | ((b & 0x7fu) << 20)) * 1.329227995784916e36f;
+#endif
         }
         y[i] = fmhai_pack2(v[0], v[1], 0);
     }
