@@ -101,7 +101,7 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
     if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_FWD || rows <= 0 || batch <= 0) return;
     if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, rows, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
                             k->tile_n) ||
-        fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->d, rows, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
+        fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->dv, rows, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
                             k->tile_n))
         return;
     p->tma_kv = 1;
