@@ -358,6 +358,14 @@ static void test_selection(void)
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
     CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 128 && plan.dot_do_o->hdim == 128 && plan.convert_dq->hdim == 128,
           "hdim 72 runs on the hdim 128 kernels (all three stages)");
+    /* hdim_v < hdim_q (MLA 192 / 128): the hdim_q kernels, V side padded */
+    t.hdim_q = 192; t.hdim_v = 128;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 256 && plan.dot_do_o->hdim == 256,
+          "hdim (192, 128): the hdim 256 kernels");
+    t.hdim_q = 128; t.hdim_v = 192;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "hdim_v 192"), "hdim_v > hdim_q unsupported");
     t.hdim_q = t.hdim_v = 64;
     t.mask_type = FMHA_MASK_BOTTOM_RIGHT; t.window_left = -1; t.window_right = 0;
     t.has_logits_soft_cap = 1;

@@ -147,11 +147,11 @@ static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_b
         return;
     if (fmhai_tma_encode_kv(P->tma_q, p->q, 2, p->d, rq, a->nhead_q, batch, p->q_row, p->q_head, p->q_batch,
                             k->tile_m) ||
-        fmhai_tma_encode_kv(P->tma_do, p->dout, 2, p->d, rq, a->nhead_q, batch, p->do_row, p->do_head,
+        fmhai_tma_encode_kv(P->tma_do, p->dout, 2, p->hdv, rq, a->nhead_q, batch, p->do_row, p->do_head,
                             p->do_batch, k->tile_m) ||
         fmhai_tma_encode_kv(P->tma_k, p->k, 2, p->d, rk, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
                             k->tile_n) ||
-        fmhai_tma_encode_kv(P->tma_v, p->v, 2, p->d, rk, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
+        fmhai_tma_encode_kv(P->tma_v, p->v, 2, p->hdv, rk, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
                             k->tile_n))
         return;
     P->tma = 1;
