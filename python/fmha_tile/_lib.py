@@ -134,6 +134,7 @@ class FmhaKernelInfo(ctypes.Structure):
         ("page_size", ctypes.c_int),
         ("kv_layout", _c_enum),
         ("has_bias", ctypes.c_int),
+        ("hdim_v", ctypes.c_int),
     ]
 
 

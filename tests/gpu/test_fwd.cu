@@ -650,8 +650,9 @@ static void build_configs(void)
      * mode with empty entries, odd lengths, padded strides and both layouts,
      * sinks, dropout, LSE on and off, graph capture; problems below the
      * kernel's dims (176 / 96 on 192_128), and V padded inside kernels of one
-     * head dim (128 / 64 on the 128 kernel, 256 / 128 on the 256 kernel:
-     * portable rows, also on Hopper). */
+     * head dim (128 / 64 on the 128 kernel, 256 / 128 on the 256 kernel; on
+     * Hopper both pipelines: the wgmma rows from the default set, the
+     * portable ones from portable_set). */
     {
         static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
         static const int vq[5] = { 300, 1, 64, 97, 0 }, vk[5] = { 700, 65, 64, 1, 33 };
@@ -709,6 +710,11 @@ static void build_configs(void)
         add(c, 1);
         c = cfg_batch(B, 2, 4, 2, 130, 129, 256);     /* V padded in the 256 kernel */
         c.dv = 128;
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 300, 257, 128);     /* ... in the portable 128 kernel */
+        c.dv = 64;
+        c.set = &portable_set;
+        cfg_mask(&c, BR, -1, 0);
         add(c, 0);
         c = cfg_batch(B, 2, 4, 2, 190, 333, 128);     /* (128, 64) with an elementwise bias */
         c.dv = 64;
@@ -968,8 +974,7 @@ static void make_bias(const fwd_cfg *c, fwd_run *r, fmha_ref_fwd *p, fmha_ref_rn
 
 /* Kernel head dims selection must pick: among the set's kernels of the
  * problem's dtype and soft cap / ALiBi / bias columns whose hdim >= d and
- * hdim_v >= dv, the least padding (hdim - d) + (hdim_v - dv); with dv < d no
- * wgmma kernel (one head dim). *hd = 0: none. */
+ * hdim_v >= dv, the least padding (hdim - d) + (hdim_v - dv). *hd = 0: none. */
 static void expected_kernel_dims(const fmha_kernel_set *set, const fwd_cfg *c, int *hd, int *hdv)
 {
     int i, best = -1, n = fmha_set_size(set);
@@ -979,8 +984,7 @@ static void expected_kernel_dims(const fmha_kernel_set *set, const fwd_cfg *c, i
         const fmha_kernel_info *k = fmha_set_kernel(set, i);
         const int khv = k && k->hdim_v ? k->hdim_v : k ? k->hdim : 0;
         if (!k || k->family != FMHA_FAMILY_FWD || k->dtype != c->dtype || k->hdim < d || khv < dv ||
-            k->has_softcap != (c->cap > 0) || k->has_alibi != (c->alibi != 0) || k->has_bias != (c->bias != 0) ||
-            (dv != d && k->arch == FMHA_ARCH_SM90A))
+            k->has_softcap != (c->cap > 0) || k->has_alibi != (c->alibi != 0) || k->has_bias != (c->bias != 0))
             continue;
         if (best < 0 || (k->hdim - d) + (khv - dv) < best) {
             best = (k->hdim - d) + (khv - dv);
@@ -1155,7 +1159,6 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
         goto done;
     }
     if (plan.kernel->dtype != c->dtype || plan.kernel->hdim != want_hd || plan.kernel->hdim_v != want_hdv ||
-        (cfg_dv(c) != c->d && plan.kernel->arch == FMHA_ARCH_SM90A) ||
         plan.kernel->has_softcap != (c->cap > 0) || plan.kernel->has_alibi != (c->alibi != 0) ||
         plan.kernel->has_bias != (c->bias != 0) || (cfg_masked(c) && !plan.kernel->has_mask)) {
         tu_fail(c->name, "selected %s, want dtype %s hdim %d hdim_v %d softcap %d alibi %d mask %d", plan.kernel->name,

@@ -215,7 +215,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_GFX9 fmhai_fwd_gfx9
 #define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, hdv, bm, bn, w, st, mask, sc, al, paging, vec, kv8, dec) \
-    fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8)
+    fmhai_fwd_sm90(p, smem, bf16, hd, hdv, bm, bn, w, st, mask, sc, al, paging, vec, kv8)
 
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)

@@ -64,6 +64,16 @@
 #ifndef FMHAI_TILES_SM90A_FWDC_256
 #define FMHAI_TILES_SM90A_FWDC_256(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
 #endif
+/* hdim 192 and DeepSeek MLA prefill's (192, 128), contiguous forward. (192,
+ * 128): O is 128 wide, so registers are as at hdim 128 (S as m64n128, 12
+ * k-steps over three 64-column panels); Q 48 KB, a stage of K 48 KB + V
+ * 32 KB: 2 stages of 128 keys (209 KB). 192: O takes 96 registers, so key
+ * tiles of 80 as at 256 (2 stages, 169 KB). Compile-checked (ptxas -v: see
+ * bench/RESULTS.md), not yet measured. */
+#ifndef FMHAI_TILES_SM90A_FWDC_192
+#define FMHAI_TILES_SM90A_FWDC_192(Y, ...)     Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
+#define FMHAI_TILES_SM90A_FWDC_192_128(Y, ...) Y(__VA_ARGS__, SM90A,  128,   128,   12,     2)
+#endif
 
 /* FP8 (e4m3) forward rows of the Hopper pipeline: Q, K and V in e4m3, both
  * products e4m3 wgmma (k32), O in bf16; V^T takes 128-byte rows whatever the
@@ -172,8 +182,10 @@
 #  define FMHAI_TILES_FWDC_256(Y, ...) FMHAI_TILES_SM90A_FWDC_256(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
 /* head dims 192 and (192, 128): the contiguous forward only */
-#  define FMHAI_TILES_FWDC_192(Y, ...) FMHAI_TILES_SM80_FWD_192(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FWDC_192_128(Y, ...) FMHAI_TILES_SM80_FWD_192_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_192(Y, ...) FMHAI_TILES_SM90A_FWDC_192(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_192(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_192_128(Y, ...) FMHAI_TILES_SM90A_FWDC_192_128(Y, __VA_ARGS__) \
+                                           FMHAI_TILES_SM80_FWD_192_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -315,15 +327,18 @@
 
 /* C(...) over a row of the Hopper pipeline (on top of the above). */
 #define FMHAI_FWD90_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                   \
-    C(fwd90_hdim_64_128_256, ((hd) == 64 || (hd) == 128 || (hd) == 256) && (hdv) == (hd), \
-      "the wgmma forward has head dims 64, 128 and 256 (hdim_v equal)")                    \
+    C(fwd90_hdim, (((hd) == 64 || (hd) == 128 || (hd) == 256) && (hdv) == (hd)) ||        \
+      ((hd) == 192 && ((hdv) == 192 || (hdv) == 128) && !(pg) && !(kv8)),                 \
+      "the wgmma forward has head dims 64, 128, 256, and 192 or 192_128 (16-bit, "         \
+      "contiguous K/V)")                                                                    \
     C(fwd90_block_rows_warps, (((bm) == 128 && (w) == 12) || ((bm) == 192 && (w) == 16 && (hd) == 64)) && \
       (st) >= 2 && (st) <= 3,                                                               \
       "the wgmma forward's block is 128 rows and 12 warps (hdim 64: or 192 rows and 16 warps), " \
       "2 or 3 stages")                                                                      \
-    C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128) || ((hd) == 256 && (bn) == 80 && !(kv8) && !(pg)), \
-      "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers; " \
-      "the contiguous forward's may be 80)")                                               \
+    C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128) || ((hd) == 256 && (bn) == 80 && !(kv8) && !(pg)) || \
+      ((hd) == 192 && ((bn) == 80 || (bn) == 64) && (hdv) == 192),                         \
+      "the wgmma forward's key tile is 128 (hdim 64/128, 192_128) or 64 (hdim 256: O takes 128 " \
+      "registers; the contiguous forward's may be 80; hdim 192: 80 or 64)")                \
     C(fwd90_fp8_rows, !(kv8) || (((hd) == 128 || (hd) == 256) && (st) == 3 && !(vec)),    \
       "the wgmma pipeline's fp8 rows have head dim 128 or 256, 3 stages (the load "         \
       "warpgroup issues tile j + 2 after handing tile j over) and LINEAR pages if paged")   \
@@ -336,8 +351,10 @@
  * an sm_90 device. Selection never picks a Hopper row for a problem
  * that fails a line (the portable rows serve it), and a plan names the
  * first failing line as the reason it runs portable (fmhai_fwd90_why_not).
- * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256) with
- * hdim_v equal to it (hdim_v < hdim_q, e.g. MLA's 192/128, runs portable),
+ * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256, and
+ * 192 and 192_128 where a set declares them), hdim_v below hdim_q on the
+ * contiguous forward (MLA's 192 / 128: the 192_128 kernel; else V zero-
+ * filled past hdim_v in a kernel of one head dim),
  * contiguous K/V and paged K/V of every page size in both layouts, every
  * mask, soft cap, ALiBi, LSE, GQA, batch and group mode, dropout (the
  * contiguous forward, head dims 65-128: the hdim-128 kernel), elementwise
@@ -349,8 +366,8 @@
       "portable pipeline: fp8 KV with bf16 queries (the wgmma pipeline multiplies e4m3 by " \
       "e4m3: pass e4m3 queries to run on it)")                                              \
     S(fwd90_hdim, (hd) <= 256, "portable pipeline: head dim above 256")                     \
-    S(fwd90_hdim_v, (hdv) == (hd), "portable pipeline: hdim_v below hdim_q (the wgmma kernels " \
-      "have one head dim)")                                                                  \
+    S(fwd90_hdim_v, (hdv) == (hd) || (pg) == 0, "portable pipeline: hdim_v below hdim_q over " \
+      "paged K/V")                                                                           \
     S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
       ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \
       "portable pipeline: page size above 2048 or an unknown KV layout")                     \

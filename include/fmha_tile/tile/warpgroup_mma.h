@@ -80,7 +80,8 @@ FMHAI_DEVICE int fmhai_wg_tile_off(int r, int c, int rows)
 }
 
 /* rows x hd tile from global rows `row_bytes` apart; rows >= rows_valid and
- * columns >= d are zero-filled. Each thread keeps one column chunk. The
+ * columns >= d are zero-filled. Each thread keeps one column chunk (when
+ * the thread count is a multiple of the row's chunks). The
  * base and thread index are hidden from the optimiser: otherwise the
  * swizzled addresses of every call site are hoisted out of the caller's
  * loop and held (or spilled) across the whole step; forming them here
@@ -89,6 +90,23 @@ FMHAI_DEVICE void fmhai_wg_load_tile(fmhai_smem_t dst, const char *src, int64_t 
                                      int rows_valid, int d, int hd, int nthreads, int tid)
 {
     asm volatile("" : "+r"(dst), "+r"(tid));
+    if (nthreads % (hd / 8) != 0) {
+        /* rows of a chunk count the threads do not divide (hdim 192: 24
+         * over 128): a flat walk of the tile's chunks (rows * hd / 8 a
+         * multiple of nthreads) */
+        const int chunks = hd / 8, rstep = nthreads / chunks, cstep = nthreads % chunks;
+        int r = tid / chunks, c = tid % chunks;   /* stepped, not divided: the load warpgroup has few registers */
+        const char *g = src + r * row_bytes + c * 16;
+#pragma unroll
+        for (int i = 0; i < rows * chunks / nthreads; ++i) {
+            const int ok = c * 8 < d && r < rows_valid;
+            fmhai_copy_async16(dst + fmhai_wg_tile_off(r, c, rows), ok ? g : src, ok);
+            r += rstep; c += cstep;
+            g += rstep * row_bytes + cstep * 16;
+            if (c >= chunks) { c -= chunks; ++r; g += row_bytes - chunks * 16; }
+        }
+        return;
+    }
     const int chunks = hd / 8, rstep = nthreads / chunks;
     const int r0 = tid / chunks, c = tid % chunks;
     const int col_ok = c * 8 < d;
