@@ -157,7 +157,7 @@ def plan_dict(plan):
     k = plan.kernel.contents
     return {
         "kernel": k.name.decode(), "pipeline": k.pipeline.decode(), "hdim": k.hdim,
-        "page_size": k.page_size, "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
+        "hdim_v": k.hdim_v or k.hdim, "page_size": k.page_size, "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
         "grid": (plan.grid_x, plan.grid_y, plan.grid_z), "block": plan.block,
         "workspace_size": plan.workspace_size, "why": plan.why.decode(),
     }
