@@ -68,8 +68,9 @@
  * 128): O is 128 wide, so registers are as at hdim 128 (S as m64n128, 12
  * k-steps over three 64-column panels); Q 48 KB, a stage of K 48 KB + V
  * 32 KB: 2 stages of 128 keys (209 KB). 192: O takes 96 registers, so key
- * tiles of 80 as at 256 (2 stages, 169 KB). Compile-checked (ptxas -v: see
- * bench/RESULTS.md), not yet measured. */
+ * tiles of 80 as at 256 (2 stages, 169 KB). ptxas -v: no spills, no
+ * serialised or waited-for wgmma (C7512/C7517) in any variant; not yet
+ * measured on a GPU. */
 #ifndef FMHAI_TILES_SM90A_FWDC_192
 #define FMHAI_TILES_SM90A_FWDC_192(Y, ...)     Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
 #define FMHAI_TILES_SM90A_FWDC_192_128(Y, ...) Y(__VA_ARGS__, SM90A,  128,   128,   12,     2)
