@@ -12,7 +12,9 @@
  * mode, both determinism modes, problems whose keys fit one key tile (dQ
  * written directly, no workspace), and dropout (p 0.1 and 0.6 with the
  * reference's own Philox draws, over masks, GQA, group mode, soft cap,
- * ALiBi, sinks and both determinism modes). Per problem: random inputs (never zero;
+ * ALiBi, sinks and both determinism modes), and hdim_v < hdim_q (DeepSeek
+ * MLA's 192 / 128 and 176 / 96 on the 256 kernels, 128 / 64: V, O, dO and
+ * dV hdim_v wide, dQ and dK hdim_q). Per problem: random inputs (never zero;
  * input padding NaN), O and LSE from the forward reference (O rounded to the
  * dtype, as a forward kernel would store it), dO random; a plan, a workspace
  * of exactly plan.workspace_size bytes, prepared synchronously or stream-
