@@ -58,6 +58,18 @@ DECL_FMHA_KERNEL_SET(bwd_default, FMHA_DEFAULT_BWD_SET)
     X(BWD_CONVERT_DQ, BF16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(no_dot_set, NO_DOT_SET)
 
+/* Head dim 192 (not in the default set; MLA's 192 / 128 with V padded):
+ * the 6-warp portable rows, every stage, both determinism modes. */
+#define HD192_SET(X)                                                                           \
+    X(BWD,            BF16, 192, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        BF16, 192, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   BF16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, BF16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(hd192_set, HD192_SET)
+
 /* Gradient tolerances of the backward (rel-L2 per tensor). */
 static double tol_grad(int is_bf16) { return is_bf16 ? 2e-2 : 5e-3; }
 
@@ -72,6 +84,7 @@ typedef struct bwd_cfg {
     fmha_dtype dtype;
     int group, batch, hq, hk, d;
     int dv;                       /* hdim_v of V, O, dO, dV (0: d) */
+    const fmha_kernel_set *set;   /* NULL: the default set */
     int sq, sk;                   /* batch mode */
     int lq[MAXB], lk[MAXB];       /* group mode */
     fmha_mask_type mask;
@@ -130,6 +143,7 @@ static void cfg_name(bwd_cfg *c)
     }
     n += (size_t)snprintf(s + n, cap - n, "_d%d", c->d);
     if (c->dv) n += (size_t)snprintf(s + n, cap - n, "_dv%d", c->dv);
+    if (c->set == &hd192_set) n += (size_t)snprintf(s + n, cap - n, "_hd192set");
     if (c->mask == FMHA_MASK_NONE) n += (size_t)snprintf(s + n, cap - n, "_nomask");
     else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
     if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
@@ -461,6 +475,32 @@ static void build_configs(void)
         c = cfg_batch(F, 2, 16, 1, 97, 300, 128);     /* (128, 64), MQA */
         c.dv = 64;
         c.det = 1;
+        add(c, 0);
+        /* the hdim 192 kernels (hd192_set): 6 warps, 96 keys a block */
+        c = cfg_batch(B, 2, 8, 2, 255, 300, 192);
+        c.set = &hd192_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c.dv = 128;                                     /* MLA on the 192 kernels, V padded */
+        add(c, 1);
+        c.det = 0;
+        cfg_mask(&c, TL, -1, 0);
+        c.sq = 300; c.sk = 100;                         /* rows and keys unseen */
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 1, 192);
+        c.set = &hd192_set;
+        c.dv = 128;
+        cfg_mask(&c, BR, -1, 0);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 4, 129, 77, 192);        /* fp16, no mask, odd lengths */
+        c.set = &hd192_set;
+        add(c, 0);
+        c = cfg_batch(F, 3, 4, 2, 50, 40, 192);         /* one key tile: dQ direct */
+        c.set = &hd192_set;
+        c.dv = 128;
         add(c, 0);
     }
     (void)NO;
@@ -893,9 +933,15 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         return;
     }
     make_traits(c, &r, &t);
-    st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
+    st = fmha_bwd_plan_make(c->set ? c->set : &bwd_default, &t, &plan);
     if (st != FMHA_OK) {
         tu_fail(c->name, "plan: %s: %s", fmha_status_str(st), fmha_last_error());
+        run_free(&r);
+        return;
+    }
+    if (c->set == &hd192_set && (plan.dq_dk_dv->hdim != 192 || plan.dot_do_o->hdim != 192 ||
+                                 plan.convert_dq->hdim != 192)) {
+        tu_fail(c->name, "plan took %s, want the hdim 192 kernels", plan.dq_dk_dv->name);
         run_free(&r);
         return;
     }
