@@ -48,8 +48,8 @@
 #endif
 /* hdim 192 (MLA training: hdim_q 192, hdim_v 128 runs it with V padded): a
  * row of 24 16-byte chunks needs 6 warps (96 keys) and two sweeps. Not in
- * the default set; compile-checked only (ptxas, sm_90a: 16 bytes of spill,
- * BWD_DET 224, as the 256 rows' 100-500). */
+ * the default set; compile-checked only (ptxas, sm_90a: 16-32 bytes of
+ * spill, BWD_DET 224, as the 256 rows' 100-500). */
 #ifndef FMHAI_TILES_SM80_BWD_192
 #define FMHAI_TILES_SM80_BWD_192(Y, ...)  Y(__VA_ARGS__, SM80,    64,    96,    6,     2)
 #endif
