@@ -467,7 +467,7 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
  * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
  * read MN-major (fmhai_wg_load_tile's layout with K rows) or, b_cmaj, B^T as
  * a chunk-major [N][K] tile read K-major (fmhai_wg_desc_cmaj; VECTORIZED V
- * lands as V^T so), N = 64, 128 or 256. */
+ * lands as V^T so), N = 64, 128, 192 (as 128 + 64) or 256. */
 FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16,
                                    int b_cmaj)
 {
@@ -477,9 +477,19 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
         /* a 16-deep k-step: 16 rows of 128 bytes on (MN-major), or two
          * chunk columns of N rows on (chunk-major) */
         const uint64_t dk = db + (uint64_t)((b_cmaj ? kq * 2 * N * 16 : kq * 2048) >> 4);
-        if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
-        else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
-        else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        if (N == 256) {
+            fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        } else if (N == 192) {
+            /* n128, then n64 for columns 128..191 (n-tiles 16..23, acc + 64):
+             * two 64-column panels on, or 128 chunk-major rows */
+            fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+            fmhai_wg_mma_rs_n64(acc + 64, a[kq], dk + (uint64_t)((b_cmaj ? 128 * 16 : 2 * K * 128) >> 4), 1,
+                                is_bf16, b_cmaj);
+        } else if (N == 128) {
+            fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        } else {
+            fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        }
     }
     fmhai_wg_commit();
 }
