@@ -16,7 +16,12 @@
  *
  *   bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k] [--causal 0,1]
  *             [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]
- *             [--json out.json] [--quick]
+ *             [--hdim_v N] [--json out.json] [--quick]
+ *
+ * --hdim_v N: V and O of N columns (hdim_v < hdim_q; DeepSeek MLA prefill:
+ * --hdim 192 --hdim_v 128), nhead = hidden / N; FLOPs 2 * b * h * s_q *
+ * s_k * (hdim + hdim_v) (halved for causal). A hdim that does not divide the
+ * hidden size (192) takes floor(hidden / hdim) heads.
  *
  * --dropout P: dropout on P with drop probability P (fmha_fwd_args.dropout_p),
  * to measure what dropout costs against the same points without it.
@@ -34,7 +39,7 @@
  *
  * --quick is hdim 128, seqlen 2k and 8k (both causal values unless --causal says).
  * Output: one line per point and, with --json, a list of
- *   {"d","s","causal","b","h","kernel","ms","tflops", "ms_min","runs"}
+ *   {"d","dv","s","causal","b","h","kernel","ms","tflops", "ms_min","runs"}
  * (kernel/ms/tflops are null where the kernel set has no kernel for the point).
  * Exit status: 0 when every point ran or was reported unsupported, 1 on any error
  * (CUDA error, launch failure, invalid arguments, output check failure), 2 on bad
@@ -125,15 +130,18 @@ typedef struct bench_opts {
     int sinks;                      /* --sinks 1: an attention-sink logit per head */
     float dropout;                  /* --dropout P: drop probability (0: off) */
     int bias;                       /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s] */
+    int hdim_v;                     /* --hdim_v N: V/O columns (0: hdim) */
 } bench_opts;
 
 static void bench_usage(FILE *f) {
     fprintf(f,
             "usage: bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k]\n"
             "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]\n"
-            "                 [--json out.json] [--quick]\n"
+            "                 [--hdim_v N] [--json out.json] [--quick]\n"
             "  bf16, total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim),\n"
-            "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n",
+            "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n"
+            "  --hdim_v N: V and O of N columns (MLA prefill: --hdim 192 --hdim_v 128),\n"
+            "  nhead = hidden / N.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
 }
 
@@ -180,6 +188,12 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
                 return -1;
             }
             o->fp8 = !strcmp(val, "fp8");
+        } else if (!strcmp(a, "--hdim_v")) {
+            o->hdim_v = atoi(val);
+            if (o->hdim_v <= 0 || o->hdim_v % 8 != 0) {
+                fprintf(stderr, "bench_fwd: --hdim_v takes a positive multiple of 8\n");
+                return -1;
+            }
         } else if (!strcmp(a, "--sinks")) {
             o->sinks = atoi(val) != 0;
         } else if (!strcmp(a, "--dropout")) {
@@ -212,8 +226,13 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
     if (!set_causal) { o->causal[0] = 0; o->causal[1] = 1; o->n_causal = 2; }
     for (i = 0; i < o->n_hdim; i++) {
         int d = o->hdim[i];
-        if (d <= 0 || BENCH_HIDDEN % d != 0) {
-            fprintf(stderr, "bench_fwd: hdim %d does not divide hidden %d\n", d, BENCH_HIDDEN);
+        if (d <= 0 || d > BENCH_HIDDEN || (BENCH_HIDDEN % d != 0 && d % 64 != 0)) {
+            fprintf(stderr, "bench_fwd: hdim %d does not divide hidden %d (nor is a multiple of 64)\n", d,
+                    BENCH_HIDDEN);
+            return -1;
+        }
+        if (o->hdim_v > d) {
+            fprintf(stderr, "bench_fwd: --hdim_v %d above hdim %d\n", o->hdim_v, d);
             return -1;
         }
     }
@@ -324,7 +343,7 @@ static void bench_free(bench_bufs *b) {
  * One grid point
  * --------------------------------------------------------------------------------- */
 typedef struct bench_point {
-    int d, s, causal, b, h;
+    int d, dv, s, causal, b, h;   /* dv: V/O columns */
     double flops;
     int supported;          /* 0: the set has no kernel for it (status in `status`) */
     fmha_status status;
@@ -333,10 +352,11 @@ typedef struct bench_point {
     int runs;
 } bench_point;
 
-/* bshd contiguous: row stride h*d, head stride d, batch stride s*h*d */
+/* bshd contiguous: row stride h*d, head stride d, batch stride s*h*d (V
+ * and O: dv in place of d) */
 static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_set_bufs *s) {
-    int64_t row = (int64_t)p->h * p->d;
-    int64_t batch = (int64_t)p->s * row;
+    int64_t row = (int64_t)p->h * p->d, row_v = (int64_t)p->h * p->dv;
+    int64_t batch = (int64_t)p->s * row, batch_v = (int64_t)p->s * row_v;
     memset(a, 0, sizeof(*a));
     a->dtype = g_fp8 ? FMHA_DTYPE_FP8 : FMHA_DTYPE_BF16;
     if (g_fp8) { a->q_descale = g_ones; a->k_descale = g_ones + 1; a->v_descale = g_ones + 2; }
@@ -348,7 +368,7 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     a->seqlen_k = p->s;
     a->max_seqlen_q = p->s;
     a->hdim_q = p->d;
-    a->hdim_v = p->d;
+    a->hdim_v = p->dv;
     a->q = s->q;
     a->k = s->k;
     a->v = s->v;
@@ -358,8 +378,8 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     a->seqstart_k = NULL;
     a->stride_q = row; a->nhead_stride_q = p->d; a->batch_stride_q = batch;
     a->stride_k = row; a->nhead_stride_k = p->d; a->batch_stride_k = batch;
-    a->stride_v = row; a->nhead_stride_v = p->d; a->batch_stride_v = batch;
-    a->stride_o = row; a->nhead_stride_o = p->d; a->batch_stride_o = batch;
+    a->stride_v = row_v; a->nhead_stride_v = p->dv; a->batch_stride_v = batch_v;
+    a->stride_o = row_v; a->nhead_stride_o = p->dv; a->batch_stride_o = batch_v;
     a->nhead_stride_lse = 0;
     a->batch_stride_lse = 0;
     a->scale = 1.0f / sqrtf((float)p->d);
@@ -399,7 +419,7 @@ static void bench_launch(const bench_point *p, const bench_bufs *bufs, int si,
 /* The first launch must write every element of O with a finite value. */
 static int bench_check_output(const bench_point *p, const bench_bufs *bufs, cudaStream_t st) {
     unsigned long long h_counts[2] = {0, 0};
-    size_t n = (size_t)p->b * p->s * p->h * p->d;
+    size_t n = (size_t)p->b * p->s * p->h * p->dv;
     int grid, block;
     bench_poison(bufs->set[0].o, n, st);
     bench_launch(p, bufs, 0, st);
@@ -492,8 +512,8 @@ static int bench_write_json(const char *path, const bench_point *pts, int n) {
     fprintf(f, "[\n");
     for (i = 0; i < n; i++) {
         const bench_point *p = &pts[i];
-        fprintf(f, " {\"d\": %d, \"s\": %d, \"causal\": %s, \"b\": %d, \"h\": %d, \"prec\": \"%s\", \"kernel\": ",
-                p->d, p->s, p->causal ? "true" : "false", p->b, p->h, g_fp8 ? "fp8" : "bf16");
+        fprintf(f, " {\"d\": %d, \"dv\": %d, \"s\": %d, \"causal\": %s, \"b\": %d, \"h\": %d, \"prec\": \"%s\", "
+                "\"kernel\": ", p->d, p->dv, p->s, p->causal ? "true" : "false", p->b, p->h, g_fp8 ? "fp8" : "bf16");
         if (p->supported) {
             bench_json_string(f, p->kernel);
             fprintf(f, ", \"ms\": %.6f, \"tflops\": %.2f, \"ms_min\": %.6f, \"runs\": %d}",
@@ -552,11 +572,12 @@ int main(int argc, char **argv) {
                 bench_point *p = &pts[npts++];
                 size_t elems;
                 p->d = opt.hdim[i];
+                p->dv = opt.hdim_v ? opt.hdim_v : p->d;
                 p->s = opt.seqlen[j];
                 p->causal = opt.causal[k];
                 p->b = BENCH_TOKENS / p->s;
-                p->h = BENCH_HIDDEN / p->d;
-                p->flops = 4.0 * p->b * p->h * (double)p->s * p->s * p->d;
+                p->h = BENCH_HIDDEN / p->dv;
+                p->flops = 2.0 * p->b * p->h * (double)p->s * p->s * (p->d + p->dv);
                 if (p->causal) p->flops *= 0.5;
                 elems = (size_t)p->b * p->s * p->h * p->d;
                 if (elems > max_elems) max_elems = elems;

@@ -111,8 +111,9 @@ typedef struct fmha_fwd_args {
                                 (ignored in group mode)                        */
     int seqlen_k;            /* batch mode: key length (ignored in group mode) */
     int max_seqlen_q;        /* group mode: upper bound of the query lengths   */
-    int hdim_q;              /* multiple of 8, <= 256                          */
-    int hdim_v;              /* must equal hdim_q for now                      */
+    int hdim_q;              /* Q and K columns: multiple of 8, <= 256         */
+    int hdim_v;              /* V and O columns: multiple of 8, <= hdim_q
+                                (e.g. MLA prefill: 192 and 128); 16-bit only  */
 
     const void *q;
     const void *k;
@@ -395,6 +396,9 @@ typedef struct fmha_kernel_info {
                                 otherwise (decode: a contiguous cache)       */
     fmha_kv_layout kv_layout; /* batch prefill: LINEAR or VECTORIZED         */
     int has_bias;            /* elementwise bias compiled in (BIAS rows)    */
+    int hdim_v;              /* V/O columns of the kernel (<= hdim; equal
+                                but for the forward's unequal rows, e.g.
+                                192_128): serves hdim_v <= it               */
 } fmha_kernel_info;
 
 /* What selection picked for a problem (fmha_fwd_check). */

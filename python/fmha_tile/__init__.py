@@ -469,7 +469,7 @@ def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_sl
                    dropout_p=0.0):
     """Is attention(q, k, v, ...) supported, and by which kernel? Validates and
     selects (fmha_fwd_check) without launching or allocating; returns a dict
-    {"kernel", "pipeline", "hdim", "page_size", "tile", "warps", "stages", "grid",
+    {"kernel", "pipeline", "hdim", "hdim_v", "page_size", "tile", "warps", "stages", "grid",
     "block", "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
     why the fast wgmma pipeline does not serve it; fp8 inputs: an fmha_fwd_d*_fp8_*
     wgmma kernel) or raises (TypeError, ValueError, FmhaError). kernels: as

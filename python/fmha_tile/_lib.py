@@ -136,6 +136,7 @@ class FmhaKernelInfo(ctypes.Structure):
         ("page_size", ctypes.c_int),
         ("kv_layout", _c_enum),
         ("has_bias", ctypes.c_int),
+        ("hdim_v", ctypes.c_int),
     ]
 
 
@@ -158,7 +159,7 @@ def plan_dict(plan):
     k = plan.kernel.contents
     return {
         "kernel": k.name.decode(), "pipeline": k.pipeline.decode(), "hdim": k.hdim,
-        "page_size": k.page_size, "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
+        "hdim_v": k.hdim_v or k.hdim, "page_size": k.page_size, "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
         "grid": (plan.grid_x, plan.grid_y, plan.grid_z), "block": plan.block,
         "workspace_size": plan.workspace_size, "why": plan.why.decode(),
     }

@@ -139,6 +139,14 @@ def _number(x, name, text):
     raise InvalidRowError(text, "column_" + name, "%s must be a number, got %r" % (name, x))
 
 
+def _hdim(x, text):
+    """The hdim column: a number, or the Q_V token of unequal head dims
+    ("192_128": hdim_q 192, hdim_v 128; kept as that token)."""
+    if isinstance(x, str) and re.fullmatch(r"\s*\d+_\d+\s*", x):
+        return x.strip()
+    return _number(x, "hdim", text)
+
+
 def _token(x, name, allowed, text):
     if isinstance(x, str) and x.strip().upper() in allowed:
         return x.strip().upper()
@@ -171,7 +179,7 @@ def normalize_row(cols):
                               % (len(COLUMNS), ", ".join(COLUMNS), len(cols)))
     fam = _token(cols[0], "family", FAMILIES, text)
     dt = _token(cols[1], "dtype", DTYPES, text)
-    hd = _number(cols[2], "hdim", text)
+    hd = _hdim(cols[2], text)
     mask = _token(cols[3], "mask", MASKS, text)
     sc = _token(cols[4], "softcap", SOFTCAPS, text)
     if fam in PAGE_FAMILIES:

@@ -710,6 +710,64 @@ def test_grad_empty():
     assert (k.grad == 0).all() and (v.grad == 0).all()
 
 
+# ---- unequal head dims: DeepSeek MLA prefill (q/k 192, v/o 128) ----------------------------------------
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_mla_head_dims(dtype, causal):
+    # the default set's 192_128 kernels: O as wide as V, LSE, GQA 4, odd lengths
+    q, k, v = rand(2, 333, 8, 192, dtype=dtype), rand(2, 517, 2, 192, dtype=dtype), \
+        rand(2, 517, 2, 128, dtype=dtype)
+    o, lse = fmha_tile.attention(q, k, v, causal=causal, return_lse=True)
+    assert o.shape == (2, 333, 8, 128)
+    ref_o, ref_lse = reference(q, k, v, causal)
+    check(o, lse, ref_o, ref_lse, dtype)
+    p = fmha_tile.attention_plan(q, k, v, causal=causal)
+    assert p["hdim"] == 192 and p["hdim_v"] == 128 and "d192_128" in p["kernel"], p
+
+
+def test_mla_varlen():
+    lens_q, lens_k = [37, 0, 1, 200], [50, 9, 0, 300]
+    cq, ck = [0], [0]
+    for a, b in zip(lens_q, lens_k):
+        cq.append(cq[-1] + a)
+        ck.append(ck[-1] + b)
+    q, k, v = rand(cq[-1], 8, 192), rand(ck[-1], 2, 192), rand(ck[-1], 2, 128)
+    cu_q = torch.tensor(cq, dtype=torch.int32, device=DEV)
+    cu_k = torch.tensor(ck, dtype=torch.int32, device=DEV)
+    o = fmha_tile.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True)
+    assert o.shape == (cq[-1], 8, 128)
+    for i in range(len(lens_q)):
+        if lens_q[i] == 0:
+            continue
+        ref = reference(q[cq[i]:cq[i + 1]][None], k[ck[i]:ck[i + 1]][None], v[ck[i]:ck[i + 1]][None],
+                        causal=True)[0][0]
+        check(o[cq[i]:cq[i + 1]], None, ref, None, BF16)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+@pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
+def test_mla_grads(dtype, deterministic):
+    # dq, dk of 192 columns, dv of 128 (the backward's 256 kernels, V side zero-padded)
+    q, k, v = rand(2, 200, 8, 192, dtype=dtype), rand(2, 257, 2, 192, dtype=dtype), \
+        rand(2, 257, 2, 128, dtype=dtype)
+    dout = rand(2, 200, 8, 128, dtype=dtype)
+    got = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=True, deterministic=deterministic),
+                     q, k, v, dout)
+    ref = ref_grads(lambda q, k, v: sdpa_ref_f32(q, k, v, True), q, k, v, dout)
+    check(got[0], None, ref[0], None, dtype)
+    check_grads(got, ref, dtype)
+    if deterministic:
+        again = fmha_grads(lambda q, k, v: fmha_tile.attention(q, k, v, causal=True, deterministic=True),
+                           q, k, v, dout)
+        assert all(torch.equal(a, b) for a, b in zip(got[1:], again[1:]))
+
+
+def test_mla_bad_dims():
+    # hdim_v above hdim_q is refused, nothing launched
+    with pytest.raises(fmha_tile.FmhaError):
+        fmha_tile.attention(rand(1, 8, 2, 128), rand(1, 8, 2, 128), rand(1, 8, 2, 192))
+
+
 def varlen_grad_reference(q, k, v, cq, ck, **kw):
     """fp32, differentiable: the per-sequence manual reference, rows concatenated."""
     outs = []

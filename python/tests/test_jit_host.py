@@ -82,6 +82,9 @@ def test_normalize_row():
     assert jit.normalize_row(jit.row_text(r)) == r
     p = jit.normalize_row(("PREFILL_VEC", "FP16", 64, "MASK", "SOFTCAP", None, 128, 64, 4, 1))
     assert p[5] == ANY and p[6:] == (128, 64, 4, 1)
+    # unequal head dims (MLA): the Q_V token, kept as written
+    m = jit.normalize_row("X(FWD, BF16, 192_128, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)")
+    assert m[2] == "192_128" and jit.normalize_row(jit.row_text(m)) == m
 
 
 def test_parse_c_rows():
@@ -222,7 +225,9 @@ def test_invalid_rows_name_the_constraint():
          "hdim_64_128_192_256", "kernel head dim"),
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 128, 64, 4, 4), "stages_1_to_3", ""),
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 48, ANY, ANY, ANY), "no_tuned_row", ""),
-        (("FWD", "BF16", 192, "MASK", "NOSOFTCAP", "NOALIBI", ANY, ANY, ANY, ANY), "no_tuned_table", ""),
+        (("PREFILL", "BF16", 192, "MASK", "NOSOFTCAP", ANY, ANY, ANY, ANY, ANY), "no_tuned_table", ""),
+        (("PREFILL", "BF16", "192_128", "MASK", "NOSOFTCAP", 16, 96, 64, 6, 1),
+         "hdim_v_below_hdim_contiguous_16bit", "contiguous 16-bit"),
         (("PREFILL", "BF16", 128, "MASK", "NOSOFTCAP", 24, 128, 64, 4, 1),
          "page_size_power_of_two", "power of two"),
         (("PREFILL_VEC", "BF16", 128, "MASK", "NOSOFTCAP", 16, 128, 32, 4, 1),

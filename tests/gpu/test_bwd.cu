@@ -12,11 +12,13 @@
  * mode, both determinism modes, problems whose keys fit one key tile (dQ
  * written directly, no workspace), and dropout (p 0.1 and 0.6 with the
  * reference's own Philox draws, over masks, GQA, group mode, soft cap,
- * ALiBi, sinks and both determinism modes), and the elementwise bias with
+ * ALiBi, sinks and both determinism modes), the elementwise bias with
  * dbias (every broadcast shape, fp16/bf16/fp32, -inf elements, dbias with
  * its own padded strides and guards: every element written, hidden ones
- * exactly 0, the same bits in deterministic re-runs; group 12). Per
- * problem: random inputs (never zero;
+ * exactly 0, the same bits in deterministic re-runs; group 12), and
+ * hdim_v < hdim_q (DeepSeek MLA's 192 / 128 and 176 / 96 on the 256
+ * kernels, 128 / 64: V, O, dO and dV hdim_v wide, dQ and dK hdim_q; group
+ * 13). Per problem: random inputs (never zero;
  * input padding NaN), O and LSE from the forward reference (O rounded to the
  * dtype, as a forward kernel would store it), dO random; a plan, a workspace
  * of exactly plan.workspace_size bytes, prepared synchronously or stream-
@@ -63,6 +65,18 @@ DECL_FMHA_KERNEL_SET(bwd_default, FMHA_DEFAULT_BWD_SET)
     X(BWD_CONVERT_DQ, BF16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(no_dot_set, NO_DOT_SET)
 
+/* Head dim 192 (not in the default set; MLA's 192 / 128 with V padded):
+ * the 6-warp portable rows, every stage, both determinism modes. */
+#define HD192_SET(X)                                                                           \
+    X(BWD,            BF16, 192, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        BF16, 192, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   BF16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, BF16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(hd192_set, HD192_SET)
+
 /* Gradient tolerances of the backward (rel-L2 per tensor). */
 static double tol_grad(int is_bf16) { return is_bf16 ? 2e-2 : 5e-3; }
 
@@ -79,6 +93,8 @@ typedef struct bwd_cfg {
     char name[200];
     fmha_dtype dtype;
     int group, batch, hq, hk, d;
+    int dv;                       /* hdim_v of V, O, dO, dV (0: d) */
+    const fmha_kernel_set *set;   /* NULL: the default set */
     int sq, sk;                   /* batch mode */
     int lq[MAXB], lk[MAXB];       /* group mode */
     fmha_mask_type mask;
@@ -103,6 +119,8 @@ typedef struct bwd_cfg {
 #define MAXCFG 256
 static bwd_cfg g_cfgs[MAXCFG];
 static int g_ncfg;
+
+static int cfg_dv(const bwd_cfg *c) { return c->dv ? c->dv : c->d; }
 
 static bwd_cfg cfg_batch(fmha_dtype dt, int b, int hq, int hk, int sq, int sk, int d)
 {
@@ -140,6 +158,8 @@ static void cfg_name(bwd_cfg *c)
         for (i = 0; i < c->batch; i++) n += (size_t)snprintf(s + n, cap - n, "%s%d", i ? "," : "", c->lk[i]);
     }
     n += (size_t)snprintf(s + n, cap - n, "_d%d", c->d);
+    if (c->dv) n += (size_t)snprintf(s + n, cap - n, "_dv%d", c->dv);
+    if (c->set == &hd192_set) n += (size_t)snprintf(s + n, cap - n, "_hd192set");
     if (c->mask == FMHA_MASK_NONE) n += (size_t)snprintf(s + n, cap - n, "_nomask");
     else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
     if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
@@ -498,6 +518,88 @@ static void build_configs(void)
         c.det = 1; c.bias = 1;
         add(c, 0);
     }
+
+    /* 13. hdim_v < hdim_q (DeepSeek MLA: 192 / 128; the kernels of hdim_q
+     * run V, O, dO and dV zero-padded): dQ and dK of hdim_q columns, dV of
+     * hdim_v; masks with keys no query sees, GQA, group mode with empty
+     * entries, odd lengths, padded bhsd layouts, deterministic mode, dQ
+     * direct, soft cap, sinks, dropout. */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        bwd_cfg c = cfg_batch(B, 2, 8, 2, 255, 300, 192);
+        c.dv = 128;
+        add(c, 1);
+        cfg_mask(&c, BR, -1, 0);
+        c.det = 1;
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 4, 300, 100, 192);     /* s_q > s_k, top-left: rows and keys unseen */
+        c.dv = 128;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 1, 192);
+        c.dv = 128;
+        cfg_mask(&c, BR, -1, 0);
+        c.det = 1; c.prep = PREP_ASYNC;
+        add(c, 1);
+        c = cfg_group(F, 4, gq, gk, 8, 2, 192);
+        c.dv = 128;
+        add(c, 0);
+        c = cfg_batch(B, 2, 6, 3, 129, 77, 192);      /* bhsd, padded rows, soft cap */
+        c.dv = 128;
+        c.perm = 1; c.pad = 8; c.cap = 3.0f;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 3, 4, 2, 50, 40, 192);       /* one key tile: dQ direct */
+        c.dv = 128;
+        add(c, 0);
+        c = cfg_batch(B, 1, 4, 4, 200, 100, 192);     /* sinks, window */
+        c.dv = 128;
+        c.sinks = 1;
+        cfg_mask(&c, TL, 20, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 255, 300, 192);     /* dropout, deterministic */
+        c.dv = 128;
+        c.drop = 0.1f; c.det = 1;
+        c.dseed = 0x243f6a8885a308d3ull; c.doff = 77u;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 17, 33, 176);       /* below the kernel's dims */
+        c.dv = 96;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 16, 1, 97, 300, 128);     /* (128, 64), MQA */
+        c.dv = 64;
+        c.det = 1;
+        add(c, 0);
+        /* the hdim 192 kernels (hd192_set): 6 warps, 96 keys a block */
+        c = cfg_batch(B, 2, 8, 2, 255, 300, 192);
+        c.set = &hd192_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c.dv = 128;                                     /* MLA on the 192 kernels, V padded */
+        add(c, 1);
+        c.det = 0;
+        cfg_mask(&c, TL, -1, 0);
+        c.sq = 300; c.sk = 100;                         /* rows and keys unseen */
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 1, 192);
+        c.set = &hd192_set;
+        c.dv = 128;
+        cfg_mask(&c, BR, -1, 0);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 4, 129, 77, 192);        /* fp16, no mask, odd lengths */
+        c.set = &hd192_set;
+        add(c, 0);
+        c = cfg_batch(F, 3, 4, 2, 50, 40, 192);         /* one key tile: dQ direct */
+        c.set = &hd192_set;
+        c.dv = 128;
+        add(c, 0);
+    }
     (void)NO;
 }
 
@@ -579,7 +681,8 @@ static void make_ref(const bwd_cfg *c, bwd_run *r, fmha_ref_fwd *p)
     p->batch = c->batch; p->nhead_q = c->hq; p->nhead_k = c->hk;
     p->seqlen_q = c->sq; p->seqlen_k = c->sk;
     p->seqstart_q = r->ssq; p->seqstart_k = r->ssk;
-    p->hdim_q = p->hdim_v = c->d;
+    p->hdim_q = c->d;
+    p->hdim_v = cfg_dv(c);
     p->q = r->qf; p->k = r->kf; p->v = r->vf; p->o = r->ref_o; p->lse = r->ref_lse;
     p->stride_q = r->lq.row; p->nhead_stride_q = r->lq.head; p->batch_stride_q = r->lq.batch;
     p->stride_k = r->lk.row; p->nhead_stride_k = r->lk.head; p->batch_stride_k = r->lk.batch;
@@ -643,7 +746,7 @@ static void fill_tensor(fmha_ref_rng *rng, const fmha_ref_fwd *p, int which, flo
                 int64_t off = which == 0 ? fmha_ref_off_q(p, b, hh, row)
                             : which == 1 ? fmha_ref_off_k(p, b, hh, row)
                             : which == 2 ? fmha_ref_off_v(p, b, hh, row) : fmha_ref_off_o(p, b, hh, row);
-                for (x = 0; x < p->hdim_q; x++) {
+                for (x = 0; x < (which >= 2 ? p->hdim_v : p->hdim_q); x++) {
                     if (mask) mask[off + x] = 1;
                     if (rng) {
                         uint16_t u = fmha_ref_f32_to_bits16(fmha_ref_rng_input(rng, amp), is_bf16);
@@ -676,11 +779,10 @@ static void mark_structural_zeros(const fmha_ref_fwd *p, bwd_run *r, const bwd_c
                 seen = fmha_ref_visible_range(p, s_q, s_k, i, &lo, &hi) > 0 && lo <= j && j <= hi;
             }
             if (seen) continue;
-            for (hh = 0; hh < c->hk; hh++)
-                for (x = 0; x < p->hdim_q; x++) {
-                    r->mk[fmha_ref_off_k(p, b, hh, j) + x] = 2;
-                    r->mv[fmha_ref_off_v(p, b, hh, j) + x] = 2;
-                }
+            for (hh = 0; hh < c->hk; hh++) {
+                for (x = 0; x < p->hdim_q; x++) r->mk[fmha_ref_off_k(p, b, hh, j) + x] = 2;
+                for (x = 0; x < p->hdim_v; x++) r->mv[fmha_ref_off_v(p, b, hh, j) + x] = 2;
+            }
         }
     }
 }
@@ -710,9 +812,9 @@ static int setup_problem(const bwd_cfg *c, bwd_run *r, uint64_t seed, int alloc)
     if (alloc) {
         const int rq = c->group ? r->tq : c->sq, rk = c->group ? r->tk : c->sk;
         r->lq = layout_make(c->group, c->batch, rq, c->hq, c->d, c->perm, c->pad);
-        r->lo = layout_make(c->group, c->batch, rq, c->hq, c->d, !c->perm, c->pad + 8);
+        r->lo = layout_make(c->group, c->batch, rq, c->hq, cfg_dv(c), !c->perm, c->pad + 8);
         r->lk = layout_make(c->group, c->batch, rk, c->hk, c->d, c->perm, c->pad);
-        r->lv = layout_make(c->group, c->batch, rk, c->hk, c->d, c->perm, c->pad ? c->pad + 8 : 0);
+        r->lv = layout_make(c->group, c->batch, rk, c->hk, cfg_dv(c), c->perm, c->pad ? c->pad + 8 : 0);
         if (c->group) { r->lse_head = r->tq + 3; r->lse_batch = 0; r->n_lse = (size_t)c->hq * (r->tq + 3) + 1; }
         else { r->lse_head = c->sq + 5; r->lse_batch = (int64_t)c->hq * (c->sq + 5) + 2;
                r->n_lse = (size_t)c->batch * r->lse_batch + 1; }
@@ -835,7 +937,8 @@ static void make_traits(const bwd_cfg *c, const bwd_run *r, fmha_bwd_traits *t)
     t->seqlen_k = c->group ? r->tk : c->sk;
     t->max_seqlen_q = c->group ? r->maxq : 0;
     t->max_seqlen_k = c->group ? r->maxk : 0;
-    t->hdim_q = t->hdim_v = c->d;
+    t->hdim_q = c->d;
+    t->hdim_v = cfg_dv(c);
     t->mask_type = c->mask; t->window_left = c->wl; t->window_right = c->wr;
     t->has_logits_soft_cap = c->cap > 0;
     t->has_alibi = c->alibi != 0;
@@ -853,7 +956,8 @@ static void make_args(const bwd_cfg *c, const bwd_run *r, const fmha_bwd_plan *p
     a->batch = t->batch; a->nhead_q = t->nhead_q; a->nhead_k = t->nhead_k;
     a->seqlen_q = t->seqlen_q; a->seqlen_k = t->seqlen_k;
     a->max_seqlen_q = t->max_seqlen_q; a->max_seqlen_k = t->max_seqlen_k;
-    a->hdim_q = a->hdim_v = c->d;
+    a->hdim_q = c->d;
+    a->hdim_v = cfg_dv(c);
     a->q = r->dq_in; a->k = r->dk_in; a->v = r->dv_in; a->o = r->d_o; a->dout = r->d_do; a->lse = r->d_lse;
     a->dq = r->g_dq + GUARD; a->dk = r->g_dk + GUARD; a->dv = r->g_dv + GUARD;
     a->seqstart_q = c->group ? r->d_ssq : NULL;
@@ -1100,9 +1204,15 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
     }
     make_traits(c, &r, &t);
     make_ref(c, &r, &pref);
-    st = fmha_bwd_plan_make(&bwd_default, &t, &plan);
+    st = fmha_bwd_plan_make(c->set ? c->set : &bwd_default, &t, &plan);
     if (st != FMHA_OK) {
         tu_fail(c->name, "plan: %s: %s", fmha_status_str(st), fmha_last_error());
+        run_free(&r);
+        return;
+    }
+    if (c->set == &hd192_set && (plan.dq_dk_dv->hdim != 192 || plan.dot_do_o->hdim != 192 ||
+                                 plan.convert_dq->hdim != 192)) {
+        tu_fail(c->name, "plan took %s, want the hdim 192 kernels", plan.dq_dk_dv->name);
         run_free(&r);
         return;
     }

@@ -2,11 +2,13 @@
  * test_fwd.cu - GPU tests of the forward family against the CPU reference.
  *
  * Declares the library's default forward kernel set (every dtype, head dim, mask,
- * soft cap and ALiBi variant) plus a one-row set for the "no kernel" checks, then
+ * soft cap and ALiBi variant, and MLA's 192_128 rows), a head-dim 192 set, plus a
+ * one-row set for the "no kernel" checks, then
  * runs a table of forward problems built below in build_configs(): odd and zero
  * lengths, s_q > s_k under causal masks, windows that mask whole rows, GQA ratios
  * up to 16, soft cap, ALiBi, padded head dims, bshd/bhsd layouts with padded
- * strides, batch and group mode. Each problem gets random inputs (never zero; input
+ * strides, batch and group mode, hdim_v < hdim_q (MLA's 192 / 128, and V padded
+ * inside kernels of one head dim). Each problem gets random inputs (never zero; input
  * padding holds NaN), a poisoned O and LSE with poisoned guard zones before and
  * after them, one fmha_fwd() on a non-default stream, and a comparison with
  * tests/ref/fmha_ref.h: every logical element written, padding and guards
@@ -31,7 +33,7 @@
  *   NULL set/args/q/k/v/o, negative batch or length, nhead_k <= 0,
  *   nhead_q % nhead_k != 0, group mode without seqstart, scale <= 0,
  *   unknown mask type                                      -> FMHA_ERR_INVALID_ARG
- *   hdim 260, hdim 60, hdim_v != hdim_q, unknown dtype, stride or base
+ *   hdim 260, hdim 60, hdim_v > hdim_q, hdim_v 60, unknown dtype, stride or base
  *   pointer not a multiple of 8 elements / 16 bytes        -> FMHA_ERR_UNSUPPORTED
  */
 #include <math.h>
@@ -71,6 +73,15 @@ DECL_FMHA_KERNEL_SET(portable_set, PORTABLE_FWD_SET)
     X(FWD, BF16, 128, MASK, SOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(bias_set, BIAS_FWD_SET)
 
+/* Head dim 192 (not in the default set, whose 129..192 problems run on the
+ * 256 kernels) and a (192, 128) row with soft cap and ALiBi (the default
+ * set's 192_128 rows have neither). */
+#define HD_FWD_SET(X) \
+    X(FWD, BF16, 192, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD, FP16, 192, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD, BF16, 192_128, MASK, SOFTCAP, ALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(hd_set, HD_FWD_SET)
+
 /* ============================================================================
  * Problem descriptions
  * ========================================================================== */
@@ -82,6 +93,7 @@ typedef struct fwd_cfg {
     fmha_dtype dtype;
     int group;                   /* 0: batch mode, 1: group mode                */
     int batch, hq, hk, d;
+    int dv;                      /* V/O head dim (0: d)                         */
     int sq, sk;                  /* batch mode lengths                          */
     int lq[MAXB], lk[MAXB];      /* group mode lengths                          */
     int maxq_slack;              /* group mode: max_seqlen_q = max + slack      */
@@ -117,6 +129,8 @@ typedef struct fwd_cfg {
 #define GUARD 256
 static fwd_cfg g_cfgs[MAXCFG];
 static int g_ncfg;
+
+static int cfg_dv(const fwd_cfg *c) { return c->dv ? c->dv : c->d; }
 
 static const char *dtype_str(fmha_dtype t) { return t == FMHA_DTYPE_BF16 ? "bf16" : t == FMHA_DTYPE_FP16 ? "fp16" : "fp8"; }
 
@@ -159,6 +173,7 @@ static void cfg_name(fwd_cfg *c)
         for (i = 0; i < c->batch; i++) n += (size_t)snprintf(s + n, cap - n, "%s%d", i ? "," : "", c->lk[i]);
     }
     n += (size_t)snprintf(s + n, cap - n, "_d%d", c->d);
+    if (c->dv) n += (size_t)snprintf(s + n, cap - n, "_dv%d", c->dv);
     if (c->mask == FMHA_MASK_NONE) n += (size_t)snprintf(s + n, cap - n, "_nomask");
     else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
     if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
@@ -177,6 +192,7 @@ static void cfg_name(fwd_cfg *c)
     if (c->drop_rng) n += (size_t)snprintf(s + n, cap - n, "_rng");
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
     if (c->set == &bias_set) n += (size_t)snprintf(s + n, cap - n, "_biasset");
+    if (c->set == &hd_set) n += (size_t)snprintf(s + n, cap - n, "_hdset");
     if (c->bias) {
         static const char *lay[5] = { "", "perhead", "bcastbatch", "bcasthead", "bcastboth" };
         static const char *kind[3] = { "", "_neg1e4", "_neginf" };
@@ -657,6 +673,111 @@ static void build_configs(void)
         c.graph = 1;
         add(c, 0);
     }
+
+    /* 16. head dims: hdim_v < hdim_q (DeepSeek MLA prefill's 192 / 128: the
+     * default set's 192_128 rows; V rows narrower than Q's, O as wide as V)
+     * and the 192 kernel (hd_set). Masks with fully masked rows, GQA, group
+     * mode with empty entries, odd lengths, padded strides and both layouts,
+     * sinks, dropout, LSE on and off, graph capture; problems below the
+     * kernel's dims (176 / 96 on 192_128), and V padded inside kernels of one
+     * head dim (128 / 64 on the 128 kernel, 256 / 128 on the 256 kernel; on
+     * Hopper both pipelines: the wgmma rows from the default set, the
+     * portable ones from portable_set). */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        static const int vq[5] = { 300, 1, 64, 97, 0 }, vk[5] = { 700, 65, 64, 1, 33 };
+        fwd_cfg c = cfg_batch(B, 2, 8, 2, 255, 300, 192);
+        c.dv = 128;
+        add(c, 1);
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 4, 300, 100, 192);     /* s_q > s_k causal: top-left masks rows */
+        c.dv = 128;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 1);
+        c.dtype = B;
+        cfg_mask(&c, BR, -1, 0);                       /* bottom-right: the first 200 rows see nothing */
+        add(c, 0);
+        c = cfg_group(F, 4, gq, gk, 4, 1, 192);       /* varlen, empty entries, GQA 4 */
+        c.dv = 128;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_group(B, 5, vq, vk, 16, 1, 192);      /* GQA 16, decode-like and empty rows */
+        c.dv = 128;
+        c.maxq_slack = 40;
+        add(c, 0);
+        c = cfg_batch(B, 1, 2, 2, 1000, 1000, 192);   /* window and sinks */
+        c.dv = 128;
+        cfg_mask(&c, TL, 16, 0);
+        c.sinks = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 257, 257, 192);     /* dropout */
+        c.dv = 128;
+        c.dropout = 0.2f;
+        add(c, 1);
+        c = cfg_batch(B, 2, 6, 3, 129, 77, 192);      /* bhsd in, bshd out, padded rows, no LSE */
+        c.dv = 128;
+        c.iperm = 1; c.pad = 8; c.lse = 0;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 3, 2, 1, 1, 1, 192);         /* one query, one key; no key */
+        c.dv = 128;
+        add(c, 0);
+        c.sk = 0;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 17, 33, 176);       /* below the kernel's dims */
+        c.dv = 96;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 2, 100, 300, 192);     /* through a captured graph */
+        c.dv = 128;
+        c.graph = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 16, 1, 67, 300, 128);     /* V padded in the 128 kernel */
+        c.dv = 64;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(B, 2, 4, 2, 130, 129, 256);     /* V padded in the 256 kernel */
+        c.dv = 128;
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 300, 257, 128);     /* ... in the portable 128 kernel */
+        c.dv = 64;
+        c.set = &portable_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 190, 333, 128);     /* (128, 64) with an elementwise bias */
+        c.dv = 64;
+        c.bias = 1; c.bias_dt = B;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 333, 517, 192);     /* hd_set: 192 kernel, odd lengths */
+        c.set = &hd_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.dtype = F;
+        cfg_mask(&c, NO, -1, -1);
+        add(c, 0);
+        c = cfg_group(F, 4, gq, gk, 4, 2, 192);
+        c.set = &hd_set;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 100, 100, 160);      /* 160 on the 192 kernel */
+        c.set = &hd_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 200, 300, 192);      /* (192, 128) on a 192 kernel: V padded */
+        c.set = &hd_set;
+        c.dv = 128;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 200, 300, 192);      /* 192_128 with soft cap and ALiBi */
+        c.set = &hd_set;
+        c.dv = 128;
+        c.cap = 30.f; c.alibi = 2;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+    }
 }
 
 /* ============================================================================
@@ -742,7 +863,8 @@ static void make_ref(const fwd_cfg *c, fwd_run *r, fmha_ref_fwd *p)
     p->batch = c->batch; p->nhead_q = c->hq; p->nhead_k = c->hk;
     p->seqlen_q = c->sq; p->seqlen_k = c->sk;
     p->seqstart_q = r->ssq; p->seqstart_k = r->ssk;
-    p->hdim_q = p->hdim_v = c->d;
+    p->hdim_q = c->d;
+    p->hdim_v = cfg_dv(c);
     p->q = r->qf; p->k = r->kf; p->v = r->vf; p->o = r->ref_o; p->lse = r->ref_lse;
     p->stride_q = r->lq.row; p->nhead_stride_q = r->lq.head; p->batch_stride_q = r->lq.batch;
     p->stride_k = r->lk.row; p->nhead_stride_k = r->lk.head; p->batch_stride_k = r->lk.batch;
@@ -774,7 +896,7 @@ static void fill_tensor(fmha_ref_rng *rng, const fmha_ref_fwd *p, int which, flo
             for (row = 0; row < lens[b]; row++) {
                 int64_t off = which == 0 ? fmha_ref_off_q(p, b, hh, row)
                             : which == 1 ? fmha_ref_off_k(p, b, hh, row) : fmha_ref_off_v(p, b, hh, row);
-                for (x = 0; x < p->hdim_q; x++) {
+                for (x = 0; x < (which == 2 ? p->hdim_v : p->hdim_q); x++) {
                     uint16_t u = fmha_ref_f32_to_bits16(fmha_ref_rng_input(rng, amp), is_bf16);
                     h[off + x] = u;
                     f[off + x] = fmha_ref_bits16_to_f32(u, is_bf16);
@@ -791,7 +913,8 @@ static void make_args(const fwd_cfg *c, const fwd_run *r, const fmha_ref_fwd *p,
     a->seqlen_q = c->group ? r->maxq : c->sq;
     a->seqlen_k = c->group ? r->maxk : c->sk;
     a->max_seqlen_q = (c->group ? r->maxq : c->sq) + c->maxq_slack;
-    a->hdim_q = a->hdim_v = c->d;
+    a->hdim_q = c->d;
+    a->hdim_v = cfg_dv(c);
     a->q = r->dq; a->k = r->dk; a->v = r->dv; a->o = r->dout;
     a->lse = c->lse ? r->dlse : NULL;
     a->seqstart_q = c->group ? r->dssq : NULL;
@@ -879,17 +1002,25 @@ static void make_bias(const fwd_cfg *c, fwd_run *r, fmha_ref_fwd *p, fmha_ref_rn
             }
 }
 
-/* Kernel hdim selection must pick: the smallest hdim >= d among kernels of the
- * set with the problem's dtype (0: none). */
-static int expected_kernel_hdim(const fmha_kernel_set *set, fmha_dtype dt, int d)
+/* Kernel head dims selection must pick: among the set's kernels of the
+ * problem's dtype and soft cap / ALiBi / bias columns whose hdim >= d and
+ * hdim_v >= dv, the least padding (hdim - d) + (hdim_v - dv). *hd = 0: none. */
+static void expected_kernel_dims(const fmha_kernel_set *set, const fwd_cfg *c, int *hd, int *hdv)
 {
-    int i, best = 0, n = fmha_set_size(set);
+    int i, best = -1, n = fmha_set_size(set);
+    const int d = c->d, dv = cfg_dv(c);
+    *hd = *hdv = 0;
     for (i = 0; i < n; i++) {
         const fmha_kernel_info *k = fmha_set_kernel(set, i);
-        if (k && k->family == FMHA_FAMILY_FWD && k->dtype == dt && k->hdim >= d && (!best || k->hdim < best))
-            best = k->hdim;
+        const int khv = k && k->hdim_v ? k->hdim_v : k ? k->hdim : 0;
+        if (!k || k->family != FMHA_FAMILY_FWD || k->dtype != c->dtype || k->hdim < d || khv < dv ||
+            k->has_softcap != (c->cap > 0) || k->has_alibi != (c->alibi != 0) || k->has_bias != (c->bias != 0))
+            continue;
+        if (best < 0 || (k->hdim - d) + (khv - dv) < best) {
+            best = (k->hdim - d) + (khv - dv);
+            *hd = k->hdim; *hdv = khv;
+        }
     }
-    return best;
 }
 
 /* A mask type with window (-1, -1) hides nothing: any kernel may serve it. */
@@ -954,7 +1085,7 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     char why[1024] = "";
     size_t i, n_unwritten = 0, n_nan = 0, n_masked_bad = 0, n_pad = 0, n_lse_bad = 0, n_lse_pad = 0;
     double rel;
-    int b, h, row, x, want_hd;
+    int b, h, row, x, want_hd, want_hdv;
 
     tu_current = c->name;
     memset(&r, 0, sizeof(r));
@@ -973,8 +1104,8 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     /* layouts: K and V get different padding from Q and O */
     r.lq = layout_make(c->group, c->batch, c->group ? r.tq : c->sq, c->hq, c->d, c->iperm, c->pad);
     r.lk = layout_make(c->group, c->batch, c->group ? r.tk : c->sk, c->hk, c->d, c->iperm, c->pad);
-    r.lv = layout_make(c->group, c->batch, c->group ? r.tk : c->sk, c->hk, c->d, c->iperm, c->pad ? c->pad + 8 : 0);
-    r.lo = layout_make(c->group, c->batch, c->group ? r.tq : c->sq, c->hq, c->d, c->operm, c->pad);
+    r.lv = layout_make(c->group, c->batch, c->group ? r.tk : c->sk, c->hk, cfg_dv(c), c->iperm, c->pad ? c->pad + 8 : 0);
+    r.lo = layout_make(c->group, c->batch, c->group ? r.tq : c->sq, c->hq, cfg_dv(c), c->operm, c->pad);
     if (c->group) {
         r.lse_head = (r.tq > 0 ? r.tq : 1) + c->lse_pad;
         r.lse_batch = 0;
@@ -1052,16 +1183,16 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     /* selection: OK, right dtype, smallest fitting hdim, features compiled in */
     memset(&plan, 0, sizeof(plan));
     st = fmha_fwd_check(set, &a, &plan);
-    want_hd = expected_kernel_hdim(set, c->dtype, c->d);
+    expected_kernel_dims(set, c, &want_hd, &want_hdv);
     if (st != FMHA_OK || !plan.kernel) {
         tu_fail(c->name, "fmha_fwd_check: %s: %s", fmha_status_str(st), fmha_last_error());
         goto done;
     }
-    if (plan.kernel->dtype != c->dtype || plan.kernel->hdim != want_hd ||
+    if (plan.kernel->dtype != c->dtype || plan.kernel->hdim != want_hd || plan.kernel->hdim_v != want_hdv ||
         plan.kernel->has_softcap != (c->cap > 0) || plan.kernel->has_alibi != (c->alibi != 0) ||
         plan.kernel->has_bias != (c->bias != 0) || (cfg_masked(c) && !plan.kernel->has_mask)) {
-        tu_fail(c->name, "selected %s, want dtype %s hdim %d softcap %d alibi %d mask %d", plan.kernel->name,
-                dtype_str(c->dtype), want_hd, c->cap > 0, c->alibi != 0, cfg_masked(c));
+        tu_fail(c->name, "selected %s, want dtype %s hdim %d hdim_v %d softcap %d alibi %d mask %d", plan.kernel->name,
+                dtype_str(c->dtype), want_hd, want_hdv, c->cap > 0, c->alibi != 0, cfg_masked(c));
         goto done;
     }
 
@@ -1106,7 +1237,7 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
                 int64_t oo = fmha_ref_off_o(&p, b, h, row), lo = fmha_ref_off_lse(&p, b, h, row);
                 float rl = r.ref_lse[lo];
                 int masked = isinf(rl) && rl < 0;
-                for (x = 0; x < c->d; x++) {
+                for (x = 0; x < cfg_dv(c); x++) {
                     uint16_t u = r.oh[oo + x];
                     float g = fmha_ref_bits16_to_f32(u, is_bf16);
                     r.o_logical[oo + x] = 1;
@@ -1315,7 +1446,9 @@ static void test_bad_inputs(cudaStream_t stream)
     a = e.base; a.hdim_q = a.hdim_v = 60;
     expect_status("bad_hdim_60_not_multiple_of_8", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
     a = e.base; a.hdim_v = 128;
-    expect_status("bad_hdim_v_ne_hdim_q", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
+    expect_status("bad_hdim_v_gt_hdim_q", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
+    a = e.base; a.hdim_v = 60;
+    expect_status("bad_hdim_v_60", &fmha_default, &a, &e, FMHA_ERR_UNSUPPORTED, NULL, stream);
     /* the FP8 forward has its own rows (FMHA_DEFAULT_FWD_FP8_SET): a 16-bit
      * set has no kernel for it; an unknown dtype is unsupported */
     a = e.base; a.dtype = FMHA_DTYPE_FP8;

@@ -32,5 +32,9 @@ expect_fail "VECTORIZED prefill row with tile_n 32" \
     "X(PREFILL_VEC, BF16, 128, MASK, NOSOFTCAP, 16, 128, 32, 4, 1)" "constraint vectorized_tile_n_64_128"
 expect_fail "convert_dq row with the elementwise bias" \
     "X(BWD_CONVERT_DQ, BF16, 128, NOMASK, NOSOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)" "constraint bwd_aux_no_features"
+expect_fail "prefill row of unequal head dims" \
+    "X(PREFILL, BF16, 192_128, MASK, NOSOFTCAP, 16, 96, 64, 6, 1)" "unequal head dims"
+expect_fail "192_128 row with 4 warps (a Q row is 24 chunks)" \
+    "X(FWD, BF16, 192_128, MASK, NOSOFTCAP, NOALIBI, 64, 64, 4, 1)" "constraint threads_cover_row_chunks"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -31,6 +31,13 @@ DECL_FMHA_KERNEL_SET(bwd_set, FMHA_DEFAULT_BWD_SET)
     X(BWD_CONVERT_DQ, BF16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(no_dot_set, NO_DOT_SET)
 
+/* Head dim 192 rows (not in the default set). */
+#define HD192_SET(X)                                                                           \
+    X(BWD,            BF16, 192, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   BF16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, BF16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(hd192_set, HD192_SET)
+
 /* An explicit row next to the tuned ones. */
 #define EXPLICIT_SET(X)                                                                        \
     X(BWD,            FP16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 64, 4, 1)                      \
@@ -367,6 +374,19 @@ static void test_selection(void)
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
     CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 128 && plan.dot_do_o->hdim == 128 && plan.convert_dq->hdim == 128,
           "hdim 72 runs on the hdim 128 kernels (all three stages)");
+    /* hdim_v < hdim_q (MLA 192 / 128): the hdim_q kernels, V side padded */
+    t.hdim_q = 192; t.hdim_v = 128;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 256 && plan.dot_do_o->hdim == 256,
+          "hdim (192, 128): the hdim 256 kernels");
+    t.hdim_q = 192; t.hdim_v = 128;
+    st = fmha_bwd_plan_make(&hd192_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 192 && plan.dq_dk_dv->tile_n == 96 && plan.dq_dk_dv->warps == 6 &&
+              plan.dot_do_o->hdim == 192 && plan.convert_dq->hdim == 192,
+          "hdim (192, 128) with the 192 rows: the 6-warp hdim 192 kernels");
+    t.hdim_q = 128; t.hdim_v = 192;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "hdim_v 192"), "hdim_v > hdim_q unsupported");
     t.hdim_q = t.hdim_v = 64;
     t.mask_type = FMHA_MASK_BOTTOM_RIGHT; t.window_left = -1; t.window_right = 0;
     t.has_logits_soft_cap = 1;

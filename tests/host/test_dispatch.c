@@ -98,8 +98,9 @@ static void test_expansion(void)
     CHECK(all_valid, "every expanded row meets the constraints");
     CHECK(found_explicit, "explicit row is built as written");
     CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
-    CHECK(fmha_set_size(&set_default) == 96 + 8,
-          "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows, + BIAS (hdim 64/128) x 2 dtypes x 2 arch rows");
+    CHECK(fmha_set_size(&set_default) == 96 + 8 + 8,
+          "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows, + BIAS (hdim 64/128) x 2 dtypes x 2 arch "
+          "rows, + 192_128 (MASK, NOMASK) x 2 dtypes x 2 arch rows");
     CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
           "fmha_set_kernel out of range gives NULL");
     {
@@ -144,8 +145,13 @@ static void test_validation(void)
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "hdim 264 unsupported");
     a = good_args(); a.hdim_q = a.hdim_v = 60;
     CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "hdim 60 (not a multiple of 8) unsupported");
-    a = good_args(); a.hdim_v = 64;
-    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "hdim_v != hdim_q unsupported");
+    a = good_args(); a.hdim_v = 136;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "hdim_v 136"),
+          "hdim_v > hdim_q unsupported");
+    a = good_args(); a.hdim_v = 60;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_UNSUPPORTED, "hdim_v 60 (not a multiple of 8) unsupported");
+    a = good_args(); a.hdim_v = 0;
+    CHECK(fmha_fwd_check(&set_a, &a, NULL) == FMHA_ERR_INVALID_ARG, "hdim_v 0 rejected");
     a = good_args(); a.nhead_k = 3;
     st = fmha_fwd_check(&set_a, &a, NULL);
     CHECK(st == FMHA_ERR_INVALID_ARG && strstr(fmha_last_error(), "multiple"), "nhead_q % nhead_k rejected");
@@ -451,7 +457,7 @@ static void test_fp8_fwd(void)
             rows_ok = 0;
     }
     CHECK(n == 16 && rows_ok, "fp8 fwd set: 16 sm_90a wgmma rows (hdim 128 and 256 x 8 variants), names say fp8");
-    CHECK(fmha_set_size(&set_fwd_all) == 104 + 16, "16-bit and fp8 forward rows in one set: 104 + 16 kernels");
+    CHECK(fmha_set_size(&set_fwd_all) == 112 + 16, "16-bit and fp8 forward rows in one set: 112 + 16 kernels");
 
     /* selection on sm_90: the smallest fp8 kernel >= d, in the fp8 set and next to the 16-bit rows */
     fmhai_test_device.cc = 90;
@@ -712,6 +718,102 @@ static void test_bias(void)
     CHECK(strstr(js, "\"bias\": true") && strstr(js, "\"bias\": false"), "json: the bias column");
 }
 
+/* Unequal head dims (hdim_v < hdim_q; DeepSeek MLA prefill's 192 / 128). */
+#define SET_HD(X)                                                                          \
+    X(FWD, BF16, 192_128, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
+    X(FWD, BF16, 192_128, MASK, NOSOFTCAP, NOALIBI, 96, 64, 6, 1)                          \
+    X(FWD, FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, 96, 64, 6, 1)
+DECL_FMHA_KERNEL_SET(set_hd, SET_HD)
+
+static void test_head_dims(void)
+{
+    fmha_fwd_args a = good_args();
+    fmha_fwd_plan plan;
+    fmha_status st;
+    char json[8192];
+    const fmha_kernel_info *k0 = fmha_set_kernel(&set_hd, 0), *k1 = fmha_set_kernel(&set_hd, 1);
+    const fmha_kernel_info *k3 = fmha_set_kernel(&set_hd, 3);
+    fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+    /* the token: two numbers, one name */
+    CHECK(fmha_set_size(&set_hd) == 4 && k0->hdim == 192 && k0->hdim_v == 128 && k3->hdim == 192 &&
+              k3->hdim_v == 192 && strstr(k0->name, "fmha_fwd_d192_128_bf16_mask") == k0->name &&
+              strstr(k0->name, "_b128x128_w12_s2_wgmma_sm90a") && strstr(k1->name, "_b96x64_w6_s1_portable_mma_sm80") &&
+              strstr(k3->name, "fmha_fwd_d192_fp16_nmask") == k3->name,
+          "192_128 rows: hdim 192, hdim_v 128, named d192_128 (a wgmma and a portable tuned row); plain 192 is both");
+    CHECK(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 0, 0, 0) == NULL &&
+              fmhai_fwd_row_violation2(192, 192, 96, 64, 6, 1, 0, 0, 0) == NULL,
+          "tuned 192 and 192_128 rows are valid");
+    CHECK(fmhai_fwd_row_violation2(128, 192, 128, 64, 4, 1, 0, 0, 0) &&
+              strstr(fmhai_fwd_row_violation2(128, 192, 128, 64, 4, 1, 0, 0, 0), "hdim_v_64_to_hdim"),
+          "hdim_v above hdim: constraint hdim_v_64_to_hdim");
+    CHECK(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 16, 0, 0) &&
+              strstr(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 16, 0, 0), "contiguous_16bit"),
+          "unequal dims with paged K/V: constraint hdim_v_below_hdim_contiguous_16bit");
+    CHECK(fmhai_fwd90_row_violation2(192, 128, 128, 128, 12, 2, 0, 0, 0) == NULL &&
+              fmhai_fwd90_row_violation2(192, 192, 128, 80, 12, 2, 0, 0, 0) == NULL,
+          "the tuned wgmma 192_128 and 192 rows are valid");
+    CHECK(fmhai_fwd90_row_violation2(192, 128, 128, 128, 12, 2, 16, 0, 0) != NULL &&
+              fmhai_fwd90_row_violation2(128, 64, 128, 128, 12, 3, 0, 0, 0) != NULL,
+          "wgmma rows of unequal dims: 192_128 only, contiguous");
+    /* JSON reports both dims */
+    fmha_set_json(&set_hd, json, sizeof(json));
+    CHECK(strstr(json, "\"hdim_q\": 192, \"hdim_v\": 128") && strstr(json, "\"hdim_q\": 192, \"hdim_v\": 192"),
+          "json: hdim_q and hdim_v of each kernel");
+
+    /* selection: (192, 128) takes the 192_128 kernel in the default set */
+    a.hdim_q = 192; a.hdim_v = 128;
+    a.stride_q = a.stride_k = 8 * 192; a.nhead_stride_q = a.nhead_stride_k = 192;
+    a.batch_stride_q = a.batch_stride_k = 1000 * 8 * 192;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->hdim == 192 && plan.kernel->hdim_v == 128 && !plan.kernel->has_mask &&
+              plan.kernel->arch == FMHA_ARCH_SM90A && plan.block == 12 * 32 && plan.grid_x == (1000 + 127) / 128,
+          "sm_90, (192, 128) no mask: the wgmma 192_128 kernel (12 warps, 128 rows)");
+    fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
+    st = fmha_fwd_check(&set_default, &a, &plan);
+    CHECK(st == FMHA_OK && plan.kernel->hdim_v == 128 && plan.kernel->arch == FMHA_ARCH_SM80 &&
+              plan.block == 6 * 32 && plan.grid_x == (1000 + 95) / 96,
+          "sm_80, (192, 128): the portable 192_128 kernel (6 warps, 96 rows)");
+    fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+    a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_right = 0;
+    CHECK(fmha_fwd_check(&set_default, &a, &plan) == FMHA_OK && plan.kernel->hdim_v == 128 && plan.kernel->has_mask,
+          "(192, 128) causal: the masked 192_128 kernel");
+    a.hdim_v = 64;   /* narrower V: the 192_128 kernel pads less than the 192 one */
+    a.stride_v = a.stride_o = 8 * 64; a.nhead_stride_v = a.nhead_stride_o = 64;
+    CHECK(fmha_fwd_check(&set_default, &a, &plan) == FMHA_OK && plan.kernel->hdim == 192 && plan.kernel->hdim_v == 128,
+          "(192, 64): the 192_128 kernel (least padding)");
+    a.hdim_q = 176; a.hdim_v = 128;
+    CHECK(fmha_fwd_check(&set_default, &a, &plan) == FMHA_OK && plan.kernel->hdim == 192 && plan.kernel->hdim_v == 128,
+          "(176, 128): the 192_128 kernel");
+    a.hdim_q = a.hdim_v = 192;
+    CHECK(fmha_fwd_check(&set_default, &a, &plan) == FMHA_OK && plan.kernel->hdim == 256 &&
+              plan.kernel->arch == FMHA_ARCH_SM90A,
+          "(192, 192) causal in the default set: still the 256 wgmma kernel");
+    CHECK(fmha_fwd_check(&set_hd, &a, &plan) == FMHA_ERR_NO_KERNEL, "(192, 192) causal: set_hd's 192 row is NOMASK");
+    a.mask_type = FMHA_MASK_NONE; a.window_right = -1; a.dtype = FMHA_DTYPE_FP16;
+    CHECK(fmha_fwd_check(&set_hd, &a, &plan) == FMHA_OK && plan.kernel->hdim == 192 && plan.kernel->hdim_v == 192,
+          "(192, 192) fp16 no mask in set_hd: the 192 kernel");
+    a.dtype = FMHA_DTYPE_BF16;
+    a.hdim_q = 256; a.hdim_v = 128; a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_right = 0;
+    CHECK(fmha_fwd_check(&set_default, &a, &plan) == FMHA_OK && plan.kernel->hdim == 256 &&
+              plan.kernel->arch == FMHA_ARCH_SM90A,
+          "(256, 128): the wgmma 256 kernel, V zero-filled past 128");
+    a.mask_type = FMHA_MASK_NONE; a.window_right = -1;
+    a.hdim_q = 128; a.hdim_v = 64;
+    CHECK(fmha_fwd_check(&set_a, &a, &plan) == FMHA_OK && plan.kernel->hdim == 128 &&
+              plan.kernel->arch == FMHA_ARCH_SM90A,
+          "(128, 64) in a set without unequal rows: the wgmma 128 kernel, V zero-filled past 64");
+    /* families and dtypes without unequal dims say so; nothing is picked */
+    a.dtype = FMHA_DTYPE_FP8; a.hdim_q = 128; a.hdim_v = 64;
+    CHECK(fmha_fwd_check(&set_fwd_all, &a, NULL) == FMHA_ERR_UNSUPPORTED && strstr(fmha_last_error(), "must equal"),
+          "fp8 forward with hdim_v != hdim_q: unsupported");
+    /* on AMD the MFMA rows need a row of unequal dims */
+    fmhai_test_device.is_amd = 1; fmhai_test_device.cc = 0x942; fmhai_test_device.smem_optin = 64 * 1024;
+    a = good_args(); a.hdim_v = 64;
+    st = fmha_fwd_check(&set_a, &a, NULL);
+    CHECK(st == FMHA_ERR_NO_KERNEL && strstr(fmha_last_error(), "hdim_v 64"), "gfx942: no NVIDIA kernel, message names hdim_v");
+    fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+}
+
 static void test_json(void)
 {
     char big[65536], small[16];
@@ -738,6 +840,7 @@ int main(void)
     test_fp8_fwd();
     test_bwd_dropout_dispatch();
     test_bias();
+    test_head_dims();
     test_json();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

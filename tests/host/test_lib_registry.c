@@ -42,7 +42,8 @@ static int same_info(const fmha_kernel_info *a, const fmha_kernel_info *b)
            a->hdim == b->hdim && a->has_mask == b->has_mask && a->has_softcap == b->has_softcap &&
            a->has_alibi == b->has_alibi && a->tile_m == b->tile_m && a->tile_n == b->tile_n &&
            a->warps == b->warps && a->stages == b->stages && a->arch == b->arch &&
-           strcmp(a->pipeline, b->pipeline) == 0 && a->page_size == b->page_size && a->kv_layout == b->kv_layout;
+           strcmp(a->pipeline, b->pipeline) == 0 && a->page_size == b->page_size && a->kv_layout == b->kv_layout &&
+           a->has_bias == b->has_bias && a->hdim_v == b->hdim_v;
 }
 
 int main(int argc, char **argv)

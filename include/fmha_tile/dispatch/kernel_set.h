@@ -14,7 +14,10 @@
  *       dtype   FP16 | BF16 | FP8 (PREFILL rows: e4m3 KV, bf16 or e4m3
  *               queries chosen at run time, bf16 output; FWD rows: e4m3
  *               Q, K and V, bf16 output, Hopper wildcard rows only)
- *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim)
+ *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim),
+ *               or Q_V for unequal Q/K and V/O head dims (FWD rows only):
+ *               192_128 is DeepSeek MLA prefill's (hdim_q 192, hdim_v 128);
+ *               it serves hdim_q <= 192 with hdim_v <= 128
  *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
  *       alibi   NOALIBI | ALIBI | BIAS   (FWD rows, and the backward's
@@ -76,6 +79,16 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ANY4(a, b, c, d) \
     FMHAI_OR(FMHAI_OR(FMHAI_IS_ANY(a), FMHAI_IS_ANY(b)), FMHAI_OR(FMHAI_IS_ANY(c), FMHAI_IS_ANY(d)))
 #define FMHAI_MATCH(user, tuned) ((user) == FMHA_ANY || (user) == (tuned))
+
+/* ---- head dims: a plain number is both; Q_V (a pp-number such as 192_128)
+ * names the pair through FMHAI_HDP_Q_V, so the token can still be pasted
+ * into identifiers and table names while C code reads the two numbers. ---- */
+#define FMHAI_HDP_192_128 ~, 192, 128
+#define FMHAI_THIRD(a, b, c, ...) c
+#define FMHAI_HDQ_(...) FMHAI_SECOND(__VA_ARGS__, 0)
+#define FMHAI_HDV_(...) FMHAI_THIRD(__VA_ARGS__, 0, 0)
+#define FMHAI_HDQ(hd) FMHAI_HDQ_(FMHAI_HDP_##hd, hd)
+#define FMHAI_HDV(hd) FMHAI_HDV_(FMHAI_HDP_##hd, hd, hd)
 
 /* ---- column tokens -> values and name fragments -------------------------- */
 #define FMHAI_DT_FP16 FMHA_DTYPE_FP16
@@ -202,27 +215,31 @@ enum fmha_wildcard { FMHA_ANY = -1 };
  * row's constants in pipeline/fwd_mfma.h). */
 #define FMHAI_FWD_BODY_SM80 fmhai_fwd_portable
 #define FMHAI_FWD_BODY_GFX9 fmhai_fwd_gfx9
-#define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8, dec) \
-    fmhai_fwd_sm90(p, smem, bf16, hd, bm, bn, w, st, mask, sc, al, paging, vec, kv8)
+#define FMHAI_FWD_BODY_SM90A(p, smem, bf16, hd, hdv, bm, bn, w, st, mask, sc, al, paging, vec, kv8, dec) \
+    fmhai_fwd_sm90(p, smem, bf16, hd, hdv, bm, bn, w, st, mask, sc, al, paging, vec, kv8)
 
 /* ---- pass 1: kernels ------------------------------------------------------- */
 #if defined(FMHA_PLATFORM_HOST_ONLY)
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_CAT(FMHAI_FWD_CHECKS_, arch)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))
+    FMHAI_CAT(FMHAI_FWD_CHECKS_, arch)(FMHAI_CONSTRAINT_ASSERT, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, w, st, pg, \
+                                       FMHAI_VEC_##fam, FMHAI_KV8(dt))
 #  define FMHAI_KFN(kid) 0
 #else
 #  define FMHAI_KERNEL_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
-    FMHAI_CAT(FMHAI_FWD_CHECKS_, arch)(FMHAI_CONSTRAINT_ASSERT, hd, bm, bn, w, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt))     \
-    FMHA_STATIC_ASSERT(FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt),  \
-                                                       FMHAI_ON_##al == FMHAI_ON_BIAS) <= 227 * 1024,  \
-                       "fmha_tile: shared memory of the row with its bias tiles must fit in 227 KB");  \
-    static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_CAT(FMHAI_FWD_MINB_, arch)(hd, bm, w))         \
+    FMHAI_CAT(FMHAI_FWD_CHECKS_, arch)(FMHAI_CONSTRAINT_ASSERT, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, w, st, pg, \
+                                       FMHAI_VEC_##fam, FMHAI_KV8(dt))                         \
+    FMHA_STATIC_ASSERT(FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg,  \
+                                                       FMHAI_VEC_##fam, FMHAI_KV8(dt),            \
+                                                       FMHAI_ON_##al == FMHAI_ON_BIAS) <= 227 * 1024, \
+                       "fmha_tile: shared memory of the row with its bias tiles must fit in 227 KB"); \
+    static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, FMHAI_CAT(FMHAI_FWD_MINB_, arch)(FMHAI_HDV(hd), bm, w)) \
     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)(      \
         const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                           \
     {                                                                                           \
         extern __shared__ __align__(128) char fmhai_smem[];                                     \
         if (FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st))                       \
-            FMHAI_CAT(FMHAI_FWD_BODY_, arch)(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, \
+            FMHAI_CAT(FMHAI_FWD_BODY_, arch)(&p, fmhai_smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16,       \
+                                  FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn,                         \
                                   w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al), \
                                   FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt),         \
                                   FMHAI_DEC_##fam);                                             \
@@ -233,12 +250,12 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 /* ---- pass 2: table entries -------------------------------------------------- */
 #define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al) & 1, bm, bn, w, st, \
-        FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg, FMHAI_LAYOUT_##fam,       \
-        FMHAI_ON_##al == FMHAI_ON_BIAS },                                                        \
+        FMHAI_DT_##dt, FMHAI_HDQ(hd), FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al) & 1,   \
+        bm, bn, w, st, FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg,            \
+        FMHAI_LAYOUT_##fam, FMHAI_ON_##al == FMHAI_ON_BIAS, FMHAI_HDV(hd) },                        \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
-      FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(hd, bm, bn, st, pg, FMHAI_VEC_##fam, FMHAI_KV8(dt),                \
-                                        FMHAI_ON_##al == FMHAI_ON_BIAS),                                     \
+      FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg, FMHAI_VEC_##fam, \
+                                        FMHAI_KV8(dt), FMHAI_ON_##al == FMHAI_ON_BIAS),                \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
@@ -275,6 +292,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ROWS_DECODE_VEC FMHAI_ROWS_PREFILL
 
 #define FMHAI_XDEF(fam, dt, hd, mask, sc, c6, bm, bn, w, st)                                     \
+    FMHA_STATIC_ASSERT(FMHAI_HDQ(hd) == FMHAI_HDV(hd) || (FMHAI_FAM_##fam == FMHA_FAMILY_FWD &&  \
+                                                          FMHAI_DT_##dt != FMHA_DTYPE_FP8),       \
+                       "fmha_tile: unequal head dims (e.g. 192_128) are for 16-bit FWD rows");   \
     FMHA_STATIC_ASSERT((0 FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_COUNT_ROW, fam, dt, hd, mask, sc, c6, \
                                                       bm, bn, w, st)) > 0,                       \
                        "fmha_tile: no tuned row matches this wildcard row's columns");           \
@@ -357,10 +377,23 @@ enum fmha_wildcard { FMHA_ANY = -1 };
  * kernel on an sm_90a build; a set that needs more declares its own). */
 #define FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, hd)                                              \
     X(FWD, dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* DeepSeek MLA prefill's head dims (hdim_q 192, hdim_v 128): masked or not,
+ * no soft cap, no ALiBi (what MLA prefill asks for). Portable rows, NVIDIA
+ * only (the MFMA pipeline has no 192 rows). Equal dims of 129..192 keep
+ * running on the 256 kernels (on Hopper the wgmma one, padded, beats a
+ * portable 192): a set that wants the 192 rows declares them. */
+#if defined(FMHA_PLATFORM_AMD)
+#define FMHAI_DEFAULT_FWD_MLA(X, dt)
+#else
+#define FMHAI_DEFAULT_FWD_MLA(X, dt)                                                       \
+    X(FWD, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD, dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#endif
 #define FMHAI_DEFAULT_FWD_DT(X, dt)        \
     FMHAI_DEFAULT_FWD_HD(X, dt, 64)        \
     FMHAI_DEFAULT_FWD_HD(X, dt, 128)       \
     FMHAI_DEFAULT_FWD_HD(X, dt, 256)       \
+    FMHAI_DEFAULT_FWD_MLA(X, dt)           \
     FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, 64)   \
     FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, 128)
 #define FMHA_DEFAULT_FWD_SET(X)            \

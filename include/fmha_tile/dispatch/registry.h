@@ -5,7 +5,10 @@
  * problem, fmhai_fwd_select() filters the rows that can serve it and keeps the
  * best by a score that does not depend on row order:
  *
- *   can serve  enabled; family; dtype; kernel hdim >= problem hdim; mask
+ *   can serve  enabled; family; dtype; kernel hdim >= problem hdim and
+ *              kernel hdim_v >= problem hdim_v (a problem with hdim_v <
+ *              hdim_q: a kernel of unequal dims, or a portable one, whose
+ *              V tile is zero-filled past hdim_v); mask
  *              (a MASK kernel serves any mask, a NOMASK one only none);
  *              soft cap and ALiBi exactly as compiled (decode: a SOFTCAP
  *              kernel serves any soft cap, ALiBi is always there); page
@@ -15,7 +18,8 @@
  *              the fallback rule lets it serve (FMHAI_FWD90_SERVES,
  *              policy/fwd_tiles.h).
  *   score      (lexicographic, smaller wins)
- *              1. kernel hdim - problem hdim       (least padding)
+ *              1. padding: kernel hdim - problem hdim, plus kernel
+ *                 hdim_v - problem hdim_v           (least padding)
  *              2. MASK kernel on an unmasked problem, SOFTCAP decode
  *                 kernel without a soft cap     (prefer the lean one)
  *              3. pipeline rank: arch-specific before portable (the fast
@@ -175,6 +179,7 @@ typedef struct fmhai_problem {
     fmha_dtype dtype;
     int q8;                  /* e4m3 queries (the fp8 forward; fp8 KV prefill) */
     int hdim;
+    int hdim_v;              /* V/O columns (0: as hdim)                   */
     int masked;              /* a mask that can hide keys                  */
     int mask_type;
     int softcap, alibi;
@@ -200,13 +205,18 @@ static inline const char *fmhai_family_name(fmha_family f)
     return "?";
 }
 
+/* The problem's V/O head dim (families that leave it 0 have one). */
+static inline int fmhai_pb_hdv(const fmhai_problem *pb) { return pb->hdim_v ? pb->hdim_v : pb->hdim; }
+/* A kernel's (0 in tables built before the field: as hdim). */
+static inline int fmhai_info_hdv(const fmha_kernel_info *k) { return k->hdim_v ? k->hdim_v : k->hdim; }
+
 /* Why the wgmma pipeline cannot serve a forward or batch-prefill problem
  * (the first failing line of FMHAI_FWD90_SERVES), or NULL. */
 static inline const char *fmhai_fwd90_why_not(const fmhai_problem *pb)
 {
 #define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
-    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->hdim, pb->page_size, pb->kv_layout,
-                       pb->dropout, pb->bias)
+    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->hdim, fmhai_pb_hdv(pb), pb->page_size,
+                       pb->kv_layout, pb->dropout, pb->bias)
 #undef FMHAI_SERVES_CHECK
     return 0;
 }
@@ -227,6 +237,13 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
     FMHAI_MISS(e->info.family != pb->family, "family")
     FMHAI_MISS(e->info.dtype != pb->dtype, "dtype")
     FMHAI_MISS(e->info.hdim < pb->hdim, "hdim")
+    FMHAI_MISS(fmhai_info_hdv(&e->info) < fmhai_pb_hdv(pb), "hdim_v")
+    /* a kernel of one head dim pads V past hdim_v only on the portable
+     * mma.sync pipeline (its V copies and O stores stop at the problem's
+     * hdim_v); the MFMA pipeline needs a row of unequal dims */
+    FMHAI_MISS(fmhai_pb_hdv(pb) != pb->hdim && fmhai_info_hdv(&e->info) == e->info.hdim &&
+               e->info.arch == FMHA_ARCH_GFX9, "hdim_v (the MFMA pipeline serves hdim_v < hdim_q through a "
+                                               "row of unequal head dims, e.g. 192_128)")
     FMHAI_MISS(pb->masked && !e->info.has_mask, "mask")
     /* decode kernels: a SOFTCAP one serves any soft cap (as MASK any mask),
      * and every one takes ALiBi at run time */
@@ -258,7 +275,8 @@ static inline int fmhai_cmp(const fmhai_entry *a, const fmhai_entry *b, const fm
 {
     const int sq = pb->max_seqlen_q;
     int ka[7], kb[7], i;
-    ka[0] = a->info.hdim - pb->hdim;              kb[0] = b->info.hdim - pb->hdim;
+    ka[0] = a->info.hdim - pb->hdim + fmhai_info_hdv(&a->info) - fmhai_pb_hdv(pb);
+    kb[0] = b->info.hdim - pb->hdim + fmhai_info_hdv(&b->info) - fmhai_pb_hdv(pb);
     ka[1] = (a->info.has_mask && !pb->masked) + (a->info.has_softcap && !pb->softcap);
     kb[1] = (b->info.has_mask && !pb->masked) + (b->info.has_softcap && !pb->softcap);
     ka[2] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;
@@ -307,20 +325,21 @@ static inline fmha_status fmhai_select(const fmha_kernel_set *set, const fmhai_p
         if (best < 0 || fmhai_cmp(e, &set->entries[best], pb) < 0) best = i;
     }
     if (best < 0) {
-        char dev_name[32], page[24] = "";
+        char dev_name[32], page[24] = "", hv[24] = "";
         snprintf(dev_name, sizeof(dev_name), dev.is_amd ? "gfx%x" : "sm_%d", dev.cc);
         if (pb->page_size) snprintf(page, sizeof(page), " page=%d", pb->page_size);
+        if (fmhai_pb_hdv(pb) != pb->hdim) snprintf(hv, sizeof(hv), " hdim_v %d", fmhai_pb_hdv(pb));
         if (closest < 0)
             return fmhai_fail(FMHA_ERR_NO_KERNEL, "%s: kernel set '%s' has no kernels",
                               fmhai_family_name(pb->family), set->name);
         return fmhai_fail(FMHA_ERR_NO_KERNEL,
-                          "%s: no kernel in set '%s' for %s hdim %d mask=%s softcap=%d alibi=%d%s%s on %s; "
+                          "%s: no kernel in set '%s' for %s hdim %d%s mask=%s softcap=%d alibi=%d%s%s on %s; "
                           "closest: %s (differs in %s)",
                           fmhai_family_name(pb->family), set->name,
                           pb->dtype == FMHA_DTYPE_BF16 ? "bf16"
                           : pb->dtype != FMHA_DTYPE_FP8 ? "fp16"
                           : pb->family == FMHA_FAMILY_FWD ? "fp8" : "fp8 KV",
-                          pb->hdim, fmhai_mask_str(pb),
+                          pb->hdim, hv, fmhai_mask_str(pb),
                           pb->softcap, pb->alibi, pb->bias ? " bias=1" : "", page, dev_name,
                           set->entries[closest].info.name,
                           closest_field);
@@ -349,6 +368,7 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
     pb.dtype = a->dtype;
     pb.q8 = a->dtype == FMHA_DTYPE_FP8;
     pb.hdim = a->hdim_q;
+    pb.hdim_v = a->hdim_v;
     pb.masked = fmhai_fwd_masked(a);
     pb.mask_type = a->mask_type;
     pb.softcap = a->logits_soft_cap > 0.f;
@@ -552,7 +572,7 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
                        "\"tile\": [%d, %d], "
                        "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
                        "\"page_size\": %d, \"kv_layout\": \"%s\", \"smem_bytes\": %d}",
-                       first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, k->hdim,
+                       first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, fmhai_info_hdv(k),
                        k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
                        k->has_alibi ? "true" : "false", k->has_bias ? "true" : "false", k->tile_m, k->tile_n,
                        k->warps, k->stages,

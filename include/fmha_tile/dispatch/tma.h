@@ -120,6 +120,10 @@ static inline void fmhai_fwd_tma_bias(const fmha_kernel_info *k, const fmha_fwd_
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS)
         p->tma_bias = 1;
 }
+/* 128-byte column blocks (TMA boxes) of a row of d elements of eb bytes. */
+static inline int fmhai_tma_blocks(int d, int eb) { return (d * eb + 127) / 128; }
+/* A kernel's V/O head dim (0 in tables without the field: its hdim). */
+static inline int fmhai_kernel_hdv(const fmha_kernel_info *k) { return k->hdim_v ? k->hdim_v : k->hdim; }
 
 /* Sets p->tma_kv and the maps for a contiguous forward on a Hopper row. */
 static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_fwd_args *a, fmhai_fwd_params *p)
@@ -132,9 +136,13 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
     p->tma_bias = 0;
     if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_FWD || rows <= 0 || batch <= 0) return;
     fmhai_fwd_tma_bias(k, a, p);
+    /* V narrower than the kernel's by a whole 128-byte column block (hdim_v
+     * below hdim_q in a kernel of one head dim): cp.async, whose copies
+     * zero-fill those columns, in place of boxes wholly outside V */
+    if (fmhai_tma_blocks(p->dv, eb) < fmhai_tma_blocks(fmhai_kernel_hdv(k), eb)) return;
     if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, rows, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
                             k->tile_n) ||
-        fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->d, rows, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
+        fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->dv, rows, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
                             k->tile_n))
         return;
     p->tma_kv = 1;
@@ -178,13 +186,16 @@ static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_b
     if (k->arch != FMHA_ARCH_SM90A || (k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET) ||
         a->dtype == FMHA_DTYPE_FP8 || rq <= 0 || rk <= 0 || batch <= 0)
         return;
+    /* hdim_v below hdim_q by a whole 128-byte column block: V and dO by
+     * cp.async (zero-filled), as the forward */
+    if (fmhai_tma_blocks(p->hdv, 2) < fmhai_tma_blocks(k->hdim, 2)) return;
     if (fmhai_tma_encode_kv(P->tma_q, p->q, 2, p->d, rq, a->nhead_q, batch, p->q_row, p->q_head, p->q_batch,
                             k->tile_m) ||
-        fmhai_tma_encode_kv(P->tma_do, p->dout, 2, p->d, rq, a->nhead_q, batch, p->do_row, p->do_head,
+        fmhai_tma_encode_kv(P->tma_do, p->dout, 2, p->hdv, rq, a->nhead_q, batch, p->do_row, p->do_head,
                             p->do_batch, k->tile_m) ||
         fmhai_tma_encode_kv(P->tma_k, p->k, 2, p->d, rk, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
                             k->tile_n) ||
-        fmhai_tma_encode_kv(P->tma_v, p->v, 2, p->d, rk, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
+        fmhai_tma_encode_kv(P->tma_v, p->v, 2, p->hdv, rk, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
                             k->tile_n))
         return;
     P->tma = 1;

@@ -79,8 +79,10 @@ static inline fmha_status fmhai_bwd_validate_traits(const fmha_bwd_traits *t)
     if (t->dtype != FMHA_DTYPE_FP16 && t->dtype != FMHA_DTYPE_BF16)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: dtype %d not supported (fp16 or bf16)", fam, (int)t->dtype);
     /* scale and soft cap are checked with the args; here only their presence */
-    st = fmhai_validate_common(fam, t->batch, t->nhead_q, t->nhead_k, t->hdim_q, t->hdim_v, 1.0f, 0.0f,
-                               t->mask_type, t->window_left, t->window_right);
+    /* hdim_v < hdim_q (MLA): V, O, dO and dV run padded to the kernel's head
+     * dim (zero columns add nothing to dP, D or dV) */
+    st = fmhai_validate_dims(fam, t->batch, t->nhead_q, t->nhead_k, t->hdim_q, t->hdim_v, 1.0f, 0.0f,
+                             t->mask_type, t->window_left, t->window_right, 1);
     if (st != FMHA_OK) return st;
     if (t->has_alibi != 0 && t->has_alibi != 1)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: has_alibi must be 0 or 1", fam);
@@ -346,8 +348,8 @@ static inline fmha_status fmhai_bwd_validate_args(const fmha_bwd_plan *plan, con
     if (((uintptr_t)a->alibi_slopes & 3u) || (a->alibi_slopes && a->alibi_batch_stride < 0))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: alibi_slopes must be 4-byte aligned, its batch stride >= 0",
                           fam);
-    st = fmhai_validate_common(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
-                               a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
+    st = fmhai_validate_dims(fam, a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
+                             a->logits_soft_cap, a->mask_type, a->window_left, a->window_right, 1);
     if (st != FMHA_OK) return st;
     FMHAI_BWD_SAME(dtype)
     FMHAI_BWD_SAME(is_group_mode)
@@ -470,6 +472,7 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
     p->batch = a->batch;
     p->d = a->hdim_q;
+    p->hdv = a->hdim_v;
     p->nsplits = plan->nsplits;
     p->deterministic = a->is_deterministic != 0;
     p->dq_direct = plan->dq_direct;

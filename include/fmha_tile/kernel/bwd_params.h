@@ -47,6 +47,8 @@ typedef struct fmhai_bwd_params {
     int seqlen_q, seqlen_k;      /* batch mode lengths                              */
     int nhead_q, head_ratio;     /* head_ratio = nhead_q / nhead_k                  */
     int d;                       /* problem head dim (<= kernel head dim)           */
+    int hdv;                     /* of V, O, dO and dV (<= d): their copies are
+                                    zero-filled past it, dV stores stop there   */
     int nsplits;                 /* batch mode: dq_acc slices per entry; group
                                     mode: the most any entry has                    */
     int deterministic;           /* key tile n adds into slice n % nsplits, after

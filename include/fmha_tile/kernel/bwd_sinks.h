@@ -34,7 +34,7 @@ FMHAI_DEVICE float fmhai_bwd_sinks_d(const fmhai_bwd_params *p, const fmhai_bwd_
     const int64_t oo = fmhai_bwd_row_off(s, p->o_row, p->o_head, p->o_batch, h, i);
     const int64_t od = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, i);
     float d = 0.f;
-    for (int c = 0; c * 8 < p->d; ++c)
+    for (int c = 0; c * 8 < p->hdv; ++c)
         d += fmhai_dot8(*(const uint4 *)((const char *)p->dout + 2 * (od + c * 8)),
                         *(const uint4 *)((const char *)p->o + 2 * (oo + c * 8)), is_bf16);
     return d;

@@ -167,6 +167,7 @@ static inline void fmhai_decode_make_params(const fmha_decode_args *a, int tile_
     memset(p, 0, sizeof(*p));
     p->q = a->q; p->k = a->k_cache; p->v = a->v_cache; p->o = a->o; p->lse = a->lse;
     p->d = a->hdim_q;
+    p->dv = a->hdim_v;
     p->alibi_slopes = a->alibi_slopes; p->alibi_batch = a->alibi_batch_stride;
     p->sinks = a->sinks;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;

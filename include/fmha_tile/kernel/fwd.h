@@ -22,10 +22,14 @@
 
 static inline int fmhai_misaligned(const void *ptr) { return ((uintptr_t)ptr & 15u) != 0; }
 
-/* Checks every family shares: heads, head dims, scale, soft cap, mask. */
-static inline fmha_status fmhai_validate_common(const char *fam, int batch, int nhead_q,
-                                                int nhead_k, int hdim_q, int hdim_v, float scale,
-                                                float softcap, fmha_mask_type mask, int wl, int wr)
+/* Checks every family shares: heads, head dims, scale, soft cap, mask.
+ * Head dims: hdim_v may be below hdim_q (MLA prefill: 192 and 128) in the
+ * families that pass unequal_ok (the 16-bit forward); never above it: every
+ * kernel pads V to at most its Q width, and no model asks for more. */
+static inline fmha_status fmhai_validate_dims(const char *fam, int batch, int nhead_q,
+                                              int nhead_k, int hdim_q, int hdim_v, float scale,
+                                              float softcap, fmha_mask_type mask, int wl, int wr,
+                                              int unequal_ok)
 {
     if (batch < 0 || nhead_q <= 0 || nhead_k <= 0)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: batch must be >= 0 and nhead_q, nhead_k > 0 (got %d, %d, %d)",
@@ -38,8 +42,12 @@ static inline fmha_status fmhai_validate_common(const char *fam, int batch, int 
     if (hdim_q > 256 || hdim_q % 8 != 0)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: head dim %d not supported (a multiple of 8, at most 256)",
                           fam, hdim_q);
-    if (hdim_v != hdim_q)
+    if (hdim_v != hdim_q && !unequal_ok)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: hdim_v (%d) must equal hdim_q (%d)", fam, hdim_v, hdim_q);
+    if (hdim_v > hdim_q || hdim_v % 8 != 0)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED,
+                          "%s: hdim_v %d not supported with hdim_q %d (a multiple of 8, at most hdim_q)",
+                          fam, hdim_v, hdim_q);
     if (!(scale > 0.f) || isinf(scale))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "%s: scale must be finite and > 0", fam);
     if (!(softcap >= 0.f) || isinf(softcap))
@@ -51,6 +59,14 @@ static inline fmha_status fmhai_validate_common(const char *fam, int batch, int 
     if (nhead_q > FMHAI_GRID_YZ_MAX || batch > FMHAI_GRID_YZ_MAX)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "%s: at most %d heads and batch entries", fam, FMHAI_GRID_YZ_MAX);
     return FMHA_OK;
+}
+
+/* The families with one head dim (hdim_v == hdim_q). */
+static inline fmha_status fmhai_validate_common(const char *fam, int batch, int nhead_q,
+                                                int nhead_k, int hdim_q, int hdim_v, float scale,
+                                                float softcap, fmha_mask_type mask, int wl, int wr)
+{
+    return fmhai_validate_dims(fam, batch, nhead_q, nhead_k, hdim_q, hdim_v, scale, softcap, mask, wl, wr, 0);
 }
 
 /* Strides (elements) must keep every 16-byte copy aligned: multiples of
@@ -80,8 +96,10 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: q/k/v descales need dtype fp8");
     if (((uintptr_t)a->q_descale | (uintptr_t)a->k_descale | (uintptr_t)a->v_descale) & 3u)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: descale pointers must be 4-byte aligned");
-    st = fmhai_validate_common("fwd", a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
-                               a->logits_soft_cap, a->mask_type, a->window_left, a->window_right);
+    /* hdim_v < hdim_q: 16-bit only (the e4m3 forward has Hopper rows of one
+     * head dim) */
+    st = fmhai_validate_dims("fwd", a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
+                             a->logits_soft_cap, a->mask_type, a->window_left, a->window_right, !fp8);
     if (st != FMHA_OK) return st;
     if (fp8 && a->hdim_q % 16 != 0)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: fp8 needs a head dim divisible by 16 (got %d)", a->hdim_q);
@@ -203,6 +221,7 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->seqlen_q = a->seqlen_q; p->seqlen_k = a->seqlen_k;
     p->nhead_q = a->nhead_q; p->head_ratio = a->nhead_q / a->nhead_k;
     p->d = a->hdim_q;
+    p->dv = a->hdim_v;
     p->m_blocks = (fmhai_fwd_max_seqlen_q(a) + tile_m - 1) / tile_m;
     p->q_fp8 = a->dtype == FMHA_DTYPE_FP8;
     p->q_descale = a->q_descale; p->k_descale = a->k_descale; p->v_descale = a->v_descale;

@@ -31,7 +31,8 @@ typedef struct fmhai_fwd_params {
     int64_t alibi_batch;
     int seqlen_q, seqlen_k;      /* batch mode lengths */
     int nhead_q, head_ratio;     /* head_ratio = nhead_q / nhead_k */
-    int d;                       /* problem head dim (<= kernel head dim) */
+    int d;                       /* problem head dim of Q and K (<= kernel head dim) */
+    int dv;                      /* of V and O (<= d; the kernel's V width) */
     int m_blocks;                /* grid.x */
     int mask_kind;               /* fmha_mask_type */
     int window_left, window_right;

@@ -197,6 +197,7 @@ static inline void fmhai_prefill_make_params(const fmha_batch_prefill_args *a, i
     memset(p, 0, sizeof(*p));
     p->q = a->q; p->k = a->k_pool; p->v = a->v_pool; p->o = a->o; p->lse = a->lse;
     p->d = a->hdim_q;
+    p->dv = a->hdim_v;
     p->sinks = a->sinks;
     p->seqstart_q = a->seqstart_q;
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q;

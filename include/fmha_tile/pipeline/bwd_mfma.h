@@ -234,7 +234,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
         fmhai_bwd_mfma_load_rows(fmhai_mfma_opaque(sK), k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN,
                                  s.s_k - j0, p->d, HD, NT, tid);
         fmhai_bwd_mfma_load_rows(fmhai_mfma_opaque(sV), v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN,
-                                 s.s_k - j0, p->d, HD, NT, tid);
+                                 s.s_k - j0, p->hdv, HD, NT, tid);
 
         /* acc_a: dV (single sweep), dV then dK (two sweeps); acc_b: dK */
         fmhai_f32x16 acc_a[FMHAI_FWD_MAX_HD / 32], acc_b[FMHAI_FWD_MAX_HD / 32];
@@ -255,7 +255,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
             fmhai_bwd_next_pos(&mi, &hq, n_m, p->head_ratio);
 
             if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
-                fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0 + ql, s.s_k - j0, p->d,
+                fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0 + ql, s.s_k - j0, p->hdv,
                                         is_bf16, HD, kh);
 #pragma unroll
                 for (int mb = 0; mb < NMB; ++mb)
@@ -274,7 +274,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                                      2 * p->q_row, BM, s.s_q - m0, p->d, HD, NT, tid);
             fmhai_bwd_mfma_load_rows(fmhai_mfma_opaque(sdO),
                                      (const char *)p->dout + 2 * fmhai_bwd_row_off(&s, p->do_row, p->do_head, p->do_batch, h, m0),
-                                     2 * p->do_row, BM, s.s_q - m0, p->d, HD, NT, tid);
+                                     2 * p->do_row, BM, s.s_q - m0, p->hdv, HD, NT, tid);
             fmhai_bwd_load_rowstats(p, &s, jt, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
             __syncthreads();
 
@@ -444,10 +444,10 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
         /* ---- dK (times scale) and dV of the tile ----------------------------- */
         if (TWO_SWEEPS) {
             if (n_it == 0)   /* no sweep ran: dV is 0 too */
-                fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, 1.f, key0 + ql, s.s_k - j0, p->d, is_bf16, HD, kh);
+                fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, 1.f, key0 + ql, s.s_k - j0, p->hdv, is_bf16, HD, kh);
             fmhai_bwd_mfma_store_kv(dk, p->dk_row, acc_a, p->scale, key0 + ql, s.s_k - j0, p->d, is_bf16, HD, kh);
         } else {
-            fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0 + ql, s.s_k - j0, p->d, is_bf16,
+            fmhai_bwd_mfma_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0 + ql, s.s_k - j0, p->hdv, is_bf16,
                                     HD, kh);
             fmhai_bwd_mfma_store_kv(dk, p->dk_row, acc_b, p->scale, key0 + ql, s.s_k - j0, p->d, is_bf16, HD, kh);
         }

@@ -256,7 +256,7 @@ FMHAI_DEVICE void fmhai_bwd_rowdot(const fmhai_bwd_params *p, const fmhai_bwd_se
             const int64_t od = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, i);
 #pragma unroll
             for (int c = lr; c < HD / 8; c += LPR)
-                if (c * 8 < p->d)
+                if (c * 8 < p->hdv)
                     acc += fmhai_dot8(*(const uint4 *)(dout + 2 * (od + c * 8)),
                                       *(const uint4 *)(o + 2 * (oo + c * 8)), is_bf16);
         }
@@ -382,7 +382,7 @@ FMHAI_DEVICE void fmhai_bwd_load_step(const fmhai_bwd_params *p, const fmhai_bwd
     const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
     fmhai_block_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, 16, BM, s->s_q - m0, p->d, HD, NT,
                           tid, 0);
-    fmhai_block_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, 16, BM, s->s_q - m0, p->d, HD,
+    fmhai_block_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, 16, BM, s->s_q - m0, p->hdv, HD,
                           NT, tid, 0);
     fmhai_bwd_load_rowstats(p, s, jt, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
 }
@@ -762,7 +762,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
         __syncthreads();
         fmhai_block_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, 16, BN, s.s_k - j0, p->d, HD,
                               NT, tid, 0);
-        fmhai_block_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, 16, BN, s.s_k - j0, p->d, HD,
+        fmhai_block_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, 16, BN, s.s_k - j0, p->hdv, HD,
                               NT, tid, 0);
         if (n_steps > 0)
             fmhai_bwd_load_step(p, &s, 0, hk * p->head_ratio, m_first * BM, sQ, sdO, sLse, sD, is_bf16, HD, BM, NT,
@@ -798,7 +798,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 fmhai_bwd_store_kv((char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch +
                                                         (int64_t)(s.k_start + j0) * p->dv_row +
                                                         (int64_t)hk * p->dv_head),
-                                   p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+                                   p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->hdv, is_bf16, HD, lane);
 #pragma unroll
                 for (int dt = 0; dt < HD / 8; ++dt)
 #pragma unroll
@@ -1107,10 +1107,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                                         (int64_t)hk * p->dv_head);
         if (TWO_SWEEPS) {
             if (n_it == 0)   /* no sweep ran: dV is 0 too */
-                fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+                fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->hdv, is_bf16, HD, lane);
             fmhai_bwd_store_kv(dk, p->dk_row, acc_a, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
         } else {
-            fmhai_bwd_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
+            fmhai_bwd_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->hdv, is_bf16, HD, lane);
             fmhai_bwd_store_kv(dk, p->dk_row, acc_b, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
         }
     }

@@ -93,7 +93,7 @@ FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd90_params *P, const fmhai
         const int64_t qo = fmhai_bwd_row_off(s, p->q_row, p->q_head, p->q_batch, h, m0);
         const int64_t doo = fmhai_bwd_row_off(s, p->do_row, p->do_head, p->do_batch, h, m0);
         fmhai_wg_load_tile(sQ, (const char *)p->q + 2 * qo, 2 * p->q_row, BM, s->s_q - m0, p->d, HD, NT, tid);
-        fmhai_wg_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, BM, s->s_q - m0, p->d, HD, NT,
+        fmhai_wg_load_tile(sdO, (const char *)p->dout + 2 * doo, 2 * p->do_row, BM, s->s_q - m0, p->hdv, HD, NT,
                            tid);
         if (P->tma && tid == 0) {   /* the step's one arrival */
             if (tx_kv) fmhai_mbar_expect_tx(bar, tx_kv);
@@ -271,7 +271,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             if (!kv_tma) {
                 fmhai_wg_load_tile(sK, k_seq + 2 * (int64_t)j0 * p->k_row, 2 * p->k_row, BN, s.s_k - j0, p->d, HD,
                                    NT, tid);
-                fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s.s_k - j0, p->d, HD,
+                fmhai_wg_load_tile(sV, v_seq + 2 * (int64_t)j0 * p->v_row, 2 * p->v_row, BN, s.s_k - j0, p->hdv, HD,
                                    NT, tid);
             }
             fmhai_bwd90_load_step(P, &s, tau, hk * p->head_ratio, T.m_first * BM, sQ + (tau & 1) * q_bytes,
@@ -445,7 +445,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                         (int64_t)hk * p->dk_head);
         char *dv = (char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch + (int64_t)(s.k_start + j0) * p->dv_row +
                                         (int64_t)hk * p->dv_head);
-        fmhai_bwd_store_kv(dv, p->dv_row, (const float (*)[4])acc_dv, p->dropout_scale, key0, s.s_k - j0, p->d, is_bf16,
+        fmhai_bwd_store_kv(dv, p->dv_row, (const float (*)[4])acc_dv, p->dropout_scale, key0, s.s_k - j0, p->hdv, is_bf16,
                            HD, lane);
         fmhai_bwd_store_kv(dk, p->dk_row, (const float (*)[4])acc_dk, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD,
                            lane);

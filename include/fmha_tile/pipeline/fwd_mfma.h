@@ -594,19 +594,20 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
  * (the rows never run there) keeps the portable body. ALIBI is the row's
  * column value (2: the elementwise bias, which both pipelines carry). */
 FMHAI_DEVICE void fmhai_fwd_gfx9(const fmhai_fwd_params *p, char *smem, const int is_bf16, const int HD,
-                                 const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
+                                 const int HDV, const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int ALIBI, const int PAGING, const int KV_VEC,
                                  const int KV8, const int DEC)
 {
 #if defined(__HIP_DEVICE_COMPILE__) && !defined(FMHAI_DEVICE_HAS_MFMA)
     const int MFMA = 0;
 #else
-    const int MFMA = fmhai_fwd_mfma_serves(HD, BM, BN, NW, KV8, DEC);
+    /* the MFMA pipeline has one head dim: rows of unequal dims run portable */
+    const int MFMA = HDV == HD && fmhai_fwd_mfma_serves(HD, BM, BN, NW, KV8, DEC);
 #endif
     if (MFMA)
         fmhai_fwd_mfma(p, smem, is_bf16, HD, BM, BN, NW, HAS_MASK, SOFTCAP, ALIBI, PAGING, KV_VEC, KV8, DEC);
     else
-        fmhai_fwd_portable(p, smem, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, PAGING, KV_VEC,
+        fmhai_fwd_portable(p, smem, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, PAGING, KV_VEC,
                            KV8, DEC);
 }
 

@@ -191,7 +191,7 @@ FMHAI_DEVICE void fmhai_split_next_k(fmhai_smem_t sK, int64_t *sOff, const int32
 }
 
 FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
-                                     const int is_bf16, const int HD, const int BM,
+                                     const int is_bf16, const int HD, const int HDV, const int BM,
                                      const int BN, const int NW, const int ST,
                                      const int HAS_MASK, const int SOFTCAP, const int AL,
                                      const int PAGING, const int KV_VEC, const int KV8, const int DEC)
@@ -255,15 +255,18 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     fmhai_kv_src ksrc, vsrc;
     fmhai_kv_srcs_of(p, &S, hk, kvb, KV_VEC, &ksrc, &vsrc);
 
+    /* Q and K rows are HD wide, V rows HDV (MLA: 192 and 128); the O tile
+     * reuses Q's rows, HDV <= HD */
     fmhai_smem_t sQ = fmhai_smem_addr(smem);
     fmhai_smem_t sK = sQ + BM * HD * 2;
     fmhai_smem_t sV = sK + ST * BN * HD * 2;
-    const int kv_tile_bytes = BN * HD * 2;
+    const int kv_tile_bytes = BN * HD * 2, v_tile_bytes = BN * HDV * 2;
+    const int tiles_bytes = (BM * HD + ST * BN * (HD + HDV)) * 2;
     /* fp8: the e4m3 K and V tiles, read by the GEMMs, in the (otherwise
      * unused) 16-bit K and V slots: 2 * ST of each fit there. The per-page
      * descales of four tiles [4][K,V][BN] after the staged page offsets or
      * indices */
-    const int extra0 = (BM + 2 * ST * BN) * HD * 2 + FMHAI_PAGE_SMEM_BYTES(PAGING, BN);
+    const int extra0 = tiles_bytes + FMHAI_PAGE_SMEM_BYTES(PAGING, BN);
     fmhai_smem_t sK8 = sK;
     fmhai_smem_t sV8 = sV;
     const int kv8_tile_bytes = BN * HD;
@@ -304,7 +307,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * ahead. A register carries each thread's index across the previous
      * tile's GEMMs, so the table read never stalls a copy. */
     const int STAGE_PAGES = (PAGING == 1);
-    int64_t *sOff = (int64_t *)(smem + (BM + 2 * ST * BN) * HD * 2);   /* [2][K,V][BN] */
+    int64_t *sOff = (int64_t *)(smem + tiles_bytes);   /* [2][K,V][BN] */
     /* Class 3 (pages of 16+ tokens below the tile): tile j's page index per
      * 16-row run sits in sRun[j % 4][0 .. BN/16), copied by cp.async in the
      * commit group of tile j - (STE - 1) (split: with V[j-1]), so the wait
@@ -314,7 +317,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * barrier. A slot is rewritten 4 tiles later, after every thread's last
      * read of it (stages <= 3). */
     const int STAGE_RUNS = (PAGING == 3);
-    const int32_t *sRun = (const int32_t *)(smem + (BM + 2 * ST * BN) * HD * 2);   /* [4][8] */
+    const int32_t *sRun = (const int32_t *)(smem + tiles_bytes);   /* [4][8] */
     const fmhai_smem_t sRunA = fmhai_smem_addr(sRun);
     if (STAGE_PAGES && tid < BN) {
         const int j = SPLIT ? 0 : STE - 1;   /* first tile loaded at a loop top */
@@ -346,8 +349,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             fmhai_issue_kv(sK + s * kv_tile_bytes, sK8 + s * kv8_tile_bytes, &ksrc, 0, n, s_k, p->d,
                            HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
             if (!SPLIT)
-                fmhai_issue_kv(sV + s * kv_tile_bytes, sV8 + s * kv8_tile_bytes, &vsrc, 1, n, s_k,
-                               p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
+                fmhai_issue_kv(sV + s * v_tile_bytes, sV8 + s * kv8_tile_bytes, &vsrc, 1, n, s_k,
+                               p->dv, HDV, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
         }
         if (STAGE_RUNS && !SPLIT && s + STE - 1 < n_iters)
             fmhai_stage_runs(sRunA + ((s + STE - 1) & 3) * 32, &ksrc, n_hi - s - STE, BN, tid,
@@ -375,7 +378,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int dt = 0; dt < HD / 8; ++dt)
+        for (int dt = 0; dt < HDV / 8; ++dt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc_o[mt][dt][e] = 0.f;
 #pragma unroll
@@ -424,12 +427,12 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
      * 32-key group, so lane/8 picks the 8-key tile */
     const fmhai_smem_t k8_base = sK8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
     const fmhai_smem_t v8_base = sV8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
-    const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HD * 2,
+    const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HDV * 2,
                                                 (lane / 8) / 2, lane % 8);
     /* VECTORIZED (chunk-major, fmhai_cmaj): K lane/8 picks (column half, key
      * half) of 16 keys x 16 columns; V^T lane/8 picks (key half, d half) */
     const fmhai_smem_t kc_base = sK + fmhai_cmaj(((lane / 8) / 2) * 8 + lane % 8, (lane / 8) % 2, BN);
-    const fmhai_smem_t vt_base = sV + fmhai_cmaj(((lane / 8) / 2) * 8 + lane % 8, (lane / 8) % 2, HD);
+    const fmhai_smem_t vt_base = sV + fmhai_cmaj(((lane / 8) / 2) * 8 + lane % 8, (lane / 8) % 2, HDV);
 
     for (int it = 0; it < n_iters; ++it) {
         const int n = n_hi - 1 - it;
@@ -472,8 +475,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     fmhai_issue_kv(sK + kslot * kv_tile_bytes, sK8 + kslot * kv8_tile_bytes,
                                    &ksrc, 0, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
                                    p->kv_off64, KV_VEC, KV8);
-                fmhai_issue_kv(sV + slot * kv_tile_bytes, sV8 + kslot * kv8_tile_bytes, &vsrc,
-                               1, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64,
+                fmhai_issue_kv(sV + slot * v_tile_bytes, sV8 + kslot * kv8_tile_bytes, &vsrc,
+                               1, nn, s_k, p->dv, HDV, BN, NT, tid, PAGING, p->page_log2, p->kv_off64,
                                KV_VEC, KV8);
             }
             /* class 3: the run indices of the tile issued STE - 1 tiles later
@@ -665,7 +668,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     }
                 row_sum[mt][hf] = row_sum[mt][hf] * alpha + sum;
 #pragma unroll
-                for (int dt = 0; dt < HD / 8; ++dt) {
+                for (int dt = 0; dt < HDV / 8; ++dt) {
                     acc_o[mt][dt][2 * hf] *= alpha;
                     acc_o[mt][dt][2 * hf + 1] *= alpha;
                 }
@@ -727,7 +730,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
          * V: 32 keys of d chunk dn per ldmatrix; acc_o[2 dn] takes the even d
          * of the chunk, acc_o[2 dn + 1] the odd ones. */
 #pragma unroll
-        for (int dn = 0; dn < HD / 16 && KV8; ++dn) {
+        for (int dn = 0; dn < HDV / 16 && KV8; ++dn) {
 #pragma unroll
             for (int kq = 0; kq < BN / 32; ++kq) {
                 uint32_t vf[4][2];
@@ -746,15 +749,15 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             }
         }
 #pragma unroll
-        for (int dn = 0; dn < HD / 16 && !KV8; ++dn) {
+        for (int dn = 0; dn < HDV / 16 && !KV8; ++dn) {
 #pragma unroll
             for (int kp = 0; kp < BN / 16; ++kp) {
                 uint32_t vb[4];
                 if (KV_VEC)
-                    fmhai_warp_ldsm_x4(vb, vt_base + buf * kv_tile_bytes + kp * 2 * HD * 16 + dn * 256);
+                    fmhai_warp_ldsm_x4(vb, vt_base + buf * v_tile_bytes + kp * 2 * HDV * 16 + dn * 256);
                 else
-                    fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * kv_tile_bytes +
-                                                 kp * 16 * HD * 2);
+                    fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * v_tile_bytes +
+                                                 kp * 16 * HDV * 2);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     fmhai_warp_mma_16816(acc_o[mt][2 * dn], pa[mt][kp], vb, is_bf16);
@@ -798,7 +801,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 f = fmhai_sink_fold(p->sinks[h + (DEC ? R % PR : 0)], ms, &sum, &m_ln);
             const float inv = sum > 0.f ? f * v_ds / sum : 0.f;
 #pragma unroll
-            for (int dt = 0; dt < HD / 8; ++dt) {
+            for (int dt = 0; dt < HDV / 8; ++dt) {
                 acc_o[mt][dt][2 * hf] *= inv;
                 acc_o[mt][dt][2 * hf + 1] *= inv;
             }
@@ -832,14 +835,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                 const int R = m0 + warp_row0 + mt * 16 + g + 8 * hf;
                 if (R >= s_rows) continue;
                 float *dst = p->ws_o + ((int64_t)split * p->ws_rows +
-                                        ((int64_t)b * p->nhead_q + h + R % PR) * s_q + dec_qi[mt][hf]) * p->d;
+                                        ((int64_t)b * p->nhead_q + h + R % PR) * s_q + dec_qi[mt][hf]) * p->dv;
 #pragma unroll
-                for (int dt = 0; dt < HD / 8 && !KV8; ++dt)
-                    if (dt * 8 < p->d)
+                for (int dt = 0; dt < HDV / 8 && !KV8; ++dt)
+                    if (dt * 8 < p->dv)
                         *(float2 *)(dst + dt * 8 + 2 * t) = make_float2(acc_o[mt][dt][2 * hf], acc_o[mt][dt][2 * hf + 1]);
 #pragma unroll
-                for (int dn = 0; dn < HD / 16 && KV8; ++dn)
-                    if (dn * 16 < p->d) {
+                for (int dn = 0; dn < HDV / 16 && KV8; ++dn)
+                    if (dn * 16 < p->dv) {
                         const float *e = acc_o[mt][2 * dn], *o = acc_o[mt][2 * dn + 1];
                         float4 v;
                         v.x = e[2 * hf]; v.y = o[2 * hf]; v.z = e[2 * hf + 1]; v.w = o[2 * hf + 1];
@@ -849,12 +852,13 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         return;
     }
     /* O goes through this warp's own rows of the Q tile (only this warp reads
-     * them), then out with 16-byte coalesced stores. */
+     * them; HDV columns of the HD-wide rows), then out with 16-byte
+     * coalesced stores. */
     fmhai_sync_warp();
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int dt = 0; dt < HD / 8 && !KV8; ++dt)
+        for (int dt = 0; dt < HDV / 8 && !KV8; ++dt)
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 int r = warp_row0 + mt * 16 + g + 8 * hf;
@@ -870,7 +874,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int dn = 0; dn < HD / 16 && KV8; ++dn)
+        for (int dn = 0; dn < HDV / 16 && KV8; ++dn)
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 int r = warp_row0 + mt * 16 + g + 8 * hf;
@@ -882,12 +886,12 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     fmhai_sync_warp();
     char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch +
                   (int64_t)(q_start + (DEC ? 0 : m0)) * p->o_row + (int64_t)h * p->o_head);
-    const int chunks = HD / 8;
+    const int chunks = HDV / 8;
 #pragma unroll
     for (int i = 0; i < MT * 16 * chunks / 32; ++i) {
         int idx = lane + 32 * i;
         int r = warp_row0 + idx / chunks, c = idx % chunks;
-        if (m0 + r < s_rows && c * 8 < p->d) {
+        if (m0 + r < s_rows && c * 8 < p->dv) {
             uint4 v;
 #if defined(FMHA_PLATFORM_NVIDIA)
             asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"

@@ -529,17 +529,17 @@ FMHAI_DEVICE void fmhai_fwd90_tma_init(fmhai_smem_t bars, int n, int ltid)
  * the tensor map's), lane i of the load warpgroup's first warp issuing box
  * i; its rows land 128 bytes each from row i * box of every block. */
 FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk, fmhai_smem_t dv, fmhai_smem_t bar,
-                                     int tok, int hk, int kb, int blocks, int BN, int eb, const int32_t *pages,
-                                     int ltid)
+                                     int tok, int hk, int kb, int blocks, int vblocks, int BN, int eb,
+                                     const int32_t *pages, int ltid)
 {
     int r = 0, c1 = tok, c3 = kb;
     if (!pages) {   /* one thread, a box a block */
         if (ltid != 0) return;
-        fmhai_mbar_expect_tx(bar, 2 * blocks * BN * 128);
+        fmhai_mbar_expect_tx(bar, (blocks + vblocks) * BN * 128);
     } else {
         if (ltid >= 32) return;
         const int box = min(BN, 1 << p->page_log2);
-        if (ltid == 0) fmhai_mbar_expect_tx(bar, 2 * blocks * BN * 128);
+        if (ltid == 0) fmhai_mbar_expect_tx(bar, (blocks + vblocks) * BN * 128);
         __syncwarp();
         if (ltid * box >= BN) return;
         r = ltid * box;
@@ -548,7 +548,7 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
     }
     for (int c = 0; c < blocks; ++c) {
         fmhai_tma_load4(dk + c * BN * 128 + r * 128, p->tma_k, c * 128 / eb, c1, hk, c3, bar);
-        fmhai_tma_load4(dv + c * BN * 128 + r * 128, p->tma_v, c * 128 / eb, c1, hk, c3, bar);
+        if (c < vblocks) fmhai_tma_load4(dv + c * BN * 128 + r * 128, p->tma_v, c * 128 / eb, c1, hk, c3, bar);
     }
 }
 
@@ -573,7 +573,7 @@ FMHAI_DEVICE void fmhai_fwd90_tma_bias(const fmhai_fwd_params *p, fmhai_smem_t s
 }
 
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
-                                 const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
+                                 const int HDV, const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC,
                                  const int FP8)
 {
@@ -614,8 +614,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     /* the TMA mbarriers [3] (one a stage; fp8: one a staging tile) first */
     const fmhai_smem_t sBar = raw;
     const fmhai_smem_t sQ = (raw + 64u + 1023u) & ~1023u;
+    /* K rows are HD wide, V rows HDV (MLA: 192 and 128; FP8: equal) */
     const int kv_bytes = BN * HD * EB;
-    const int v_bytes = FP8 ? HD * 128 : kv_bytes;   /* FP8: V^T [HD][BN] in 128-byte rows */
+    const int v_bytes = FP8 ? HD * 128 : BN * HDV * EB;   /* FP8: V^T [HD][BN] in 128-byte rows */
     const fmhai_smem_t sK = sQ + BM * HD * EB, sV = sK + ST * kv_bytes;
     /* paged: the page index of each row of the next two tiles [2][BN];
      * FP8: two staging tiles of V rows [2][BN][HD] instead */
@@ -682,8 +683,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
                 if (TMA && i > 0)
                     fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i,
-                                       (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HD * EB / 128, BN, EB,
-                                       PAGED ? sPg + i * BN : 0, ltid);
+                                       (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HD * EB / 128,
+                                       HD * EB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid);
                 else
                     fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
                                          (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
@@ -712,7 +713,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                     if (TMA)
                         fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, sBar + 8 * (j & 1),
                                            (PAGED ? 0 : S.k_start) + (tn - 2 - j) * BN, hk, S.kv_b, HD * EB / 128,
-                                           BN, EB, PAGED ? sPg + ((j + 2) % 3) * BN : 0, ltid);
+                                           HD * EB / 128, BN, EB, PAGED ? sPg + ((j + 2) % 3) * BN : 0, ltid);
                     else
                         fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
                                              sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
@@ -767,16 +768,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (TB && ltid == 0) fmhai_fwd90_tma_bias(p, sB + st * b_bytes, sBBar + 8 * st, jk, m0, h, b_eff, BM, BN);
             const int32_t *rows = sPage + (j & 1) * BN;
             if (TMA && j > 0) {
-                fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * kv_bytes, sBar + 8 * st,
-                                   (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, HD * EB / 128, BN, EB,
+                fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * v_bytes, sBar + 8 * st,
+                                   (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, HD * EB / 128, HDV * EB / 128, BN, EB,
                                    PAGED ? rows : 0, ltid);
-            } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups */
-                fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * kv_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
+            } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups (HDV == HD) */
+                fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * v_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
                                       BN, 128, ltid, p->page_log2, p->kv_off64);
             } else {
                 fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
                                  p->kv_off64, K_KIND);
-                fmhai_wg_load_kv(sV + st * kv_bytes, &vs, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
+                fmhai_wg_load_kv(sV + st * v_bytes, &vs, rows, jk, s_k, p->dv, HDV, BN, 128, ltid, p->page_log2,
                                  p->kv_off64, V_KIND);
             }
             fmhai_copy_commit();
@@ -802,13 +803,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     }
     fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : PDS ? 224 : 232);
 
-    float acc_o[FMHAI_FWD_MAX_HD / 2];
+    float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns */
     float row_max[2], row_sum[2];
 #pragma unroll
-    for (int i = 0; i < HD / 2; ++i) acc_o[i] = 0.f;
+    for (int i = 0; i < HDV / 2; ++i) acc_o[i] = 0.f;
     row_max[0] = row_max[1] = NEG_INF;
     row_sum[0] = row_sum[1] = 0.f;
-    fmhai_wg_fence_acc(acc_o, HD / 2);   /* the zeros in place before any product is in flight */
+    fmhai_wg_fence_acc(acc_o, HDV / 2);   /* the zeros in place before any product is in flight */
     /* FP8: the q and k descales scale the logits, v's the output */
     float scale_log2 = p->scale_log2, softcap_pre = p->softcap_pre, o_scale = 1.f;
     if (FP8) {
@@ -835,7 +836,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * registers leave too few for the Philox rounds (12 bytes spilled), and
      * at 64 the code alone, never run, cost the kernel without dropout 3%
      * (at 128: within 1%) */
-    const int DROP = !FP8 && !PAGED && HD == 128 && p->dropout_thr != 0u;
+    const int DROP = !FP8 && !PAGED && HD == 128 && HDV == 128 && p->dropout_thr != 0u;
 
     /* The MMA warpgroups take turns issuing their products (TURN + wg, in
      * warpgroup order): a turn issues one tile's P V and the next tile's S,
@@ -865,10 +866,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             const int buf = it % ST, nbuf = (it + 1) % ST;
             fmhai_wg_wait(0);   /* S of tile it (and P V of tile it - 1) done */
             fmhai_wg_fence_acc(acc_s, BN / 2);
-            fmhai_wg_fence_acc(acc_o, HD / 2);
+            fmhai_wg_fence_acc(acc_o, HDV / 2);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, buf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
+                                slope, t, is_bf16, HDV, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
                                 TB ? sBl + buf * b_bytes : 0u, BM, scale_log2, softcap_pre, FP8, PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0,
                                 vinv, vratio);
             if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
@@ -877,17 +878,17 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
             fmhai_fwd90_full_sync(nbuf, wg, NWG);   /* tile it + 1 landed */
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
-            fmhai_wg_fence_acc(acc_o, HD / 2);
+            fmhai_wg_fence_acc(acc_o, HDV / 2);
             fmhai_wg_fence();
             if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + buf * v_bytes, HD, BN);
-            else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * kv_bytes, HD, BN, is_bf16, KV_VEC);
+            else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
             fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                               fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
             /* P V of tile it done: its stage is free for tile it + ST (the
              * load warpgroup waits only for the stages it refills) */
             fmhai_wg_wait(1);
-            fmhai_wg_fence_acc(acc_o, HD / 2);
+            fmhai_wg_fence_acc(acc_o, HDV / 2);
             if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
             /* the next tile's bias words, under its S product */
             if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 2 - it, BN, t, s_q, s_k);
@@ -895,21 +896,21 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         const int it = W.n_iters - 1;
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_s, BN / 2);
-        fmhai_wg_fence_acc(acc_o, HD / 2);
+        fmhai_wg_fence_acc(acc_o, HDV / 2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, it % ST, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HD, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
+                            t, is_bf16, HDV, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
                             TB ? sBl + (it % ST) * b_bytes : 0u, BM, scale_log2, softcap_pre, FP8, PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
                             vratio);
         if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
-        fmhai_wg_fence_acc(acc_o, HD / 2);
+        fmhai_wg_fence_acc(acc_o, HDV / 2);
         fmhai_wg_fence();
         if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + (it % ST) * v_bytes, HD, BN);
-        else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * kv_bytes, HD, BN, is_bf16, KV_VEC);
+        else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * v_bytes, HDV, BN, is_bf16, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
-        fmhai_wg_fence_acc(acc_o, HD / 2);
+        fmhai_wg_fence_acc(acc_o, HDV / 2);
     }
     if (PDS) o_scale *= vref;
     if (DROP) o_scale *= p->dropout_scale;   /* the kept elements' 256 / (256 - thr) */
@@ -938,15 +939,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         char *orow = o_ptr + 2 * (int64_t)row * p->o_row;
 #pragma unroll
-        for (int dt = 0; dt < HD / 8; ++dt) {
+        for (int dt = 0; dt < HDV / 8; ++dt) {
             const int col = dt * 8 + 2 * t;
-            if (col < p->d)
+            if (col < p->dv)
                 *(uint32_t *)(orow + 2 * col) =
                     fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv, acc_o[4 * dt + 2 * hf + 1] * inv, is_bf16 || FP8);
         }
     }
 #else
-    (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
+    (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)HDV; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
     (void)SOFTCAP; (void)AL; (void)PAGING; (void)KV_VEC; (void)FP8;
 #endif
 }

@@ -56,9 +56,12 @@ FMHAI_DEVICE void fmhai_block_load_tile(fmhai_smem_t dst, const char *src, int64
     const int64_t gstep = rstep * row_bytes;
     const char *g = src + r0 * row_bytes + c * chunk_bytes;
     const int rv = rows_valid - r0;
+    /* a tile of rows not a multiple of rstep (MLA's V: 16 chunks a row over
+     * 192 threads) ends in a partial pass */
 #pragma unroll
-    for (int i = 0; i < rows / rstep; ++i) {
+    for (int i = 0; i < (rows + rstep - 1) / rstep; ++i) {
         const int r = r0 + i * rstep;
+        if (rows % rstep != 0 && r >= rows) break;
         const int ok = col_ok && (i * rstep < rv);
         fmhai_copy_async16(dst + fmhai_tile_off(r, c, hd, lin), ok ? g : src, ok);
         g = (const char *)fmhai_opaque_ptr(g + gstep);

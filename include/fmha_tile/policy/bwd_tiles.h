@@ -46,6 +46,13 @@
 #define FMHAI_TILES_SM80_BWD_256(Y, ...)  Y(__VA_ARGS__, SM80,    64,    64,    4,     2) \
                                           Y(__VA_ARGS__, SM80,    64,    64,    4,     1)
 #endif
+/* hdim 192 (MLA training: hdim_q 192, hdim_v 128 runs it with V padded): a
+ * row of 24 16-byte chunks needs 6 warps (96 keys) and two sweeps. Not in
+ * the default set; compile-checked only (ptxas, sm_90a: 16-32 bytes of
+ * spill, BWD_DET 224, as the 256 rows' 100-500). */
+#ifndef FMHAI_TILES_SM80_BWD_192
+#define FMHAI_TILES_SM80_BWD_192(Y, ...)  Y(__VA_ARGS__, SM80,    64,    96,    6,     2)
+#endif
 /* the streaming stages: tile_m rows per block (tile_n, stages unused) */
 #define FMHAI_TILES_SM80_BWD_AUX(Y, ...)  Y(__VA_ARGS__, SM80,    64,     0,    4,     1)
 
@@ -92,6 +99,7 @@
 #  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_SM90A_BWD_128(Y, __VA_ARGS__) \
                                       FMHAI_TILES_SM80_BWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_SM80_BWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_192(Y, ...) FMHAI_TILES_SM80_BWD_192(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_SM80_BWD_AUX(Y, __VA_ARGS__)
 #endif
 

@@ -28,6 +28,14 @@
 #define FMHAI_TILES_SM80_FWD_64(Y, ...)  Y(__VA_ARGS__, SM80,   128,    64,    4,     2)
 #define FMHAI_TILES_SM80_FWD_128(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    4,     1)
 #define FMHAI_TILES_SM80_FWD_256(Y, ...) Y(__VA_ARGS__, SM80,   128,    64,    8,     1)
+/* hdim 192 and MLA's (192, 128): a Q row of 24 16-byte chunks needs a thread
+ * count divisible by 24 (threads_cover_row_chunks), so 6 warps of 16 rows,
+ * two blocks per SM (170 registers a thread). (192, 128): 64-key tiles on
+ * the split schedule (76 KB); 192: its O accumulator takes 96 registers, so
+ * 32-key tiles in a 2-stage ring (84 KB; 64-key tiles spilled 28 bytes).
+ * ptxas -v on sm_90a: no spills, 163-168 registers. Not yet tuned on a GPU. */
+#define FMHAI_TILES_SM80_FWD_192(Y, ...)     Y(__VA_ARGS__, SM80,    96,    32,    6,     2)
+#define FMHAI_TILES_SM80_FWD_192_128(Y, ...) Y(__VA_ARGS__, SM80,    96,    64,    6,     1)
 
 /* ---- NVIDIA Hopper, wgmma pipeline (pipeline/fwd_sm90.h; sm_90a only) ------
  * The contiguous forward (FWD rows) and 16-bit batch prefill (PREFILL and
@@ -55,6 +63,18 @@
  * Paged rows keep 64 (their page classes want a power-of-two tile). */
 #ifndef FMHAI_TILES_SM90A_FWDC_256
 #define FMHAI_TILES_SM90A_FWDC_256(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
+#endif
+/* hdim 192 and DeepSeek MLA prefill's (192, 128), contiguous forward. (192,
+ * 128): O is 128 wide, so registers are as at hdim 128 (S as m64n128, 12
+ * k-steps over three 64-column panels); Q 48 KB, a stage of K 48 KB + V
+ * 32 KB: 2 stages of 128 keys (209 KB). 192: O takes 96 registers, so key
+ * tiles of 80 as at 256 (2 stages, 169 KB). ptxas -v: no spills, no
+ * serialised or waited-for wgmma (C7512/C7517) in any variant; not yet
+ * measured on a GPU. The (192, 128) candidate to measure against: 3 stages
+ * of 80 keys (128, 80, 12, 3; 198 KB, also without spills). */
+#ifndef FMHAI_TILES_SM90A_FWDC_192
+#define FMHAI_TILES_SM90A_FWDC_192(Y, ...)     Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
+#define FMHAI_TILES_SM90A_FWDC_192_128(Y, ...) Y(__VA_ARGS__, SM90A,  128,   128,   12,     2)
 #endif
 
 /* Elementwise-bias forward rows (BIAS column) of the Hopper pipeline: the
@@ -183,6 +203,13 @@
 #  define FMHAI_TILES_FWDCB_128(Y, ...) FMHAI_TILES_SM90A_FWDB_128(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCB_256(Y, ...) FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_192(Y, ...) FMHAI_TILES_SM80_FWD_192(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_192_128(Y, ...) FMHAI_TILES_SM80_FWD_192_128(Y, __VA_ARGS__)
+/* head dims 192 and (192, 128): the contiguous forward only */
+#  define FMHAI_TILES_FWDC_192(Y, ...) FMHAI_TILES_SM90A_FWDC_192(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_192(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_192_128(Y, ...) FMHAI_TILES_SM90A_FWDC_192_128(Y, __VA_ARGS__) \
+                                           FMHAI_TILES_SM80_FWD_192_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -214,27 +241,30 @@
 #define FMHAI_FWD_PIPE_SM80 "portable_mma"
 #define FMHAI_FWD_PIPE_GFX9 "portable_mma"
 #define FMHAI_FWD_PIPE_SM90A "wgmma"
-#define FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)
+#define FMHAI_FWD_SMEM_SM80(hd, hdv, bm, bn, st, pg, vec, kv8) FMHAI_KERNEL_SMEM_BYTES(hd, hdv, bm, bn, st, pg, vec, kv8)
 /* GFX9 rows run the MFMA pipeline (pipeline/fwd_mfma.h; FMHAI_FWD_CHECKS_GFX9
- * admits no other shape): Q and one K and one V slot, whatever the pages
- * (looked up per row) and the KV type (e4m3 tiles decode into the 16-bit
- * slots; their descales sit in the Q tile while Q is in registers). */
-#define FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8) (((bm) + 2 * (bn)) * (hd) * 2)
+ * admits no other shape; unequal head dims never reach it): Q and one K and
+ * one V slot, whatever the pages (looked up per row) and the KV type (e4m3
+ * tiles decode into the 16-bit slots; their descales sit in the Q tile
+ * while Q is in registers). */
+#define FMHAI_FWD_SMEM_GFX9(hd, hdv, bm, bn, st, pg, vec, kv8) (((bm) + 2 * (bn)) * (hd) * 2)
 /* Hopper: the tiles (fp8: Q, K stages, V^T stages of 128-byte rows, two V
  * staging tiles), 64 bytes of TMA mbarriers and 1024 of alignment, paged: the row pages (16-bit:
  * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
  * [3][4] fp32). */
-#define FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8)                                  \
-    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st)) + 1088 + \
+#define FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8)                             \
+    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1088 + \
      ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0))
 /* A row's shared memory with its bias column (bias 1: a BIAS row): the
  * Hopper pipeline adds a [BM][BN] 16-bit bias slot a stage where it
  * carries the bias (the 16-bit contiguous forward up to hdim 128). */
 #define FMHAI_FWD90_HAS_BIAS_SMEM(hd, pg, kv8, bias) ((bias) && !(kv8) && (pg) == 0 && (hd) <= 128)
-#define FMHAI_FWD_XSMEM_SM80(hd, bm, bn, st, pg, vec, kv8, bias) FMHAI_FWD_SMEM_SM80(hd, bm, bn, st, pg, vec, kv8)
-#define FMHAI_FWD_XSMEM_GFX9(hd, bm, bn, st, pg, vec, kv8, bias) FMHAI_FWD_SMEM_GFX9(hd, bm, bn, st, pg, vec, kv8)
-#define FMHAI_FWD_XSMEM_SM90A(hd, bm, bn, st, pg, vec, kv8, bias)  \
-    (FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) +          \
+#define FMHAI_FWD_XSMEM_SM80(hd, hdv, bm, bn, st, pg, vec, kv8, bias) \
+    FMHAI_FWD_SMEM_SM80(hd, hdv, bm, bn, st, pg, vec, kv8)
+#define FMHAI_FWD_XSMEM_GFX9(hd, hdv, bm, bn, st, pg, vec, kv8, bias) \
+    FMHAI_FWD_SMEM_GFX9(hd, hdv, bm, bn, st, pg, vec, kv8)
+#define FMHAI_FWD_XSMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8, bias) \
+    (FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8) +         \
      (FMHAI_FWD90_HAS_BIAS_SMEM(hd, pg, kv8, bias) ? (st) * (bm) * (bn) * 2 : 0))
 #define FMHAI_FWD_MINB_SM80(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
 #define FMHAI_FWD_MINB_GFX9(hd, bm, w) FMHAI_FWD_MIN_BLOCKS(hd, bm, w)
@@ -244,8 +274,9 @@
 #define FMHAI_PAGES_OK_SM90A(upg, pg) ((upg) != FMHA_ANY || (pg) <= 1)
 
 /* Blocks per SM the compiler must fit in registers (__launch_bounds__).
- * Rows-per-warp x head dim of 256 (e.g. 32 x 128, 16 x 256) needs the whole
- * 255-register budget; smaller ones aim at 256 query rows per SM. */
+ * Rows-per-warp x head dim (hd: the O accumulator's, hdim_v) of 256 (e.g.
+ * 32 x 128, 16 x 256) needs the whole 255-register budget; smaller ones aim
+ * at 256 query rows per SM. */
 #define FMHAI_FWD_MIN_BLOCKS(hd, bm, w) \
     (((bm) / (16 * (w))) * (hd) >= 256 || (w) < 4 ? 1 : ((bm) >= 256 ? 1 : 256 / (bm)))
 
@@ -264,15 +295,15 @@
     ((pg) == 0 ? 0 : (pg) % (bn) == 0 ? 2 : (pg) < FMHAI_PAGE_RUN ? 1 : 3)
 
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V
- * (16-bit). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
+ * (16-bit; K rows hd wide, V rows hdv). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
  * int64; class 3, the staged run page indices [4][8] int32 (4 tiles in
  * flight at most, 8 runs of a 128-key tile); fp8 KV (whose e4m3 K and V
  * tiles take the 16-bit slots), the per-page descales [4][K,V][bn] fp32 and
  * the query rows' scales [bm] fp32. */
-#define FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) (((bm) + 2 * (st) * (bn)) * (hd) * 2)
+#define FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st) (((bm) * (hd) + (st) * (bn) * ((hd) + (hdv))) * 2)
 #define FMHAI_PAGE_SMEM_BYTES(paging, bn) ((paging) == 1 ? 32 * (bn) : (paging) == 3 ? 4 * 8 * 4 : 0)
-#define FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8)                                 \
-    (FMHAI_FWD_SMEM_BYTES(hd, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn), bn) + \
+#define FMHAI_KERNEL_SMEM_BYTES(hd, hdv, bm, bn, st, pg, vec, kv8)                            \
+    (FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn), bn) + \
      ((kv8) ? 32 * (bn) + 4 * (bm) : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands
@@ -297,27 +328,33 @@
 #define FMHAI_TUNED_PAGES_DECODE_VEC(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 64)
 #endif
 
-/* C(name, condition, message) over a row's (hd, bm, bn, warps, stages, page,
- * vectorized, fp8 KV); page is 0 for families without a paged KV cache,
- * vectorized 1 for VECTORIZED KV pages, kv8 1 for e4m3 KV. */
-#define FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                          \
+/* C(name, condition, message) over a row's (hd, hdv, bm, bn, warps, stages,
+ * page, vectorized, fp8 KV); hd is the Q/K head dim, hdv the V/O one (equal
+ * but for rows such as 192_128), page is 0 for families without a paged KV
+ * cache, vectorized 1 for VECTORIZED KV pages, kv8 1 for e4m3 KV. */
+#define FMHAI_FWD_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                     \
     C(hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                    \
       "kernel head dim must be 64, 128, 192 or 256")                                       \
+    C(hdim_v_64_to_hdim, (hdv) % 64 == 0 && (hdv) >= 64 && (hdv) <= (hd),                  \
+      "kernel hdim_v must be 64, 128, 192 or 256 and at most the head dim")                \
+    C(hdim_v_below_hdim_contiguous_16bit, (hdv) == (hd) || ((pg) == 0 && !(vec) && !(kv8)), \
+      "a row of unequal head dims (e.g. 192_128) takes contiguous 16-bit K/V")             \
     C(warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                            \
     C(tile_m_16_or_32_rows_per_warp, (bm) == 16 * (w) || (bm) == 32 * (w),                 \
       "tile_m must be 16*warps or 32*warps")                                               \
     C(tile_n_multiple_of_16, (bn) % 16 == 0 && (bn) >= 16 && (bn) <= 128,                  \
       "tile_n must be a multiple of 16 in 16..128")                                        \
     C(stages_1_to_3, (st) >= 1 && (st) <= 3, "stages must be 1..3")                        \
-    C(threads_cover_row_chunks, (w) >= 1 && ((w) * 32) % ((hd) / 8) == 0,                  \
-      "warps*32 must be a multiple of hdim/8: each copy pass gives every thread one "      \
+    C(threads_cover_row_chunks, (w) >= 1 && ((w) * 32) % ((hd) / 8) == 0 && ((w) * 32) % ((hdv) / 8) == 0, \
+      "warps*32 must be a multiple of hdim/8 and hdim_v/8: each copy pass gives every thread one " \
       "16-byte chunk of a row (hdim 192 needs 3 or 6 warps)")                              \
     C(tiles_split_over_threads,                                                            \
       (w) >= 1 && ((bn) * (hd) / 8) % ((w) * 32) == 0 && ((bm) * (hd) / 8) % ((w) * 32) == 0, \
-      "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count")                 \
+      "tile_m*hd/8 and tile_n*hd/8 must be multiples of the thread count (a V tile of "   \
+      "hdv < hd is contiguous: its copy may end in a partial pass)")                      \
     C(registers_rows_x_hdim, (w) >= 1 && ((bm) / (16 * (w))) * (hd) <= 256,                \
       "rows per warp x head dim must be <= 16 x 256 (accumulator registers)")              \
-    C(shared_memory_227k, FMHAI_KERNEL_SMEM_BYTES(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
+    C(shared_memory_227k, FMHAI_KERNEL_SMEM_BYTES(hd, hdv, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")                                      \
     C(page_size_power_of_two, (pg) == 0 || ((pg) >= 1 && (pg) <= 2048 && ((pg) & ((pg) - 1)) == 0), \
       "page size must be a power of two in 1..2048")                                      \
@@ -334,20 +371,23 @@
       "FP8 KV: tile_n must be a multiple of 32 (one e4m3 K ldmatrix covers 32 keys)")
 
 /* C(...) over a row of the Hopper pipeline (on top of the above). */
-#define FMHAI_FWD90_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                        \
-    C(fwd90_hdim_64_128_256, (hd) == 64 || (hd) == 128 || (hd) == 256,                    \
-      "the wgmma forward has head dims 64, 128 and 256")                                   \
+#define FMHAI_FWD90_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                   \
+    C(fwd90_hdim, (((hd) == 64 || (hd) == 128 || (hd) == 256) && (hdv) == (hd)) ||        \
+      ((hd) == 192 && ((hdv) == 192 || (hdv) == 128) && !(pg) && !(kv8)),                 \
+      "the wgmma forward has head dims 64, 128, 256, and 192 or 192_128 (16-bit, "         \
+      "contiguous K/V)")                                                                    \
     C(fwd90_block_rows_warps, (((bm) == 128 && (w) == 12) || ((bm) == 192 && (w) == 16 && (hd) == 64)) && \
       (st) >= 2 && (st) <= 3,                                                               \
       "the wgmma forward's block is 128 rows and 12 warps (hdim 64: or 192 rows and 16 warps), " \
       "2 or 3 stages")                                                                      \
-    C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128) || ((hd) == 256 && (bn) == 80 && !(kv8) && !(pg)), \
-      "the wgmma forward's key tile is 128 (hdim 64/128) or 64 (hdim 256: O takes 128 registers; " \
-      "the contiguous forward's may be 80)")                                               \
+    C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128) || ((hd) == 256 && (bn) == 80 && !(kv8) && !(pg)) || \
+      ((hd) == 192 && ((bn) == 80 || (bn) == 64)),                                         \
+      "the wgmma forward's key tile is 128 (hdim 64/128, 192_128) or 64 (hdim 256: O takes 128 " \
+      "registers; the contiguous forward's may be 80; hdim 192 and 192_128: 80 or 64)")    \
     C(fwd90_fp8_rows, !(kv8) || (((hd) == 128 || (hd) == 256) && (st) == 3 && !(vec)),    \
       "the wgmma pipeline's fp8 rows have head dim 128 or 256, 3 stages (the load "         \
       "warpgroup issues tile j + 2 after handing tile j over) and LINEAR pages if paged")   \
-    C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
+    C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")
 /* The fallback rule (CK's "fast pipeline falls back to the portable one"),
  * written once: S(name, condition, why not) over a forward or batch-prefill
@@ -356,18 +396,23 @@
  * an sm_90 device. Selection never picks a Hopper row for a problem
  * that fails a line (the portable rows serve it), and a plan names the
  * first failing line as the reason it runs portable (fmhai_fwd90_why_not).
- * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256),
+ * Served today: fp16/bf16, every head dim up to 256 (kernels 64/128/256, and
+ * 192 and 192_128 where a set declares them), hdim_v below hdim_q on the
+ * contiguous forward (MLA's 192 / 128: the 192_128 kernel; else V zero-
+ * filled past hdim_v in a kernel of one head dim),
  * contiguous K/V and paged K/V of every page size in both layouts, every
  * mask, soft cap, ALiBi, LSE, GQA, batch and group mode, dropout (the
  * contiguous forward, head dims 65-128: the hdim-128 kernel), elementwise
  * bias (the contiguous 16-bit forward, head dims up to 128); e4m3 (kernels 128
  * and 256): the forward, and batch prefill over LINEAR e4m3 pages with e4m3
  * queries (per-tensor or per-page descales). */
-#define FMHAI_FWD90_SERVES(S, dt, q8, hd, pg, layout, drop, bias)                              \
+#define FMHAI_FWD90_SERVES(S, dt, q8, hd, hdv, pg, layout, drop, bias)                         \
     S(fwd90_fp8_queries, (dt) != FMHA_DTYPE_FP8 || (q8),                                  \
       "portable pipeline: fp8 KV with bf16 queries (the wgmma pipeline multiplies e4m3 by " \
       "e4m3: pass e4m3 queries to run on it)")                                              \
     S(fwd90_hdim, (hd) <= 256, "portable pipeline: head dim above 256")                     \
+    S(fwd90_hdim_v, (hdv) == (hd) || (pg) == 0, "portable pipeline: hdim_v below hdim_q over " \
+      "paged K/V")                                                                           \
     S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
       ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \
       "portable pipeline: page size above 2048 or an unknown KV layout")                     \
@@ -391,20 +436,30 @@
 #define FMHAI_CONSTRAINT_CHECK(name, cond, msg) if (!(cond)) return #name ": " msg;
 
 /* NULL when the row is valid, else "constraint_name: message". */
+static inline const char *fmhai_fwd_row_violation2(int hd, int hdv, int bm, int bn, int w, int st, int pg,
+                                                   int vec, int kv8)
+{
+    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, hdv, bm, bn, w, st, pg, vec, kv8)
+    return 0;
+}
 static inline const char *fmhai_fwd_row_violation(int hd, int bm, int bn, int w, int st, int pg,
                                                   int vec, int kv8)
 {
-    FMHAI_FWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec, kv8)
-    return 0;
+    return fmhai_fwd_row_violation2(hd, hd, bm, bn, w, st, pg, vec, kv8);
 }
 
 /* The same for a row of the Hopper pipeline (its own block shape). */
+static inline const char *fmhai_fwd90_row_violation2(int hd, int hdv, int bm, int bn, int w, int st,
+                                                     int pg, int vec, int kv8)
+{
+    (void)vec;   /* both layouts */
+    FMHAI_FWD90_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, hdv, bm, bn, w, st, pg, vec, kv8)
+    return 0;
+}
 static inline const char *fmhai_fwd90_row_violation(int hd, int bm, int bn, int w, int st, int pg,
                                                     int vec, int kv8)
 {
-    (void)vec;   /* both layouts */
-    FMHAI_FWD90_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st, pg, vec, kv8)
-    return 0;
+    return fmhai_fwd90_row_violation2(hd, hd, bm, bn, w, st, pg, vec, kv8);
 }
 
 #endif /* FMHA_TILE_POLICY_FWD_TILES_H */

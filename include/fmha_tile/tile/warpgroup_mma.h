@@ -80,7 +80,8 @@ FMHAI_DEVICE int fmhai_wg_tile_off(int r, int c, int rows)
 }
 
 /* rows x hd tile from global rows `row_bytes` apart; rows >= rows_valid and
- * columns >= d are zero-filled. Each thread keeps one column chunk. The
+ * columns >= d are zero-filled. Each thread keeps one column chunk (when
+ * the thread count is a multiple of the row's chunks). The
  * base and thread index are hidden from the optimiser: otherwise the
  * swizzled addresses of every call site are hoisted out of the caller's
  * loop and held (or spilled) across the whole step; forming them here
@@ -89,6 +90,23 @@ FMHAI_DEVICE void fmhai_wg_load_tile(fmhai_smem_t dst, const char *src, int64_t 
                                      int rows_valid, int d, int hd, int nthreads, int tid)
 {
     asm volatile("" : "+r"(dst), "+r"(tid));
+    if (nthreads % (hd / 8) != 0) {
+        /* rows of a chunk count the threads do not divide (hdim 192: 24
+         * over 128): a flat walk of the tile's chunks (rows * hd / 8 a
+         * multiple of nthreads) */
+        const int chunks = hd / 8, rstep = nthreads / chunks, cstep = nthreads % chunks;
+        int r = tid / chunks, c = tid % chunks;   /* stepped, not divided: the load warpgroup has few registers */
+        const char *g = src + r * row_bytes + c * 16;
+#pragma unroll
+        for (int i = 0; i < rows * chunks / nthreads; ++i) {
+            const int ok = c * 8 < d && r < rows_valid;
+            fmhai_copy_async16(dst + fmhai_wg_tile_off(r, c, rows), ok ? g : src, ok);
+            r += rstep; c += cstep;
+            g += rstep * row_bytes + cstep * 16;
+            if (c >= chunks) { c -= chunks; ++r; g += row_bytes - chunks * 16; }
+        }
+        return;
+    }
     const int chunks = hd / 8, rstep = nthreads / chunks;
     const int r0 = tid / chunks, c = tid % chunks;
     const int col_ok = c * 8 < d;
@@ -449,7 +467,7 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
  * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
  * read MN-major (fmhai_wg_load_tile's layout with K rows) or, b_cmaj, B^T as
  * a chunk-major [N][K] tile read K-major (fmhai_wg_desc_cmaj; VECTORIZED V
- * lands as V^T so), N = 64, 128 or 256. */
+ * lands as V^T so), N = 64, 128, 192 (as 128 + 64) or 256. */
 FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16,
                                    int b_cmaj)
 {
@@ -459,9 +477,19 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
         /* a 16-deep k-step: 16 rows of 128 bytes on (MN-major), or two
          * chunk columns of N rows on (chunk-major) */
         const uint64_t dk = db + (uint64_t)((b_cmaj ? kq * 2 * N * 16 : kq * 2048) >> 4);
-        if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
-        else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
-        else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        if (N == 256) {
+            fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        } else if (N == 192) {
+            /* n128, then n64 for columns 128..191 (n-tiles 16..23, acc + 64):
+             * two 64-column panels on, or 128 chunk-major rows */
+            fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+            fmhai_wg_mma_rs_n64(acc + 64, a[kq], dk + (uint64_t)((b_cmaj ? 128 * 16 : 2 * K * 128) >> 4), 1,
+                                is_bf16, b_cmaj);
+        } else if (N == 128) {
+            fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        } else {
+            fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        }
     }
     fmhai_wg_commit();
 }
