@@ -424,8 +424,8 @@
       "the wgmma kernel's registers are full)")
 
 #define FMHAI_FWD_CHECKS_SM80(C, ...) FMHAI_FWD_CONSTRAINTS(C, __VA_ARGS__)
-#define FMHAI_FWD_CHECKS_GFX9(C, hd, bm, bn, w, st, pg, vec, kv8)                           \
-    FMHAI_FWD_CONSTRAINTS(C, hd, bm, bn, w, st, pg, vec, kv8)                              \
+#define FMHAI_FWD_CHECKS_GFX9(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                      \
+    FMHAI_FWD_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                         \
     C(gfx9_mfma_shape, (w) % 2 == 0 && (bm) == 16 * (w) && (bn) % 32 == 0 && (hd) % 32 == 0, \
       "GFX9 rows run the MFMA pipeline: tile_m = 16 * warps (warps even: 32 rows a wave64), " \
       "tile_n and the head dim multiples of 32")
