@@ -399,6 +399,9 @@ typedef struct fmha_kernel_info {
     int hdim_v;              /* V/O columns of the kernel (<= hdim; equal
                                 but for the forward's unequal rows, e.g.
                                 192_128): serves hdim_v <= it               */
+    int has_dropout;         /* dropout compiled in (DROPOUT rows: the
+                                wgmma pipeline's hdim-64 kernel; elsewhere
+                                dropout is decided at run time)             */
 } fmha_kernel_info;
 
 /* What selection picked for a problem (fmha_fwd_check). */

@@ -137,6 +137,7 @@ class FmhaKernelInfo(ctypes.Structure):
         ("kv_layout", _c_enum),
         ("has_bias", ctypes.c_int),
         ("hdim_v", ctypes.c_int),
+        ("has_dropout", ctypes.c_int),
     ]
 
 

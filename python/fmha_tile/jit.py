@@ -82,7 +82,8 @@ BIAS_FAMILIES = ("FWD", "BWD", "BWD_DET")
 DTYPES = ("FP16", "BF16", "FP8")
 MASKS = ("NOMASK", "MASK")
 SOFTCAPS = ("NOSOFTCAP", "SOFTCAP")
-ALIBIS = ("NOALIBI", "ALIBI", "BIAS")   # BIAS: elementwise bias, FWD and dq_dk_dv rows only
+ALIBIS = ("NOALIBI", "ALIBI", "BIAS", "DROPOUT")   # BIAS: elementwise bias, FWD and dq_dk_dv rows only;
+                                                   # DROPOUT: dropout compiled in, FWD rows only
 
 # The archs the library is built for (the Makefile's FMHA_TILE_ARCHS): sm_80
 # code runs on every sm_8x GPU (the portable pipeline), sm_90a on Hopper
@@ -189,6 +190,9 @@ def normalize_row(cols):
         if c6 == "BIAS" and fam not in BIAS_FAMILIES:
             raise InvalidRowError(text, "column_alibi", "BIAS (elementwise bias) is a column value of FWD, BWD and "
                                   "BWD_DET rows only")
+        if c6 == "DROPOUT" and fam != "FWD":
+            raise InvalidRowError(text, "column_alibi", "DROPOUT (dropout compiled in) is a column value of FWD "
+                                  "rows only")
     tiles = tuple(ANY if _is_any(c) else _number(c, n, text)
                   for c, n in zip(cols[6:], COLUMNS[6:]))
     return (fam, dt, hd, mask, sc, c6) + tiles

@@ -552,6 +552,23 @@ static void build_configs(void)
         add(c, 1);
         c.set = &portable_set;
         add(c, 0);
+        /* hdim 64 on the wgmma DROPOUT rows: no mask, causal with GQA, a
+         * padded head dim, device seed and offset; a set without DROPOUT
+         * rows (portable_set) agrees */
+        c = cfg_batch(B, 2, 8, 2, 333, 520, 64);
+        c.dropout = 0.2f;
+        add(c, 1);
+        c.set = &portable_set;
+        add(c, 0);
+        c = cfg_batch(F, 2, 8, 1, 300, 300, 64);
+        c.dropout = 0.4f;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 3, 4, 2, 129, 200, 40);
+        c.dropout = 0.1f;
+        c.drop_rng = 1;
+        cfg_mask(&c, TL, 30, 10);
+        add(c, 0);
     }
 
     /* 15. elementwise bias (BIAS rows): fp16/bf16/fp32 bias, per head or

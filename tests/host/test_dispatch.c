@@ -98,9 +98,10 @@ static void test_expansion(void)
     CHECK(all_valid, "every expanded row meets the constraints");
     CHECK(found_explicit, "explicit row is built as written");
     CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
-    CHECK(fmha_set_size(&set_default) == 96 + 8 + 8,
+    CHECK(fmha_set_size(&set_default) == 96 + 8 + 8 + 4,
           "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows, + BIAS (hdim 64/128) x 2 dtypes x 2 arch "
-          "rows, + 192_128 (MASK, NOMASK) x 2 dtypes x 2 arch rows");
+          "rows, + 192_128 (MASK, NOMASK) x 2 dtypes x 2 arch rows, + DROPOUT (hdim 64, MASK, NOMASK) x 2 dtypes, "
+          "wgmma only");
     CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
           "fmha_set_kernel out of range gives NULL");
     {
@@ -396,6 +397,31 @@ static void test_prefill_classes(void)
         CHECK(st == FMHA_OK && plan.kernel->arch == FMHA_ARCH_SM90A && starts_with(plan.why, "fast pipeline"),
               "fwd default set on sm_90: the wgmma kernel, and the plan says why");
     }
+    {   /* dropout: d 64 on the wgmma DROPOUT row, d 128 on the plain
+         * hdim-128 kernel, d 64 without dropout never on a DROPOUT row, and
+         * the portable set (no DROPOUT rows) on the portable pipeline */
+        fmha_fwd_plan plan;
+        fmha_fwd_args a = good_args();
+        fmha_status st;
+        int d, ok = 1;
+        for (d = 32; d <= 128; d += 32) {
+            a = good_args();
+            a.hdim_q = a.hdim_v = d;
+            a.dropout_p = 0.1f;
+            st = fmha_fwd_check(&set_default, &a, &plan);
+            if (st != FMHA_OK || plan.kernel->arch != FMHA_ARCH_SM90A ||
+                plan.kernel->has_dropout != (d <= 64) || plan.kernel->hdim != (d <= 64 ? 64 : 128))
+                ok = 0;
+            a.dropout_p = 0.f;
+            st = fmha_fwd_check(&set_default, &a, &plan);
+            if (st != FMHA_OK || plan.kernel->has_dropout) ok = 0;
+        }
+        CHECK(ok, "fwd dropout on sm_90: d <= 64 on the wgmma DROPOUT row, 65..128 on the hdim-128 kernel; "
+                  "without dropout never a DROPOUT row");
+        a = good_args(); a.hdim_q = a.hdim_v = 64; a.dropout_p = 0.1f;
+        st = fmha_fwd_check(&set_a, &a, &plan);
+        CHECK(st == FMHA_OK && plan.kernel->arch != FMHA_ARCH_SM90A, "fwd dropout d 64 in a set without DROPOUT rows: the portable hdim-64 row (less padding)");
+    }
 }
 
 /* The FP8 (e4m3) forward: Hopper rows only (hdim 128 and 256), e4m3 Q/K/V
@@ -457,7 +483,7 @@ static void test_fp8_fwd(void)
             rows_ok = 0;
     }
     CHECK(n == 16 && rows_ok, "fp8 fwd set: 16 sm_90a wgmma rows (hdim 128 and 256 x 8 variants), names say fp8");
-    CHECK(fmha_set_size(&set_fwd_all) == 112 + 16, "16-bit and fp8 forward rows in one set: 112 + 16 kernels");
+    CHECK(fmha_set_size(&set_fwd_all) == 116 + 16, "16-bit and fp8 forward rows in one set: 116 + 16 kernels");
 
     /* selection on sm_90: the smallest fp8 kernel >= d, in the fp8 set and next to the 16-bit rows */
     fmhai_test_device.cc = 90;

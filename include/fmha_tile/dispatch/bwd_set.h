@@ -138,7 +138,7 @@
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, bm, bn, w, st, arch), FMHAI_FAM_##fam,             \
         FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al & 1, bm, bn, w, st,        \
         FMHAI_CAT(FMHAI_BWD_PIPE_, arch),                                                          \
-        FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS, hd },   \
+        FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS, hd, 0 }, \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },

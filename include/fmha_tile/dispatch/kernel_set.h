@@ -20,10 +20,15 @@
  *               it serves hdim_q <= 192 with hdim_v <= 128
  *       mask    NOMASK | MASK        (MASK serves every mask type at run time)
  *       softcap NOSOFTCAP | SOFTCAP  (logits soft cap compiled in or out)
- *       alibi   NOALIBI | ALIBI | BIAS   (FWD rows, and the backward's
- *               BWD / BWD_DET rows in bwd_set.h; BIAS: CK's elementwise
- *               bias, fmha_fwd_args.bias, in place of ALiBi: the column
- *               is CK's bias enum {no_bias, alibi, elementwise_bias})
+ *       alibi   NOALIBI | ALIBI | BIAS | DROPOUT   (FWD rows, and but
+ *               DROPOUT the backward's BWD / BWD_DET rows in bwd_set.h;
+ *               BIAS: CK's elementwise bias, fmha_fwd_args.bias, in place
+ *               of ALiBi: the column is CK's bias enum {no_bias, alibi,
+ *               elementwise_bias}; DROPOUT (FWD): no bias, dropout
+ *               compiled in: the wgmma hdim-64 kernel, whose plain row
+ *               leaves dropout out (it cost that kernel 3%); every other
+ *               kernel decides dropout at run time; a DROPOUT row serves
+ *               only problems with dropout)
  *       page    smallest KV page size served, a power of two 1..2048, or
  *               FMHA_ANY (tuned classes: PREFILL 1, 16 and 64; PREFILL_VEC
  *               1 and 64; DECODE 0 (contiguous cache), 1, 16 and 64;
@@ -135,6 +140,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ON_ALIBI 1
 #define FMHAI_ON_NOALIBI 0
 #define FMHAI_ON_BIAS 2      /* the pipelines' ALiBi column value 2: elementwise bias */
+#define FMHAI_ON_DROPOUT 4   /* value 4: no ALiBi, dropout compiled in (wgmma hdim 64) */
 #define FMHAI_ONS_MASK "_mask"
 #define FMHAI_ONS_NOMASK "_nmask"
 #define FMHAI_ONS_SOFTCAP "_softcap"
@@ -142,6 +148,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ONS_ALIBI "_alibi"
 #define FMHAI_ONS_NOALIBI "_nalibi"
 #define FMHAI_ONS_BIAS "_bias"
+#define FMHAI_ONS_DROPOUT "_dropout"
 #define FMHAI_FAM_FWD FMHA_FAMILY_FWD
 #define FMHAI_FAM_PREFILL FMHA_FAMILY_BATCH_PREFILL
 #define FMHAI_FAM_PREFILL_VEC FMHA_FAMILY_BATCH_PREFILL
@@ -252,7 +259,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, pg, bm, bn, w, st, arch), FMHAI_FAM_##fam,       \
         FMHAI_DT_##dt, FMHAI_HDQ(hd), FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al) & 1,   \
         bm, bn, w, st, FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg,            \
-        FMHAI_LAYOUT_##fam, FMHAI_ON_##al == FMHAI_ON_BIAS, FMHAI_HDV(hd) },                        \
+        FMHAI_LAYOUT_##fam, FMHAI_ON_##al == FMHAI_ON_BIAS, FMHAI_HDV(hd),                          \
+        FMHAI_ON_##al == FMHAI_ON_DROPOUT },                        \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
       FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg, FMHAI_VEC_##fam, \
                                         FMHAI_KV8(dt), FMHAI_ON_##al == FMHAI_ON_BIAS),                \
@@ -270,6 +278,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_TTB_NOALIBI
 #define FMHAI_TTB_ALIBI
 #define FMHAI_TTB_BIAS B
+#define FMHAI_TTB_DROPOUT D
 #define FMHAI_TILEROWS_1(R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)                         \
     FMHAI_CAT(FMHAI_TILES_, FMHAI_CAT(FMHAI_CAT(FMHAI_TTAB_##fam##_##dt, FMHAI_TTB_##al), _##hd))(      \
         R, fam, dt, hd, mask, sc, al, upg, pg, bm, bn, w, st)
@@ -389,8 +398,14 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(FWD, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD, dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #endif
+/* Dropout on the wgmma hdim-64 kernel (DROPOUT rows: Hopper only; the
+ * other head dims decide dropout at run time). */
+#define FMHAI_DEFAULT_FWD_DROP_HD(X, dt, hd)                                              \
+    X(FWD, dt, hd, NOMASK, NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, MASK,   NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define FMHAI_DEFAULT_FWD_DT(X, dt)        \
     FMHAI_DEFAULT_FWD_HD(X, dt, 64)        \
+    FMHAI_DEFAULT_FWD_DROP_HD(X, dt, 64)   \
     FMHAI_DEFAULT_FWD_HD(X, dt, 128)       \
     FMHAI_DEFAULT_FWD_HD(X, dt, 256)       \
     FMHAI_DEFAULT_FWD_MLA(X, dt)           \

@@ -258,10 +258,14 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
     FMHAI_MISS(e->smem_bytes > d->smem_optin, "shared memory")
     FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && fmhai_is_fwd_family(pb->family) && fmhai_fwd90_why_not(pb),
                "pipeline (the fallback rule sends this problem to the portable pipeline)")
-    /* the rule reads the problem's head dim; a wider wgmma kernel (256
-     * serving d <= 128) has no dropout code */
-    FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && pb->dropout && e->info.hdim != 128,
-               "pipeline (the wgmma pipeline carries dropout in its hdim-128 kernel only)")
+    /* the rule reads the problem's head dim; of the wgmma kernels only the
+     * hdim-128 one (run-time dropout) and DROPOUT rows have dropout code;
+     * a DROPOUT row serves problems with dropout only (the plain row
+     * without its dropout code is faster) */
+    FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && pb->dropout && !e->info.has_dropout &&
+               !(e->info.hdim == 128 && fmhai_info_hdv(&e->info) == 128),
+               "pipeline (the wgmma pipeline carries dropout in its hdim-128 kernel and DROPOUT rows only)")
+    FMHAI_MISS(e->info.has_dropout && !pb->dropout, "dropout (a DROPOUT row serves problems with dropout only)")
     /* likewise a wider wgmma kernel has no bias code (compiled out at 256) */
     FMHAI_MISS(e->info.arch == FMHA_ARCH_SM90A && pb->bias && e->info.hdim > 128,
                "pipeline (the wgmma pipeline carries the elementwise bias in its hdim-64/128 kernels only)")
@@ -569,12 +573,13 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
         fmhai_json_put(buf, cap, &len,
                        "%s\n  {\"name\": \"%s\", \"family\": \"%s\", \"dtype\": \"%s\", \"hdim_q\": %d, "
                        "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"bias\": %s, "
-                       "\"tile\": [%d, %d], "
+                       "\"dropout\": %s, \"tile\": [%d, %d], "
                        "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
                        "\"page_size\": %d, \"kv_layout\": \"%s\", \"smem_bytes\": %d}",
                        first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, fmhai_info_hdv(k),
                        k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
-                       k->has_alibi ? "true" : "false", k->has_bias ? "true" : "false", k->tile_m, k->tile_n,
+                       k->has_alibi ? "true" : "false", k->has_bias ? "true" : "false",
+                       k->has_dropout ? "true" : "false", k->tile_m, k->tile_n,
                        k->warps, k->stages,
                        k->pipeline, fmhai_arch_name(k->arch), k->page_size,
                        k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED ? "vectorized" : "linear",

@@ -831,12 +831,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const int BIAS_PRE = BIAS && HD <= 64, BIAS16 = BIAS_PRE && !TB && p->bias_dt != FMHA_DTYPE_FP32;
     uint32_t bw[2][FMHAI_FWD_MAX_BN / 8];
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
-    /* dropout: 16-bit, contiguous K/V, the hdim-128 kernel only (the
-     * portable pipeline serves the rest, FMHAI_FWD90_SERVES): at 256 O's 128
-     * registers leave too few for the Philox rounds (12 bytes spilled), and
-     * at 64 the code alone, never run, cost the kernel without dropout 3%
-     * (at 128: within 1%) */
-    const int DROP = !FP8 && !PAGED && HD == 128 && HDV == 128 && p->dropout_thr != 0u;
+    /* dropout: 16-bit, contiguous K/V, the hdim-128 kernel, and the hdim-64
+     * kernel of DROPOUT rows (AL 4; the registry sends every other problem
+     * with dropout to one of those or to the portable pipeline,
+     * FMHAI_FWD90_SERVES): at 256 O's 128 registers leave too few for the
+     * Philox rounds (12 bytes spilled), and at 64 the code alone, never
+     * run, cost the kernel without dropout 3% (at 128: within 1%), so only
+     * the DROPOUT row carries it there */
+    const int DROP = !FP8 && !PAGED && ((HD == 128 && HDV == 128) || (AL == 4 && HD == HDV && HD <= 128)) &&
+                     p->dropout_thr != 0u;
 
     /* The MMA warpgroups take turns issuing their products (TURN + wg, in
      * warpgroup order): a turn issues one tile's P V and the next tile's S,

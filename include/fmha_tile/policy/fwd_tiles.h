@@ -169,6 +169,9 @@
 #  define FMHAI_TILES_FWDCB_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCB_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCB_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
@@ -210,6 +213,13 @@
                                        FMHAI_TILES_SM80_FWD_192(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_192_128(Y, ...) FMHAI_TILES_SM90A_FWDC_192_128(Y, __VA_ARGS__) \
                                            FMHAI_TILES_SM80_FWD_192_128(Y, __VA_ARGS__)
+/* DROPOUT rows: the wgmma kernel alone at hdim 64 (the portable one takes
+ * dropout at run time in its plain rows); as the plain rows elsewhere */
+#  define FMHAI_TILES_FWDCD_64(Y, ...)  FMHAI_TILES_SM90A_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_128(Y, ...) FMHAI_TILES_FWDC_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_256(Y, ...) FMHAI_TILES_FWDC_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_192(Y, ...) FMHAI_TILES_FWDC_192(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_192_128(Y, ...) FMHAI_TILES_FWDC_192_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -230,6 +240,8 @@
  * bias is refused at run time: fmhai_fwd_check). */
 #define FMHAI_TILES_FP8FWDB_128(Y, ...) FMHAI_TILES_FP8FWD_128(Y, __VA_ARGS__)
 #define FMHAI_TILES_FP8FWDB_256(Y, ...) FMHAI_TILES_FP8FWD_256(Y, __VA_ARGS__)
+#define FMHAI_TILES_FP8FWDD_128(Y, ...) FMHAI_TILES_FP8FWD_128(Y, __VA_ARGS__)
+#define FMHAI_TILES_FP8FWDD_256(Y, ...) FMHAI_TILES_FP8FWD_256(Y, __VA_ARGS__)
 
 /* Per-arch pieces of a forward row: the pipeline's name, its shared memory
  * and the blocks per SM it is built for, and the page classes a wildcard
@@ -402,7 +414,9 @@
  * filled past hdim_v in a kernel of one head dim),
  * contiguous K/V and paged K/V of every page size in both layouts, every
  * mask, soft cap, ALiBi, LSE, GQA, batch and group mode, dropout (the
- * contiguous forward, head dims 65-128: the hdim-128 kernel), elementwise
+ * contiguous forward up to head dim 128: the hdim-128 kernel, and the
+ * hdim-64 kernel of DROPOUT rows; a set without them pads d <= 64 into the
+ * hdim-128 kernel), elementwise
  * bias (the contiguous 16-bit forward, head dims up to 128); e4m3 (kernels 128
  * and 256): the forward, and batch prefill over LINEAR e4m3 pages with e4m3
  * queries (per-tensor or per-page descales). */
@@ -416,9 +430,9 @@
     S(fwd90_pages, (pg) >= 0 && (pg) <= 2048 &&                                            \
       ((layout) == FMHA_KV_LAYOUT_LINEAR || (layout) == FMHA_KV_LAYOUT_VECTORIZED),        \
       "portable pipeline: page size above 2048 or an unknown KV layout")                     \
-    S(fwd90_dropout, !(drop) || ((pg) == 0 && (hd) > 64 && (hd) <= 128),                   \
-      "portable pipeline: dropout outside the hdim-128 kernel (at 256 its registers are full, " \
-      "at 64 the code cost the kernel without dropout 3%) or over paged K/V")                \
+    S(fwd90_dropout, !(drop) || ((pg) == 0 && (hd) <= 128 && (hdv) == (hd)),               \
+      "portable pipeline: dropout above head dim 128 (at 256 the wgmma kernel's registers "  \
+      "are full), with hdim_v below hdim_q, or over paged K/V")                              \
     S(fwd90_bias, !(bias) || ((pg) == 0 && (hd) <= 128 && (dt) != FMHA_DTYPE_FP8),         \
       "portable pipeline: elementwise bias outside the hdim-64/128 16-bit kernels (at 256 "  \
       "the wgmma kernel's registers are full)")
