@@ -34,21 +34,6 @@ DECL_FMHA_KERNEL_SET(kernels, KERNELS)
 
 enum { B = 2, H = 8, HK = 2, SQ = 200, SK = 300, D = 64 };
 
-/* rel-L2 of a downloaded bf16 tensor against the reference; -1 when an
- * element is not finite (unwritten: still the NaN poison) */
-static double err16(const uint16_t *got, const float *ref, size_t n)
-{
-    fmha_ref_err e;
-    size_t i;
-    fmha_ref_err_init(&e);
-    for (i = 0; i < n; i++) {
-        const float g = fmha_ref_bf16_to_f32(got[i]);
-        if (!isfinite(g)) return -1.0;
-        fmha_ref_err_add(&e, g, ref[i]);
-    }
-    return fmha_ref_err_rel_l2(&e);
-}
-
 int main(void)
 {
     const size_t nb = (size_t)H * SQ * SK;   /* [1, h, s_q, s_k] */
@@ -157,7 +142,7 @@ int main(void)
         }
     }
     for (w = 0; w < 4; w++) {
-        err[w] = err16(got[0][w], ref[w], n[w]);
+        err[w] = fx_err_bf16(got[0][w], ref[w], n[w]);
         same = same && !memcmp(got[0][w], got[1][w], n[w] * 2);
     }
     ok = same && !fwd_bad;

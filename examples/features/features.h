@@ -194,6 +194,22 @@ static inline int fx_report(const fx_check *c, double tol, const char *what, con
 /* rel-L2 tolerance of a 16-bit output (the project's test tolerances) */
 static inline double fx_tol(int is_bf16) { return is_bf16 ? 1e-2 : 2e-3; }
 
+/* rel-L2 of a downloaded bf16 tensor (e.g. a gradient) against the
+ * reference; -1 when an element is not finite (unwritten: still the NaN
+ * poison) */
+static inline double fx_err_bf16(const uint16_t *got, const float *ref, size_t n)
+{
+    fmha_ref_err e;
+    size_t i;
+    fmha_ref_err_init(&e);
+    for (i = 0; i < n; i++) {
+        const float g = fmha_ref_bf16_to_f32(got[i]);
+        if (!isfinite(g)) return -1.0;
+        fmha_ref_err_add(&e, g, ref[i]);
+    }
+    return fmha_ref_err_rel_l2(&e);
+}
+
 /* ---------------------------------------------------------------------------
  * A batch-mode forward problem: Q [b, s_q, h, d], K/V [b, s_k, h_k, d], O
  * like Q ("bshd", strides in elements), LSE [b, h, s_q]

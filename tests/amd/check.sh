@@ -179,15 +179,8 @@ mfma_gate() {
     tail -n +2 "$gate" | sed '1s/^/    /'
 }
 
-# gfx950 (OCP e4m3, 160 KB of LDS) joins where the compiler knows it
-# (clang-19 does not; the arch layer is ready for it).
-archs="gfx942 gfx90a"
-if echo 'int fmha_gfx950_probe;' | "$cxx" -x hip -nogpulib -nogpuinc --cuda-device-only --offload-arch=gfx950 \
-        -fsyntax-only - > /dev/null 2>&1; then
-    archs="$archs gfx950"
-else
-    echo "SKIP amd_compile_gfx950: $cxx does not know gfx950"
-fi
+# the archs (gfx950 where the compiler knows it)
+amd_name=amd_compile; . "$(dirname "$0")/amd_archs.sh"
 
 # The kernels, device-only, every arch at once.
 for arch in $archs; do

@@ -40,14 +40,8 @@ echo "amd mfma check: $cxx ($("$cxx" --version | head -n 1))"
 base="-x hip -nogpulib -nogpuinc -std=c++17 -Wall -Wextra -Iinclude -DFMHA_AMD_DEVICE_CHECK_ONLY -include tests/amd/hip_prelude.h"
 src=tests/amd/mfma_check.hip
 
-# gfx950 (fp8 MFMA on OCP e4m3) joins where the compiler knows it
-archs="gfx942 gfx90a"
-if echo 'int fmha_gfx950_probe;' | "$cxx" -x hip -nogpulib -nogpuinc --cuda-device-only --offload-arch=gfx950 \
-        -fsyntax-only - > /dev/null 2>&1; then
-    archs="$archs gfx950"
-else
-    echo "SKIP amd_mfma_compile_gfx950: $cxx does not know gfx950"
-fi
+# the archs (gfx950 where the compiler knows it)
+amd_name=amd_mfma_compile; . "$(dirname "$0")/amd_archs.sh"
 
 # device passes of every arch side by side
 for arch in $archs; do

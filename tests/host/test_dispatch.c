@@ -763,7 +763,7 @@ static void test_head_dims(void)
     /* the token: two numbers, one name */
     CHECK(fmha_set_size(&set_hd) == 4 && k0->hdim == 192 && k0->hdim_v == 128 && k3->hdim == 192 &&
               k3->hdim_v == 192 && strstr(k0->name, "fmha_fwd_d192_128_bf16_mask") == k0->name &&
-              strstr(k0->name, "_b128x128_w12_s2_wgmma_sm90a") && strstr(k1->name, "_b96x64_w6_s1_portable_mma_sm80") &&
+              strstr(k0->name, "_b128x80_w12_s3_wgmma_sm90a") && strstr(k1->name, "_b96x64_w6_s1_portable_mma_sm80") &&
               strstr(k3->name, "fmha_fwd_d192_fp16_nmask") == k3->name,
           "192_128 rows: hdim 192, hdim_v 128, named d192_128 (a wgmma and a portable tuned row); plain 192 is both");
     CHECK(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 0, 0, 0) == NULL &&
@@ -775,7 +775,8 @@ static void test_head_dims(void)
     CHECK(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 16, 0, 0) &&
               strstr(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 16, 0, 0), "contiguous_16bit"),
           "unequal dims with paged K/V: constraint hdim_v_below_hdim_contiguous_16bit");
-    CHECK(fmhai_fwd90_row_violation2(192, 128, 128, 128, 12, 2, 0, 0, 0) == NULL &&
+    CHECK(fmhai_fwd90_row_violation2(192, 128, 128, 80, 12, 3, 0, 0, 0) == NULL &&
+              fmhai_fwd90_row_violation2(192, 128, 128, 128, 12, 2, 0, 0, 0) == NULL &&
               fmhai_fwd90_row_violation2(192, 192, 128, 80, 12, 2, 0, 0, 0) == NULL,
           "the tuned wgmma 192_128 and 192 rows are valid");
     CHECK(fmhai_fwd90_row_violation2(192, 128, 128, 128, 12, 2, 16, 0, 0) != NULL &&

@@ -8,6 +8,7 @@
  *                      through its SGLang 1-D or vLLM 2-D page table
  *   fmhai_fwd_keys_of  the key tiles a query tile visits under its mask, and
  *                      which of them need no mask arithmetic
+ *   fmhai_fwd_split_share  a split-KV split's share of those tiles (decode)
  *   fmhai_sink_fold    an attention sink joins a row's softmax in the epilogue
  *   fmhai_bias_rows / fmhai_bias_row / fmhai_bias_pair / fmhai_bias_elem
  *                      the elementwise bias (BIAS kernels): a block's rows,
@@ -112,6 +113,18 @@ FMHAI_DEVICE void fmhai_fwd_keys_of(const fmhai_fwd_params *p, int HAS_MASK, int
     W->f_hi = f_hi;
     W->c_lo = c_lo;
     W->c_hi = c_hi;
+}
+
+/* Split-KV (decode): split `split` of num_splits takes its share of the
+ * visible key tiles, cut as fmhai_splitkv_range (dispatch/splitkv.h) cuts
+ * them: *n_hi and *n_iters narrowed from W's. */
+FMHAI_DEVICE void fmhai_fwd_split_share(const fmhai_fwd_keys *W, int split, int num_splits, int *n_hi,
+                                        int *n_iters)
+{
+    const int per = (W->n_iters + num_splits - 1) / num_splits;
+    const int t0 = min(split * per, W->n_iters), t1 = min(t0 + per, W->n_iters);
+    *n_hi = W->n_lo + t1;
+    *n_iters = t1 - t0;
 }
 
 /* Attention sink of a row (sink: natural-log logit) folded into its

@@ -238,14 +238,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     fmhai_fwd_keys_of(p, HAS_MASK, m0 / PR, m_last / PR, s_q, s_k, BN, &W);
     const int f_lo = W.f_lo, f_hi = W.f_hi, c_hi = W.c_hi, c_lo = W.c_lo;
     int n_hi = W.n_hi, n_iters = W.n_iters;
-    if (DEC && p->num_splits > 1) {
-        /* split-KV: this split's share of the visible tiles, as
-         * fmhai_splitkv_range (dispatch/splitkv.h) cuts them */
-        const int per = (n_iters + p->num_splits - 1) / p->num_splits;
-        const int t0 = min(split * per, n_iters), t1 = min(t0 + per, n_iters);
-        n_hi = W.n_lo + t1;
-        n_iters = t1 - t0;
-    }
+    if (DEC && p->num_splits > 1) fmhai_fwd_split_share(&W, split, p->num_splits, &n_hi, &n_iters);
 
     /* element sizes: e4m3 KV (and queries) take one byte */
     const int Q8 = KV8 && p->q_fp8;

@@ -65,16 +65,17 @@
 #define FMHAI_TILES_SM90A_FWDC_256(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
 #endif
 /* hdim 192 and DeepSeek MLA prefill's (192, 128), contiguous forward. (192,
- * 128): O is 128 wide, so registers are as at hdim 128 (S as m64n128, 12
- * k-steps over three 64-column panels); Q 48 KB, a stage of K 48 KB + V
- * 32 KB: 2 stages of 128 keys (209 KB). 192: O takes 96 registers, so key
- * tiles of 80 as at 256 (2 stages, 169 KB). ptxas -v: no spills, no
- * serialised or waited-for wgmma (C7512/C7517) in any variant; not yet
- * measured on a GPU. The (192, 128) candidate to measure against: 3 stages
- * of 80 keys (128, 80, 12, 3; 198 KB, also without spills). */
+ * 128): O is 128 wide, so registers are as at hdim 128; Q 48 KB, a stage
+ * of 80 keys K 30 KB + V 20 KB: 3 stages (198 KB). Measured (H200, bf16,
+ * bench_fwd --hdim 192 --hdim_v 128, 2k / 8k, non-causal and causal):
+ * 128 x 80 in 3 stages 526-528 / 411 / 573-575 / 536 TFLOPS, 0.97-1.00 of
+ * hdim 128 in the same run; 128 x 64 in 3 stages 520 / 418 / 562-572 /
+ * 540; 128 x 128 in 2 stages (209 KB) 466 / 390 / 485-493 / 482. 192: O
+ * takes 96 registers, so key tiles of 80 as at 256 (2 stages, 169 KB).
+ * ptxas -v: no spills, no serialised or waited-for wgmma (C7512/C7517). */
 #ifndef FMHAI_TILES_SM90A_FWDC_192
 #define FMHAI_TILES_SM90A_FWDC_192(Y, ...)     Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
-#define FMHAI_TILES_SM90A_FWDC_192_128(Y, ...) Y(__VA_ARGS__, SM90A,  128,   128,   12,     2)
+#define FMHAI_TILES_SM90A_FWDC_192_128(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     3)
 #endif
 
 /* Elementwise-bias forward rows (BIAS column) of the Hopper pipeline: the
