@@ -14,8 +14,8 @@
  * backward's three stages (4 dq_dk_dv kernels: both
  * dtypes, head dims 64/128/256, masks, soft cap, ALiBi, deterministic, the
  * two-sweep hdim 256). With FMHA_AMD_CHECK_FULL: the library's whole default
- * forward, batch prefill (16-bit and FP8 KV), decode and backward sets but
- * the VECTORIZED hdim-256 rows (see below) (many times the time). With
+ * forward, batch prefill (16-bit and FP8 KV), decode and backward sets as
+ * an AMD build declares them (many times the time). With
  * FMHA_AMD_CHECK_BWD: the default backward set alone (80 kernels, a few
  * minutes).
  */
@@ -72,26 +72,10 @@ DECL_FMHA_KERNEL_SET(amd_set, FMHA_DEFAULT_BWD_SET)
     X(FWD, BF16, 128, MASK, NOSOFTCAP, BIAS, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_SET)
 #else
-/* the 16-bit prefill set but VECTORIZED hdim 256: the GFX9 hdim-256 row's
- * 32-key tiles have none (vectorized_tile_n_64_128; 64 keys there would
- * take 96 KB of LDS). The decode set likewise: its VECTORIZED hdim-256 rows
- * take the 64-key tile, 96 KB of LDS, more than gfx90a/gfx942 have (the
- * registry skips them there; gfx950 has 160 KB) */
-#  define AMD_CHECK_PREFILL_DT(X, dt)                                                             \
-    FMHAI_DEFAULT_PREFILL_HD(X, dt, 64) FMHAI_DEFAULT_PREFILL_HD(X, dt, 128)                      \
-    X(PREFILL, dt, 256, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
-    X(PREFILL, dt, 256, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
-    X(PREFILL, dt, 256, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
-    X(PREFILL, dt, 256, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-#  define AMD_CHECK_DECODE_DT(X, dt)                                                                \
-    FMHAI_DEFAULT_DECODE_HD(X, dt, 64) FMHAI_DEFAULT_DECODE_HD(X, dt, 128)                            \
-    X(DECODE, dt, 256, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) AMD_CHECK_PREFILL_DT(X, FP16)             \
-    AMD_CHECK_PREFILL_DT(X, BF16) FMHAI_DEFAULT_PREFILL_FP8(X) FMHA_DEFAULT_BWD_SET(X)              \
-    X(DECODE, FP8, 64,  MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)            \
-    X(DECODE, FP8, 128, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)            \
-    X(DECODE, FP8, 256, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)            \
-    AMD_CHECK_DECODE_DT(X, FP16) AMD_CHECK_DECODE_DT(X, BF16)
+/* the library's default sets as an AMD build declares them (no VECTORIZED
+ * rows at hdim 256: kernel_set.h) */
+#  define AMD_CHECK_FULL_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_PREFILL_SET(X) FMHA_DEFAULT_BWD_SET(X) \
+    FMHA_DEFAULT_DECODE_SET(X)
 DECL_FMHA_KERNEL_SET(amd_set, AMD_CHECK_FULL_SET)
 #endif
 

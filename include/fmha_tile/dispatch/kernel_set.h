@@ -347,6 +347,21 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(PREFILL, FP8, hd, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
     X(PREFILL, FP8, hd, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)      \
     X(PREFILL, FP8, hd, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* Head dim 256 on AMD CDNA leaves out VECTORIZED pages: their tiles need 64
+ * keys, 96 KB of LDS at hdim 256, more than gfx90a/gfx942 have (a problem
+ * there fails with "no kernel"; gfx950's 160 KB would take them). */
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_DEFAULT_PREFILL_HD256(X, dt)                                                       \
+    X(PREFILL,     dt, 256, NOMASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL,     dt, 256, MASK,   NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL,     dt, 256, NOMASK, SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(PREFILL,     dt, 256, MASK,   SOFTCAP,   FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#  define FMHAI_DEFAULT_DECODE_HD256(X, dt)                                                      \
+    X(DECODE,     dt, 256, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#else
+#  define FMHAI_DEFAULT_PREFILL_HD256(X, dt) FMHAI_DEFAULT_PREFILL_HD(X, dt, 256)
+#  define FMHAI_DEFAULT_DECODE_HD256(X, dt) FMHAI_DEFAULT_DECODE_HD(X, dt, 256)
+#endif
 /* Each default set is the concatenation of its per-dtype parts (the shared
  * library builds each part in its own translation unit, src/lib_parts.h). */
 #define FMHAI_DEFAULT_PREFILL_FP8(X)           \
@@ -356,7 +371,7 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_DEFAULT_PREFILL_DT(X, dt)        \
     FMHAI_DEFAULT_PREFILL_HD(X, dt, 64)        \
     FMHAI_DEFAULT_PREFILL_HD(X, dt, 128)       \
-    FMHAI_DEFAULT_PREFILL_HD(X, dt, 256)
+    FMHAI_DEFAULT_PREFILL_HD256(X, dt)
 #define FMHA_DEFAULT_PREFILL_SET(X)            \
     FMHAI_DEFAULT_PREFILL_FP8(X)               \
     FMHAI_DEFAULT_PREFILL_DT(X, FP16)          \
@@ -373,10 +388,10 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(DECODE, FP8, 256, MASK, SOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     FMHAI_DEFAULT_DECODE_HD(X, FP16, 64)                                                     \
     FMHAI_DEFAULT_DECODE_HD(X, FP16, 128)                                                    \
-    FMHAI_DEFAULT_DECODE_HD(X, FP16, 256)                                                    \
+    FMHAI_DEFAULT_DECODE_HD256(X, FP16)                                                      \
     FMHAI_DEFAULT_DECODE_HD(X, BF16, 64)                                                     \
     FMHAI_DEFAULT_DECODE_HD(X, BF16, 128)                                                    \
-    FMHAI_DEFAULT_DECODE_HD(X, BF16, 256)
+    FMHAI_DEFAULT_DECODE_HD256(X, BF16)
 /* The e4m3 forward (Hopper rows only: declare it for an sm_90a build). */
 #define FMHA_DEFAULT_FWD_FP8_SET(X)        \
     FMHAI_DEFAULT_FWD_HD(X, FP8, 128)      \
@@ -398,11 +413,15 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(FWD, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD, dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #endif
-/* Dropout on the wgmma hdim-64 kernel (DROPOUT rows: Hopper only; the
- * other head dims decide dropout at run time). */
-#define FMHAI_DEFAULT_FWD_DROP_HD(X, dt, hd)                                              \
+/* Dropout on the wgmma hdim-64 kernel (DROPOUT rows: NVIDIA only, the wgmma
+ * rows; every other kernel decides dropout at run time). */
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_DEFAULT_FWD_DROP_HD(X, dt, hd)
+#else
+#  define FMHAI_DEFAULT_FWD_DROP_HD(X, dt, hd)                                              \
     X(FWD, dt, hd, NOMASK, NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     X(FWD, dt, hd, MASK,   NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#endif
 #define FMHAI_DEFAULT_FWD_DT(X, dt)        \
     FMHAI_DEFAULT_FWD_HD(X, dt, 64)        \
     FMHAI_DEFAULT_FWD_DROP_HD(X, dt, 64)   \
