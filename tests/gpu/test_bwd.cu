@@ -77,6 +77,15 @@ DECL_FMHA_KERNEL_SET(no_dot_set, NO_DOT_SET)
     X(BWD_CONVERT_DQ, FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(hd192_set, HD192_SET)
 
+/* Explicit rows (no wildcard: built as written for the platform's portable
+ * pipeline), every stage: their arch token must expand before the row
+ * macros paste it (device builds failed on it once). */
+#define EXPLICIT_SET(X)                                                                  \
+    X(BWD,            BF16, 64, MASK,   NOSOFTCAP, NOALIBI, 64, 64, 4, 2)                 \
+    X(BWD_DOT_DO_O,   BF16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 0, 4, 1)                  \
+    X(BWD_CONVERT_DQ, BF16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 0, 4, 1)
+DECL_FMHA_KERNEL_SET(explicit_set, EXPLICIT_SET)
+
 /* Gradient tolerances of the backward (rel-L2 per tensor). */
 static double tol_grad(int is_bf16) { return is_bf16 ? 2e-2 : 5e-3; }
 
@@ -160,6 +169,7 @@ static void cfg_name(bwd_cfg *c)
     n += (size_t)snprintf(s + n, cap - n, "_d%d", c->d);
     if (c->dv) n += (size_t)snprintf(s + n, cap - n, "_dv%d", c->dv);
     if (c->set == &hd192_set) n += (size_t)snprintf(s + n, cap - n, "_hd192set");
+    if (c->set == &explicit_set) n += (size_t)snprintf(s + n, cap - n, "_explicitset");
     if (c->mask == FMHA_MASK_NONE) n += (size_t)snprintf(s + n, cap - n, "_nomask");
     else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
     if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
@@ -599,6 +609,11 @@ static void build_configs(void)
         c.set = &hd192_set;
         c.dv = 128;
         add(c, 0);
+        /* explicit (non-wildcard) rows: the 64 x 64 portable row as written */
+        c = cfg_batch(B, 2, 4, 2, 200, 333, 64);
+        c.set = &explicit_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
     }
     (void)NO;
 }

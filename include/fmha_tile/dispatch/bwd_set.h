@@ -150,8 +150,11 @@
 #define FMHAI_BWD_TILES_BWD_DET(hd) FMHAI_TILES_BWD_##hd
 #define FMHAI_BWD_TILES_BWD_DOT_DO_O(hd) FMHAI_TILES_BWD_AUX
 #define FMHAI_BWD_TILES_BWD_CONVERT_DQ(hd) FMHAI_TILES_BWD_AUX
+/* an explicit row: the arch token expanded (SM80 / GFX9) before the row
+ * macros paste it (FMHAI_BWD_IS90_##arch) */
+#define FMHAI_BWD_APPLY(R, args) R args
 #define FMHAI_BWD_TILEROWS_0(R, fam, dt, hd, mask, sc, al, bm, bn, w, st) \
-    R(fam, dt, hd, mask, sc, al, 0, 0, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st)
+    FMHAI_BWD_APPLY(R, (fam, dt, hd, mask, sc, al, 0, 0, bm, bn, w, st, FMHAI_EXPLICIT_ARCH, bm, bn, w, st))
 #define FMHAI_BWD_TILEROWS_1(R, fam, dt, hd, mask, sc, al, bm, bn, w, st) \
     FMHAI_BWD_TILES_##fam(hd)(R, fam, dt, hd, mask, sc, al, 0, 0, bm, bn, w, st)
 #define FMHAI_BWD_ROWS(R, fam, dt, hd, mask, sc, al, bm, bn, w, st)                            \
