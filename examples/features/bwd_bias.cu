@@ -95,10 +95,7 @@ int main(void)
     for (i = 0; i < nb; i++) ref[3][i] = (float)rdb[i];
 
     /* ---- the backward on the GPU, from the forward's O and LSE ------------- */
-    memset(&t, 0, sizeof(t));
-    t.dtype = FMHA_DTYPE_BF16;
-    t.batch = B; t.nhead_q = H; t.nhead_k = HK; t.seqlen_q = SQ; t.seqlen_k = SK; t.hdim_q = t.hdim_v = D;
-    t.mask_type = FMHA_MASK_BOTTOM_RIGHT; t.window_left = -1; t.window_right = 0;
+    fx_bwd_of(&f, &t, &a);                 /* shape, mask, Q/K/V and the forward's O and LSE */
     t.is_deterministic = 1;
     t.has_bias = 1;
     t.has_dbias = 1;
@@ -107,22 +104,7 @@ int main(void)
     if (plan.workspace_size) CHECK_CUDA(cudaMalloc(&ws, plan.workspace_size));
     FX_OK(fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size, NULL, NULL, NULL));
 
-    memset(&a, 0, sizeof(a));
-    a.dtype = t.dtype; a.batch = B; a.nhead_q = H; a.nhead_k = HK; a.seqlen_q = SQ; a.seqlen_k = SK;
-    a.hdim_q = a.hdim_v = D;
-    a.q = f.a.q; a.k = f.a.k; a.v = f.a.v;
-    a.o = f.a.o;                                   /* the forward's outputs */
-    a.lse = f.a.lse;
     a.dout = fx_to_device(doh, f.nq * 2);
-    a.stride_q = a.stride_o = a.stride_do = a.stride_dq = f.a.stride_q;                 /* [b, s, h, d] */
-    a.nhead_stride_q = a.nhead_stride_o = a.nhead_stride_do = a.nhead_stride_dq = D;
-    a.batch_stride_q = a.batch_stride_o = a.batch_stride_do = a.batch_stride_dq = f.a.batch_stride_q;
-    a.stride_k = a.stride_v = a.stride_dk = a.stride_dv = f.a.stride_k;
-    a.nhead_stride_k = a.nhead_stride_v = a.nhead_stride_dk = a.nhead_stride_dv = D;
-    a.batch_stride_k = a.batch_stride_v = a.batch_stride_dk = a.batch_stride_dv = f.a.batch_stride_k;
-    a.nhead_stride_lse = f.a.nhead_stride_lse; a.batch_stride_lse = f.a.batch_stride_lse;
-    a.scale = f.a.scale;
-    a.mask_type = t.mask_type; a.window_left = -1; a.window_right = 0;
     a.is_deterministic = 1;
     a.workspace = ws; a.workspace_size = plan.workspace_size;
     /* the forward's bias, and dbias [1, h, s_q, s_k] (its batch stride unused) */

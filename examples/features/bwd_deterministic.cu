@@ -67,31 +67,15 @@ int main(void)
     if (fmha_ref_bwd_run(&g) != 0) { printf(EX_PROG ": out of memory valid:n\n"); return 1; }
 
     /* plan from the traits, then the workspace it asks for */
-    memset(&t, 0, sizeof(t));
-    t.dtype = FMHA_DTYPE_BF16;
-    t.batch = B; t.nhead_q = H; t.nhead_k = HK; t.seqlen_q = SQ; t.seqlen_k = SK; t.hdim_q = t.hdim_v = D;
-    t.mask_type = FMHA_MASK_NONE; t.window_left = t.window_right = -1;
+    fx_bwd_of(&f, &t, &a);                 /* shape, no mask, Q/K/V */
     t.is_deterministic = 1;
     FX_OK(fmha_bwd_plan_make(&kernels, &t, &plan));
     if (plan.workspace_size) CHECK_CUDA(cudaMalloc(&ws, plan.workspace_size));
     FX_OK(fmha_bwd_prepare_workspace(&plan, ws, plan.workspace_size, NULL, NULL, NULL));
 
-    memset(&a, 0, sizeof(a));
-    a.dtype = t.dtype; a.batch = B; a.nhead_q = H; a.nhead_k = HK; a.seqlen_q = SQ; a.seqlen_k = SK;
-    a.hdim_q = a.hdim_v = D;
-    a.q = f.a.q; a.k = f.a.k; a.v = f.a.v;
-    a.o = fx_to_device(oh, f.nq * 2);
+    a.o = fx_to_device(oh, f.nq * 2);      /* the reference's O and LSE [b, h, s_q] */
     a.dout = fx_to_device(doh, f.nq * 2);
     a.lse = (const float *)fx_to_device(lsef, (size_t)B * H * SQ * 4);
-    a.stride_q = a.stride_o = a.stride_do = a.stride_dq = f.a.stride_q;                 /* [b, s, h, d] */
-    a.nhead_stride_q = a.nhead_stride_o = a.nhead_stride_do = a.nhead_stride_dq = D;
-    a.batch_stride_q = a.batch_stride_o = a.batch_stride_do = a.batch_stride_dq = f.a.batch_stride_q;
-    a.stride_k = a.stride_v = a.stride_dk = a.stride_dv = f.a.stride_k;
-    a.nhead_stride_k = a.nhead_stride_v = a.nhead_stride_dk = a.nhead_stride_dv = D;
-    a.batch_stride_k = a.batch_stride_v = a.batch_stride_dk = a.batch_stride_dv = f.a.batch_stride_k;
-    a.nhead_stride_lse = SQ; a.batch_stride_lse = (int64_t)H * SQ;                      /* [b, h, s_q] */
-    a.scale = f.a.scale;
-    a.mask_type = FMHA_MASK_NONE; a.window_left = a.window_right = -1;
     a.is_deterministic = 1;
     a.workspace = ws; a.workspace_size = plan.workspace_size;
     for (w = 0; w < 3; w++) grads[w] = fx_poisoned(n[w] * 2);

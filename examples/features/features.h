@@ -253,6 +253,33 @@ static inline void fx_fwd_make(fx_fwd *f, fmha_dtype dt, int b, int h, int hk, i
     f->a.mask_type = FMHA_MASK_NONE; f->a.window_left = f->a.window_right = -1;
 }
 
+/* The backward's traits and arguments for forward problem f (its shape,
+ * mask and scale; Q, K, V, and O and LSE as the forward wrote them; dQ, dK,
+ * dV and dO [b, s, h, d] like Q and K). The caller adds dO, the gradients,
+ * the workspace and what its feature needs. */
+static inline void fx_bwd_of(const fx_fwd *f, fmha_bwd_traits *t, fmha_bwd_args *a)
+{
+    const fmha_fwd_args *q = &f->a;
+    memset(t, 0, sizeof(*t));
+    t->dtype = q->dtype;
+    t->batch = q->batch; t->nhead_q = q->nhead_q; t->nhead_k = q->nhead_k;
+    t->seqlen_q = q->seqlen_q; t->seqlen_k = q->seqlen_k; t->hdim_q = q->hdim_q; t->hdim_v = q->hdim_v;
+    t->mask_type = q->mask_type; t->window_left = q->window_left; t->window_right = q->window_right;
+    memset(a, 0, sizeof(*a));
+    a->dtype = q->dtype; a->batch = q->batch; a->nhead_q = q->nhead_q; a->nhead_k = q->nhead_k;
+    a->seqlen_q = q->seqlen_q; a->seqlen_k = q->seqlen_k; a->hdim_q = q->hdim_q; a->hdim_v = q->hdim_v;
+    a->q = q->q; a->k = q->k; a->v = q->v; a->o = q->o; a->lse = q->lse;
+    a->stride_q = a->stride_o = a->stride_do = a->stride_dq = q->stride_q;
+    a->nhead_stride_q = a->nhead_stride_o = a->nhead_stride_do = a->nhead_stride_dq = q->nhead_stride_q;
+    a->batch_stride_q = a->batch_stride_o = a->batch_stride_do = a->batch_stride_dq = q->batch_stride_q;
+    a->stride_k = a->stride_v = a->stride_dk = a->stride_dv = q->stride_k;
+    a->nhead_stride_k = a->nhead_stride_v = a->nhead_stride_dk = a->nhead_stride_dv = q->nhead_stride_k;
+    a->batch_stride_k = a->batch_stride_v = a->batch_stride_dk = a->batch_stride_dv = q->batch_stride_k;
+    a->nhead_stride_lse = q->nhead_stride_lse; a->batch_stride_lse = q->batch_stride_lse;
+    a->scale = q->scale;
+    a->mask_type = q->mask_type; a->window_left = q->window_left; a->window_right = q->window_right;
+}
+
 /* The reference problem of f's current arguments (mask, soft cap, ALiBi with
  * the host copy of the slopes). */
 static inline fmha_ref_fwd fx_fwd_ref(const fx_fwd *f, const float *slopes_host)
