@@ -9,6 +9,7 @@
  *   fmhai_fwd_keys_of  the key tiles a query tile visits under its mask, and
  *                      which of them need no mask arithmetic
  *   fmhai_fwd_split_share  a split-KV split's share of those tiles (decode)
+ *   fmhai_fwd_kv8_descales the per-tensor FP8 KV descales of a call
  *   fmhai_sink_fold    an attention sink joins a row's softmax in the epilogue
  *   fmhai_bias_rows / fmhai_bias_row / fmhai_bias_pair / fmhai_bias_elem
  *                      the elementwise bias (BIAS kernels): a block's rows,
@@ -113,6 +114,19 @@ FMHAI_DEVICE void fmhai_fwd_keys_of(const fmhai_fwd_params *p, int HAS_MASK, int
     W->f_hi = f_hi;
     W->c_lo = c_lo;
     W->c_hi = c_hi;
+}
+
+/* FP8 KV per-tensor descales: q's (e4m3 queries only) times k's fold into
+ * the logit scale (*qk), v's into the output normalisation (*v); 1 without
+ * fp8 KV or a descale pointer. */
+FMHAI_DEVICE void fmhai_fwd_kv8_descales(const fmhai_fwd_params *p, int KV8, int Q8, float *qk, float *v)
+{
+    *qk = 1.f;
+    *v = 1.f;
+    if (!KV8) return;
+    if (Q8 && p->q_descale) *qk = *p->q_descale;
+    if (p->k_descale) *qk *= *p->k_descale;
+    if (p->v_descale) *v = *p->v_descale;
 }
 
 /* Split-KV (decode): split `split` of num_splits takes its share of the

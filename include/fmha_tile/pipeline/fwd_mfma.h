@@ -271,13 +271,9 @@ FMHAI_DEVICE void fmhai_fwd_mfma(const fmhai_fwd_params *p, char *smem, const in
     /* FP8 descales: per tensor, q and k fold into the logit scale and v into
      * the normalisation; per page, score column j times key j's page descale
      * and P column j times value j's */
-    float qk_ds = 1.f, v_ds = 1.f;
+    float qk_ds, v_ds;
     const int PAGE_DS = KV8 && p->k_page_descale != 0;
-    if (KV8) {
-        if (Q8 && p->q_descale) qk_ds = *p->q_descale;
-        if (p->k_descale) qk_ds *= *p->k_descale;
-        if (p->v_descale) v_ds = *p->v_descale;
-    }
+    fmhai_fwd_kv8_descales(p, KV8, Q8, &qk_ds, &v_ds);
 
     /* ---- per-lane state: one query, O^T columns of it ------------------- */
     fmhai_f32x16 acc_o[FMHAI_FWD_MAX_HD / 32];

@@ -270,13 +270,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     /* FP8 descales. Per tensor: q and k fold into the logit scale, v into the
      * output normalisation. Per page: score column j is scaled by its key's
      * page descale and P column j by its value's, from sScale. */
-    float qk_ds = 1.f, v_ds = 1.f;
+    float qk_ds, v_ds;
     const int PAGE_DS = KV8 && p->k_page_descale != 0;
-    if (KV8) {
-        if (Q8 && p->q_descale) qk_ds = *p->q_descale;
-        if (p->k_descale) qk_ds *= *p->k_descale;
-        if (p->v_descale) v_ds = *p->v_descale;
-    }
+    fmhai_fwd_kv8_descales(p, KV8, Q8, &qk_ds, &v_ds);
 
     /* ---- prologue ---------------------------------------------------------
      * stages == 1 (split): groups Q, K[0]; each tile then loads V[it] at the
