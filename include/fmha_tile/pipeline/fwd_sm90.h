@@ -350,7 +350,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
             fmhai_fwd90_bias_smem(acc_s, sbias, bf, BM, BN, FOLD ? L2E / scale_log2 : L2E);
         } else
 #pragma unroll
-        for (int hf = 0; hf < 2 && BIAS; ++hf) {
+        for (int hf = 0; hf < 2; ++hf) {
             const char *brow = here ? fmhai_bias_row(p, bias_rows, m0 + row0 + 8 * hf, s_q) : 0;
             const int bk0 = n * BN + 2 * t;   /* the thread's first key: pairs at constant offsets */
             if (brow) brow += (int64_t)bk0 * (p->bias_dt == FMHA_DTYPE_FP32 ? 4 : 2);
@@ -510,13 +510,14 @@ FMHAI_DEVICE float fmhai_fwd90_vref(const float *sVref, int slot, int BN, float 
 }
 
 /* TMA: thread 0 of the load warpgroup sets up n mbarriers (one arrival
- * each) and completes barrier 0's first phase (tile 0 is copied with
- * cp.async); the warpgroup's barrier publishes them. */
-FMHAI_DEVICE void fmhai_fwd90_tma_init(fmhai_smem_t bars, int n, int ltid)
+ * each: the issuing thread's expect_tx) and, with tile0_done, completes
+ * barrier 0's first phase (K/V tile 0 is copied with cp.async; the bias
+ * tiles all go by TMA); the warpgroup's barrier publishes them. */
+FMHAI_DEVICE void fmhai_fwd90_tma_init(fmhai_smem_t bars, int n, int tile0_done, int ltid)
 {
     if (ltid == 0) {
         for (int i = 0; i < n; ++i) fmhai_mbar_init(bars + 8 * i, 1);
-        fmhai_mbar_arrive(bars);
+        if (tile0_done) fmhai_mbar_arrive(bars);
     }
     fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
 }
@@ -550,15 +551,6 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
         fmhai_tma_load4(dk + c * BN * 128 + r * 128, p->tma_k, c * 128 / eb, c1, hk, c3, bar);
         if (c < vblocks) fmhai_tma_load4(dv + c * BN * 128 + r * 128, p->tma_v, c * 128 / eb, c1, hk, c3, bar);
     }
-}
-
-/* The bias TMA mbarriers (one a slot, an arrival each: the issuing
- * thread's expect_tx), published to the load warpgroup. */
-FMHAI_DEVICE void fmhai_fwd90_bias_init(fmhai_smem_t bars, int n, int ltid)
-{
-    if (ltid == 0)
-        for (int i = 0; i < n; ++i) fmhai_mbar_init(bars + 8 * i, 1);
-    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
 }
 
 /* TMA (one thread): the bias tile of query rows [m0, m0 + BM) and keys
@@ -678,7 +670,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
              * land on mbarrier j % 2, phase (j / 2) % 2; barrier 0's phase 0
              * is completed at once for tile 0 */
             const int TMA = p->tma_kv;
-            if (TMA) fmhai_fwd90_tma_init(sBar, 2, ltid);
+            if (TMA) fmhai_fwd90_tma_init(sBar, 2, 1, ltid);
             for (int i = 0; i < 2 && i < W.n_iters; ++i) {
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
                 if (TMA && i > 0)
@@ -747,8 +739,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
          * on mbarrier j % ST, phase (j / ST) % 2; barrier 0's phase 0 is
          * completed at once for tile 0 */
         const int TMA = !KV_VEC && p->tma_kv;
-        if (TMA) fmhai_fwd90_tma_init(sBar, ST, ltid);
-        if (TB) fmhai_fwd90_bias_init(sBBar, ST, ltid);
+        if (TMA) fmhai_fwd90_tma_init(sBar, ST, 1, ltid);
+        if (TB) fmhai_fwd90_tma_init(sBBar, ST, 0, ltid);
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
             int next_page = 0;
