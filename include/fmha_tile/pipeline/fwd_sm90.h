@@ -10,9 +10,11 @@
  * portable one's) and a load warpgroup that fills a ring of K/V stages with
  * cp.async and hands each over with named barriers (FULL: landed, one per
  * MMA warpgroup; EMPTY: every MMA warpgroup is done with it). The MMA warpgroups take turns
- * issuing their products (a turn: one tile's P V and the next tile's S), so
+ * issuing their products (a turn: the next tile's S and one tile's P V), so
  * one runs its softmax while another's products use the tensor cores
- * (FlashAttention-3's ping-pong). Per key tile:
+ * (FlashAttention-3's ping-pong), and each starts the softmax of the next
+ * tile as soon as its S has landed, under its own P V (intra-warpgroup
+ * overlap; O is rescaled and P packed once P V is done). Per key tile:
  *     S  = Q K^T      SS: Q (this warpgroup's 64 rows) and K, K-major
  *     soft cap / ALiBi / mask (mask only on tiles that need it)
  *     online softmax; P -> 16-bit A fragments (dropout: dropped elements
@@ -299,13 +301,19 @@ FMHAI_DEVICE fmhai_smem_t fmhai_fwd90_bias_lane(fmhai_smem_t slot, int wrow0, in
     return slot + (uint32_t)(r * 128) + (uint32_t)((mat >> 1) << 4 ^ ((r & 7) << 4));
 }
 
-FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max, float *row_sum,
+/* The softmax of a key tile in two parts, so that the first can run while
+ * the warpgroup's P V of the previous tile is still in flight (it touches
+ * neither O nor P's fragments): fmhai_fwd90_softmax turns the scores in
+ * acc_s into unnormalised probabilities (logit transforms, mask, running
+ * max and sum) and returns O's factor per row in oa; after the P V product
+ * has completed, fmhai_fwd90_rescale_pack rescales O and packs P into the
+ * A fragments of the next P V. */
+FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
-                                      int s_q, int s_k, float slope, int t, int is_bf16, int HD, int BN,
+                                      int s_q, int s_k, float slope, int t, int BN,
                                       int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
                                       const uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], fmhai_smem_t sbias, int BM,
-                                      float scale_log2, float softcap_pre, int FP8, const float *kds,
-                                      const float *vds, float vinv, float vratio)
+                                      float scale_log2, float softcap_pre, const float *kds, float vratio)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
     /* a bias alone from shared memory folds into the raw scores (in units
@@ -385,8 +393,8 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
         }
     }
 
-    /* ---- online softmax (base 2); P -> A fragments --------------------- */
-    float oa[2];   /* O's factor per row: alpha (times the V reference ratio) */
+    /* ---- online softmax (base 2) ----------------------------------------- */
+    /* oa: O's factor per row, alpha (times the V reference ratio) */
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         float mx = row_max[hf];
@@ -411,6 +419,11 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *acc_o, uint32_t (*pa)
         row_sum[hf] = row_sum[hf] * alpha + sum;
         oa[hf] = alpha * vratio;   /* O in units of this tile's V reference */
     }
+}
+
+FMHAI_DEVICE void fmhai_fwd90_rescale_pack(float *acc_s, float *acc_o, uint32_t (*pa)[4], const float *oa, int t,
+                                           int is_bf16, int HD, int BN, int FP8, const float *vds, float vinv)
+{
     /* hdim 256: O (128 registers) rescaled only where a row of the warp
      * changed its max (or its V reference); exact, a factor of 1 is all the
      * skipped multiplies would apply. Once the running max settles most
@@ -834,11 +847,25 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                      p->dropout_thr != 0u;
 
     /* The MMA warpgroups take turns issuing their products (TURN + wg, in
-     * warpgroup order): a turn issues one tile's P V and the next tile's S,
+     * warpgroup order): a turn issues the next tile's S and this tile's P V,
      * so one warpgroup's softmax runs while another's products hold the
-     * tensor cores. Warpgroup 0 goes first. */
+     * tensor cores (ping-pong), and (OVL) a warpgroup's own softmax of the
+     * next tile starts as soon as its S has landed, under its P V (intra-
+     * warpgroup overlap: the first part of the softmax touches neither O nor
+     * P's fragments; O is rescaled and P packed once P V has completed).
+     * Warpgroup 0 goes first. */
     float acc_s[FMHAI_FWD_MAX_BN / 2];
     uint32_t pa[FMHAI_FWD_MAX_BN / 16][4];
+    float oa[2];
+    /* The intra-warpgroup overlap (OVL) keeps P's fragments live across
+     * the softmax. Measured on an H200 (bench/RESULTS.md) it gained only
+     * the FP8 hdim-256 kernel (+1-4%) and cost the others (bf16 hdim 256
+     * -8 to -15%, hdim 64 -3%, FP8 hdim 128 -2%), and the BIAS rows
+     * spilled 40-48 bytes with it. */
+#ifndef FMHAI_FWD90_OVL
+#define FMHAI_FWD90_OVL(FP8, HD, BIAS) ((FP8) && (HD) == 256)
+#endif
+    const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS);
     /* One branch holds every product (first S, the loop, the peeled last
      * tile) and ends with wait(0): ptxas then sees no path into the epilogue
      * with a product in flight. Split over separate branches it either
@@ -853,51 +880,73 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                           KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1, BN, t, s_q, s_k);
-        /* tiles 0 .. n_iters - 2 issue the next tile's S in their turn; the
-         * last tile (peeled: wgmma issued under a branch serialises the
-         * pipeline) only its P V */
+        fmhai_wg_wait(0);   /* S of tile 0 done */
+        fmhai_wg_fence_acc(acc_s, BN / 2);
+        if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, 0, BN, &vref, &vratio);
+        fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN,
+                            SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
+                            softcap_pre, PDS ? sDs8 : 0, vratio);
+        fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, PDS ? sDs8 + BN : 0, vinv);
+        if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1, BN, g, t);
+        if (FP8 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
+        /* tiles 0 .. n_iters - 2 issue the next tile's S and their P V in
+         * their turn; the last tile (peeled: wgmma issued under a branch
+         * serialises the pipeline) only its P V */
 #pragma unroll 1
         for (int it = 0; it + 1 < W.n_iters; ++it) {
             const int buf = it % ST, nbuf = (it + 1) % ST;
-            fmhai_wg_wait(0);   /* S of tile it (and P V of tile it - 1) done */
-            fmhai_wg_fence_acc(acc_s, BN / 2);
-            fmhai_wg_fence_acc(acc_o, HDV / 2);
-            if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, buf, BN, &vref, &vratio);
-            fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k,
-                                slope, t, is_bf16, HDV, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
-                                TB ? sBl + buf * b_bytes : 0u, BM, scale_log2, softcap_pre, FP8, PDS ? sDs8 + buf * 2 * BN : 0, PDS ? sDs8 + buf * 2 * BN + BN : 0,
-                                vinv, vratio);
-            if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
-            /* FP8: this tile's K stage and descales are free for tile it + ST */
-            if (FP8 && it + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(buf), ALL);
-            /* ---- this warpgroup's turn: O += P V, then S of tile it + 1 ------- */
-            fmhai_fwd90_full_sync(nbuf, wg, NWG);   /* tile it + 1 landed */
+            /* ---- this warpgroup's turn: S of tile it + 1 and O += P V -------- */
+            /* tile it + 1 landed. (ptxas moves this barrier and the turn's
+             * into the FP8 softmax, ahead of the last exps and packs; a
+             * data dependency that kept them after P's packing removed
+             * those stalls but measured 3% slower at FP8 hdim 128 and 6-8%
+             * at bf16 hdim 64: bench/RESULTS.md) */
+            fmhai_fwd90_full_sync(nbuf, wg, NWG);
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
             fmhai_wg_fence_acc(acc_o, HDV / 2);
             fmhai_wg_fence();
-            if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + buf * v_bytes, HD, BN);
-            else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
+            if (!OVL) {
+                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + buf * v_bytes, HD, BN);
+                else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
+            }
             fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                               fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);
+            if (OVL) {
+                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + buf * v_bytes, HD, BN);
+                else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
+            }
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
-            /* P V of tile it done: its stage is free for tile it + ST (the
-             * load warpgroup waits only for the stages it refills) */
-            fmhai_wg_wait(1);
-            fmhai_wg_fence_acc(acc_o, HDV / 2);
-            if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
             /* the next tile's bias words, under its S product */
             if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 2 - it, BN, t, s_q, s_k);
+            if (!OVL) {   /* P V of tile it done, then S of tile it + 1 */
+                fmhai_wg_wait(1);
+                fmhai_wg_fence_acc(acc_o, HDV / 2);
+                if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
+                fmhai_wg_wait(0);
+            } else {      /* S of tile it + 1 done; P V of tile it may still run */
+                fmhai_wg_wait(1);
+            }
+            fmhai_wg_fence_acc(acc_s, BN / 2);
+            if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, nbuf, BN, &vref, &vratio);
+            fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
+                                BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
+                                TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2, softcap_pre,
+                                PDS ? sDs8 + nbuf * 2 * BN : 0, vratio);
+            if (OVL) {    /* P V of tile it done: O and P's registers are free */
+                fmhai_wg_wait(0);
+                fmhai_wg_fence_acc(acc_o, HDV / 2);
+                /* tile it's stage is free for tile it + ST (the load
+                 * warpgroup waits only for the stages it refills) */
+                if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
+            }
+            fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8,
+                                     PDS ? sDs8 + nbuf * 2 * BN + BN : 0, vinv);
+            if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 2 - it, BN, g, t);
+            /* FP8: tile it + 1's K stage and (paged) descales are free for
+             * tile it + 1 + ST */
+            if (FP8 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
         }
         const int it = W.n_iters - 1;
-        fmhai_wg_wait(0);
-        fmhai_wg_fence_acc(acc_s, BN / 2);
-        fmhai_wg_fence_acc(acc_o, HDV / 2);
-        if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, it % ST, BN, &vref, &vratio);
-        fmhai_fwd90_softmax(acc_s, acc_o, pa, row_max, row_sum, p, &W, W.n_hi - 1 - it, m0, row0, s_q, s_k, slope,
-                            t, is_bf16, HDV, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
-                            TB ? sBl + (it % ST) * b_bytes : 0u, BM, scale_log2, softcap_pre, FP8, PDS ? sDs8 + (it % ST) * 2 * BN : 0, PDS ? sDs8 + (it % ST) * 2 * BN + BN : 0, vinv,
-                            vratio);
-        if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1 - it, BN, g, t);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HDV / 2);
         fmhai_wg_fence();
