@@ -120,8 +120,7 @@
     FMHA_STATIC_ASSERT(FMHAI_HDQ(hd) == FMHAI_HDV(hd) || FMHAI_AUX_##fam || FMHAI_BWD_HV_OK_##arch,     \
                        "fmha_tile constraint bwd_hdim_v_portable violated: rows of unequal head dims "  \
                        "(e.g. 192_128) run the portable mma.sync pipeline (NVIDIA rows)");             \
-    FMHAI_BWD_HV_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn,              \
-                             FMHAI_AUX_##fam ? 32 : (w), st)                                           \
+    FMHAI_BWD_HV_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, w, st)     \
     FMHAI_CAT(FMHAI_BWD_CHECKS_, FMHAI_CAT(FMHAI_BWD_IS90_##arch, FMHAI_AUX_##fam))(FMHAI_CONSTRAINT_ASSERT, \
                                                                             FMHAI_HDQ(hd), bm, bn, w, st)
 /* checks by (Hopper pipeline, streaming stage) */

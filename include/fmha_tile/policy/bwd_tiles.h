@@ -63,10 +63,13 @@
  * dO keep 192-wide rows in shared memory (zero past 128): the V and dO
  * bases are then the K and Q ones, no registers of their own (separate
  * 128-wide tiles cost 3 base registers and spilled 40 bytes more). Shared
- * memory as the 192 row: 181 KB, sm_90 only (an sm_80 runs the problem on
- * the 256 rows). */
+ * memory as the 192 row: 181 KB double-buffered (sm_90), 133 KB single-
+ * buffered (the row an sm_80 runs, as the 256 rows). ptxas (sm_90a, bf16
+ * MASK): stages 2 253 registers, no spill; BWD_DET 216 bytes of spill
+ * (the 192 row's 224); stages 1 20 bytes. */
 #ifndef FMHAI_TILES_SM80_BWD_192_128
-#define FMHAI_TILES_SM80_BWD_192_128(Y, ...) Y(__VA_ARGS__, SM80,  64,   96,    6,     2)
+#define FMHAI_TILES_SM80_BWD_192_128(Y, ...) Y(__VA_ARGS__, SM80,  64,   96,    6,     2) \
+                                             Y(__VA_ARGS__, SM80,  64,   96,    6,     1)
 #endif
 /* the streaming stages: tile_m rows per block (tile_n, stages unused) */
 #define FMHAI_TILES_SM80_BWD_AUX(Y, ...)  Y(__VA_ARGS__, SM80,    64,     0,    4,     1)
@@ -108,7 +111,8 @@
 #  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_GFX9_BWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_GFX9_BWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_GFX9_BWD_AUX(Y, __VA_ARGS__)
-/* no 192_128 rows: 169 KB of LDS (the MFMA pipeline has no unequal dims) */
+/* no 192_128 rows: 133-181 KB of LDS, and the MFMA pipeline has no unequal
+ * dims (the 256 rows serve MLA problems with V padded) */
 #  define FMHAI_TILES_BWD_192_128(Y, ...)
 #else
 #  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_SM90A_BWD_64(Y, __VA_ARGS__) \
@@ -205,13 +209,10 @@
 
 /* C(...) over the V side of a dq_dk_dv row, hdv its V/O head dim (the row's
  * head dim unless it names two, e.g. 192_128); on top of the above. dV,
- * dP^T and D run over hdv columns; copies of V and dO rows give each
- * thread a 16-byte chunk (a partial last pass is fine). */
+ * dP^T and D run over hdv columns of hd-wide V and dO tiles. */
 #define FMHAI_BWD_HV_CONSTRAINTS(C, hd, hdv, bm, bn, w, st)                                \
     C(bwd_hdim_v_64_to_hdim, (hdv) % 64 == 0 && (hdv) >= 64 && (hdv) <= (hd),              \
-      "kernel hdim_v must be 64, 128, 192 or 256 and at most the head dim")                \
-    C(bwd_threads_cover_v_chunks, ((w) * 32) % ((hdv) / 8 > 0 ? (hdv) / 8 : 1) == 0,       \
-      "warps*32 must be a multiple of hdim_v/8 (one 16-byte chunk of a V or dO row a thread)")
+      "kernel hdim_v must be 64, 128, 192 or 256 and at most the head dim")
 
 /* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
 /* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
@@ -263,12 +264,8 @@ static inline const char *fmhai_bwd_row_violation(int aux, int hd, int bm, int b
 static inline const char *fmhai_bwd_row_violation_hv(int aux, int hd, int hdv, int bm, int bn, int w, int st)
 {
     if (hdv != hd) {
-        if (aux == 2) return "bwd90_hdim_v: the wgmma pipeline has equal head dims";
-        if (!aux) {
-            FMHAI_BWD_HV_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, hdv, bm, bn, w, st)
-        } else if (hdv % 64 != 0 || hdv < 64 || hdv > hd) {
-            return "bwd_aux_hdim_v: kernel hdim_v must be 64, 128, 192 or 256 and at most the head dim";
-        }
+        if (aux == 2) return "bwd_hdim_v_portable: the wgmma pipeline has equal head dims";
+        FMHAI_BWD_HV_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, hdv, bm, bn, w, st)
     }
     return fmhai_bwd_row_violation(aux, hd, bm, bn, w, st);
 }
