@@ -8,8 +8,10 @@
  *   X(BWD_DET,        dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
  *   X(BWD_DOT_DO_O,   dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
  *   X(BWD_CONVERT_DQ, dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
- * A backward plan needs one kernel of each of the three stages for the
- * problem's dtype and head dim, its dq_dk_dv from BWD or, deterministic,
+ * The hdim column may name a pair, 192_128 (hdim_q 192, hdim_v 128: MLA;
+ * portable rows, NVIDIA), which the three stages serve with the V side 128
+ * wide. A backward plan needs one kernel of each of the three stages for the
+ * problem's dtype and head dims, its dq_dk_dv from BWD or, deterministic,
  * from BWD_DET (fmha_bwd_plan_make says which one is missing). FMHA_ANY in the tile/warp columns expands into the tuned rows of
  * policy/bwd_tiles.h; explicit rows are checked against FMHAI_BWD_CONSTRAINTS
  * (or FMHAI_BWD_AUX_CONSTRAINTS) at compile time. Column 6: ALIBI compiles

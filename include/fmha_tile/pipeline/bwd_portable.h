@@ -63,6 +63,12 @@
  * Shared memory of dq_dk_dv (16-bit tiles swizzled like the forward's):
  * K [BN][hd], V [BN][hd], Q [stages][BM][hd], dO [stages][BM][hd],
  * dS^T [BN][BM], then LSE and D [2][BM] fp32.
+ *
+ * Unequal head dims (HDV < HD, rows such as 192_128, fmhai_bwd_dq_dk_dv_hv):
+ * V and dO keep HD-wide rows, zero past HDV (the copies zero-fill past
+ * hdim_v, as for a problem padded into a kernel of one head dim), so they
+ * share the K and Q ldmatrix bases; dP^T = V dO^T, dV += P^T dO, dV's
+ * accumulator and its store run over the first HDV columns only.
  */
 #ifndef FMHA_TILE_PIPELINE_BWD_PORTABLE_H
 #define FMHA_TILE_PIPELINE_BWD_PORTABLE_H
