@@ -66,7 +66,8 @@
  * memory as the 192 row: 181 KB double-buffered (sm_90), 133 KB single-
  * buffered (the row an sm_80 runs, as the 256 rows). ptxas (sm_90a, bf16
  * MASK): stages 2 253 registers, no spill; BWD_DET 216 bytes of spill
- * (the 192 row's 224); stages 1 20 bytes. */
+ * (the 192 row's 224; the 256 rows', which MLA ran on before, 336-516);
+ * stages 1 20 bytes (BWD_DET 92). */
 #ifndef FMHAI_TILES_SM80_BWD_192_128
 #define FMHAI_TILES_SM80_BWD_192_128(Y, ...) Y(__VA_ARGS__, SM80,  64,   96,    6,     2) \
                                              Y(__VA_ARGS__, SM80,  64,   96,    6,     1)
