@@ -18,7 +18,15 @@
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
  *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]
- *             [--json out.json] [--quick]
+ *             [--hdim_v N] [--padded 0|1] [--json out.json] [--quick]
+ * --hdim_v N: V, O, dO and dV of N columns (hdim_v < hdim_q; DeepSeek MLA
+ * training: --hdim 192 --hdim_v 128, the 192_128 kernels), nhead = hidden /
+ * N. FLOPs of unequal dims: the forward's 2 * s_q * s_k * (hdim + hdim_v)
+ * per head, the backward's five GEMMs 2 * s_q * s_k * (3 * hdim + 2 *
+ * hdim_v) (S, dK, dQ over hdim; dP, dV over hdim_v), 2.5x the forward at
+ * equal dims; halved for causal. --padded 1: the backward on the hdim 256
+ * kernels with V zero-padded (what MLA ran on before its own rows), for the
+ * ratio.
  * --dropout P: the forward (which makes O and the LSE) and the backward with
  * drop probability P, the same seed and offset.
  *
@@ -71,10 +79,28 @@
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* MLA (--hdim 192 --hdim_v 128): the forward and the backward's 192_128
+ * rows (MASK rows serve unmasked problems too) */
+#define BENCH_BWD_MLA(X, dt)                                                                     \
+    X(FWD,            dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD,            dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_BWD_SET(X)                                                   \
     BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
-    BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)
+    BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)                    \
+    BENCH_BWD_MLA(X, BF16) BENCH_BWD_MLA(X, FP16)
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_BWD_SET)
+/* --padded 1: the backward of MLA on the hdim 256 kernels (V padded) */
+#define BENCH_PAD_HD(X, dt)                                                                      \
+    X(BWD,            dt, 256, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, 256, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   dt, 256, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, 256, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define BENCH_PAD_SET(X) BENCH_PAD_HD(X, BF16) BENCH_PAD_HD(X, FP16)
+DECL_FMHA_KERNEL_SET(bench_pad_set, BENCH_PAD_SET)
 
 #define BENCH_TOKENS 16384
 #define BENCH_HIDDEN 2048
@@ -116,6 +142,8 @@ typedef struct bench_opts {
     int alibi;                       /* --alibi 1: ALiBi slopes (the ALIBI rows)    */
     float dropout;                   /* --dropout P                                 */
     int bias;                        /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s]     */
+    int hdim_v;                      /* --hdim_v N: V/O/dO/dV columns (0: hdim)     */
+    int padded;                      /* --padded 1: the backward on the 256 kernels */
     const char *json_path;
 } bench_opts;
 
@@ -123,8 +151,10 @@ static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
                "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]\n"
-               "                 [--json out.json] [--quick]\n"
-               "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim), bshd.\n",
+               "                 [--hdim_v N] [--padded 0|1] [--json out.json] [--quick]\n"
+               "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim_v), bshd.\n"
+               "  --hdim_v N: V, O, dO, dV of N columns (MLA: --hdim 192 --hdim_v 128); --padded 1: the\n"
+               "  backward on the hdim 256 kernels, V zero-padded (MLA only).\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
 }
 
@@ -166,6 +196,8 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--sinks")) o->sinks = atoi(val) != 0;
         else if (!strcmp(a, "--alibi")) o->alibi = atoi(val) != 0;
         else if (!strcmp(a, "--dropout")) o->dropout = (float)atof(val);
+        else if (!strcmp(a, "--hdim_v")) o->hdim_v = atoi(val);
+        else if (!strcmp(a, "--padded")) o->padded = atoi(val) != 0;
         else if (!strcmp(a, "--bias")) {
             o->bias = atoi(val);
             if (o->bias < 0 || o->bias > 2) { fprintf(stderr, "bench_bwd: --bias takes 0, 1 or 2\n"); return -1; }
@@ -192,7 +224,18 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
     }
     if (!o->n_causal) { o->causal[0] = 0; o->causal[1] = 1; o->n_causal = 2; }
     if (!o->n_det) { o->det[0] = 0; o->det[1] = 1; o->n_det = 2; }
-    for (i = 0; i < o->n_hdim; i++)
+    if (o->hdim_v && (o->hdim_v != 128 || o->n_hdim != 1 || o->hdim[0] <= 128 || o->hdim[0] > 192 ||
+                      o->hdim[0] % 8)) {
+        fprintf(stderr, "bench_bwd: --hdim_v 128 goes with one --hdim of 136..192, a multiple of 8 (the 192_128 "
+                        "kernels built here)\n");
+        return -1;
+    }
+    if (o->padded && !o->hdim_v) { fprintf(stderr, "bench_bwd: --padded 1 needs --hdim_v\n"); return -1; }
+    if (o->hdim_v && (o->sinks || o->alibi || o->bias)) {
+        fprintf(stderr, "bench_bwd: --hdim_v: no sinks, ALiBi or bias rows built here\n");
+        return -1;
+    }
+    for (i = 0; i < o->n_hdim && !o->hdim_v; i++)
         if (o->hdim[i] <= 0 || BENCH_HIDDEN % o->hdim[i] || o->hdim[i] > 128) {
             fprintf(stderr, "bench_bwd: hdim %d: must divide %d and be <= 128 (the set built here)\n", o->hdim[i],
                     BENCH_HIDDEN);
@@ -279,7 +322,7 @@ static void bench_free(bench_bufs *b)
 
 /* ---- one point ------------------------------------------------------------------------ */
 typedef struct bench_point {
-    int d, s, causal, det, b, h;
+    int d, dv, s, causal, det, b, h;   /* dv: V, O, dO, dV columns */
     fmha_dtype dtype;
     double flops;
     int supported;
@@ -296,6 +339,7 @@ static float *g_sinks, *g_dsinks, *g_slopes;
 static float g_dropout;   /* --dropout P (0: off) */
 /* --bias 1|2: the point's bias (random bf16) and dbias, grown as the points need */
 static int g_bias;
+static int g_padded;   /* --padded 1: plan on bench_pad_set */
 static uint16_t *g_bias_buf, *g_dbias_buf;
 static size_t g_bias_cap;
 
@@ -305,7 +349,7 @@ static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
     t->dtype = p->dtype;
     t->batch = p->b; t->nhead_q = t->nhead_k = p->h;
     t->seqlen_q = t->seqlen_k = p->s;
-    t->hdim_q = t->hdim_v = p->d;
+    t->hdim_q = p->d; t->hdim_v = p->dv;
     t->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
     t->window_left = -1; t->window_right = p->causal ? 0 : -1;
     t->is_deterministic = p->det;
@@ -317,15 +361,19 @@ static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
 static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_fwd_args *a)
 {
     const int64_t row = (int64_t)p->h * p->d, batch = (int64_t)p->s * row;
+    const int64_t row_v = (int64_t)p->h * p->dv, batch_v = (int64_t)p->s * row_v;   /* V and O */
     memset(a, 0, sizeof(*a));
     a->dtype = p->dtype;
     a->batch = p->b; a->nhead_q = a->nhead_k = p->h;
     a->seqlen_q = a->seqlen_k = a->max_seqlen_q = p->s;
-    a->hdim_q = a->hdim_v = p->d;
+    a->hdim_q = p->d; a->hdim_v = p->dv;
     a->q = s->q; a->k = s->k; a->v = s->v; a->o = s->o; a->lse = s->lse;
-    a->stride_q = a->stride_k = a->stride_v = a->stride_o = row;
-    a->nhead_stride_q = a->nhead_stride_k = a->nhead_stride_v = a->nhead_stride_o = p->d;
-    a->batch_stride_q = a->batch_stride_k = a->batch_stride_v = a->batch_stride_o = batch;
+    a->stride_q = a->stride_k = row;
+    a->nhead_stride_q = a->nhead_stride_k = p->d;
+    a->batch_stride_q = a->batch_stride_k = batch;
+    a->stride_v = a->stride_o = row_v;
+    a->nhead_stride_v = a->nhead_stride_o = p->dv;
+    a->batch_stride_v = a->batch_stride_o = batch_v;
     a->nhead_stride_lse = p->s; a->batch_stride_lse = (int64_t)p->h * p->s;
     a->scale = 1.0f / sqrtf((float)p->d);
     a->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
@@ -346,19 +394,20 @@ static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, cons
                            const bench_bufs *b, void *ws, fmha_bwd_args *a)
 {
     const int64_t row = (int64_t)p->h * p->d, batch = (int64_t)p->s * row;
+    const int64_t row_v = (int64_t)p->h * p->dv, batch_v = (int64_t)p->s * row_v;   /* V, O, dO, dV */
     memset(a, 0, sizeof(*a));
     a->dtype = p->dtype;
     a->batch = p->b; a->nhead_q = a->nhead_k = p->h;
     a->seqlen_q = a->seqlen_k = p->s;
-    a->hdim_q = a->hdim_v = p->d;
+    a->hdim_q = p->d; a->hdim_v = p->dv;
     a->q = s->q; a->k = s->k; a->v = s->v; a->o = s->o; a->dout = s->dout; a->lse = s->lse;
     a->dq = b->dq; a->dk = b->dk; a->dv = b->dv;
-    a->stride_q = a->stride_k = a->stride_v = a->stride_o = a->stride_do = row;
-    a->stride_dq = a->stride_dk = a->stride_dv = row;
-    a->nhead_stride_q = a->nhead_stride_k = a->nhead_stride_v = a->nhead_stride_o = a->nhead_stride_do = p->d;
-    a->nhead_stride_dq = a->nhead_stride_dk = a->nhead_stride_dv = p->d;
-    a->batch_stride_q = a->batch_stride_k = a->batch_stride_v = a->batch_stride_o = a->batch_stride_do = batch;
-    a->batch_stride_dq = a->batch_stride_dk = a->batch_stride_dv = batch;
+    a->stride_q = a->stride_k = a->stride_dq = a->stride_dk = row;
+    a->stride_v = a->stride_o = a->stride_do = a->stride_dv = row_v;
+    a->nhead_stride_q = a->nhead_stride_k = a->nhead_stride_dq = a->nhead_stride_dk = p->d;
+    a->nhead_stride_v = a->nhead_stride_o = a->nhead_stride_do = a->nhead_stride_dv = p->dv;
+    a->batch_stride_q = a->batch_stride_k = a->batch_stride_dq = a->batch_stride_dk = batch;
+    a->batch_stride_v = a->batch_stride_o = a->batch_stride_do = a->batch_stride_dv = batch_v;
     a->nhead_stride_lse = p->s; a->batch_stride_lse = (int64_t)p->h * p->s;
     a->scale = 1.0f / sqrtf((float)p->d);
     a->mask_type = p->causal ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
@@ -382,11 +431,11 @@ static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, cons
 static int bench_check(const bench_point *p, const bench_bufs *b, cudaStream_t st)
 {
     const uint16_t *g[3] = { b->dq, b->dk, b->dv };
-    const size_t n = (size_t)p->b * p->s * p->h * p->d;
     int w, grid;
-    bench_dims(n, &grid);
     for (w = 0; w < 3; w++) {
+        const size_t n = (size_t)p->b * p->s * p->h * (w == 2 ? p->dv : p->d);
         unsigned long long c[2] = { 0, 0 };
+        bench_dims(n, &grid);
         CUDA_CHECK(cudaMemsetAsync(b->counts, 0, sizeof(c), st));
         bench_check_kernel<<<grid, 256, 0, st>>>(g[w], n, p->dtype == FMHA_DTYPE_BF16, b->counts);
         CUDA_CHECK(cudaGetLastError());
@@ -413,7 +462,7 @@ static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaE
     int i, set = 0, nwarm, runs, grid;
     const size_t n = (size_t)p->b * p->s * p->h * p->d;
     bench_traits(p, &t);
-    p->status = fmha_bwd_plan_make(&bench_set, &t, &plan);
+    p->status = fmha_bwd_plan_make(g_padded ? &bench_pad_set : &bench_set, &t, &plan);
     if (p->status == FMHA_OK) {   /* a workspace (or a bias) that cannot fit: unsupported here */
         size_t free_b = 0, total_b = 0;
         const size_t nb = g_bias ? (size_t)(g_bias == 2 ? p->h : 1) * p->s * p->s : 0;
@@ -509,8 +558,9 @@ static int bench_write_json(const char *path, const bench_point *pts, int n)
     fprintf(f, "[\n");
     for (i = 0; i < n; i++) {
         const bench_point *p = &pts[i];
-        fprintf(f, " {\"d\": %d, \"s\": %d, \"causal\": %s, \"det\": %s, \"dtype\": \"%s\", \"b\": %d, \"h\": %d, ",
-                p->d, p->s, p->causal ? "true" : "false", p->det ? "true" : "false",
+        fprintf(f, " {\"d\": %d, \"dv\": %d, \"s\": %d, \"causal\": %s, \"det\": %s, \"dtype\": \"%s\", \"b\": %d, "
+                "\"h\": %d, ",
+                p->d, p->dv, p->s, p->causal ? "true" : "false", p->det ? "true" : "false",
                 p->dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16", p->b, p->h);
         if (p->supported)
             fprintf(f, "\"kernel\": \"%s\", \"nsplits\": %d, \"workspace_mb\": %.1f, \"ms\": %.6f, \"tflops\": %.2f, "
@@ -545,7 +595,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    printf("bench_bwd: %s (sm_%d%d, %d SMs, L2 %d MB), %s, FLOPs = 2.5 x forward\n", prop.name, prop.major, prop.minor,
+    printf("bench_bwd: %s (sm_%d%d, %d SMs, L2 %d MB), %s, FLOPs = 2 s_q s_k (3 hdim + 2 hdim_v) a head "
+           "(2.5 x forward at equal dims)\n", prop.name, prop.major, prop.minor,
            prop.multiProcessorCount, l2 >> 20, o.dtype == FMHA_DTYPE_BF16 ? "bf16" : "fp16");
 
     pts = (bench_point *)calloc((size_t)o.n_hdim * o.n_seqlen * o.n_causal * o.n_det, sizeof(bench_point));
@@ -559,10 +610,13 @@ int main(int argc, char **argv)
                 for (m = 0; m < o.n_det; m++) {
                     bench_point *p = &pts[npts++];
                     p->d = o.hdim[i]; p->s = o.seqlen[j]; p->causal = o.causal[k]; p->det = o.det[m];
+                    p->dv = o.hdim_v ? o.hdim_v : p->d;
                     p->dtype = o.dtype;
                     p->b = BENCH_TOKENS / p->s;
-                    p->h = BENCH_HIDDEN / p->d;
-                    p->flops = 2.5 * 4.0 * p->b * p->h * (double)p->s * p->s * p->d * (p->causal ? 0.5 : 1.0);
+                    p->h = BENCH_HIDDEN / p->dv;
+                    /* the five GEMMs: S, dK, dQ over d; dP, dV over dv */
+                    p->flops = 2.0 * p->b * p->h * (double)p->s * p->s * (3.0 * p->d + 2.0 * p->dv) *
+                               (p->causal ? 0.5 : 1.0);
                     if ((size_t)p->b * p->s * p->h * p->d > max_elems) max_elems = (size_t)p->b * p->s * p->h * p->d;
                     if ((size_t)p->b * p->s * p->h > max_rh) max_rh = (size_t)p->b * p->s * p->h;
                 }
@@ -577,6 +631,7 @@ int main(int argc, char **argv)
     }
     g_dropout = o.dropout;
     g_bias = o.bias;
+    g_padded = o.padded;
     if (o.alibi) {
         float h_slopes[BENCH_HIDDEN / 64];
         for (i = 0; i < BENCH_HIDDEN / 64; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));
@@ -585,6 +640,7 @@ int main(int argc, char **argv)
     }
     bench_alloc(&bufs, max_elems, max_rh, (size_t)l2, st);
     printf("bench_bwd: %d input sets of %zu MB, rotated per call\n", bufs.nsets, (5 * max_elems * 2) >> 20);
+    if (o.hdim_v) printf("bench_bwd: hdim_v %d (V, O, dO, dV)%s\n", o.hdim_v, o.padded ? ", padded: the hdim 256 kernels" : "");
     printf("%-5s %-6s %-6s %-4s %-4s %-4s %10s %9s %8s %7s  %s\n", "hdim", "seqlen", "causal", "det", "b", "h",
            "ms(med)", "TFLOPS", "det/nd", "splits", "kernel");
     fflush(stdout);

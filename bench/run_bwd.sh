@@ -3,7 +3,13 @@
 # cuDNN) on the same grid in the same session, print the comparison.
 #
 #   bench/run_bwd.sh [--quick] [--hdim 64,128] [--seqlen 1k,...,16k] [--causal 0,1]
-#                    [--det 0,1] [--dtype bf16|fp16] [--no-sdpa] [--build-only]
+#                    [--det 0,1] [--dtype bf16|fp16] [--hdim_v N] [--padded 0|1]
+#                    [--no-sdpa] [--build-only]
+#
+# MLA (unequal head dims): --hdim 192 --hdim_v 128 times the 192_128 kernels
+# (--padded 1: the 256 kernels, V padded) and SDPA's flash, memory-efficient
+# and cuDNN backends with v of 128 columns (a backend that refuses the shape:
+# "-" and its reason in sdpa_bwd.log); FLOPs 2 s^2 (3 hdim + 2 hdim_v) a head.
 #
 # Outputs in $OUT_DIR (default $BUILD/bench): fmha_bwd.json, sdpa_bwd.json,
 # report_bwd.md and the logs. The report gives fmha_tile's backward TFLOPS per point,
@@ -20,7 +26,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --build-only) build_only=1 ;;
         --no-sdpa) run_sdpa=0 ;;
-        --det|--dtype) fmha_only+=("$1" "$2"); shift ;;
+        --det|--dtype|--padded) fmha_only+=("$1" "$2"); shift ;;
         --json|--json=*) echo "run_bwd.sh: --json is set by run_bwd.sh (use OUT_DIR)" >&2; exit 2 ;;
         *) common+=("$1") ;;
     esac
@@ -66,8 +72,10 @@ fm = json.load(open(sys.argv[1])) if os.path.exists(sys.argv[1]) else []
 sd = json.load(open(sys.argv[2])) if os.path.exists(sys.argv[2]) else []
 sdk = {(r["d"], r["s"], bool(r["causal"])): r for r in sd}
 nd = {(r["d"], r["s"], r["causal"]): r for r in fm if not r["det"] and r.get("tflops")}
-lines = ["| hdim | seqlen | causal | det | fmha_tile TFLOPS | flash bwd | cuDNN bwd | / flash | / cuDNN | det / non-det |",
-         "|---|---|---|---|---|---|---|---|---|---|"]
+eff = any("efficient_bwd" in r for r in sd)   # unequal head dims: the memory-efficient backend too
+lines = ["| hdim | seqlen | causal | det | fmha_tile TFLOPS | flash bwd | cuDNN bwd | / flash | / cuDNN | det / non-det |"
+         + (" efficient bwd | / efficient |" if eff else ""),
+         "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if eff else "")]
 worst = None
 f = lambda x: "%.1f" % x if isinstance(x, (int, float)) else "-"
 for r in fm:
@@ -79,8 +87,13 @@ for r in fm:
     rd = t / base["tflops"] if r["det"] and t and base else None
     if rf and not r["det"] and r["s"] >= 2048 and r["d"] in (64, 128):
         worst = rf if worst is None else min(worst, rf)
-    lines.append("| %d | %d | %d | %d | %s | %s | %s | %s | %s | %s |" % (r["d"], r["s"], r["causal"], r["det"], f(t),
-                 f(fl), f(cu), "%.2f" % rf if rf else "-", "%.2f" % rc if rc else "-", "%.2f" % rd if rd else "-"))
+    hd = "%d" % r["d"] if r.get("dv", r["d"]) == r["d"] else "%d/%d" % (r["d"], r["dv"])
+    row = "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s |" % (hd, r["s"], r["causal"], r["det"], f(t),
+          f(fl), f(cu), "%.2f" % rf if rf else "-", "%.2f" % rc if rc else "-", "%.2f" % rd if rd else "-")
+    if eff:
+        ef = s.get("efficient_bwd")
+        row += " %s | %s |" % (f(ef), "%.2f" % (t / ef) if t and ef else "-")
+    lines.append(row)
 if worst is not None:
     lines.append("\nsmallest ratio to flash (non-deterministic, hdim 64/128, seqlen >= 2k): %.2f" % worst)
 open(sys.argv[3], "w").write("\n".join(lines) + "\n")

@@ -10,8 +10,11 @@
 #   bias1    fwd: bench_fwd --bias 1 ([1, 1, s, s] bf16)
 #   bias2    fwd: bench_fwd --bias 2 ([1, h, s, s] bf16)
 #   bias1/2  bwd: bench_bwd --bias 1|2 when the binary has that option, else SDPA only
+#   mla      fwd: bench_fwd --hdim 192 --hdim_v 128   bwd: bench_bwd --det 0 --hdim 192
+#            --hdim_v 128 (DeepSeek MLA's q/k 192, v 128: the 192_128 kernels; 16 heads,
+#            whatever --hdim says); fwd+bwd: the two times added (one training step)
 # against bench/sdpa_features.py (flash, efficient, cudnn; math with --math), which also
-# says which backends accept each feature. Defaults: hdim 64,128, seqlen 2k,8k, causal
+# says which backends accept each feature (SDPA's flash takes no unequal head dims). Defaults: hdim 64,128, seqlen 2k,8k, causal
 # 0,1, P = 0.1; --quick: hdim 128, seqlen 8k, not causal. About 2-4 minutes of GPU time
 # with the defaults (plus the build, unless SKIP_BUILD=1 finds the binaries).
 #
@@ -88,6 +91,16 @@ if "$BWD" --help 2>/dev/null | grep -q -- '--bias'; then
 else
     echo "== fmha_tile bwd bias: bench_bwd has no --bias (SDPA columns only)"
 fi
+# MLA: its own head dims (the grid's seqlen and causal)
+saved=("${grid[@]}")
+grid=(--hdim 192 --seqlen "$seqlen" --causal "$causal")
+run fwd_mla "$FWD" --hdim_v 128
+if "$BWD" --help 2>/dev/null | grep -q -- '--hdim_v'; then
+    run bwd_mla "$BWD" --det 0 --hdim_v 128
+else
+    echo "== fmha_tile bwd mla: bench_bwd has no --hdim_v (SDPA columns only)"
+fi
+grid=("${saved[@]}")
 
 SDPA_JSON="$OUT_DIR/sdpa_features.json"
 rm -f "$SDPA_JSON"

@@ -8,16 +8,24 @@ seqlen), hidden 2048 (hdim 64/128/256 with 32/16/8 heads), seqlen 512..16k, caus
 not. Tensors are contiguous [b, h, s, d], as SDPA expects.
 
 FLOPs: forward 4 * b * h * s * s * d, halved for causal; backward 2.5x forward.
+With --hdim_v N (unequal head dims, DeepSeek MLA: --hdim 192 --hdim_v 128): q and k
+of hdim columns, v of N, h = hidden / N; FLOPs per head forward 2 * s^2 * (hdim + N),
+backward (its five GEMMs: S, dK, dQ over hdim, dP, dV over N) 2 * s^2 * (3 * hdim +
+2 * N), which are 4 s^2 d and 2.5x that at equal dims; halved for causal. The
+memory-efficient backend is timed too (flash requires equal dims in PyTorch); a
+backend that refuses the shape is reported "unsupported" (null in the JSON) with
+PyTorch's reason.
 Timing: one pair of torch.cuda.Event around each call, warm-up calls first, median of
 at least 20 timed calls (more for short calls, about 0.3 s per point); calls rotate
 among input sets whose total exceeds twice the L2 (at least 2 sets).
 
 Output: one line per point and, with --json, a list of
   {"d", "s", "causal", "flash_fwd", "cudnn_fwd"}            (TFLOPS; null on error)
-plus "flash_bwd", "cudnn_bwd" with --bwd (the format of the anchors file).
+plus "flash_bwd", "cudnn_bwd" with --bwd (the format of the anchors file); with
+--hdim_v also "dv", "efficient_fwd" (and "efficient_bwd").
 
   python3 bench/sdpa_bench.py [--hdim 64,128,256] [--seqlen 512,...,16k]
-                              [--causal 0,1] [--quick] [--bwd] [--json out.json]
+                              [--causal 0,1] [--hdim_v N] [--quick] [--bwd] [--json out.json]
 
 Without torch or without a GPU it prints a SKIP line and exits 0.
 """
@@ -33,6 +41,9 @@ MAX_RUNS = 2000
 TARGET_S = 0.3
 WARMUP_S = 0.05
 BACKENDS = (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"))
+# unequal head dims: every backend that may take them
+BACKENDS_HV = (("flash", "FLASH_ATTENTION"), ("efficient", "EFFICIENT_ATTENTION"),
+               ("cudnn", "CUDNN_ATTENTION"))
 
 
 def parse_list(text):
@@ -60,6 +71,8 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true",
                     help="hdim 128, seqlen 2k and 8k")
     ap.add_argument("--bwd", action="store_true", help="also time backward")
+    ap.add_argument("--hdim_v", type=int, default=0,
+                    help="v of N columns (MLA: --hdim 192 --hdim_v 128); heads = hidden / N")
     ap.add_argument("--json", default=None, help="write results here")
     a = ap.parse_args(argv)
     if a.hdim is None:
@@ -68,9 +81,13 @@ def parse_args(argv):
         a.seqlen = [2048, 8192] if a.quick else [512, 1024, 2048, 4096, 8192, 16384]
     if a.causal is None:
         a.causal = [0, 1]
-    for d in a.hdim:
-        if d <= 0 or HIDDEN % d:
-            ap.error("hdim %d does not divide hidden %d" % (d, HIDDEN))
+    if a.hdim_v:
+        if a.hdim_v < 0 or HIDDEN % a.hdim_v or any(d < a.hdim_v for d in a.hdim):
+            ap.error("--hdim_v %d must divide hidden %d and be at most every hdim" % (a.hdim_v, HIDDEN))
+    else:
+        for d in a.hdim:
+            if d <= 0 or HIDDEN % d:
+                ap.error("hdim %d does not divide hidden %d" % (d, HIDDEN))
     for s in a.seqlen:
         if s <= 0 or s > TOKENS:
             ap.error("seqlen %d out of range 1..%d" % (s, TOKENS))
@@ -83,6 +100,12 @@ def parse_args(argv):
 def fwd_flops(b, h, s, d, causal):
     f = 4.0 * b * h * s * s * d
     return f * 0.5 if causal else f
+
+
+def flops_hv(b, h, s, d, dv, causal):
+    """(forward, backward) FLOPs of unequal head dims (equal: 4 s^2 d and 2.5x)."""
+    half = 0.5 if causal else 1.0
+    return (2.0 * b * h * s * s * (d + dv) * half, 2.0 * b * h * s * s * (3 * d + 2 * dv) * half)
 
 
 def time_calls(torch, fn, nsets, target_s=TARGET_S):
@@ -114,12 +137,13 @@ def time_calls(torch, fn, nsets, target_s=TARGET_S):
     return statistics.median(a.elapsed_time(b) for a, b in zip(starts, stops))
 
 
-def make_sets(torch, b, h, s, d, l2_bytes, grad):
-    set_bytes = 3 * b * h * s * d * 2 * (2 if grad else 1)  # q, k, v (+ o, do, grads)
+def make_sets(torch, b, h, s, d, l2_bytes, grad, dv=0):
+    dv = dv or d
+    set_bytes = b * h * s * (2 * d + dv) * 2 * (2 if grad else 1)  # q, k, v (+ o, do, grads)
     n = max(2, min(16, -(-2 * l2_bytes // set_bytes) + 1))
     sets = []
     for _ in range(n):
-        t = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+        t = [torch.randn(b, h, s, x, device="cuda", dtype=torch.bfloat16) for x in (d, d, dv)]
         if grad:
             for x in t:
                 x.requires_grad_(True)
@@ -127,13 +151,27 @@ def make_sets(torch, b, h, s, d, l2_bytes, grad):
     return sets
 
 
-def bench_point(torch, F, sdpa_kernel, SDPBackend, d, s, causal, l2_bytes, do_bwd):
-    b, h = TOKENS // s, HIDDEN // d
-    flops = fwd_flops(b, h, s, d, causal)
+def refusal(e):
+    """'unsupported: ...' for a backend that refuses the shape (PyTorch's 'No available
+    kernel' or a head-dim check), else the error's first line."""
+    msg = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+    low = msg.lower()
+    if "no available kernel" in low or "head_dim" in low or "head dim" in low or "not supported" in low:
+        return "unsupported: " + msg
+    return msg
+
+
+def bench_point(torch, F, sdpa_kernel, SDPBackend, d, s, causal, l2_bytes, do_bwd, dv=0):
+    b, h = TOKENS // s, HIDDEN // (dv or d)
+    flops, bflops = flops_hv(b, h, s, d, dv, causal) if dv else (fwd_flops(b, h, s, d, causal), None)
+    bflops = bflops or 2.5 * flops
     res = {"d": d, "s": s, "causal": bool(causal)}
+    if dv:
+        res["dv"] = dv
     notes = []
-    sets = make_sets(torch, b, h, s, d, l2_bytes, False)
-    for key, backend in BACKENDS:
+    backends = BACKENDS_HV if dv else BACKENDS
+    sets = make_sets(torch, b, h, s, d, l2_bytes, False, dv)
+    for key, backend in backends:
         res[key + "_fwd"] = None
         try:
             with sdpa_kernel([getattr(SDPBackend, backend)]):
@@ -147,12 +185,12 @@ def bench_point(torch, F, sdpa_kernel, SDPBackend, d, s, causal, l2_bytes, do_bw
                 ms = time_calls(torch, fwd, len(sets))
             res[key + "_fwd"] = round(flops / (ms * 1e-3) / 1e12, 2)
         except (RuntimeError, ValueError) as e:  # includes torch.OutOfMemoryError
-            notes.append("%s fwd: %s" % (key, str(e).strip().splitlines()[0][:120]))
+            notes.append("%s fwd: %s" % (key, refusal(e)))
             torch.cuda.synchronize()
     del sets
     if do_bwd:
-        gsets = make_sets(torch, b, h, s, d, l2_bytes, True)
-        for key, backend in BACKENDS:
+        gsets = make_sets(torch, b, h, s, d, l2_bytes, True, dv)
+        for key, backend in backends:
             res[key + "_bwd"] = None
             try:
                 with sdpa_kernel([getattr(SDPBackend, backend)]):
@@ -166,9 +204,9 @@ def bench_point(torch, F, sdpa_kernel, SDPBackend, d, s, causal, l2_bytes, do_bw
                         return torch.autograd.grad(o, inputs, do, retain_graph=True)
                     ms = time_calls(torch, bwd, len(graphs))
                     del graphs
-                res[key + "_bwd"] = round(2.5 * flops / (ms * 1e-3) / 1e12, 2)
+                res[key + "_bwd"] = round(bflops / (ms * 1e-3) / 1e12, 2)
             except (RuntimeError, ValueError) as e:
-                notes.append("%s bwd: %s" % (key, str(e).strip().splitlines()[0][:120]))
+                notes.append("%s bwd: %s" % (key, refusal(e)))
                 torch.cuda.synchronize()
         del gsets
     torch.cuda.empty_cache()
@@ -196,7 +234,10 @@ def main(argv):
     l2_bytes = getattr(prop, "L2_cache_size", 50 << 20)
     print("sdpa_bench: torch %s, %s (L2 %d MB)" % (torch.__version__, prop.name,
                                                  l2_bytes >> 20))
-    cols = ["flash_fwd", "cudnn_fwd"] + (["flash_bwd", "cudnn_bwd"] if a.bwd else [])
+    names = [k for k, _ in (BACKENDS_HV if a.hdim_v else BACKENDS)]
+    cols = [k + "_fwd" for k in names] + ([k + "_bwd" for k in names] if a.bwd else [])
+    if a.hdim_v:
+        print("sdpa_bench: hdim_v %d (q, k of hdim, v of %d; h = %d)" % (a.hdim_v, a.hdim_v, HIDDEN // a.hdim_v))
     print("%-5s %-6s %-6s " % ("hdim", "seqlen", "causal") + " ".join("%9s" % c for c in cols))
     sys.stdout.flush()
     results = []
@@ -204,7 +245,7 @@ def main(argv):
         for s in a.seqlen:
             for c in a.causal:
                 res, notes = bench_point(torch, F, sdpa_kernel, SDPBackend, d, s, c,
-                                         l2_bytes, a.bwd)
+                                         l2_bytes, a.bwd, a.hdim_v)
                 results.append(res)
                 print("%-5d %-6d %-6d " % (d, s, c) + " ".join(" " + fmt(res[k]) for k in cols))
                 for n in notes:

@@ -10,6 +10,13 @@ backward 2.5x that), so the ratios are like for like:
   dropout  F.scaled_dot_product_attention(q, k, v, dropout_p=P, is_causal=c)
   bias1    attn_mask bf16 [1, 1, s, s] (one mask shared by every entry and head)
   bias2    attn_mask bf16 [1, h, s, s] (one per head, shared by the batch)
+  mla      DeepSeek MLA's unequal head dims: q and k of 192 columns, v (and o)
+           of 128, h = hidden / 128 = 16 heads, whatever --hdim says; is_causal=c.
+           FLOPs per head: forward 2 * s^2 * (192 + 128), backward's five GEMMs
+           2 * s^2 * (3 * 192 + 2 * 128) (S, dK, dQ over 192; dP, dV over 128;
+           2.5x the forward at equal dims), halved for causal. Three
+           directions: fwd, bwd, and fwdbwd (one training step: the forward
+           and its backward in one timed call, FLOPs the sum)
 
 Backends: flash, efficient (memory-efficient), cudnn and, with --math, math
 (slow: it materialises the scores). Each is forced alone (sdpa_kernel); a
@@ -28,8 +35,9 @@ inputs rotate among sets larger than twice the L2.
                                  [--math] [--quick] [--json out.json]
 
 JSON: {"dropout_p", "accepts": {feature: {backend: true or the refusal}},
-"points": [{"feature", "dir" ("fwd"|"bwd"), "d", "s", "causal", "<backend>":
-TFLOPS or null}]}.
+"points": [{"feature", "dir" ("fwd"|"bwd"|"fwdbwd"), "d", "dv", "s", "causal",
+"<backend>": TFLOPS or null}]}; a backend that refuses a feature has null
+points and its refusal under "accepts" ("unsupported" in the table).
 Without torch or a GPU it prints a SKIP line and exits 0.
 """
 import argparse
@@ -43,7 +51,25 @@ from sdpa_bench import HIDDEN, TOKENS, fwd_flops, parse_list, time_calls  # noqa
 
 BACKENDS = (("flash", "FLASH_ATTENTION"), ("efficient", "EFFICIENT_ATTENTION"),
             ("cudnn", "CUDNN_ATTENTION"), ("math", "MATH"))
-FEATURES = ("dropout", "bias1", "bias2")
+FEATURES = ("dropout", "bias1", "bias2", "mla")
+MLA_D, MLA_DV = 192, 128   # DeepSeek MLA: q/k and v head dims
+
+
+def dims(feature, d):
+    """(hdim_q, hdim_v, heads) of a point: mla fixes its dims and heads."""
+    if feature == "mla":
+        return MLA_D, MLA_DV, HIDDEN // MLA_DV
+    return d, d, HIDDEN // d
+
+
+def flops_of(feature, b, h, s, d, dv, causal):
+    """(forward, backward) FLOPs; unequal dims: 2 s^2 (d + dv) and 2 s^2 (3 d + 2 dv) a
+    head (2.5x the forward at equal dims), halved for causal."""
+    if feature != "mla":
+        f = fwd_flops(b, h, s, d, causal)
+        return f, 2.5 * f
+    half = 0.5 if causal else 1.0
+    return (2.0 * b * h * s * s * (d + dv) * half, 2.0 * b * h * s * s * (3 * d + 2 * dv) * half)
 
 
 def parse_args(argv):
@@ -78,7 +104,7 @@ def make_mask(torch, feature, b, h, s, causal):
     """The additive bf16 mask of a bias point: values in (-1, 1), -inf above the
     diagonal when causal (SDPA takes no is_causal with a mask)."""
     if not feature.startswith("bias"):
-        return None
+        return None   # dropout, mla
     heads = 1 if feature == "bias1" else h
     m = torch.rand(1, heads, s, s, device="cuda", dtype=torch.bfloat16) * 2 - 1
     if causal:
@@ -104,14 +130,15 @@ def probe(torch, F, sdpa_kernel, SDPBackend, feature, p):
     """{backend: True or the reason it refuses} at a small shape, forward and backward."""
     out = {}
     b, h, s, d = 2, 4, 256, 64
+    d, dv = (MLA_D, MLA_DV) if feature == "mla" else (d, d)
     for key, name in BACKENDS:
         # PyTorch says why a forced backend refuses in warnings, then raises
         # "No available kernel": keep the first warning as the reason
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             try:
-                q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16,
-                                       requires_grad=True) for _ in range(3))
+                q, k, v = (torch.randn(b, h, s, x, device="cuda", dtype=torch.bfloat16,
+                                       requires_grad=True) for x in (d, d, dv))
                 call = Call(F, feature, make_mask(torch, feature, b, h, s, 0), 0, p)
                 with sdpa_kernel([getattr(SDPBackend, name)]):
                     o = call(q, k, v)
@@ -126,18 +153,22 @@ def probe(torch, F, sdpa_kernel, SDPBackend, feature, p):
 
 
 def bench_point(torch, F, sdpa_kernel, SDPBackend, feature, d, s, causal, p, backends, l2):
-    b, h = TOKENS // s, HIDDEN // d
-    flops = fwd_flops(b, h, s, d, causal)
-    fwd = {"feature": feature, "dir": "fwd", "d": d, "s": s, "causal": bool(causal)}
+    d, dv, h = dims(feature, d)
+    b = TOKENS // s
+    flops, bflops = flops_of(feature, b, h, s, d, dv, causal)
+    fwd = {"feature": feature, "dir": "fwd", "d": d, "dv": dv, "s": s, "causal": bool(causal)}
     bwd = dict(fwd, dir="bwd")
+    both = dict(fwd, dir="fwdbwd") if feature == "mla" else None
     notes = []
-    set_bytes = 3 * b * h * s * d * 2 * 2
+    set_bytes = b * h * s * (2 * d + dv) * 2 * 2
     nsets = max(2, min(8, -(-2 * l2 // set_bytes) + 1))
-    sets = [[torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-             for _ in range(3)] for _ in range(nsets)]
+    sets = [[torch.randn(b, h, s, x, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+             for x in (d, d, dv)] for _ in range(nsets)]
     call = Call(F, feature, make_mask(torch, feature, b, h, s, causal), causal, p)
     for key, name in BACKENDS:
         fwd[key] = bwd[key] = None
+        if both is not None:
+            both[key] = None
         if key not in backends:
             continue
         try:
@@ -159,14 +190,23 @@ def bench_point(torch, F, sdpa_kernel, SDPBackend, feature, d, s, causal, p, bac
                     return torch.autograd.grad(o, inputs, do, retain_graph=True)
                 ms = time_calls(torch, step, nsets)
                 graphs.clear()
-                bwd[key] = round(2.5 * flops / (ms * 1e-3) / 1e12, 2)
+                bwd[key] = round(bflops / (ms * 1e-3) / 1e12, 2)
+                if both is not None:   # a training step: forward and backward in one call
+                    dos = [torch.randn(b, h, s, dv, device="cuda", dtype=torch.bfloat16)
+                           for _ in range(nsets)]
+
+                    def fb(i):
+                        o = call(*sets[i])
+                        return torch.autograd.grad(o, sets[i], dos[i])
+                    ms = time_calls(torch, fb, nsets)
+                    both[key] = round((flops + bflops) / (ms * 1e-3) / 1e12, 2)
         except (RuntimeError, ValueError) as e:   # torch.OutOfMemoryError included
             notes.append("%s: %s" % (key, first_line(e)))
             torch.cuda.synchronize()
     sets.clear()
     call.mask = None
     torch.cuda.empty_cache()
-    return fwd, bwd, notes
+    return [r for r in (fwd, bwd, both) if r is not None], notes
 
 
 def main(argv):
@@ -193,20 +233,24 @@ def main(argv):
         for k in keys:
             if accepts[feature][k] is not True:
                 print("    (%s refuses it: %s)" % (k, accepts[feature][k]))
-    print("%-8s %-3s %-5s %-6s %-6s " % ("feature", "dir", "hdim", "seqlen", "causal")
-          + " ".join("%9s" % k for k in keys))
+    print("%-8s %-6s %-5s %-6s %-6s " % ("feature", "dir", "hdim", "seqlen", "causal")
+          + " ".join("%11s" % k for k in keys))
     sys.stdout.flush()
     for feature in a.features:
         use = [k for k in keys if accepts[feature][k] is True and (k != "math" or a.math)]
-        for d in a.hdim:
+        for d in ([MLA_D] if feature == "mla" else a.hdim):
             for s in a.seqlen:
                 for c in a.causal:
-                    fwd, bwd, notes = bench_point(torch, F, sdpa_kernel, SDPBackend, feature, d, s,
-                                                  c, a.dropout, use, l2)
-                    for r in (fwd, bwd):
+                    rows, notes = bench_point(torch, F, sdpa_kernel, SDPBackend, feature, d, s,
+                                              c, a.dropout, use, l2)
+                    for r in rows:
                         results.append(r)
-                        print("%-8s %-3s %-5d %-6d %-6d " % (feature, r["dir"], d, s, c) + " ".join(
-                            "%9s" % ("%.1f" % r[k] if r[k] is not None else "-") for k in keys))
+                        print("%-8s %-6s %-5s %-6d %-6d " % (
+                            feature, r["dir"], "%d" % d if r["dv"] == d else "%d/%d" % (d, r["dv"]),
+                            s, c) + " ".join(
+                            "%11s" % ("%.1f" % r[k] if r[k] is not None else
+                                      "unsupported" if accepts[feature][k] is not True
+                                      else "-") for k in keys))
                     for n in notes:
                         print("    (%s)" % n)
                     sys.stdout.flush()

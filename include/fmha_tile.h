@@ -37,8 +37,9 @@
  *            bf16 O, wgmma, sm_90a)
  *   hdim     kernel head dim 64 | 128 | 192 | 256; a problem of head dim d
  *            (a multiple of 8) runs on the smallest kernel hdim >= d; or
- *            192_128 (FWD, 16-bit): hdim_q 192 with hdim_v 128 (DeepSeek
- *            MLA prefill), serving hdim_q <= 192 with hdim_v <= 128
+ *            192_128 (FWD and the backward families, 16-bit): hdim_q 192
+ *            with hdim_v 128 (DeepSeek MLA), serving hdim_q <= 192 with
+ *            hdim_v <= 128
  *   mask     NOMASK | MASK      MASK kernels take any window/causal mask and
  *                               either alignment at run time
  *   softcap  NOSOFTCAP | SOFTCAP

@@ -747,7 +747,7 @@ def test_mla_varlen():
 @pytest.mark.parametrize("deterministic", [False, True])
 @pytest.mark.parametrize("dtype", [BF16, FP16], ids=["bf16", "fp16"])
 def test_mla_grads(dtype, deterministic):
-    # dq, dk of 192 columns, dv of 128 (the backward's 256 kernels, V side zero-padded)
+    # dq, dk of 192 columns, dv of 128 (the backward's 192_128 kernels of the default set)
     q, k, v = rand(2, 200, 8, 192, dtype=dtype), rand(2, 257, 2, 192, dtype=dtype), \
         rand(2, 257, 2, 128, dtype=dtype)
     dout = rand(2, 200, 8, 128, dtype=dtype)

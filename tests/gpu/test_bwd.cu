@@ -77,6 +77,21 @@ DECL_FMHA_KERNEL_SET(no_dot_set, NO_DOT_SET)
     X(BWD_CONVERT_DQ, FP16, 192, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(hd192_set, HD192_SET)
 
+/* MLA's 192_128 rows single-buffered alone (the row an sm_80 runs; on an
+ * sm_90 the default set's double-buffered row wins): stages 1 with V and dO
+ * 128 of 192 columns, both determinism modes. */
+#if !defined(FMHA_PLATFORM_AMD)
+#define MLA_S1_SET(X)                                                                          \
+    X(BWD,            BF16, 192_128, MASK,   NOSOFTCAP, NOALIBI, 64, 96, 6, 1)                 \
+    X(BWD_DET,        BF16, 192_128, MASK,   NOSOFTCAP, NOALIBI, 64, 96, 6, 1)                 \
+    X(BWD_DOT_DO_O,   BF16, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, BF16, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+DECL_FMHA_KERNEL_SET(mla_s1_set, MLA_S1_SET)
+#define MLA_S1 (&mla_s1_set)
+#else
+#define MLA_S1 ((const fmha_kernel_set *)0x1)   /* never a problem's set on AMD */
+#endif
+
 /* Explicit rows (no wildcard: built as written for the platform's portable
  * pipeline), every stage: their arch token must expand before the row
  * macros paste it (device builds failed on it once). */
@@ -122,6 +137,7 @@ typedef struct bwd_cfg {
     fmha_dtype bias_dt;           /* FP16, BF16 or FP32 */
     int nodbias;                  /* 1: bias without dbias */
     int hide;                     /* 1: -inf bias elements (every 7th of row 3, all of row 5) */
+    int mla;                      /* 1: the plan must take the 192_128 kernels (every stage) */
     int quick;
 } bwd_cfg;
 
@@ -170,6 +186,7 @@ static void cfg_name(bwd_cfg *c)
     if (c->dv) n += (size_t)snprintf(s + n, cap - n, "_dv%d", c->dv);
     if (c->set == &hd192_set) n += (size_t)snprintf(s + n, cap - n, "_hd192set");
     if (c->set == &explicit_set) n += (size_t)snprintf(s + n, cap - n, "_explicitset");
+    if (c->set == MLA_S1) n += (size_t)snprintf(s + n, cap - n, "_mlas1set");
     if (c->mask == FMHA_MASK_NONE) n += (size_t)snprintf(s + n, cap - n, "_nomask");
     else n += (size_t)snprintf(s + n, cap - n, "_%s(%d,%d)", c->mask == FMHA_MASK_TOP_LEFT ? "t" : "b", c->wl, c->wr);
     if (c->cap > 0) n += (size_t)snprintf(s + n, cap - n, "_cap%g", c->cap);
@@ -529,32 +546,43 @@ static void build_configs(void)
         add(c, 0);
     }
 
-    /* 13. hdim_v < hdim_q (DeepSeek MLA: 192 / 128; the kernels of hdim_q
-     * run V, O, dO and dV zero-padded): dQ and dK of hdim_q columns, dV of
-     * hdim_v; masks with keys no query sees, GQA, group mode with empty
+    /* 13. hdim_v < hdim_q (DeepSeek MLA: 192 / 128 on the default set's
+     * 192_128 kernels, dP^T and dV over 128 columns; elsewhere the kernels of
+     * hdim_q run V, O, dO and dV zero-padded): dQ and dK of hdim_q columns,
+     * dV of hdim_v; masks with keys no query sees, GQA, group mode with empty
      * entries, odd lengths, padded bhsd layouts, deterministic mode, dQ
-     * direct, soft cap, sinks, dropout. */
+     * direct, soft cap (the 256 kernels: no 192_128 SOFTCAP row), sinks,
+     * dropout. `mla` marks the problems that must run on a 192_128 row. */
     {
         static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+#if defined(FMHA_PLATFORM_AMD)
+        const int MLA = 0;   /* no 192_128 rows on AMD: the 256 rows serve */
+#else
+        const int MLA = 1;
+#endif
         bwd_cfg c = cfg_batch(B, 2, 8, 2, 255, 300, 192);
         c.dv = 128;
+        c.mla = MLA;
         add(c, 1);
         cfg_mask(&c, BR, -1, 0);
         c.det = 1;
         add(c, 1);
         c = cfg_batch(F, 2, 4, 4, 300, 100, 192);     /* s_q > s_k, top-left: rows and keys unseen */
         c.dv = 128;
+        c.mla = MLA;
         cfg_mask(&c, TL, -1, 0);
         add(c, 0);
         c.det = 1;
         add(c, 0);
         c = cfg_group(B, 4, gq, gk, 4, 1, 192);
         c.dv = 128;
+        c.mla = MLA;
         cfg_mask(&c, BR, -1, 0);
         c.det = 1; c.prep = PREP_ASYNC;
         add(c, 1);
         c = cfg_group(F, 4, gq, gk, 8, 2, 192);
         c.dv = 128;
+        c.mla = MLA;
         add(c, 0);
         c = cfg_batch(B, 2, 6, 3, 129, 77, 192);      /* bhsd, padded rows, soft cap */
         c.dv = 128;
@@ -563,22 +591,84 @@ static void build_configs(void)
         add(c, 0);
         c = cfg_batch(F, 3, 4, 2, 50, 40, 192);       /* one key tile: dQ direct */
         c.dv = 128;
+        c.mla = MLA;
         add(c, 0);
         c = cfg_batch(B, 1, 4, 4, 200, 100, 192);     /* sinks, window */
         c.dv = 128;
+        c.mla = MLA;
         c.sinks = 1;
         cfg_mask(&c, TL, 20, 0);
         add(c, 0);
         c = cfg_batch(F, 2, 4, 2, 255, 300, 192);     /* dropout, deterministic */
         c.dv = 128;
+        c.mla = MLA;
         c.drop = 0.1f; c.det = 1;
         c.dseed = 0x243f6a8885a308d3ull; c.doff = 77u;
         cfg_mask(&c, BR, -1, 0);
         add(c, 0);
+        c.det = 0; c.drop = 0.6f;                      /* dropout, atomics */
+        add(c, 0);
         c = cfg_batch(B, 2, 4, 2, 17, 33, 176);       /* below the kernel's dims */
         c.dv = 96;
+        c.mla = MLA;
         cfg_mask(&c, BR, -1, 0);
         add(c, 0);
+        /* smaller pairs on the 192_128 rows: (160, 96) causal GQA in group
+         * mode, both determinism modes; (192, 64) unmasked (a MASK row),
+         * MQA, several key tiles; (136, 128) with a sliding window */
+        c = cfg_group(B, 4, gq, gk, 8, 2, 160);
+        c.dv = 96;
+        c.mla = MLA;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1; c.prep = PREP_DEVICE;
+        add(c, 0);
+        c = cfg_batch(F, 2, 8, 1, 333, 401, 192);
+        c.dv = 64;
+        c.mla = MLA;
+        add(c, 0);
+        c.det = 1;
+        add(c, 1);
+        c = cfg_batch(B, 1, 6, 2, 257, 513, 136);
+        c.dv = 128;
+        c.mla = MLA;
+        cfg_mask(&c, TL, 100, 30);
+        c.det = 1;
+        add(c, 0);
+        /* the MLA shape at a size with many key and query tiles: causal,
+         * GQA 4, bf16, both modes (bitwise repeats in deterministic mode) */
+        c = cfg_batch(B, 1, 8, 2, 1025, 1025, 192);
+        c.dv = 128;
+        c.mla = MLA;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 4, 700, 600, 192);      /* non-causal, deterministic: split chains */
+        c.dv = 128;
+        c.mla = MLA;
+        c.det = 1;
+        add(c, 0);
+#if !defined(FMHA_PLATFORM_AMD)
+        /* the single-buffered 192_128 rows (mla_s1_set) */
+        c = cfg_batch(B, 2, 8, 2, 255, 300, 192);
+        c.set = MLA_S1;
+        c.dv = 128;
+        c.mla = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_group(B, 4, gq, gk, 4, 1, 160);
+        c.set = MLA_S1;
+        c.dv = 96;
+        c.mla = 1;
+        c.det = 1;
+        add(c, 0);
+        c.det = 0; c.drop = 0.2f; c.dseed = 0x9e3779b97f4a7c15ull; c.doff = 5u;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+#endif
         c = cfg_batch(F, 2, 16, 1, 97, 300, 128);     /* (128, 64), MQA */
         c.dv = 64;
         c.det = 1;
@@ -1231,6 +1321,15 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         run_free(&r);
         return;
     }
+#if !defined(FMHA_PLATFORM_AMD)
+    if (c->mla && (plan.dq_dk_dv->hdim != 192 || plan.dq_dk_dv->hdim_v != 128 || plan.dot_do_o->hdim_v != 128 ||
+                   plan.convert_dq->hdim != 192 || plan.convert_dq->hdim_v != 128 ||
+                   (c->set == MLA_S1 && plan.dq_dk_dv->stages != 1))) {
+        tu_fail(c->name, "plan took %s, want the 192_128 kernels", plan.dq_dk_dv->name);
+        run_free(&r);
+        return;
+    }
+#endif
     if (plan.workspace_size) r.ws = tu_dmalloc(plan.workspace_size);
     {   /* a stale dbias sum must not matter: fmha_bwd zeroes it */
         fmhai_bwd_layout L;

@@ -36,5 +36,9 @@ expect_fail "prefill row of unequal head dims" \
     "X(PREFILL, BF16, 192_128, MASK, NOSOFTCAP, 16, 96, 64, 6, 1)" "unequal head dims"
 expect_fail "192_128 row with 4 warps (a Q row is 24 chunks)" \
     "X(FWD, BF16, 192_128, MASK, NOSOFTCAP, NOALIBI, 64, 64, 4, 1)" "constraint threads_cover_row_chunks"
+expect_fail "backward 192_128 row with 8 warps (a Q row is 24 chunks)" \
+    "X(BWD, BF16, 192_128, MASK, NOSOFTCAP, NOALIBI, 64, 128, 8, 2)" "constraint bwd_threads_cover_row_chunks"
+expect_fail "backward 192_128 wildcard row with a tile_n no tuned row has" \
+    "X(BWD_DET, BF16, 192_128, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, 128, FMHA_ANY, FMHA_ANY)" "no tuned row matches"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

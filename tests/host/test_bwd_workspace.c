@@ -86,13 +86,22 @@ static int layout_sane(const fmhai_bwd_layout *L)
 static void test_default_set(void)
 {
     int i, n = fmha_set_size(&bwd_set), fam[6] = { 0, 0, 0, 0, 0, 0 }, bad = 0, n90 = 0, nal = 0, nbias = 0;
+    int nmla = 0, nmla_aux = 0, bad_mla = 0;
     for (i = 0; i < n; ++i) {
         const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, i);
         int aux = k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET;
         if (!aux && k->arch == FMHA_ARCH_SM90A) aux = 2;
         fam[k->family]++;
         n90 += aux == 2;
-        if (fmhai_bwd_row_violation(aux, k->hdim, k->tile_m, k->tile_n, k->warps, k->stages)) bad++;
+        if (fmhai_bwd_row_violation_hv(aux, k->hdim, k->hdim_v, k->tile_m, k->tile_n, k->warps, k->stages)) bad++;
+        if (k->hdim_v != k->hdim) {   /* MLA's 192_128 rows: portable, 6 warps, named d192_128 */
+            nmla += !aux;
+            nmla_aux += aux == 1;
+            if (k->hdim != 192 || k->hdim_v != 128 || !strstr(k->name, "_d192_128_") ||
+                (!aux && (k->arch != FMHA_ARCH_SM80 || k->warps != 6 || k->tile_n != 96 || !k->has_mask ||
+                          k->has_softcap || k->has_alibi || k->has_bias)))
+                bad_mla++;
+        }
         if (k->has_alibi && (aux == 1 || !k->has_mask || k->has_softcap)) bad++;
         if (k->has_bias && (aux == 1 || !k->has_mask || k->has_softcap || k->has_alibi || k->hdim > 128 ||
                             !strstr(k->name, "_bias_")))
@@ -100,10 +109,22 @@ static void test_default_set(void)
         nal += k->has_alibi;
         nbias += k->has_bias;
     }
-    CHECK(fam[FMHA_FAMILY_BWD] >= 30 && fam[FMHA_FAMILY_BWD_DET] >= 30 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == 6 &&
-              fam[FMHA_FAMILY_BWD_CONVERT_DQ] == 6,
+#if defined(FMHA_PLATFORM_AMD)
+    const int n_aux = 6;
+#else
+    const int n_aux = 8;   /* + 192_128 */
+#endif
+    CHECK(fam[FMHA_FAMILY_BWD] >= 30 && fam[FMHA_FAMILY_BWD_DET] >= 30 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == n_aux &&
+              fam[FMHA_FAMILY_BWD_CONVERT_DQ] == n_aux,
           "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims x 5 variants (4 mask "
-          "x soft cap, masked ALiBi), one dot_do_o and convert_dq each");
+          "x soft cap, masked ALiBi), one dot_do_o and convert_dq each (and per dtype for 192_128)");
+#if defined(FMHA_PLATFORM_AMD)
+    CHECK(nmla == 0 && nmla_aux == 0, "default backward set on AMD: no 192_128 rows (the 256 rows serve MLA)");
+#else
+    CHECK(nmla == 8 && nmla_aux == 4 && bad_mla == 0,
+          "default backward set: 192_128 (MLA) dq_dk_dv rows for 2 dtypes x BWD and BWD_DET x stages 2 and 1, "
+          "MASK, portable 64 x 96 on 6 warps; dot_do_o and convert_dq per dtype");
+#endif
     CHECK(bad == 0, "every backward row meets its constraints; ALiBi and BIAS only on masked dq_dk_dv rows without "
                     "soft cap (BIAS: hdim <= 128, named _bias_)");
 #if !defined(FMHA_PLATFORM_AMD)
@@ -147,6 +168,14 @@ static void test_default_set(void)
         CHECK(strstr(buf, "\"family\": \"bwd_dq_dk_dv\"") && strstr(buf, "\"family\": \"bwd_dot_do_o\"") &&
                   strstr(buf, "\"family\": \"bwd_convert_dq\""),
               "JSON names the three backward families");
+#if !defined(FMHA_PLATFORM_AMD)
+        {   /* a 192_128 kernel exports both head dims */
+            const char *m = strstr(buf, "\"name\": \"fmha_bwd_dq_dk_dv_d192_128_");
+            const char *e = m ? strchr(m, '}') : NULL;
+            const char *hq = m ? strstr(m, "\"hdim_q\": 192,") : NULL, *hv = m ? strstr(m, "\"hdim_v\": 128,") : NULL;
+            CHECK(m && e && hq && hv && hq < e && hv < e, "JSON of a 192_128 backward kernel: hdim_q 192, hdim_v 128");
+        }
+#endif
         free(buf);
     }
     CHECK(fmhai_bwd_row_violation(0, 128, 64, 96, 8, 2) && strstr(fmhai_bwd_row_violation(0, 128, 64, 96, 8, 2),
@@ -160,6 +189,18 @@ static void test_default_set(void)
     CHECK(fmhai_bwd_row_violation(1, 128, 64, 16, 4, 1) != NULL, "aux row with tile_n rejected");
     CHECK(fmhai_bwd_row_violation(0, 128, 64, 128, 8, 2) == NULL && fmhai_bwd_row_violation(1, 128, 64, 0, 4, 1) == NULL,
           "tuned rows valid");
+    CHECK(fmhai_bwd_row_violation_hv(0, 192, 128, 64, 96, 6, 2) == NULL &&
+              fmhai_bwd_row_violation_hv(0, 192, 128, 64, 96, 6, 1) == NULL &&
+              fmhai_bwd_row_violation_hv(1, 192, 128, 64, 0, 4, 1) == NULL,
+          "192_128 rows valid");
+    CHECK(fmhai_bwd_row_violation_hv(0, 192, 96, 64, 96, 6, 2) &&
+              strstr(fmhai_bwd_row_violation_hv(0, 192, 96, 64, 96, 6, 2), "bwd_hdim_v_64_to_hdim") &&
+              fmhai_bwd_row_violation_hv(0, 128, 192, 64, 128, 8, 2) &&
+              fmhai_bwd_row_violation_hv(2, 128, 64, 64, 128, 12, 2) &&
+              strstr(fmhai_bwd_row_violation_hv(2, 128, 64, 64, 128, 12, 2), "bwd_hdim_v_portable") &&
+              fmhai_bwd_row_violation_hv(0, 192, 128, 64, 128, 8, 2),
+          "unequal-dims rows rejected: hdim_v not a multiple of 64 or above hdim, on the wgmma pipeline, and a "
+          "192 row on 8 warps");
 }
 
 static void test_plan_batch(void)
@@ -374,11 +415,54 @@ static void test_selection(void)
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
     CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 128 && plan.dot_do_o->hdim == 128 && plan.convert_dq->hdim == 128,
           "hdim 72 runs on the hdim 128 kernels (all three stages)");
-    /* hdim_v < hdim_q (MLA 192 / 128): the hdim_q kernels, V side padded */
+    /* hdim_v < hdim_q (MLA 192 / 128): the 192_128 kernels (exact dims)
+     * before the padded ones; other pairs by least padding of both dims */
     t.hdim_q = 192; t.hdim_v = 128;
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+#if defined(FMHA_PLATFORM_AMD)
     CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 256 && plan.dot_do_o->hdim == 256,
-          "hdim (192, 128): the hdim 256 kernels");
+          "hdim (192, 128) on AMD: the hdim 256 kernels, V padded");
+#else
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 192 && plan.dq_dk_dv->hdim_v == 128 &&
+              plan.dq_dk_dv->stages == 2 && plan.dq_dk_dv->warps == 6 && plan.dot_do_o->hdim == 192 &&
+              plan.dot_do_o->hdim_v == 128 && plan.convert_dq->hdim == 192 && plan.convert_dq->hdim_v == 128,
+          "hdim (192, 128): the 192_128 kernels, all three stages (not the padded 256 ones)");
+    {
+        static const int pairs[6][3] = {   /* hdim_q, hdim_v, 1: a 192_128 kernel, 0: another */
+            { 160, 96, 1 }, { 192, 64, 1 }, { 136, 128, 1 }, { 128, 64, 0 }, { 192, 192, 0 }, { 200, 128, 0 } };
+        int pi, okp = 1;
+        for (pi = 0; pi < 6; ++pi) {
+            t.hdim_q = pairs[pi][0]; t.hdim_v = pairs[pi][1];
+            st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+            if (st != FMHA_OK || (plan.dq_dk_dv->hdim_v == 128 && plan.dq_dk_dv->hdim == 192) != pairs[pi][2] ||
+                plan.dq_dk_dv->hdim < t.hdim_q || plan.dq_dk_dv->hdim_v < t.hdim_v) {
+                okp = 0;
+                printf("  pair (%d, %d): %s\n", t.hdim_q, t.hdim_v, st == FMHA_OK ? plan.dq_dk_dv->name : "no plan");
+            }
+        }
+        CHECK(okp, "MLA-like pairs (160, 96), (192, 64), (136, 128) take 192_128; (128, 64) the 128 kernels, "
+                   "(192, 192) and (200, 128) the 256 ones");
+        t.hdim_q = 192; t.hdim_v = 128;
+        t.is_deterministic = 1;
+        t.mask_type = FMHA_MASK_BOTTOM_RIGHT; t.window_left = -1; t.window_right = 0;
+        st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+        CHECK(st == FMHA_OK && plan.dq_dk_dv->family == FMHA_FAMILY_BWD_DET && plan.dq_dk_dv->hdim_v == 128 &&
+                  plan.dq_dk_dv->hdim == 192,
+              "hdim (192, 128), deterministic and causal: the BWD_DET 192_128 kernel");
+        t.is_deterministic = 0;
+        t.mask_type = FMHA_MASK_NONE; t.window_left = t.window_right = -1;
+        fmhai_test_device.smem_optin = 163 * 1024;
+        st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+        CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim_v == 128 && plan.dq_dk_dv->stages == 1,
+              "hdim (192, 128) on a 163 KB device: the single-buffered 192_128 row");
+        fmhai_test_device.smem_optin = 227 * 1024;
+        t.has_logits_soft_cap = 1;
+        st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+        CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 256 && plan.dq_dk_dv->has_softcap,
+              "hdim (192, 128) with a soft cap (no 192_128 SOFTCAP row in the default set): the 256 kernels");
+        t.has_logits_soft_cap = 0;
+    }
+#endif
     t.hdim_q = 192; t.hdim_v = 128;
     st = fmha_bwd_plan_make(&hd192_set, &t, &plan);
     CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 192 && plan.dq_dk_dv->tile_n == 96 && plan.dq_dk_dv->warps == 6 &&

@@ -637,6 +637,28 @@ static void test_bwd_dropout_dispatch(void)
               "bwd with dropout on sm_80: the plan's portable dq_dk_dv runs as planned");
     }
     fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+#if !defined(FMHA_PLATFORM_AMD)
+    {   /* MLA (192, 128) and a smaller pair (160, 96): the 192_128 row, which
+         * keeps dropout (portable); hdim_v is part of the backward's problem */
+        static const int pq[2] = { 192, 160 }, pv[2] = { 128, 96 };
+        int pi, ok = 1;
+        for (pi = 0; pi < 2; ++pi) {
+            fmha_bwd_traits t;
+            fmha_bwd_plan plan;
+            const char *why = NULL;
+            int e = -1;
+            memset(&t, 0, sizeof(t));
+            t.dtype = FMHA_DTYPE_BF16; t.batch = 2; t.nhead_q = 16; t.nhead_k = 16;
+            t.seqlen_q = t.seqlen_k = 2048; t.hdim_q = pq[pi]; t.hdim_v = pv[pi];
+            t.mask_type = FMHA_MASK_BOTTOM_RIGHT; t.window_left = -1; t.window_right = 0;
+            if (fmha_bwd_plan_make(&set_bwd, &t, &plan) != FMHA_OK || plan.dq_dk_dv->hdim != 192 ||
+                plan.dq_dk_dv->hdim_v != 128 || strcmp(plan.dq_dk_dv->pipeline, "portable_mma") != 0 ||
+                fmhai_bwd_run_entry(&plan, 1, &e, &why) != FMHA_OK || e != plan.entry_[1] || why)
+                ok = 0;
+        }
+        CHECK(ok, "bwd (192, 128) and (160, 96) on sm_90: the 192_128 dq_dk_dv, kept with dropout");
+    }
+#endif
 }
 
 /* Elementwise bias (BIAS rows): validation, selection (a problem with a

@@ -40,6 +40,7 @@ static inline void fmhai_bwd_problem(const fmha_bwd_traits *t, fmha_family fam, 
     pb->family = fam;
     pb->dtype = t->dtype;
     pb->hdim = t->hdim_q;
+    pb->hdim_v = t->hdim_v;   /* a 192_128 row serves hdim_q <= 192 with hdim_v <= 128 */
     if (fam == FMHA_FAMILY_BWD || fam == FMHA_FAMILY_BWD_DET) {
         pb->masked = fmhai_bwd_masked(t->mask_type, t->window_left, t->window_right);
         pb->mask_type = t->mask_type;

@@ -8,8 +8,10 @@
  *   X(BWD_DET,        dtype, hdim, mask, softcap, alibi, tile_m, tile_n, warps, stages)
  *   X(BWD_DOT_DO_O,   dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
  *   X(BWD_CONVERT_DQ, dtype, hdim, NOMASK, NOSOFTCAP, NOALIBI, tile_m, tile_n, warps, stages)
- * A backward plan needs one kernel of each of the three stages for the
- * problem's dtype and head dim, its dq_dk_dv from BWD or, deterministic,
+ * The hdim column may name a pair, 192_128 (hdim_q 192, hdim_v 128: MLA;
+ * portable rows, NVIDIA), which the three stages serve with the V side 128
+ * wide. A backward plan needs one kernel of each of the three stages for the
+ * problem's dtype and head dims, its dq_dk_dv from BWD or, deterministic,
  * from BWD_DET (fmha_bwd_plan_make says which one is missing). FMHA_ANY in the tile/warp columns expands into the tuned rows of
  * policy/bwd_tiles.h; explicit rows are checked against FMHAI_BWD_CONSTRAINTS
  * (or FMHAI_BWD_AUX_CONSTRAINTS) at compile time. Column 6: ALIBI compiles
@@ -52,9 +54,17 @@
 #define FMHAI_BWD_FN_SM80 fmhai_bwd_dq_dk_dv
 #define FMHAI_BWD_FN_GFX9 fmhai_bwd_dq_dk_dv_gfx9
 #define FMHAI_BWD_FN_SM90A fmhai_bwd_dq_dk_dv_sm90_any
-#define FMHAI_BWD_SMEM_SM80 FMHAI_BWD_SMEM_BYTES
-#define FMHAI_BWD_SMEM_GFX9 FMHAI_BWD_SMEM_BYTES
-#define FMHAI_BWD_SMEM_SM90A FMHAI_BWD90_SMEM_BYTES
+#define FMHAI_BWD_SMEM_SM80(hd, hdv, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_BWD_SMEM_GFX9(hd, hdv, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_BWD_SMEM_SM90A(hd, hdv, bm, bn, st) FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st)
+/* the call of dq_dk_dv's body: the portable one takes the V/O head dim
+ * (rows such as 192_128); the others have equal dims (FMHAI_BWD_HV_OK) */
+#define FMHAI_BWD_CALL_SM80(p, smem, bf, hd, hdv, ...) fmhai_bwd_dq_dk_dv_hv(p, smem, bf, hd, hdv, __VA_ARGS__)
+#define FMHAI_BWD_CALL_GFX9(p, smem, bf, hd, hdv, ...) FMHAI_BWD_FN_GFX9(p, smem, bf, hd, __VA_ARGS__)
+#define FMHAI_BWD_CALL_SM90A(p, smem, bf, hd, hdv, ...) FMHAI_BWD_FN_SM90A(p, smem, bf, hd, __VA_ARGS__)
+#define FMHAI_BWD_HV_OK_SM80 1
+#define FMHAI_BWD_HV_OK_GFX9 0
+#define FMHAI_BWD_HV_OK_SM90A 0
 #define FMHAI_BWD_IS90_SM80 0
 #define FMHAI_BWD_IS90_GFX9 0
 #define FMHAI_BWD_IS90_SM90A 1
@@ -80,23 +90,25 @@
 #define FMHAI_KNAME_BWD_CONVERT_DQ(dt, hd, mask, sc, al, bm, bn, w, st, arch) \
     "fmha_bwd_convert_dq_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
 
-/* Dynamic shared memory of a row. */
-#define FMHAI_SMEM_BWD(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(hd, bm, bn, st)
-#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(hd, bm, bn, st)
+/* Dynamic shared memory of a row (hd: the row's head-dim token, 192_128 a
+ * pair, kernel_set.h's FMHAI_HDQ / FMHAI_HDV). */
+#define FMHAI_SMEM_BWD(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st)
+#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st)
 #define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st, arch) 0
 #define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st, arch) 0
 
-/* The body each family's kernel calls. */
+/* The body each family's kernel calls (dot_do_o runs over the V/O columns,
+ * convert_dq over the Q ones). */
 #define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch)                   \
-    FMHAI_BWD_FN_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,          \
-                        FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, 0)
+    FMHAI_BWD_CALL_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, \
+                          w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, 0)
 #define FMHAI_BODY_BWD_DET(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch)               \
-    FMHAI_BWD_FN_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, bn, w, st,          \
-                        FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, 1)
+    FMHAI_BWD_CALL_##arch(p, smem, FMHAI_DT_##dt == FMHA_DTYPE_BF16, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, \
+                          w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al, 1)
 #define FMHAI_BODY_BWD_DOT_DO_O(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch) \
-    fmhai_bwd_dot_do_o(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
+    fmhai_bwd_dot_do_o(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, FMHAI_HDV(hd), bm, w)
 #define FMHAI_BODY_BWD_CONVERT_DQ(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch) \
-    fmhai_bwd_convert_dq(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, hd, bm, w)
+    fmhai_bwd_convert_dq(p, FMHAI_DT_##dt == FMHA_DTYPE_BF16, FMHAI_HDQ(hd), bm, w)
 
 /* Compile-time checks of a row: its family's (and pipeline's) constraints,
  * and no mask, soft cap or ALiBi on the streaming stages. */
@@ -107,8 +119,12 @@
     FMHA_STATIC_ASSERT(FMHAI_FAM_##fam != FMHA_FAMILY_BWD_DET || (w) % 2 == 0,                       \
                        "fmha_tile constraint bwd_det_even_warps violated: a BWD_DET row needs an even " \
                        "warp count (its dQ adds read through the step's Q and dO buffers)");          \
+    FMHA_STATIC_ASSERT(FMHAI_HDQ(hd) == FMHAI_HDV(hd) || FMHAI_AUX_##fam || FMHAI_BWD_HV_OK_##arch,     \
+                       "fmha_tile constraint bwd_hdim_v_portable violated: rows of unequal head dims "  \
+                       "(e.g. 192_128) run the portable mma.sync pipeline (NVIDIA rows)");             \
+    FMHAI_BWD_HV_CONSTRAINTS(FMHAI_CONSTRAINT_ASSERT, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, w, st)     \
     FMHAI_CAT(FMHAI_BWD_CHECKS_, FMHAI_CAT(FMHAI_BWD_IS90_##arch, FMHAI_AUX_##fam))(FMHAI_CONSTRAINT_ASSERT, \
-                                                                            hd, bm, bn, w, st)
+                                                                            FMHAI_HDQ(hd), bm, bn, w, st)
 /* checks by (Hopper pipeline, streaming stage) */
 #define FMHAI_BWD_CHECKS_00 FMHAI_BWD_CONSTRAINTS
 #define FMHAI_BWD_CHECKS_01 FMHAI_BWD_AUX_CONSTRAINTS
@@ -136,9 +152,10 @@
 /* ---- pass 2: table entries -------------------------------------------------------- */
 #define FMHAI_ENTRY_ROW_BWD(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
     { { FMHAI_KNAME_##fam(dt, hd, mask, sc, al, bm, bn, w, st, arch), FMHAI_FAM_##fam,             \
-        FMHAI_DT_##dt, hd, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al & 1, bm, bn, w, st,        \
+        FMHAI_DT_##dt, FMHAI_HDQ(hd), FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al & 1, bm, bn, w, st, \
         FMHAI_CAT(FMHAI_BWD_PIPE_, arch),                                                          \
-        FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS, hd, 0 }, \
+        FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS,      \
+        FMHAI_HDV(hd), 0 },                                                                        \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
@@ -185,10 +202,24 @@
 #define FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, hd)                                                     \
     X(BWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* DeepSeek MLA training's head dims (hdim_q 192, hdim_v 128): one MASK
+ * kernel a determinism mode (it serves unmasked problems too), no soft cap
+ * or ALiBi, as the forward's MLA rows. NVIDIA only (policy/bwd_tiles.h:
+ * no AMD row; there the 256 rows serve the problem with V padded). */
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_DEFAULT_BWD_MLA(X, dt)
+#else
+#  define FMHAI_DEFAULT_BWD_MLA(X, dt)                                                         \
+    X(BWD,            dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#endif
 #define FMHAI_DEFAULT_BWD_DT(X, dt)        \
     FMHAI_DEFAULT_BWD_HD(X, dt, 64)        \
     FMHAI_DEFAULT_BWD_HD(X, dt, 128)       \
     FMHAI_DEFAULT_BWD_HD(X, dt, 256)       \
+    FMHAI_DEFAULT_BWD_MLA(X, dt)           \
     FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, 64)   \
     FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, 128)
 #define FMHA_DEFAULT_BWD_SET(X)            \

@@ -301,9 +301,11 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_ROWS_DECODE_VEC FMHAI_ROWS_PREFILL
 
 #define FMHAI_XDEF(fam, dt, hd, mask, sc, c6, bm, bn, w, st)                                     \
-    FMHA_STATIC_ASSERT(FMHAI_HDQ(hd) == FMHAI_HDV(hd) || (FMHAI_FAM_##fam == FMHA_FAMILY_FWD &&  \
+    FMHA_STATIC_ASSERT(FMHAI_HDQ(hd) == FMHAI_HDV(hd) || ((FMHAI_FAM_##fam == FMHA_FAMILY_FWD ||   \
+                                                           (FMHAI_FAM_##fam >= FMHA_FAMILY_BWD &&  \
+                                                            FMHAI_FAM_##fam <= FMHA_FAMILY_BWD_DET)) && \
                                                           FMHAI_DT_##dt != FMHA_DTYPE_FP8),       \
-                       "fmha_tile: unequal head dims (e.g. 192_128) are for 16-bit FWD rows");   \
+                       "fmha_tile: unequal head dims (e.g. 192_128) are for 16-bit FWD and backward rows"); \
     FMHA_STATIC_ASSERT((0 FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_COUNT_ROW, fam, dt, hd, mask, sc, c6, \
                                                       bm, bn, w, st)) > 0,                       \
                        "fmha_tile: no tuned row matches this wildcard row's columns");           \

@@ -240,9 +240,10 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
     FMHAI_MISS(fmhai_info_hdv(&e->info) < fmhai_pb_hdv(pb), "hdim_v")
     /* a kernel of one head dim pads V past hdim_v only on the portable
      * mma.sync pipeline (its V copies and O stores stop at the problem's
-     * hdim_v); the MFMA pipeline needs a row of unequal dims */
+     * hdim_v); the MFMA forward needs a row of unequal dims (the MFMA
+     * backward pads V, as the portable one) */
     FMHAI_MISS(fmhai_pb_hdv(pb) != pb->hdim && fmhai_info_hdv(&e->info) == e->info.hdim &&
-               e->info.arch == FMHA_ARCH_GFX9, "hdim_v (the MFMA pipeline serves hdim_v < hdim_q through a "
+               e->info.arch == FMHA_ARCH_GFX9 && fmhai_is_fwd_family(pb->family), "hdim_v (the MFMA pipeline serves hdim_v < hdim_q through a "
                                                "row of unequal head dims, e.g. 192_128)")
     FMHAI_MISS(pb->masked && !e->info.has_mask, "mask")
     /* decode kernels: a SOFTCAP one serves any soft cap (as MASK any mask),

@@ -63,6 +63,12 @@
  * Shared memory of dq_dk_dv (16-bit tiles swizzled like the forward's):
  * K [BN][hd], V [BN][hd], Q [stages][BM][hd], dO [stages][BM][hd],
  * dS^T [BN][BM], then LSE and D [2][BM] fp32.
+ *
+ * Unequal head dims (HDV < HD, rows such as 192_128, fmhai_bwd_dq_dk_dv_hv):
+ * V and dO keep HD-wide rows, zero past HDV (the copies zero-fill past
+ * hdim_v, as for a problem padded into a kernel of one head dim), so they
+ * share the K and Q ldmatrix bases; dP^T = V dO^T, dV += P^T dO, dV's
+ * accumulator and its store run over the first HDV columns only.
  */
 #ifndef FMHA_TILE_PIPELINE_BWD_PORTABLE_H
 #define FMHA_TILE_PIPELINE_BWD_PORTABLE_H
@@ -71,6 +77,12 @@
 #include "../policy/bwd_tiles.h"
 #include "../kernel/bwd_params.h"
 #include "fwd_portable.h"
+
+/* Build knob (an experiment, 0 by default): rows of unequal head dims in one
+ * sweep, both accumulators live (see fmhai_bwd_dq_dk_dv_unit). */
+#ifndef FMHAI_BWD_HV_ONE_SWEEP
+#define FMHAI_BWD_HV_ONE_SWEEP 0
+#endif
 
 /* ---- small primitives ------------------------------------------------------ */
 FMHAI_DEVICE void fmhai_st_shared_u32(fmhai_smem_t dst, uint32_t v)
@@ -645,11 +657,12 @@ FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int split, int 
 
 /* acc[QW/8][4] = A B^T over the head dim: A is this warp's 16 key rows
  * (ldmatrix base a, K or V), B the QW query rows of a slice (base b, Q or
- * dO; rows HD*2 bytes apart). S^T = K Q^T and dP^T = V dO^T. The k-steps
+ * dO; rows HD*2 bytes apart), over the first KD columns (dP^T of a
+ * 192_128 row: the 128 of V and dO). S^T = K Q^T and dP^T = V dO^T. The k-steps
  * unroll by 8 (all of hd 128): one at a time, each MMA waited on its
  * ldmatrix (the profile's top stall). Bases are hidden from the optimiser so
  * that the swizzled addresses are formed here, not held across the step. */
-FMHAI_DEVICE void fmhai_bwd_gemm_abt(float (*acc)[4], fmhai_smem_t a, fmhai_smem_t b, int HD, int QW,
+FMHAI_DEVICE void fmhai_bwd_gemm_abt(float (*acc)[4], fmhai_smem_t a, fmhai_smem_t b, int HD, int KD, int QW,
                                      int is_bf16)
 {
     const fmhai_smem_t a_base = fmhai_opaque_smem(a), b_base = fmhai_opaque_smem(b);
@@ -658,7 +671,7 @@ FMHAI_DEVICE void fmhai_bwd_gemm_abt(float (*acc)[4], fmhai_smem_t a, fmhai_smem
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
 #pragma unroll 8
-    for (int kk = 0; kk < HD / 16; ++kk) {
+    for (int kk = 0; kk < KD / 16; ++kk) {
         uint32_t fa[4];
         fmhai_warp_ldsm_x4(fa, fmhai_ldsm_at(a_base, kk));
 #pragma unroll
@@ -692,20 +705,39 @@ FMHAI_DEVICE void fmhai_bwd_store_kv(char *dst, int64_t row_stride, const float 
     }
 }
 
+/* The dQ warp split's WM (policy/bwd_tiles.h: FMHAI_BWD_DQ_WM, which
+ * breaks a tie of costs to the smaller WM). A non-deterministic row of
+ * unequal dims takes a tie's doubled WM where that split is valid: 192_128
+ * as 2 x 3 warps of 32 x 64 dQ had no spill (253 registers), 1 x 6 of 64 x
+ * 32 spilled 24 bytes; its deterministic kernel spilled more with 2 x 3. */
+FMHAI_DEVICE int fmhai_bwd_dq_wm(int BM, int HD, int HDV, int NW, int DET)
+{
+    const int wm = FMHAI_BWD_DQ_WM(BM, HD, NW), w2 = 2 * wm;
+    const int rw = BM / w2, ct = FMHAI_BWD_WM_OK(BM, HD, NW, w2) ? HD / (NW / w2) : 0;
+    const int cw = ct * rw <= 1024 ? ct : 1024 / rw;
+    const int alt = !DET && HDV != HD && ct > 0 &&
+                    FMHAI_BWD_WM_COST(BM, HD, NW, w2) == FMHAI_BWD_WM_COST(BM, HD, NW, wm) && cw % 16 == 0 &&
+                    ct % cw == 0 && rw % 16 == 0;
+    return alt ? w2 : wm;
+}
+
 /* dq_dk_dv of one (KV head, batch entry) unit. */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
-                                          const int BM, const int BN, const int NW, const int ST,
-                                          const int HAS_MASK, const int SOFTCAP, const int ALIBI,
+                                          const int HDV, const int BM, const int BN, const int NW, const int ST,
+                                          const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET,
                                           const fmhai_bwd_unit *U)
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
-    const int TWO_SWEEPS = HD > 128;           /* dV sweep, then dK + dQ sweep */
+    /* dV sweep, then dK + dQ sweep; a row of unequal dims (192_128: dK 96 +
+     * dV 64 registers a lane) sweeps once with FMHAI_BWD_HV_ONE_SWEEP=1 (a
+     * fifth fewer products, S^T computed once; 56 bytes of spill) */
+    const int TWO_SWEEPS = HDV != HD && FMHAI_BWD_HV_ONE_SWEEP ? 0 : HD > 128;
     const int QW = 32;                         /* query columns of a slice     */
-    const int WM = FMHAI_BWD_DQ_WM(BM, HD, NW); /* dQ warp split: WM x WN     */
-    const int RW = FMHAI_BWD_DQ_RW(BM, HD, NW); /* dQ rows of a warp          */
-    const int CT = FMHAI_BWD_DQ_CT(BM, HD, NW); /* dQ columns of a warp       */
-    const int CW = FMHAI_BWD_DQ_CW(BM, HD, NW); /* ... in chunks of CW        */
+    const int WM = fmhai_bwd_dq_wm(BM, HD, HDV, NW, DET); /* dQ warp split: WM x WN */
+    const int RW = BM / WM;                     /* dQ rows of a warp          */
+    const int CT = HD / (NW / WM);              /* dQ columns of a warp       */
+    const int CW = CT * RW <= 1024 ? CT : 1024 / RW; /* ... in chunks of CW   */
     const int BIG = 1 << 30;
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -798,7 +830,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 fmhai_bwd_store_kv((char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch +
                                                         (int64_t)(s.k_start + j0) * p->dv_row +
                                                         (int64_t)hk * p->dv_head),
-                                   p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->hdv, is_bf16, HD, lane);
+                                   p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->hdv, is_bf16, HDV, lane);
 #pragma unroll
                 for (int dt = 0; dt < HD / 8; ++dt)
 #pragma unroll
@@ -843,7 +875,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
             for (int q0 = 0; q0 < BM; q0 += QW) {
                 /* ---- S^T = K Q^T ---------------------------------------------- */
                 float acc_s[QW / 8][4];
-                fmhai_bwd_gemm_abt(acc_s, kA, qBi + q0 * HD * 2, HD, QW, is_bf16);
+                fmhai_bwd_gemm_abt(acc_s, kA, qBi + q0 * HD * 2, HD, HD, QW, is_bf16);
                 /* dropout: this slice's keep bits, used up by P^T below (they
                  * end there: dS^T reads the drops from P^T's sign) */
                 const uint32_t keep =
@@ -884,7 +916,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 if (dv_step) {
                     const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + OQ + q0 * HD * 2);
 #pragma unroll
-                    for (int dn = 0; dn < HD / 16; ++dn)
+                    for (int dn = 0; dn < HDV / 16; ++dn)
 #pragma unroll
                         for (int kp = 0; kp < QW / 16; ++kp) {
                             uint32_t vb[4];
@@ -897,7 +929,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 
                 /* ---- dP^T = V dO^T --------------------------------------------- */
                 float acc_p[QW / 8][4];
-                fmhai_bwd_gemm_abt(acc_p, kA + VK, qBi + OQ + q0 * HD * 2, HD, QW, is_bf16);
+                fmhai_bwd_gemm_abt(acc_p, kA + VK, qBi + OQ + q0 * HD * 2, HD, HDV, QW, is_bf16);
                 /* ---- dS^T = P^T (dP^T - D) -------------------------------------- */
                 /* dropout: dS^T = P^T (dP^T o Z - D): a kept entry's dP^T times
                  * the scale, a dropped one (P^T negated above) -P^T D; D =
@@ -1107,10 +1139,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                                         (int64_t)hk * p->dv_head);
         if (TWO_SWEEPS) {
             if (n_it == 0)   /* no sweep ran: dV is 0 too */
-                fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->hdv, is_bf16, HD, lane);
+                fmhai_bwd_store_kv(dv, p->dv_row, acc_a, 1.f, key0, s.s_k - j0, p->hdv, is_bf16, HDV, lane);
             fmhai_bwd_store_kv(dk, p->dk_row, acc_a, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
         } else {
-            fmhai_bwd_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->hdv, is_bf16, HD, lane);
+            fmhai_bwd_store_kv(dv, p->dv_row, acc_a, p->dropout_scale, key0, s.s_k - j0, p->hdv, is_bf16, HDV, lane);
             fmhai_bwd_store_kv(dk, p->dk_row, acc_b, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD, lane);
         }
     }
@@ -1118,15 +1150,26 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 #endif
 }
 
-FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
-                                     const int BM, const int BN, const int NW, const int ST,
-                                     const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
+/* dq_dk_dv of a row of unequal head dims (HDV < HD, rows such as 192_128):
+ * the tiles keep HD-wide rows (V and dO zero past HDV), and the products
+ * over V, dO and dV (dP^T, dV) and dV's accumulator and store run over the
+ * first HDV columns only. */
+FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_hv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
+                                        const int HDV, const int BM, const int BN, const int NW, const int ST,
+                                        const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
 {
     for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
         fmhai_bwd_unit U;
         if (fmhai_bwd_unit_of(p, u, HAS_MASK, DET, BN, 1 << 30, &U))
-            fmhai_bwd_dq_dk_dv_unit(p, smem, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, &U);
+            fmhai_bwd_dq_dk_dv_unit(p, smem, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, &U);
     }
+}
+
+FMHAI_DEVICE void fmhai_bwd_dq_dk_dv(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
+                                     const int BM, const int BN, const int NW, const int ST,
+                                     const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
+{
+    fmhai_bwd_dq_dk_dv_hv(p, smem, is_bf16, HD, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET);
 }
 
 #endif /* FMHA_TILE_PIPELINE_BWD_PORTABLE_H */

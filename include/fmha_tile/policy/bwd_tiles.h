@@ -53,6 +53,25 @@
 #ifndef FMHAI_TILES_SM80_BWD_192
 #define FMHAI_TILES_SM80_BWD_192(Y, ...)  Y(__VA_ARGS__, SM80,    64,    96,    6,     2)
 #endif
+/* hdim 192_128 (MLA training: hdim_q 192, hdim_v 128, its own kernels): K
+ * and Q rows of 24 16-byte chunks need 6 warps (96 keys), as the 192 row.
+ * Registers: dK is 16 x 192 (96 a lane) and dV 16 x 128 (64): both live
+ * (160) plus a slice's S^T and dP^T (32) and the dQ chunk's fragments pass
+ * 255, so it keeps the two sweeps of the 192 row (dV first, then dK and
+ * dQ), each with one accumulator; dP^T = V dO^T and dV += P^T dO run over
+ * 128 columns, not 192 (a third fewer MMAs in those two products). V and
+ * dO keep 192-wide rows in shared memory (zero past 128): the V and dO
+ * bases are then the K and Q ones, no registers of their own (separate
+ * 128-wide tiles cost 3 base registers and spilled 40 bytes more). Shared
+ * memory as the 192 row: 181 KB double-buffered (sm_90), 133 KB single-
+ * buffered (the row an sm_80 runs, as the 256 rows). ptxas (sm_90a, bf16
+ * MASK): stages 2 253 registers, no spill; BWD_DET 216 bytes of spill
+ * (the 192 row's 224; the 256 rows', which MLA ran on before, 336-516);
+ * stages 1 20 bytes (BWD_DET 92). */
+#ifndef FMHAI_TILES_SM80_BWD_192_128
+#define FMHAI_TILES_SM80_BWD_192_128(Y, ...) Y(__VA_ARGS__, SM80,  64,   96,    6,     2) \
+                                             Y(__VA_ARGS__, SM80,  64,   96,    6,     1)
+#endif
 /* the streaming stages: tile_m rows per block (tile_n, stages unused) */
 #define FMHAI_TILES_SM80_BWD_AUX(Y, ...)  Y(__VA_ARGS__, SM80,    64,     0,    4,     1)
 
@@ -93,6 +112,9 @@
 #  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_GFX9_BWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_GFX9_BWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_GFX9_BWD_AUX(Y, __VA_ARGS__)
+/* no 192_128 rows: 133-181 KB of LDS, and the MFMA pipeline has no unequal
+ * dims (the 256 rows serve MLA problems with V padded) */
+#  define FMHAI_TILES_BWD_192_128(Y, ...)
 #else
 #  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_SM90A_BWD_64(Y, __VA_ARGS__) \
                                       FMHAI_TILES_SM80_BWD_64(Y, __VA_ARGS__)
@@ -101,6 +123,7 @@
 #  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_SM80_BWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_192(Y, ...) FMHAI_TILES_SM80_BWD_192(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_SM80_BWD_AUX(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_192_128(Y, ...) FMHAI_TILES_SM80_BWD_192_128(Y, __VA_ARGS__)
 #endif
 
 /* ---- workspace and splits ----------------------------------------------------
@@ -185,6 +208,13 @@
     C(bwd_shared_memory_227k, FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st) <= 227 * 1024,         \
       "shared memory of the tile must fit in 227 KB")
 
+/* C(...) over the V side of a dq_dk_dv row, hdv its V/O head dim (the row's
+ * head dim unless it names two, e.g. 192_128); on top of the above. dV,
+ * dP^T and D run over hdv columns of hd-wide V and dO tiles. */
+#define FMHAI_BWD_HV_CONSTRAINTS(C, hd, hdv, bm, bn, w, st)                                \
+    C(bwd_hdim_v_64_to_hdim, (hdv) % 64 == 0 && (hdv) >= 64 && (hdv) <= (hd),              \
+      "kernel hdim_v must be 64, 128, 192 or 256 and at most the head dim")
+
 /* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
 /* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
  * layout, 1024 bytes to align the swizzle atoms, and two fp32 dQ tiles
@@ -229,6 +259,16 @@ static inline const char *fmhai_bwd_row_violation(int aux, int hd, int bm, int b
         FMHAI_BWD_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, bm, bn, w, st)
     }
     return 0;
+}
+
+/* The same for a row of V/O head dim hdv (hdv == hd: as above). */
+static inline const char *fmhai_bwd_row_violation_hv(int aux, int hd, int hdv, int bm, int bn, int w, int st)
+{
+    if (hdv != hd) {
+        if (aux == 2) return "bwd_hdim_v_portable: the wgmma pipeline has equal head dims";
+        FMHAI_BWD_HV_CONSTRAINTS(FMHAI_CONSTRAINT_CHECK, hd, hdv, bm, bn, w, st)
+    }
+    return fmhai_bwd_row_violation(aux, hd, bm, bn, w, st);
 }
 
 #endif /* FMHA_TILE_POLICY_BWD_TILES_H */
