@@ -185,8 +185,17 @@
 #define FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, hd)                                                     \
     X(BWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* Head dims 32 and 96 (portable rows, NVIDIA only): every mask and soft
+ * cap variant and ALiBi as the other head dims (no BIAS rows). */
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_DEFAULT_BWD_HD32(X, dt, hd)
+#else
+#  define FMHAI_DEFAULT_BWD_HD32(X, dt, hd) FMHAI_DEFAULT_BWD_HD(X, dt, hd)
+#endif
 #define FMHAI_DEFAULT_BWD_DT(X, dt)        \
+    FMHAI_DEFAULT_BWD_HD32(X, dt, 32)      \
     FMHAI_DEFAULT_BWD_HD(X, dt, 64)        \
+    FMHAI_DEFAULT_BWD_HD32(X, dt, 96)      \
     FMHAI_DEFAULT_BWD_HD(X, dt, 128)       \
     FMHAI_DEFAULT_BWD_HD(X, dt, 256)       \
     FMHAI_DEFAULT_BWD_BIAS_HD(X, dt, 64)   \
