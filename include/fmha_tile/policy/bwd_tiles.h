@@ -57,7 +57,10 @@
  * FMHAI_ROWB). 32: as hdim 64 (128 x 128, 8 warps; accumulators 32 + 128
  * registers; 130 KB). 96: a row of 12 chunks needs 6 warps as at 192, so
  * 96 keys; one sweep (dK and dV 96 registers each, S^T 64: 160 of the
- * 192), 64 x 96 in 2 stages (127 KB). Reasoned, not yet tuned on a GPU. */
+ * 192), 64 x 96 in 2 stages (127 KB). ptxas -v, sm_90a: 32 at 194-221
+ * registers, no spills; 96 at 255 with 4-16 bytes of spill (BWD_DET 40-132,
+ * as the hdim-128 BWD_DET rows' 64-116; 1 stage spills as much). Reasoned,
+ * not yet tuned on a GPU. */
 #ifndef FMHAI_TILES_SM80_BWD_32
 #define FMHAI_TILES_SM80_BWD_32(Y, ...)   Y(__VA_ARGS__, SM80,   128,   128,    8,     2)
 #define FMHAI_TILES_SM80_BWD_96(Y, ...)   Y(__VA_ARGS__, SM80,    64,    96,    6,     2)
