@@ -18,7 +18,10 @@
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
  *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]
- *             [--json out.json] [--quick]
+ *             [--kernel A,B,..] [--json out.json] [--quick]
+ * --hdim: 32, 64, 96 or 128 (nhead = hidden / hdim, rounded down: 21 at 96).
+ * --kernel A,B,..: only dq_dk_dv kernels whose names hold every piece
+ * (bench_force.h), e.g. --hdim 96 --kernel d96_ against --kernel d128_,wgmma.
  * --dropout P: the forward (which makes O and the LSE) and the backward with
  * drop probability P, the same seed and offset.
  *
@@ -71,10 +74,26 @@
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, BIAS,     FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* head dims 32 and 96: no BIAS rows (the default set has none there) */
+#define BENCH_BWD_HD32(X, dt, hd)                                                                \
+    X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_BWD_SET(X)                                                   \
     BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
-    BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)
+    BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)                    \
+    BENCH_BWD_HD32(X, BF16, 32) BENCH_BWD_HD32(X, BF16, 96)                 \
+    BENCH_BWD_HD32(X, FP16, 32) BENCH_BWD_HD32(X, FP16, 96)
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_BWD_SET)
+
+#include "bench_force.h"
+/* the set the bench plans from: bench_set, or its --kernel copy */
+static const fmha_kernel_set *g_set = &bench_set;
 
 #define BENCH_TOKENS 16384
 #define BENCH_HIDDEN 2048
@@ -117,13 +136,16 @@ typedef struct bench_opts {
     float dropout;                   /* --dropout P                                 */
     int bias;                        /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s]     */
     const char *json_path;
+    const char *kernel;              /* --kernel A,B,..: force dq_dk_dv kernels     */
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
                "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]\n"
-               "                 [--json out.json] [--quick]\n"
+               "                 [--kernel A,B,..] [--json out.json] [--quick]\n"
+               "  --hdim: 32, 64, 96, 128 (any multiple of 8 up to 128). --kernel A,B,..: only dq_dk_dv\n"
+               "  kernels whose names hold every piece (e.g. d96_ or d128_,wgmma).\n"
                "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim), bshd.\n",
             BENCH_TOKENS, BENCH_TOKENS, BENCH_HIDDEN, BENCH_HIDDEN);
 }
@@ -163,6 +185,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--causal")) { list = o->causal; n = &o->n_causal; }
         else if (!strcmp(a, "--det")) { list = o->det; n = &o->n_det; }
         else if (!strcmp(a, "--json")) o->json_path = val;
+        else if (!strcmp(a, "--kernel")) o->kernel = val;
         else if (!strcmp(a, "--sinks")) o->sinks = atoi(val) != 0;
         else if (!strcmp(a, "--alibi")) o->alibi = atoi(val) != 0;
         else if (!strcmp(a, "--dropout")) o->dropout = (float)atof(val);
@@ -193,9 +216,9 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
     if (!o->n_causal) { o->causal[0] = 0; o->causal[1] = 1; o->n_causal = 2; }
     if (!o->n_det) { o->det[0] = 0; o->det[1] = 1; o->n_det = 2; }
     for (i = 0; i < o->n_hdim; i++)
-        if (o->hdim[i] <= 0 || BENCH_HIDDEN % o->hdim[i] || o->hdim[i] > 128) {
-            fprintf(stderr, "bench_bwd: hdim %d: must divide %d and be <= 128 (the set built here)\n", o->hdim[i],
-                    BENCH_HIDDEN);
+        if (o->hdim[i] <= 0 || o->hdim[i] % 8 || o->hdim[i] > 128) {
+            fprintf(stderr, "bench_bwd: hdim %d: a multiple of 8 up to 128 (the set built here; hidden %d)\n",
+                    o->hdim[i], BENCH_HIDDEN);
             return -1;
         }
     for (i = 0; i < o->n_seqlen; i++)
@@ -413,7 +436,7 @@ static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaE
     int i, set = 0, nwarm, runs, grid;
     const size_t n = (size_t)p->b * p->s * p->h * p->d;
     bench_traits(p, &t);
-    p->status = fmha_bwd_plan_make(&bench_set, &t, &plan);
+    p->status = fmha_bwd_plan_make(g_set, &t, &plan);
     if (p->status == FMHA_OK) {   /* a workspace (or a bias) that cannot fit: unsupported here */
         size_t free_b = 0, total_b = 0;
         const size_t nb = g_bias ? (size_t)(g_bias == 2 ? p->h : 1) * p->s * p->s : 0;
@@ -451,7 +474,7 @@ static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaE
     for (i = 0; i < b->nsets; i++) {
         fmha_fwd_args fa;
         bench_fwd_args(p, &b->set[i], &fa);
-        FMHA_CHECK(fmha_fwd(&bench_set, &fa, (void *)st));
+        FMHA_CHECK(fmha_fwd(g_set, &fa, (void *)st));
     }
     /* first call: every gradient element written and finite */
     bench_dims(n, &grid);
@@ -538,6 +561,11 @@ int main(int argc, char **argv)
     size_t max_elems = 0, max_rh = 0;
 
     if (bench_parse_opts(argc, argv, &o) != 0) { bench_usage(stderr); return 2; }
+    if (o.kernel) {
+        static fmha_kernel_set forced;
+        forced = bench_force_set(&bench_set, o.kernel, FMHA_FAMILY_BWD, FMHA_FAMILY_BWD_DET, "bench_bwd");
+        g_set = &forced;
+    }
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("SKIP bench_bwd: no GPU\n");
         return 0;
@@ -569,8 +597,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     for (i = 0; i < BENCH_MAX_RUNS; i++) { CUDA_CHECK(cudaEventCreate(&e0[i])); CUDA_CHECK(cudaEventCreate(&e1[i])); }
     if (o.sinks) {
-        float h_sinks[BENCH_HIDDEN / 64];
-        for (i = 0; i < BENCH_HIDDEN / 64; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
+        float h_sinks[BENCH_HIDDEN / 8];   /* nhead <= hidden / 8 */
+        for (i = 0; i < BENCH_HIDDEN / 8; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
         CUDA_CHECK(cudaMalloc((void **)&g_sinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMalloc((void **)&g_dsinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
@@ -578,8 +606,8 @@ int main(int argc, char **argv)
     g_dropout = o.dropout;
     g_bias = o.bias;
     if (o.alibi) {
-        float h_slopes[BENCH_HIDDEN / 64];
-        for (i = 0; i < BENCH_HIDDEN / 64; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));
+        float h_slopes[BENCH_HIDDEN / 8];
+        for (i = 0; i < BENCH_HIDDEN / 8; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));
         CUDA_CHECK(cudaMalloc((void **)&g_slopes, sizeof(h_slopes)));
         CUDA_CHECK(cudaMemcpy(g_slopes, h_slopes, sizeof(h_slopes), cudaMemcpyHostToDevice));
     }

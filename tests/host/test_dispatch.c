@@ -98,10 +98,10 @@ static void test_expansion(void)
     CHECK(all_valid, "every expanded row meets the constraints");
     CHECK(found_explicit, "explicit row is built as written");
     CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
-    CHECK(fmha_set_size(&set_default) == 96 + 8 + 8 + 4 + 8,
+    CHECK(fmha_set_size(&set_default) == 96 + 8 + 8 + 4 + 16,
           "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows, + BIAS (hdim 64/128) x 2 dtypes x 2 arch "
           "rows, + 192_128 (MASK, NOMASK) x 2 dtypes x 2 arch rows, + DROPOUT (hdim 64, MASK, NOMASK) x 2 dtypes, "
-          "wgmma only, + hdim 32 and 96 (MASK, NOMASK) x 2 dtypes, portable only");
+          "wgmma only, + hdim 32 and 96 (MASK, NOMASK) x 2 dtypes x 2 arch rows");
     CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
           "fmha_set_kernel out of range gives NULL");
     {
@@ -508,7 +508,7 @@ static void test_fp8_fwd(void)
             rows_ok = 0;
     }
     CHECK(n == 16 && rows_ok, "fp8 fwd set: 16 sm_90a wgmma rows (hdim 128 and 256 x 8 variants), names say fp8");
-    CHECK(fmha_set_size(&set_fwd_all) == 124 + 16, "16-bit and fp8 forward rows in one set: 124 + 16 kernels");
+    CHECK(fmha_set_size(&set_fwd_all) == 132 + 16, "16-bit and fp8 forward rows in one set: 132 + 16 kernels");
 
     /* selection on sm_90: the smallest fp8 kernel >= d, in the fp8 set and next to the 16-bit rows */
     fmhai_test_device.cc = 90;
@@ -867,14 +867,16 @@ static void test_head_dims(void)
 }
 
 /* The head-dim rule (fmhai_hdim_cost, dispatch/registry.h): least padding
- * within a pipeline; on sm_90 a wgmma kernel of 4/3 the columns (128 for
- * d 65..96) beats a native portable 96, one of twice the columns (64 for d
- * <= 32) loses to a portable 32; other devices take the portable 32 / 96
- * kernels for d <= 32 / 65..96. */
+ * within a pipeline; on sm_90 the forward's wgmma 32 and 96 kernels; the
+ * backward (no wgmma 32 / 96 rows): a wgmma kernel of 4/3 the columns (128
+ * for d 65..96) beats a native portable 96, one of twice the columns (64
+ * for d <= 32) loses to a portable 32; other devices take the portable 32
+ * / 96 kernels for d <= 32 / 65..96. */
 static void test_hdim_rule(void)
 {
     static const int ds[8] = { 8, 24, 32, 40, 64, 72, 88, 96 };
     /* sm_90: the head dim of the chosen kernel, its arch (1: wgmma) */
+    static const int fwd90[8] = { 32, 32, 32, 64, 64, 96, 96, 96 };
     static const int want90[8] = { 32, 32, 32, 64, 64, 128, 128, 128 }, arch90[8] = { 0, 0, 0, 1, 1, 1, 1, 1 };
     static const int want80[8] = { 32, 32, 32, 64, 64, 96, 96, 96 };
     fmha_fwd_args a;
@@ -886,17 +888,31 @@ static void test_hdim_rule(void)
             a.hdim_q = a.hdim_v = ds[i];
             if (masked) { a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_right = 0; }
             fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
-            if (fmha_fwd_check(&set_default, &a, &plan) != FMHA_OK || plan.kernel->hdim != want90[i] ||
-                (plan.kernel->arch == FMHA_ARCH_SM90A) != arch90[i] || plan.kernel->has_mask != masked)
+            if (fmha_fwd_check(&set_default, &a, &plan) != FMHA_OK || plan.kernel->hdim != fwd90[i] ||
+                plan.kernel->arch != FMHA_ARCH_SM90A || plan.kernel->has_mask != masked)
                 ok90 = 0;
+            if (fwd90[i] != 64) {   /* with dropout (wgmma: the hdim-128 kernel and DROPOUT rows only) */
+                a.dropout_p = 0.1f;
+                if (fmha_fwd_check(&set_default, &a, &plan) != FMHA_OK || plan.kernel->hdim != want90[i] ||
+                    (plan.kernel->arch == FMHA_ARCH_SM90A) != arch90[i])
+                    ok90 = 0;
+                a.dropout_p = 0.f;
+            }
             fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
             if (fmha_fwd_check(&set_default, &a, &plan) != FMHA_OK || plan.kernel->hdim != want80[i] ||
                 plan.kernel->arch != FMHA_ARCH_SM80 || plan.kernel->has_mask != masked)
                 ok80 = 0;
             if (want80[i] == 96 && (plan.block != 6 * 32 || plan.grid_x != (1000 + 95) / 96)) ok80 = 0;
         }
-    CHECK(ok90, "head-dim rule, sm_90: d <= 32 the portable 32 kernel, 33..64 wgmma 64, 65..96 wgmma 128");
+    CHECK(ok90, "head-dim rule, sm_90: d <= 32 the wgmma 32 kernel, 33..64 wgmma 64, 65..96 wgmma 96; with dropout "
+                "d <= 32 the portable 32, 65..96 the wgmma 128 (head-dim cost)");
     CHECK(ok80, "head-dim rule, sm_80: d <= 32 the 32 kernel, 65..96 the 96 kernel (6 warps, 96 rows)");
+    CHECK(fmhai_fwd90_row_violation(96, 128, 128, 12, 3, 0, 0, 0) == NULL &&
+              fmhai_fwd90_row_violation(32, 128, 128, 12, 3, 0, 0, 0) == NULL &&
+              fmhai_fwd90_row_violation(96, 128, 128, 12, 3, 16, 0, 0) != NULL &&
+              fmhai_fwd90_row_violation(32, 128, 128, 12, 3, 0, 0, 1) != NULL &&
+              fmhai_fwd90_row_violation(96, 128, 64, 12, 3, 0, 0, 0) != NULL,
+          "wgmma 32 / 96 rows: 128 x 128 blocks, contiguous 16-bit only");
     /* the rule's cost: columns over the pipeline's relative speed */
     {
         fmha_kernel_info w128, p96, p32, w64;

@@ -92,6 +92,18 @@
 #define FMHAI_TILES_SM90A_FWDC_192_128(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     3)
 #endif
 
+/* Head dims 32 and 96 (the contiguous 16-bit forward): the hdim-128 block
+ * (128 x 128, 3 stages). Their tiles keep 64-column panels of 128-byte
+ * rows, the last one half empty (the padded kernels' shared memory: 208 and
+ * 225 KB), so the loads are the padded kernels' (TMA boxes zero-fill past
+ * d); the products shrink: S over 2 / 6 k-steps, P V as m64n32 / m64n96
+ * (O 16 / 48 registers a thread). */
+#ifndef FMHAI_TILES_SM90A_FWD_32
+/*                                                  arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FWD_32(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
+#define FMHAI_TILES_SM90A_FWD_96(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
+#endif
+
 /* Elementwise-bias forward rows (BIAS column) of the Hopper pipeline: the
  * load warpgroup copies each key tile's [BM][BN] 16-bit bias tile by TMA
  * into a slot beside its K/V stage (32 KB at BN 128), so hdim 128 keeps 2
@@ -228,10 +240,13 @@
                                        FMHAI_TILES_SM80_FWD_192(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_192_128(Y, ...) FMHAI_TILES_SM90A_FWDC_192_128(Y, __VA_ARGS__) \
                                            FMHAI_TILES_SM80_FWD_192_128(Y, __VA_ARGS__)
-/* head dims 32 and 96: the contiguous 16-bit forward, portable rows (every
- * ALiBi-column value: bias and dropout are run-time there) */
-#  define FMHAI_TILES_FWDC_32(Y, ...)  FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FWDC_96(Y, ...)  FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
+/* head dims 32 and 96: the contiguous 16-bit forward, a wgmma and a
+ * portable row; BIAS and DROPOUT rows portable only (bias and dropout are
+ * run-time there) */
+#  define FMHAI_TILES_FWDC_32(Y, ...)  FMHAI_TILES_SM90A_FWD_32(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_96(Y, ...)  FMHAI_TILES_SM90A_FWD_96(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCB_32(Y, ...) FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCB_96(Y, ...) FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_32(Y, ...) FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
@@ -423,8 +438,9 @@
 /* C(...) over a row of the Hopper pipeline (on top of the above). */
 #define FMHAI_FWD90_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                   \
     C(fwd90_hdim, (((hd) == 64 || (hd) == 128 || (hd) == 256) && (hdv) == (hd)) ||        \
-      ((hd) == 192 && ((hdv) == 192 || (hdv) == 128) && !(pg) && !(kv8)),                 \
-      "the wgmma forward has head dims 64, 128, 256, and 192 or 192_128 (16-bit, "         \
+      ((hd) == 192 && ((hdv) == 192 || (hdv) == 128) && !(pg) && !(kv8)) ||                \
+      (((hd) == 32 || (hd) == 96) && (hdv) == (hd) && !(pg) && !(kv8)),                   \
+      "the wgmma forward has head dims 64, 128, 256, and 32, 96, 192 or 192_128 (16-bit, " \
       "contiguous K/V)")                                                                    \
     C(fwd90_block_rows_warps, (((bm) == 128 && (w) == 12) || ((bm) == 192 && (w) == 16 && (hd) == 64)) && \
       (st) >= 2 && (st) <= 3,                                                               \
