@@ -106,6 +106,8 @@
 #  define FMHAI_TILES_BWD_256(Y, ...) FMHAI_TILES_GFX9_BWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_AUX(Y, ...) FMHAI_TILES_GFX9_BWD_AUX(Y, __VA_ARGS__)
 #  define FMHAI_HDIM32_ROWS 0   /* no dq_dk_dv rows of head dim 32 or 96 */
+#  define FMHAI_TILES_BWD_32(Y, ...)
+#  define FMHAI_TILES_BWD_96(Y, ...)
 #else
 #  define FMHAI_TILES_BWD_32(Y, ...)  FMHAI_TILES_SM80_BWD_32(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_96(Y, ...)  FMHAI_TILES_SM80_BWD_96(Y, __VA_ARGS__)

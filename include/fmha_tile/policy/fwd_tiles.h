@@ -210,6 +210,13 @@
 #  define FMHAI_TILES_DECV_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_DECV_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_DECV_256(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+/* head dims 32 and 96: no AMD rows (a wildcard row says "no tuned row") */
+#  define FMHAI_TILES_FWDC_32(Y, ...)
+#  define FMHAI_TILES_FWDC_96(Y, ...)
+#  define FMHAI_TILES_FWDCB_32(Y, ...)
+#  define FMHAI_TILES_FWDCB_96(Y, ...)
+#  define FMHAI_TILES_FWDCD_32(Y, ...)
+#  define FMHAI_TILES_FWDCD_96(Y, ...)
 #  define FMHAI_EXPLICIT_ARCH GFX9
 #else
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
