@@ -37,7 +37,8 @@
  * then (FP8 KV only) per-page descales and query row scales (see "FP8
  * (e4m3) KV" below); 16-bit tile
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
- * are free of bank conflicts. Out-of-range rows and head-dim columns past d
+ * are free of bank conflicts, each row whole 128-byte lines (FMHAI_ROWB:
+ * head dims 32 and 96 take the rows of 64 and 128). Out-of-range rows and head-dim columns past d
  * are zero-filled by the copy, so padding never meets garbage (no 0 * NaN).
  *
  * Decode (DEC, kernel/decode.h): blockIdx.y is a KV head and the tile's
