@@ -18,7 +18,7 @@
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
  *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]
- *             [--hdim_v N] [--padded 0|1] [--json out.json] [--quick]
+ *             [--hdim_v N] [--padded 0|1] [--kernel A,B,..] [--json out.json] [--quick]
  * --hdim_v N: V, O, dO and dV of N columns (hdim_v < hdim_q; DeepSeek MLA
  * training: --hdim 192 --hdim_v 128, the 192_128 kernels), nhead = hidden /
  * N. FLOPs of unequal dims: the forward's 2 * s_q * s_k * (hdim + hdim_v)
@@ -27,6 +27,9 @@
  * equal dims; halved for causal. --padded 1: the backward on the hdim 256
  * kernels with V zero-padded (what MLA ran on before its own rows), for the
  * ratio.
+ * --hdim: 32, 64, 96 or 128 (nhead = hidden / hdim, rounded down: 21 at 96).
+ * --kernel A,B,..: only dq_dk_dv kernels whose names hold every piece
+ * (bench_force.h), e.g. --hdim 96 --kernel d96_ against --kernel d128_,wgmma.
  * --dropout P: the forward (which makes O and the LSE) and the backward with
  * drop probability P, the same seed and offset.
  *
@@ -88,9 +91,21 @@
     X(BWD_DET,        dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* head dims 32 and 96: no BIAS rows (the default set has none there) */
+#define BENCH_BWD_HD32(X, dt, hd)                                                                \
+    X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_BWD_SET(X)                                                   \
     BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
     BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)                    \
+    BENCH_BWD_HD32(X, BF16, 32) BENCH_BWD_HD32(X, BF16, 96)                 \
+    BENCH_BWD_HD32(X, FP16, 32) BENCH_BWD_HD32(X, FP16, 96)                 \
     BENCH_BWD_MLA(X, BF16) BENCH_BWD_MLA(X, FP16)
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_BWD_SET)
 /* --padded 1: the backward of MLA on the hdim 256 kernels (V padded) */
@@ -101,6 +116,10 @@ DECL_FMHA_KERNEL_SET(bench_set, BENCH_BWD_SET)
     X(BWD_CONVERT_DQ, dt, 256, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_PAD_SET(X) BENCH_PAD_HD(X, BF16) BENCH_PAD_HD(X, FP16)
 DECL_FMHA_KERNEL_SET(bench_pad_set, BENCH_PAD_SET)
+
+#include "bench_force.h"
+/* the set the bench plans from: bench_set, or its --kernel copy */
+static const fmha_kernel_set *g_set = &bench_set;
 
 #define BENCH_TOKENS 16384
 #define BENCH_HIDDEN 2048
@@ -145,13 +164,16 @@ typedef struct bench_opts {
     int hdim_v;                      /* --hdim_v N: V/O/dO/dV columns (0: hdim)     */
     int padded;                      /* --padded 1: the backward on the 256 kernels */
     const char *json_path;
+    const char *kernel;              /* --kernel A,B,..: force dq_dk_dv kernels     */
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
                "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]\n"
-               "                 [--hdim_v N] [--padded 0|1] [--json out.json] [--quick]\n"
+               "                 [--hdim_v N] [--padded 0|1] [--kernel A,B,..] [--json out.json] [--quick]\n"
+               "  --hdim: 32, 64, 96, 128 (any multiple of 8 up to 128). --kernel A,B,..: only dq_dk_dv\n"
+               "  kernels whose names hold every piece (e.g. d96_ or d128_,wgmma).\n"
                "  total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim_v), bshd.\n"
                "  --hdim_v N: V, O, dO, dV of N columns (MLA: --hdim 192 --hdim_v 128); --padded 1: the\n"
                "  backward on the hdim 256 kernels, V zero-padded (MLA only).\n",
@@ -193,6 +215,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--causal")) { list = o->causal; n = &o->n_causal; }
         else if (!strcmp(a, "--det")) { list = o->det; n = &o->n_det; }
         else if (!strcmp(a, "--json")) o->json_path = val;
+        else if (!strcmp(a, "--kernel")) o->kernel = val;
         else if (!strcmp(a, "--sinks")) o->sinks = atoi(val) != 0;
         else if (!strcmp(a, "--alibi")) o->alibi = atoi(val) != 0;
         else if (!strcmp(a, "--dropout")) o->dropout = (float)atof(val);
@@ -236,9 +259,9 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         return -1;
     }
     for (i = 0; i < o->n_hdim && !o->hdim_v; i++)
-        if (o->hdim[i] <= 0 || BENCH_HIDDEN % o->hdim[i] || o->hdim[i] > 128) {
-            fprintf(stderr, "bench_bwd: hdim %d: must divide %d and be <= 128 (the set built here)\n", o->hdim[i],
-                    BENCH_HIDDEN);
+        if (o->hdim[i] <= 0 || o->hdim[i] % 8 || o->hdim[i] > 128) {
+            fprintf(stderr, "bench_bwd: hdim %d: a multiple of 8 up to 128 (the set built here; hidden %d)\n",
+                    o->hdim[i], BENCH_HIDDEN);
             return -1;
         }
     for (i = 0; i < o->n_seqlen; i++)
@@ -462,7 +485,7 @@ static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaE
     int i, set = 0, nwarm, runs, grid;
     const size_t n = (size_t)p->b * p->s * p->h * p->d;
     bench_traits(p, &t);
-    p->status = fmha_bwd_plan_make(g_padded ? &bench_pad_set : &bench_set, &t, &plan);
+    p->status = fmha_bwd_plan_make(g_padded ? &bench_pad_set : g_set, &t, &plan);
     if (p->status == FMHA_OK) {   /* a workspace (or a bias) that cannot fit: unsupported here */
         size_t free_b = 0, total_b = 0;
         const size_t nb = g_bias ? (size_t)(g_bias == 2 ? p->h : 1) * p->s * p->s : 0;
@@ -500,7 +523,7 @@ static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaE
     for (i = 0; i < b->nsets; i++) {
         fmha_fwd_args fa;
         bench_fwd_args(p, &b->set[i], &fa);
-        FMHA_CHECK(fmha_fwd(&bench_set, &fa, (void *)st));
+        FMHA_CHECK(fmha_fwd(g_set, &fa, (void *)st));
     }
     /* first call: every gradient element written and finite */
     bench_dims(n, &grid);
@@ -588,6 +611,11 @@ int main(int argc, char **argv)
     size_t max_elems = 0, max_rh = 0;
 
     if (bench_parse_opts(argc, argv, &o) != 0) { bench_usage(stderr); return 2; }
+    if (o.kernel) {
+        static fmha_kernel_set forced;
+        forced = bench_force_set(&bench_set, o.kernel, FMHA_FAMILY_BWD, FMHA_FAMILY_BWD_DET, "bench_bwd");
+        g_set = &forced;
+    }
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("SKIP bench_bwd: no GPU\n");
         return 0;
@@ -623,8 +651,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     for (i = 0; i < BENCH_MAX_RUNS; i++) { CUDA_CHECK(cudaEventCreate(&e0[i])); CUDA_CHECK(cudaEventCreate(&e1[i])); }
     if (o.sinks) {
-        float h_sinks[BENCH_HIDDEN / 64];
-        for (i = 0; i < BENCH_HIDDEN / 64; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
+        float h_sinks[BENCH_HIDDEN / 8];   /* nhead <= hidden / 8 */
+        for (i = 0; i < BENCH_HIDDEN / 8; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
         CUDA_CHECK(cudaMalloc((void **)&g_sinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMalloc((void **)&g_dsinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
@@ -633,8 +661,8 @@ int main(int argc, char **argv)
     g_bias = o.bias;
     g_padded = o.padded;
     if (o.alibi) {
-        float h_slopes[BENCH_HIDDEN / 64];
-        for (i = 0; i < BENCH_HIDDEN / 64; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));
+        float h_slopes[BENCH_HIDDEN / 8];
+        for (i = 0; i < BENCH_HIDDEN / 8; i++) h_slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / (BENCH_HIDDEN / 64));
         CUDA_CHECK(cudaMalloc((void **)&g_slopes, sizeof(h_slopes)));
         CUDA_CHECK(cudaMemcpy(g_slopes, h_slopes, sizeof(h_slopes), cudaMemcpyHostToDevice));
     }

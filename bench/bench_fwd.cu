@@ -16,7 +16,12 @@
  *
  *   bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k] [--causal 0,1]
  *             [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]
- *             [--hdim_v N] [--json out.json] [--quick]
+ *             [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]
+ *
+ * --hdim: any multiple of 8 up to 256 (32 and 96 have native kernels;
+ * nhead = hidden / hdim, rounded down, e.g. 21 heads at 96).
+ * --kernel A,B,..: only FWD kernels whose names hold every piece (bench_force.h),
+ * e.g. --hdim 96 --kernel d96_,portable against --kernel d128_,wgmma.
  *
  * --hdim_v N: V and O of N columns (hdim_v < hdim_q; DeepSeek MLA prefill:
  * --hdim 192 --hdim_v 128), nhead = hidden / N; FLOPs 2 * b * h * s_q *
@@ -62,8 +67,12 @@
 #define EX_BENCH
 #include "../examples/example_util.h"
 
+#include "bench_force.h"
+
 #define BENCH_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_SET)
+/* the set the bench selects from: bench_set, or its --kernel copy */
+static const fmha_kernel_set *g_set = &bench_set;
 
 /* e4m3 codes: random sign, exponent field 0..6 and mantissa (|x| < 1, never
  * the NaN code), two to a 16-bit element */
@@ -131,13 +140,14 @@ typedef struct bench_opts {
     float dropout;                  /* --dropout P: drop probability (0: off) */
     int bias;                       /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s] */
     int hdim_v;                     /* --hdim_v N: V/O columns (0: hdim) */
+    const char *kernel;             /* --kernel A,B,..: force kernels (bench_force.h) */
 } bench_opts;
 
 static void bench_usage(FILE *f) {
     fprintf(f,
             "usage: bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k]\n"
             "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]\n"
-            "                 [--hdim_v N] [--json out.json] [--quick]\n"
+            "                 [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]\n"
             "  bf16, total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim),\n"
             "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n"
             "  --hdim_v N: V and O of N columns (MLA prefill: --hdim 192 --hdim_v 128),\n"
@@ -188,6 +198,8 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
                 return -1;
             }
             o->fp8 = !strcmp(val, "fp8");
+        } else if (!strcmp(a, "--kernel")) {
+            o->kernel = val;
         } else if (!strcmp(a, "--hdim_v")) {
             o->hdim_v = atoi(val);
             if (o->hdim_v <= 0 || o->hdim_v % 8 != 0) {
@@ -226,9 +238,8 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
     if (!set_causal) { o->causal[0] = 0; o->causal[1] = 1; o->n_causal = 2; }
     for (i = 0; i < o->n_hdim; i++) {
         int d = o->hdim[i];
-        if (d <= 0 || d > BENCH_HIDDEN || (BENCH_HIDDEN % d != 0 && d % 64 != 0)) {
-            fprintf(stderr, "bench_fwd: hdim %d does not divide hidden %d (nor is a multiple of 64)\n", d,
-                    BENCH_HIDDEN);
+        if (d <= 0 || d > 256 || d % 8 != 0) {
+            fprintf(stderr, "bench_fwd: hdim %d: a multiple of 8 up to 256\n", d);
             return -1;
         }
         if (o->hdim_v > d) {
@@ -413,7 +424,7 @@ static void bench_launch(const bench_point *p, const bench_bufs *bufs, int si,
                          cudaStream_t st) {
     fmha_fwd_args args;
     bench_make_args(&args, p, &bufs->set[si]);
-    FMHA_CHECK(fmha_fwd(&bench_set, &args, (void *)st));
+    FMHA_CHECK(fmha_fwd(g_set, &args, (void *)st));
 }
 
 /* The first launch must write every element of O with a finite value. */
@@ -546,6 +557,11 @@ int main(int argc, char **argv) {
     cudaError_t e;
 
     if (bench_parse_opts(argc, argv, &opt) != 0) { bench_usage(stderr); return 2; }
+    if (opt.kernel) {
+        static fmha_kernel_set forced;
+        forced = bench_force_set(&bench_set, opt.kernel, FMHA_FAMILY_FWD, FMHA_FAMILY_FWD, "bench_fwd");
+        g_set = &forced;
+    }
 
     e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
@@ -558,7 +574,7 @@ int main(int argc, char **argv) {
     CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
     printf("bench_fwd: %s (sm_%d%d, %d SMs, L2 %d MB), kernel set of %d kernels, %s\n", prop.name,
-           prop.major, prop.minor, prop.multiProcessorCount, l2 >> 20, fmha_set_size(&bench_set),
+           prop.major, prop.minor, prop.multiProcessorCount, l2 >> 20, fmha_set_size(g_set),
            opt.fp8 ? "fp8 (e4m3 Q/K/V, bf16 O)" : "bf16");
 
     /* grid points in (d, s, causal) order */
@@ -597,8 +613,8 @@ int main(int argc, char **argv) {
     g_dropout = opt.dropout;
     g_bias = opt.bias;
     if (opt.sinks) {
-        float h_sinks[BENCH_HIDDEN / 64];
-        for (i = 0; i < BENCH_HIDDEN / 64; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
+        float h_sinks[BENCH_HIDDEN / 8];   /* nhead <= hidden / 8 */
+        for (i = 0; i < BENCH_HIDDEN / 8; i++) h_sinks[i] = 0.25f * (float)(i % 8) - 1.0f;
         CUDA_CHECK(cudaMalloc((void **)&g_sinks, sizeof(h_sinks)));
         CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
     }
@@ -633,7 +649,7 @@ int main(int argc, char **argv) {
             bench_fill(g_bias_buf, n, 0xb1a5u, st);
         }
         bench_make_args(&args, p, &bufs.set[0]);
-        s = fmha_fwd_check(&bench_set, &args, &plan);
+        s = fmha_fwd_check(g_set, &args, &plan);
         p->status = s;
         if (s == FMHA_ERR_NO_KERNEL || s == FMHA_ERR_UNSUPPORTED) {
             p->supported = 0;

@@ -221,8 +221,10 @@ def test_invalid_rows_name_the_constraint():
     cases = [
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 100, 64, 4, 1),
          "tile_m_16_or_32_rows_per_warp", "tile_m must be 16*warps or 32*warps"),
+        (("FWD", "BF16", 80, "MASK", "NOSOFTCAP", "NOALIBI", 64, 64, 4, 1),
+         "hdim_32_64_96_128_192_256", "kernel head dim"),
         (("FWD", "BF16", 96, "MASK", "NOSOFTCAP", "NOALIBI", 64, 64, 4, 1),
-         "hdim_64_128_192_256", "kernel head dim"),
+         "threads_cover_row_chunks", "hdim/8"),
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 128, 64, 4, 4), "stages_1_to_3", ""),
         (("FWD", "BF16", 128, "MASK", "NOSOFTCAP", "NOALIBI", 48, ANY, ANY, ANY), "no_tuned_row", ""),
         (("PREFILL", "BF16", 192, "MASK", "NOSOFTCAP", ANY, ANY, ANY, ANY, ANY), "no_tuned_table", ""),

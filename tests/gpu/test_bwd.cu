@@ -705,6 +705,75 @@ static void build_configs(void)
         cfg_mask(&c, BR, -1, 0);
         add(c, 1);
     }
+
+    /* 14. head dims 32 and 96 (tile rows padded to 64 / 128 columns of
+     * shared memory) and the odd dims that land on them, default set: the
+     * portable 32 kernels for d <= 32; d 65..96 the portable 96 kernels (6
+     * warps, 96 keys a block) where no wgmma row is (test_bwd_portable, an
+     * sm_80), on Hopper the wgmma 128 ones (head-dim rule). Masks, GQA,
+     * varlen, determinism, soft cap, ALiBi, dropout, sinks, dQ direct,
+     * layouts, hdim_v < hdim_q. */
+    {
+        static const int hq[4] = { 0, 130, 1, 77 }, hk[4] = { 5, 300, 0, 77 };
+        bwd_cfg c = cfg_batch(B, 2, 8, 2, 255, 300, 96);
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 4, 300, 100, 96);        /* rows and keys unseen */
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c = cfg_group(B, 4, hq, hk, 4, 1, 88);          /* varlen, GQA 4, deterministic */
+        cfg_mask(&c, BR, -1, 0);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 129, 77, 72);         /* bhsd, padded rows, no mask */
+        c.perm = 1; c.pad = 8;
+        add(c, 0);
+        c = cfg_batch(F, 3, 4, 2, 50, 40, 96);          /* one key tile: dQ direct */
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 200, 300, 96);        /* soft cap */
+        c.cap = 2.0f;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 300, 500, 96);        /* ALiBi */
+        c.alibi = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 255, 255, 96);        /* dropout */
+        c.drop = 0.1f; c.dseed = 1234; c.doff = 77;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 1, 4, 4, 200, 100, 96);        /* sinks, window */
+        c.sinks = 1;
+        cfg_mask(&c, TL, 20, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 200, 300, 96);        /* hdim_v 64: V padded */
+        c.dv = 64;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 255, 300, 32);
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_group(F, 4, hq, hk, 8, 2, 24);          /* varlen, deterministic */
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 129, 257, 32);        /* soft cap, no mask */
+        c.cap = 2.0f;
+        add(c, 0);
+        c = cfg_batch(B, 1, 8, 2, 300, 300, 32);        /* ALiBi */
+        c.alibi = 2;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 255, 255, 32);        /* dropout, deterministic */
+        c.drop = 0.6f; c.dseed = 99; c.doff = 3; c.det = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 1, 77, 150, 40);         /* 40: the 64 kernels */
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+    }
     (void)NO;
 }
 
@@ -1330,6 +1399,18 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         return;
     }
 #endif
+    if (!c->set && cfg_dv(c) == c->d) {   /* default set, equal dims: the portable stages pad least (head dims
+                                            * 32, 64, 96, 128, 256; unequal ones: the 192_128 check above) */
+        const int need = c->d > cfg_dv(c) ? c->d : cfg_dv(c);
+        const int want = need <= 32 ? 32 : need <= 64 ? 64 : need <= 96 ? 96 : need <= 128 ? 128 : 256;
+        if (plan.dot_do_o->hdim != want || plan.convert_dq->hdim != want ||
+            (plan.dq_dk_dv->arch == FMHA_ARCH_SM80 && plan.dq_dk_dv->hdim != want)) {
+            tu_fail(c->name, "plan took %s / %s, want the portable hdim %d kernels", plan.dq_dk_dv->name,
+                    plan.dot_do_o->name, want);
+            run_free(&r);
+            return;
+        }
+    }
     if (plan.workspace_size) r.ws = tu_dmalloc(plan.workspace_size);
     {   /* a stale dbias sum must not matter: fmha_bwd zeroes it */
         fmhai_bwd_layout L;

@@ -2,7 +2,8 @@
  * test_fwd.cu - GPU tests of the forward family against the CPU reference.
  *
  * Declares the library's default forward kernel set (every dtype, head dim, mask,
- * soft cap and ALiBi variant, and MLA's 192_128 rows), a head-dim 192 set, plus a
+ * soft cap and ALiBi variant, and MLA's 192_128 rows), a head-dim 192 set, a
+ * set of the portable head-dim 32 and 96 kernels, plus a
  * one-row set for the "no kernel" checks, then
  * runs a table of forward problems built below in build_configs(): odd and zero
  * lengths, s_q > s_k under causal masks, windows that mask whole rows, GQA ratios
@@ -13,7 +14,7 @@
  * after them, one fmha_fwd() on a non-default stream, and a comparison with
  * tests/ref/fmha_ref.h: every logical element written, padding and guards
  * untouched, inputs unchanged, fully masked rows exactly O = 0 / LSE = -inf, the
- * kernel of the smallest fitting head dim selected, rel-L2 within fp16 2e-3 /
+ * kernel of the smallest fitting head dim of its pipeline selected, rel-L2 within fp16 2e-3 /
  * bf16 1e-2 (plus a loose max-abs bound), LSE within 2e-3 absolute (5e-3 with a
  * soft cap), no NaN. Then the API contract: bad arguments give the documented
  * status and a message and launch nothing; a set without a fitting kernel says
@@ -81,6 +82,19 @@ DECL_FMHA_KERNEL_SET(bias_set, BIAS_FWD_SET)
     X(FWD, FP16, 192, MASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD, BF16, 192_128, MASK, SOFTCAP, ALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 DECL_FMHA_KERNEL_SET(hd_set, HD_FWD_SET)
+
+/* Head dims 32 and 96: explicit rows, so the portable kernels run on every
+ * arch (on Hopper the head-dim rule sends d 65..96 of the default set to
+ * the wgmma 128 kernel), with the features their rows carry. */
+#define HD32_FWD_SET(X) \
+    X(FWD, BF16, 32, MASK, NOSOFTCAP, NOALIBI, 128, 64, 4, 2) \
+    X(FWD, FP16, 32, NOMASK, NOSOFTCAP, NOALIBI, 128, 64, 4, 2) \
+    X(FWD, FP16, 32, MASK, SOFTCAP, ALIBI, 128, 64, 4, 2) \
+    X(FWD, BF16, 96, MASK, NOSOFTCAP, NOALIBI, 96, 64, 6, 2) \
+    X(FWD, FP16, 96, NOMASK, NOSOFTCAP, NOALIBI, 96, 64, 6, 2) \
+    X(FWD, BF16, 96, MASK, SOFTCAP, ALIBI, 96, 64, 6, 2) \
+    X(FWD, BF16, 96, MASK, NOSOFTCAP, BIAS, 96, 64, 6, 2)
+DECL_FMHA_KERNEL_SET(hd32_set, HD32_FWD_SET)
 
 /* ============================================================================
  * Problem descriptions
@@ -193,6 +207,7 @@ static void cfg_name(fwd_cfg *c)
     if (c->graph) n += (size_t)snprintf(s + n, cap - n, "_graph");
     if (c->set == &bias_set) n += (size_t)snprintf(s + n, cap - n, "_biasset");
     if (c->set == &hd_set) n += (size_t)snprintf(s + n, cap - n, "_hdset");
+    if (c->set == &hd32_set) n += (size_t)snprintf(s + n, cap - n, "_hd32set");
     if (c->bias) {
         static const char *lay[5] = { "", "perhead", "bcastbatch", "bcasthead", "bcastboth" };
         static const char *kind[3] = { "", "_neg1e4", "_neginf" };
@@ -795,6 +810,135 @@ static void build_configs(void)
         cfg_mask(&c, BR, -1, 0);
         add(c, 1);
     }
+
+    /* 17. head dims 32 and 96 (tile rows padded to 64 / 128 columns of
+     * shared memory, the wgmma kernels' last 64-column panel half used) and
+     * the odd dims that land on them: the default set (on Hopper the wgmma
+     * 32 / 96 kernels, dropout on the portable 32 and wgmma 64 / 128 ones;
+     * elsewhere the portable 32 / 64 / 96 kernels) and hd32_set (the
+     * portable 32 and 96 kernels on every arch). Masks, GQA, varlen with
+     * empty entries, odd lengths, soft cap, ALiBi, bias, dropout, sinks,
+     * layouts, LSE off, graph capture, no key. */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        static const int vq[5] = { 300, 1, 64, 97, 0 }, vk[5] = { 700, 65, 64, 1, 33 };
+        fwd_cfg c = cfg_batch(B, 2, 8, 2, 255, 300, 32);   /* default set */
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_group(F, 4, gq, gk, 4, 1, 24);
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 333, 517, 96);
+        add(c, 1);
+        c = cfg_batch(F, 1, 2, 2, 1000, 1000, 72);
+        cfg_mask(&c, TL, 16, 0);
+        c.sinks = 1;
+        add(c, 0);
+        c = cfg_group(B, 5, vq, vk, 16, 1, 88);
+        c.maxq_slack = 40;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 257, 257, 40);
+        c.dropout = 0.2f;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 257, 257, 96);            /* dropout at 96: the 128 kernels */
+        c.dropout = 0.2f;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 4, 300, 100, 96);            /* s_q > s_k causal, top-left */
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 8, 1, 1000, 1000, 96);          /* many key tiles, MQA */
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 6, 3, 129, 77, 80);             /* bhsd in, padded rows, no LSE */
+        c.iperm = 1; c.pad = 8; c.lse = 0;
+        add(c, 0);
+        c = cfg_batch(F, 3, 2, 1, 1, 1, 32);                /* one query, one key; no key */
+        add(c, 0);
+        c.sk = 0;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 100, 300, 16);            /* through a captured graph */
+        c.graph = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 4, 1, 1000, 1000, 32);          /* many key tiles, window */
+        cfg_mask(&c, BR, 100, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 255, 300, 96);            /* hd32_set: portable 96 */
+        c.set = &hd32_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(B, 2, 4, 4, 300, 100, 96);            /* s_q > s_k causal, top-left */
+        c.set = &hd32_set;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c = cfg_group(F, 4, gq, gk, 4, 1, 96);              /* varlen, empty entries, GQA 4 */
+        c.set = &hd32_set;
+        add(c, 0);
+        c = cfg_group(B, 5, vq, vk, 16, 1, 88);             /* GQA 16, decode-like rows */
+        c.set = &hd32_set;
+        c.maxq_slack = 40;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 1, 2, 2, 1000, 1000, 88);          /* window and sinks */
+        c.set = &hd32_set;
+        cfg_mask(&c, TL, 16, 0);
+        c.sinks = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 200, 300, 72);            /* soft cap and ALiBi */
+        c.set = &hd32_set;
+        c.cap = 30.f; c.alibi = 2;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(B, 2, 4, 2, 190, 333, 96);            /* elementwise bias */
+        c.set = &hd32_set;
+        c.bias = 1; c.bias_dt = B;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 257, 257, 96);            /* dropout */
+        c.set = &hd32_set;
+        c.dropout = 0.2f;
+        add(c, 0);
+        c = cfg_batch(B, 2, 6, 3, 129, 77, 40);             /* bhsd in, padded rows, no LSE */
+        c.set = &hd32_set;
+        c.iperm = 1; c.pad = 8; c.lse = 0;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 3, 2, 1, 1, 1, 96);                /* one query, one key; no key */
+        c.set = &hd32_set;
+        add(c, 0);
+        c.sk = 0;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 100, 300, 96);            /* through a captured graph */
+        c.set = &hd32_set;
+        c.graph = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 517, 333, 32);            /* portable 32 */
+        c.set = &hd32_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_group(F, 4, gq, gk, 4, 2, 24);
+        c.set = &hd32_set;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 200, 300, 32);            /* soft cap and ALiBi */
+        c.set = &hd32_set;
+        c.cap = 30.f; c.alibi = 2;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 1, 1, 1000, 8);              /* one query row, d 8 */
+        c.set = &hd32_set;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 257, 257, 32);            /* dropout */
+        c.set = &hd32_set;
+        c.dropout = 0.2f;
+        add(c, 0);
+        c = cfg_batch(B, 1, 4, 1, 1000, 1000, 32);          /* many key tiles, window */
+        c.set = &hd32_set;
+        cfg_mask(&c, BR, 100, 0);
+        add(c, 0);
+    }
 }
 
 /* ============================================================================
@@ -1022,7 +1166,9 @@ static void make_bias(const fwd_cfg *c, fwd_run *r, fmha_ref_fwd *p, fmha_ref_rn
 /* Kernel head dims selection must pick: among the set's kernels of the
  * problem's dtype and soft cap / ALiBi / bias columns whose hdim >= d and
  * hdim_v >= dv, the least padding (hdim - d) + (hdim_v - dv). *hd = 0: none. */
-static void expected_kernel_dims(const fmha_kernel_set *set, const fwd_cfg *c, int *hd, int *hdv)
+/* The least-padding kernel of the chosen kernel's arch (pipeline): across
+ * pipelines the head-dim rule decides (host test_dispatch checks it). */
+static void expected_kernel_dims(const fmha_kernel_set *set, const fwd_cfg *c, fmha_arch arch, int *hd, int *hdv)
 {
     int i, best = -1, n = fmha_set_size(set);
     const int d = c->d, dv = cfg_dv(c);
@@ -1030,7 +1176,10 @@ static void expected_kernel_dims(const fmha_kernel_set *set, const fwd_cfg *c, i
     for (i = 0; i < n; i++) {
         const fmha_kernel_info *k = fmha_set_kernel(set, i);
         const int khv = k && k->hdim_v ? k->hdim_v : k ? k->hdim : 0;
-        if (!k || k->family != FMHA_FAMILY_FWD || k->dtype != c->dtype || k->hdim < d || khv < dv ||
+        /* the wgmma pipeline carries dropout in its hdim-128 kernel and DROPOUT rows only */
+        if (k && c->dropout > 0 && k->arch == FMHA_ARCH_SM90A && !k->has_dropout && !(k->hdim == 128 && khv == 128))
+            continue;
+        if (!k || k->family != FMHA_FAMILY_FWD || k->arch != arch || k->dtype != c->dtype || k->hdim < d || khv < dv ||
             k->has_softcap != (c->cap > 0) || k->has_alibi != (c->alibi != 0) || k->has_bias != (c->bias != 0))
             continue;
         if (best < 0 || (k->hdim - d) + (khv - dv) < best) {
@@ -1200,11 +1349,11 @@ static void run_config(const fwd_cfg *c, cudaStream_t stream, uint64_t seed)
     /* selection: OK, right dtype, smallest fitting hdim, features compiled in */
     memset(&plan, 0, sizeof(plan));
     st = fmha_fwd_check(set, &a, &plan);
-    expected_kernel_dims(set, c, &want_hd, &want_hdv);
     if (st != FMHA_OK || !plan.kernel) {
         tu_fail(c->name, "fmha_fwd_check: %s: %s", fmha_status_str(st), fmha_last_error());
         goto done;
     }
+    expected_kernel_dims(set, c, plan.kernel->arch, &want_hd, &want_hdv);
     if (plan.kernel->dtype != c->dtype || plan.kernel->hdim != want_hd || plan.kernel->hdim_v != want_hdv ||
         plan.kernel->has_softcap != (c->cap > 0) || plan.kernel->has_alibi != (c->alibi != 0) ||
         plan.kernel->has_bias != (c->bias != 0) || (cfg_masked(c) && !plan.kernel->has_mask)) {

@@ -13,6 +13,10 @@
  *   kkc  S = A B^T, B K-major chunk-major (VECTORIZED K tiles)
  *   tt   D = A^T B, both MN-major, B at a column offset (a warpgroup's half
  *        of the head dim, inside a 64-column block for N = 32)
+ * Head dims 32 and 96 (the forward's wgmma 32 / 96 kernels): tiles of 32 /
+ * 96 columns keep whole 64-column blocks (the last one half empty), S over
+ * K = 32 / 96 (kk) and P V as n32 / n96 (rs, the n96 B operand spanning a
+ * block and a half). 
  * Skips without an sm_90 GPU (the kernels are built for sm_90a only).
  */
 #include "fmha_tile.h"
@@ -47,7 +51,13 @@ static const wg_case cases[] = {
     { "tt_n64_k128_col64",  TT, 64, 128,  64, 128, 128, 64,  0 },
     { "tt_n32_k128",        TT, 32, 128,  64, 128,  64,  0,  0 },
     { "tt_n32_k128_col32",  TT, 32, 128,  64, 128,  64, 32,  0 },
+    { "kk_n128_k96",        KK, 128, 64,  96, 128,  96,  0,  0 },
+    { "kk_n128_k32",        KK, 128, 64,  32, 128,  32,  0,  0 },
+    { "rs_n96_k128",        RS, 96,  64, 128, 128,  96,  0,  0 },
+    { "rs_n32_k128",        RS, 32,  64, 128, 128,  32,  0,  0 },
 };
+/* bytes of a tile of `cols` 16-bit columns: whole 64-column blocks */
+#define WG_TILE_BYTES(rows, cols) ((rows) * (((cols) * 2 + 127) / 128) * 128)
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 static __global__ void __launch_bounds__(128, 1) wg_kernel(wg_case c, const uint16_t *A, const uint16_t *B,
@@ -57,7 +67,7 @@ static __global__ void __launch_bounds__(128, 1) wg_kernel(wg_case c, const uint
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const fmhai_smem_t base = (fmhai_smem_addr(smem_raw) + 1023u) & ~1023u;
-    const fmhai_smem_t sA = base, sB = base + c.a_rows * c.a_cols * 2;
+    const fmhai_smem_t sA = base, sB = base + WG_TILE_BYTES(c.a_rows, c.a_cols);
     fmhai_wg_load_tile(sA, (const char *)A, c.a_cols * 2, c.a_rows, c.a_rows, c.a_cols, c.a_cols, 128, tid);
     if (c.kind == RSK || c.kind == KKC) {   /* chunk-major: chunk j of row r at (j * rows + r) * 16 */
         for (int i = tid; i < c.b_rows * c.b_cols / 8; i += 128) {
@@ -96,6 +106,8 @@ static __global__ void __launch_bounds__(128, 1) wg_kernel(wg_case c, const uint
                                    : fmhai_wg_desc(sB + k * 2048, c.b_rows * 128, 1024);
             if (c.n == 256) fmhai_wg_mma_rs_n256(d, a, db, 1, is_bf16, kb);
             else if (c.n == 64) fmhai_wg_mma_rs_n64(d, a, db, 1, is_bf16, kb);
+            else if (c.n == 96) fmhai_wg_mma_rs_n96(d, a, db, 1, is_bf16, kb);
+            else if (c.n == 32) fmhai_wg_mma_rs_n32(d, a, db, 1, is_bf16, kb);
             else fmhai_wg_mma_rs_n128(d, a, db, 1, is_bf16, kb);
         }
     } else {   /* A [K][64], B [K][cols] at column b_off */
@@ -167,7 +179,8 @@ int main(int argc, char **argv)
             tu_upload(da, ha, na * 2);
             tu_upload(db, hb, nb * 2);
             tu_poison32(dd, 64 * 256, TU_POISON_LSE);
-            wg_kernel<<<1, 128, (na + nb) * 2 + 1024>>>(c, da, db, dd, is_bf16);
+            wg_kernel<<<1, 128, WG_TILE_BYTES(c.a_rows, c.a_cols) + WG_TILE_BYTES(c.b_rows, c.b_cols) + 1024>>>(
+                c, da, db, dd, is_bf16);
             TU_CUDA(cudaGetLastError());
             TU_CUDA(cudaDeviceSynchronize());
             tu_download(hd, dd, 64 * c.n * 4);

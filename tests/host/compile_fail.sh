@@ -18,8 +18,12 @@ expect_fail() { # name, row, expected text
 }
 expect_fail "explicit row breaking tile_m rule" \
     "X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 100, 64, 4, 1)" "constraint tile_m_16_or_32_rows_per_warp"
-expect_fail "explicit row with hdim 96" \
-    "X(FWD, BF16, 96, MASK, NOSOFTCAP, NOALIBI, 64, 64, 4, 1)" "constraint hdim_64_128_192_256"
+expect_fail "explicit row with hdim 80" \
+    "X(FWD, BF16, 80, MASK, NOSOFTCAP, NOALIBI, 64, 64, 4, 1)" "constraint hdim_32_64_96_128_192_256"
+expect_fail "hdim 96 row with 4 warps (a Q row is 12 chunks)" \
+    "X(FWD, BF16, 96, MASK, NOSOFTCAP, NOALIBI, 64, 64, 4, 1)" "constraint threads_cover_row_chunks"
+expect_fail "prefill row of hdim 96" \
+    "X(PREFILL, BF16, 96, MASK, NOSOFTCAP, 16, 96, 64, 6, 1)" "head dims 32 and 96"
 expect_fail "explicit row with 4 stages" \
     "X(FWD, BF16, 128, MASK, NOSOFTCAP, NOALIBI, 128, 64, 4, 4)" "constraint stages_1_to_3"
 expect_fail "explicit row over the shared memory limit" \

@@ -110,14 +110,14 @@ static void test_default_set(void)
         nbias += k->has_bias;
     }
 #if defined(FMHA_PLATFORM_AMD)
-    const int n_aux = 6;
+    const int nhd = 3, n_aux = 6;
 #else
-    const int n_aux = 8;   /* + 192_128 */
+    const int nhd = 5, n_aux = 12;   /* hdim 32 and 96 too; + 192_128 per dtype */
 #endif
-    CHECK(fam[FMHA_FAMILY_BWD] >= 30 && fam[FMHA_FAMILY_BWD_DET] >= 30 && fam[FMHA_FAMILY_BWD_DOT_DO_O] == n_aux &&
-              fam[FMHA_FAMILY_BWD_CONVERT_DQ] == n_aux,
-          "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims x 5 variants (4 mask "
-          "x soft cap, masked ALiBi), one dot_do_o and convert_dq each (and per dtype for 192_128)");
+    CHECK(fam[FMHA_FAMILY_BWD] >= 10 * nhd && fam[FMHA_FAMILY_BWD_DET] >= 10 * nhd &&
+              fam[FMHA_FAMILY_BWD_DOT_DO_O] == n_aux && fam[FMHA_FAMILY_BWD_CONVERT_DQ] == n_aux,
+          "default backward set: dq_dk_dv and its deterministic twin for 2 dtypes x 3 hdims (NVIDIA: 5) x 5 variants "
+          "(4 mask x soft cap, masked ALiBi), one dot_do_o and convert_dq each (and per dtype for 192_128)");
 #if defined(FMHA_PLATFORM_AMD)
     CHECK(nmla == 0 && nmla_aux == 0, "default backward set on AMD: no 192_128 rows (the 256 rows serve MLA)");
 #else
@@ -157,7 +157,9 @@ static void test_default_set(void)
               fmhai_bwd_row_violation(2, 128, 64, 128, 12, 2) == NULL,
           "wgmma rows: hdim 64/128 with the 64 x 128, 12-warp block only");
     {
-        const fmha_kernel_info *k = fmha_set_kernel(&bwd_set, 0);
+        const fmha_kernel_info *k = NULL;
+        for (i = 0; i < n && !k; ++i)
+            if (fmha_set_kernel(&bwd_set, i)->hdim == 64) k = fmha_set_kernel(&bwd_set, i);
         CHECK(k && strstr(k->name, "fmha_bwd_dq_dk_dv_d64_fp16_nmask_nsoftcap_b") == k->name,
               "backward kernel names are self-describing");
     }
@@ -413,8 +415,19 @@ static void test_selection(void)
     fmhai_test_device.smem_optin = 227 * 1024;
     t.hdim_q = t.hdim_v = 72;
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+#if defined(FMHA_PLATFORM_AMD)
     CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 128 && plan.dot_do_o->hdim == 128 && plan.convert_dq->hdim == 128,
           "hdim 72 runs on the hdim 128 kernels (all three stages)");
+#else
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 128 && plan.dq_dk_dv->arch == FMHA_ARCH_SM90A &&
+              plan.dot_do_o->hdim == 96 && plan.convert_dq->hdim == 96,
+          "hdim 72 on sm_90: dq_dk_dv on the wgmma 128 kernel (head-dim rule), the streaming stages on the 96 ones");
+    fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.dq_dk_dv->hdim == 96 && plan.dq_dk_dv->tile_n == 96 && plan.dot_do_o->hdim == 96,
+          "hdim 72 on sm_80: the 96 kernels (96-key tiles)");
+    fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+#endif
     /* hdim_v < hdim_q (MLA 192 / 128): the 192_128 kernels (exact dims)
      * before the padded ones; other pairs by least padding of both dims */
     t.hdim_q = 192; t.hdim_v = 128;

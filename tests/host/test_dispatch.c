@@ -98,10 +98,10 @@ static void test_expansion(void)
     CHECK(all_valid, "every expanded row meets the constraints");
     CHECK(found_explicit, "explicit row is built as written");
     CHECK(filtered_ok, "partial wildcard keeps only tuned rows with the given tile_m");
-    CHECK(fmha_set_size(&set_default) == 96 + 8 + 8 + 4,
+    CHECK(fmha_set_size(&set_default) == 96 + 8 + 8 + 4 + 16,
           "default set: 2 dtypes x 3 hdims x 8 feature rows x 2 arch rows, + BIAS (hdim 64/128) x 2 dtypes x 2 arch "
           "rows, + 192_128 (MASK, NOMASK) x 2 dtypes x 2 arch rows, + DROPOUT (hdim 64, MASK, NOMASK) x 2 dtypes, "
-          "wgmma only");
+          "wgmma only, + hdim 32 and 96 (MASK, NOMASK) x 2 dtypes x 2 arch rows");
     CHECK(fmha_set_kernel(&set_a, n) == NULL && fmha_set_kernel(&set_a, -1) == NULL,
           "fmha_set_kernel out of range gives NULL");
     {
@@ -120,8 +120,30 @@ static void test_constraints(void)
     CHECK(v && strstr(v, "threads_cover_row_chunks"),
           "hd192 with 4 warps rejected (128 threads do not split a 24-chunk row: rows would be skipped)");
     CHECK(fmhai_fwd_row_violation(192, 48, 64, 3, 1, 0, 0, 0) == NULL, "hd192 with 3 warps is valid");
+    v = fmhai_fwd_row_violation(80, 128, 64, 4, 1, 0, 0, 0);
+    CHECK(v && strstr(v, "hdim_32_64_96_128_192_256"), "hdim 80 kernel rejected by name");
     v = fmhai_fwd_row_violation(96, 128, 64, 4, 1, 0, 0, 0);
-    CHECK(v && strstr(v, "hdim_64_128_192_256"), "hdim 96 kernel rejected by name");
+    CHECK(v && strstr(v, "threads_cover_row_chunks"),
+          "hd96 with 4 warps rejected (128 threads do not split a 12-chunk row)");
+    CHECK(fmhai_fwd_row_violation(96, 96, 64, 6, 2, 0, 0, 0) == NULL &&
+              fmhai_fwd_row_violation(32, 128, 64, 4, 2, 0, 0, 0) == NULL,
+          "tuned hd96 (6 warps) and hd32 rows are valid");
+    v = fmhai_fwd_row_violation(96, 96, 64, 6, 2, 16, 0, 0);
+    CHECK(v && strstr(v, "hdim_32_96_contiguous_16bit"), "hd96 paged row rejected (contiguous 16-bit only)");
+    v = fmhai_fwd_row_violation(32, 128, 64, 4, 2, 0, 0, 1);
+    CHECK(v && strstr(v, "hdim_32_96_contiguous_16bit"), "hd32 fp8 KV row rejected");
+    CHECK(FMHAI_ROWB(32) == 128 && FMHAI_ROWB(64) == 128 && FMHAI_ROWB(96) == 256 && FMHAI_ROWB(192) == 384,
+          "shared tile rows take whole 128-byte lines (32 and 96 pad to 64 and 128 columns)");
+    CHECK(FMHAI_FWD_SMEM_BYTES(96, 96, 96, 64, 2) == FMHAI_FWD_SMEM_BYTES(128, 128, 96, 64, 2) &&
+              FMHAI_BWD_SMEM_BYTES(32, 128, 128, 2) == FMHAI_BWD_SMEM_BYTES(64, 128, 128, 2),
+          "hd96 / hd32 tiles take the shared memory of hd128 / hd64");
+    v = fmhai_bwd_row_violation(0, 96, 64, 128, 8, 2);
+    CHECK(v && strstr(v, "bwd_threads_cover_row_chunks"), "bwd hd96 with 8 warps rejected (12-chunk rows)");
+    CHECK(fmhai_bwd_row_violation(0, 96, 64, 96, 6, 2) == NULL && fmhai_bwd_row_violation(0, 32, 128, 128, 8, 2) == NULL &&
+              fmhai_bwd_row_violation(1, 96, 64, 0, 4, 1) == NULL && fmhai_bwd_row_violation(1, 32, 64, 0, 4, 1) == NULL,
+          "tuned bwd hd96 / hd32 rows and their streaming stages are valid");
+    v = fmhai_bwd_row_violation(0, 80, 64, 128, 8, 2);
+    CHECK(v && strstr(v, "bwd_hdim_32_64_96_128_192_256"), "bwd hdim 80 rejected by name");
     v = fmhai_fwd_row_violation(128, 100, 64, 4, 1, 0, 0, 0);
     CHECK(v && strstr(v, "tile_m_16_or_32_rows_per_warp"), "tile_m 100 rejected by name");
     v = fmhai_fwd_row_violation(128, 128, 40, 4, 1, 0, 0, 0);
@@ -409,14 +431,17 @@ static void test_prefill_classes(void)
             a.hdim_q = a.hdim_v = d;
             a.dropout_p = 0.1f;
             st = fmha_fwd_check(&set_default, &a, &plan);
-            if (st != FMHA_OK || plan.kernel->arch != FMHA_ARCH_SM90A ||
-                plan.kernel->has_dropout != (d <= 64) || plan.kernel->hdim != (d <= 64 ? 64 : 128))
+            if (d <= 32) {   /* the portable 32 kernel (head-dim rule), dropout at run time */
+                if (st != FMHA_OK || plan.kernel->arch != FMHA_ARCH_SM80 || plan.kernel->hdim != 32) ok = 0;
+            } else if (st != FMHA_OK || plan.kernel->arch != FMHA_ARCH_SM90A ||
+                       plan.kernel->has_dropout != (d <= 64) || plan.kernel->hdim != (d <= 64 ? 64 : 128))
                 ok = 0;
             a.dropout_p = 0.f;
             st = fmha_fwd_check(&set_default, &a, &plan);
             if (st != FMHA_OK || plan.kernel->has_dropout) ok = 0;
         }
-        CHECK(ok, "fwd dropout on sm_90: d <= 64 on the wgmma DROPOUT row, 65..128 on the hdim-128 kernel; "
+        CHECK(ok, "fwd dropout on sm_90: d 32 on the portable 32 kernel, 33..64 on the wgmma DROPOUT row, 65..128 on "
+                  "the hdim-128 kernel; "
                   "without dropout never a DROPOUT row");
         a = good_args(); a.hdim_q = a.hdim_v = 64; a.dropout_p = 0.1f;
         st = fmha_fwd_check(&set_a, &a, &plan);
@@ -483,7 +508,7 @@ static void test_fp8_fwd(void)
             rows_ok = 0;
     }
     CHECK(n == 16 && rows_ok, "fp8 fwd set: 16 sm_90a wgmma rows (hdim 128 and 256 x 8 variants), names say fp8");
-    CHECK(fmha_set_size(&set_fwd_all) == 116 + 16, "16-bit and fp8 forward rows in one set: 116 + 16 kernels");
+    CHECK(fmha_set_size(&set_fwd_all) == 132 + 16, "16-bit and fp8 forward rows in one set: 132 + 16 kernels");
 
     /* selection on sm_90: the smallest fp8 kernel >= d, in the fp8 set and next to the 16-bit rows */
     fmhai_test_device.cc = 90;
@@ -792,8 +817,8 @@ static void test_head_dims(void)
               fmhai_fwd_row_violation2(192, 192, 96, 64, 6, 1, 0, 0, 0) == NULL,
           "tuned 192 and 192_128 rows are valid");
     CHECK(fmhai_fwd_row_violation2(128, 192, 128, 64, 4, 1, 0, 0, 0) &&
-              strstr(fmhai_fwd_row_violation2(128, 192, 128, 64, 4, 1, 0, 0, 0), "hdim_v_64_to_hdim"),
-          "hdim_v above hdim: constraint hdim_v_64_to_hdim");
+              strstr(fmhai_fwd_row_violation2(128, 192, 128, 64, 4, 1, 0, 0, 0), "hdim_v_to_hdim"),
+          "hdim_v above hdim: constraint hdim_v_to_hdim");
     CHECK(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 16, 0, 0) &&
               strstr(fmhai_fwd_row_violation2(192, 128, 96, 64, 6, 1, 16, 0, 0), "contiguous_16bit"),
           "unequal dims with paged K/V: constraint hdim_v_below_hdim_contiguous_16bit");
@@ -863,6 +888,92 @@ static void test_head_dims(void)
     fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
 }
 
+/* The head-dim rule (fmhai_hdim_cost, dispatch/registry.h): least padding
+ * within a pipeline; on sm_90 the forward's wgmma 32 and 96 kernels; the
+ * backward (no wgmma 32 / 96 rows): a wgmma kernel of 4/3 the columns (128
+ * for d 65..96) beats a native portable 96, one of twice the columns (64
+ * for d <= 32) loses to a portable 32; other devices take the portable 32
+ * / 96 kernels for d <= 32 / 65..96. */
+static void test_hdim_rule(void)
+{
+    static const int ds[8] = { 8, 24, 32, 40, 64, 72, 88, 96 };
+    /* sm_90: the head dim of the chosen kernel, its arch (1: wgmma) */
+    static const int fwd90[8] = { 32, 32, 32, 64, 64, 96, 96, 96 };
+    static const int want90[8] = { 32, 32, 32, 64, 64, 128, 128, 128 }, arch90[8] = { 0, 0, 0, 1, 1, 1, 1, 1 };
+    static const int want80[8] = { 32, 32, 32, 64, 64, 96, 96, 96 };
+    fmha_fwd_args a;
+    fmha_fwd_plan plan;
+    int i, masked, ok90 = 1, ok80 = 1, okb90 = 1, okb80 = 1;
+    for (masked = 0; masked < 2; ++masked)
+        for (i = 0; i < 8; ++i) {
+            a = good_args();
+            a.hdim_q = a.hdim_v = ds[i];
+            if (masked) { a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_right = 0; }
+            fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+            if (fmha_fwd_check(&set_default, &a, &plan) != FMHA_OK || plan.kernel->hdim != fwd90[i] ||
+                plan.kernel->arch != FMHA_ARCH_SM90A || plan.kernel->has_mask != masked)
+                ok90 = 0;
+            if (fwd90[i] != 64) {   /* with dropout (wgmma: the hdim-128 kernel and DROPOUT rows only) */
+                a.dropout_p = 0.1f;
+                if (fmha_fwd_check(&set_default, &a, &plan) != FMHA_OK || plan.kernel->hdim != want90[i] ||
+                    (plan.kernel->arch == FMHA_ARCH_SM90A) != arch90[i])
+                    ok90 = 0;
+                a.dropout_p = 0.f;
+            }
+            fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
+            if (fmha_fwd_check(&set_default, &a, &plan) != FMHA_OK || plan.kernel->hdim != want80[i] ||
+                plan.kernel->arch != FMHA_ARCH_SM80 || plan.kernel->has_mask != masked)
+                ok80 = 0;
+            if (want80[i] == 96 && (plan.block != 6 * 32 || plan.grid_x != (1000 + 95) / 96)) ok80 = 0;
+        }
+    CHECK(ok90, "head-dim rule, sm_90: d <= 32 the wgmma 32 kernel, 33..64 wgmma 64, 65..96 wgmma 96; with dropout "
+                "d <= 32 the portable 32, 65..96 the wgmma 128 (head-dim cost)");
+    CHECK(ok80, "head-dim rule, sm_80: d <= 32 the 32 kernel, 65..96 the 96 kernel (6 warps, 96 rows)");
+    CHECK(fmhai_fwd90_row_violation(96, 128, 128, 12, 3, 0, 0, 0) == NULL &&
+              fmhai_fwd90_row_violation(32, 128, 128, 12, 3, 0, 0, 0) == NULL &&
+              fmhai_fwd90_row_violation(96, 128, 128, 12, 3, 16, 0, 0) != NULL &&
+              fmhai_fwd90_row_violation(32, 128, 128, 12, 3, 0, 0, 1) != NULL &&
+              fmhai_fwd90_row_violation(96, 128, 64, 12, 3, 0, 0, 0) != NULL,
+          "wgmma 32 / 96 rows: 128 x 128 blocks, contiguous 16-bit only");
+    /* the rule's cost: columns over the pipeline's relative speed */
+    {
+        fmha_kernel_info w128, p96, p32, w64;
+        memset(&w128, 0, sizeof(w128));
+        w128.family = FMHA_FAMILY_FWD; w128.hdim = w128.hdim_v = 128; w128.arch = FMHA_ARCH_SM90A;
+        p96 = w128; p96.hdim = p96.hdim_v = 96; p96.arch = FMHA_ARCH_SM80;
+        w64 = w128; w64.hdim = w64.hdim_v = 64;
+        p32 = p96; p32.hdim = p32.hdim_v = 32;
+        CHECK(fmhai_hdim_cost(&w128) < fmhai_hdim_cost(&p96) && fmhai_hdim_cost(&p32) < fmhai_hdim_cost(&w64),
+              "head-dim cost: wgmma 128 < portable 96, portable 32 < wgmma 64");
+    }
+    /* the backward: every stage at the rule's head dim */
+    for (masked = 0; masked < 2; ++masked)
+        for (i = 0; i < 8; ++i) {
+            fmha_bwd_traits t;
+            fmha_bwd_plan plan_b;
+            memset(&t, 0, sizeof(t));
+            t.dtype = FMHA_DTYPE_BF16;
+            t.batch = 2; t.nhead_q = 8; t.nhead_k = 2; t.seqlen_q = 1000; t.seqlen_k = 1000;
+            t.hdim_q = t.hdim_v = ds[i];
+            t.mask_type = masked ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
+            t.window_left = -1; t.window_right = masked ? 0 : -1;
+            t.is_deterministic = masked;
+            fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+            if (fmha_bwd_plan_make(&set_bwd, &t, &plan_b) != FMHA_OK || plan_b.dq_dk_dv->hdim != want90[i] ||
+                (plan_b.dq_dk_dv->arch == FMHA_ARCH_SM90A) != arch90[i] ||
+                plan_b.dot_do_o->hdim < ds[i] || plan_b.convert_dq->hdim < ds[i])
+                okb90 = 0;
+            fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
+            if (fmha_bwd_plan_make(&set_bwd, &t, &plan_b) != FMHA_OK || plan_b.dq_dk_dv->hdim != want80[i] ||
+                plan_b.dot_do_o->hdim != want80[i] || plan_b.convert_dq->hdim != want80[i] ||
+                (want80[i] == 96 && plan_b.dq_dk_dv->tile_n != 96))
+                okb80 = 0;
+        }
+    CHECK(okb90, "bwd head-dim rule, sm_90: dq_dk_dv d <= 32 portable 32, 33..64 wgmma 64, 65..96 wgmma 128");
+    CHECK(okb80, "bwd head-dim rule, sm_80: d <= 32 the 32 rows, 65..96 the 96 rows (96-key tiles)");
+    fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
+}
+
 static void test_json(void)
 {
     char big[65536], small[16];
@@ -890,6 +1001,7 @@ int main(void)
     test_bwd_dropout_dispatch();
     test_bias();
     test_head_dims();
+    test_hdim_rule();
     test_json();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

@@ -215,8 +215,17 @@
     X(BWD_DOT_DO_O,   dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #endif
+/* Head dims 32 and 96 (portable rows, NVIDIA only): every mask and soft
+ * cap variant and ALiBi as the other head dims (no BIAS rows). */
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_DEFAULT_BWD_HD32(X, dt, hd)
+#else
+#  define FMHAI_DEFAULT_BWD_HD32(X, dt, hd) FMHAI_DEFAULT_BWD_HD(X, dt, hd)
+#endif
 #define FMHAI_DEFAULT_BWD_DT(X, dt)        \
+    FMHAI_DEFAULT_BWD_HD32(X, dt, 32)      \
     FMHAI_DEFAULT_BWD_HD(X, dt, 64)        \
+    FMHAI_DEFAULT_BWD_HD32(X, dt, 96)      \
     FMHAI_DEFAULT_BWD_HD(X, dt, 128)       \
     FMHAI_DEFAULT_BWD_HD(X, dt, 256)       \
     FMHAI_DEFAULT_BWD_MLA(X, dt)           \

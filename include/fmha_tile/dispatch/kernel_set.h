@@ -14,7 +14,9 @@
  *       dtype   FP16 | BF16 | FP8 (PREFILL rows: e4m3 KV, bf16 or e4m3
  *               queries chosen at run time, bf16 output; FWD rows: e4m3
  *               Q, K and V, bf16 output, Hopper wildcard rows only)
- *       hdim    kernel head dim: 64, 128, 192, 256 (serves every d <= hdim),
+ *       hdim    kernel head dim: 32, 64, 96, 128, 192, 256 (serves every
+ *               d <= hdim; 32 and 96: 16-bit FWD and backward rows,
+ *               NVIDIA only),
  *               or Q_V for unequal Q/K and V/O head dims (FWD rows only):
  *               192_128 is DeepSeek MLA prefill's (hdim_q 192, hdim_v 128);
  *               it serves hdim_q <= 192 with hdim_v <= 128
@@ -306,6 +308,10 @@ enum fmha_wildcard { FMHA_ANY = -1 };
                                                             FMHAI_FAM_##fam <= FMHA_FAMILY_BWD_DET)) && \
                                                           FMHAI_DT_##dt != FMHA_DTYPE_FP8),       \
                        "fmha_tile: unequal head dims (e.g. 192_128) are for 16-bit FWD and backward rows"); \
+    FMHA_STATIC_ASSERT(FMHAI_HDQ(hd) % 64 == 0 || (FMHAI_FAM_##fam != FMHA_FAMILY_BATCH_PREFILL &&  \
+                                                   FMHAI_FAM_##fam != FMHA_FAMILY_DECODE &&         \
+                                                   FMHAI_DT_##dt != FMHA_DTYPE_FP8),              \
+                       "fmha_tile: head dims 32 and 96 are for 16-bit FWD and backward rows");   \
     FMHA_STATIC_ASSERT((0 FMHAI_CAT(FMHAI_ROWS_, fam)(FMHAI_COUNT_ROW, fam, dt, hd, mask, sc, c6, \
                                                       bm, bn, w, st)) > 0,                       \
                        "fmha_tile: no tuned row matches this wildcard row's columns");           \
@@ -424,8 +430,21 @@ enum fmha_wildcard { FMHA_ANY = -1 };
     X(FWD, dt, hd, NOMASK, NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
     X(FWD, dt, hd, MASK,   NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #endif
+/* Head dims 32 and 96 (portable rows, NVIDIA only: the MFMA pipeline has
+ * none): masked or not, no soft cap, no ALiBi; d <= 32 and 65..96 run there
+ * where the head-dim rule (dispatch/registry.h) prefers them, the other
+ * variants on the 64 and 128 kernels, zero-padded. */
+#if defined(FMHA_PLATFORM_AMD)
+#  define FMHAI_DEFAULT_FWD_HD32(X, dt, hd)
+#else
+#  define FMHAI_DEFAULT_FWD_HD32(X, dt, hd)                                                \
+    X(FWD, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
+    X(FWD, dt, hd, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#endif
 #define FMHAI_DEFAULT_FWD_DT(X, dt)        \
+    FMHAI_DEFAULT_FWD_HD32(X, dt, 32)      \
     FMHAI_DEFAULT_FWD_HD(X, dt, 64)        \
+    FMHAI_DEFAULT_FWD_HD32(X, dt, 96)      \
     FMHAI_DEFAULT_FWD_DROP_HD(X, dt, 64)   \
     FMHAI_DEFAULT_FWD_HD(X, dt, 128)       \
     FMHAI_DEFAULT_FWD_HD(X, dt, 256)       \

@@ -18,8 +18,13 @@
  *              the fallback rule lets it serve (FMHAI_FWD90_SERVES,
  *              policy/fwd_tiles.h).
  *   score      (lexicographic, smaller wins)
- *              1. padding: kernel hdim - problem hdim, plus kernel
- *                 hdim_v - problem hdim_v           (least padding)
+ *              1. head-dim cost (fmhai_hdim_cost, the head-dim rule):
+ *                 the kernel's columns (hdim + hdim_v) over its
+ *                 pipeline's relative speed; among kernels of one pipeline
+ *                 this is least padding, across pipelines (an sm_90 device)
+ *                 a wgmma kernel that pads beats a portable one that pads
+ *                 less unless the portable one computes under
+ *                 FMHAI_PORTABLE_PCT_* percent of its columns
  *              2. MASK kernel on an unmasked problem, SOFTCAP decode
  *                 kernel without a soft cap     (prefer the lean one)
  *              3. pipeline rank: arch-specific before portable (the fast
@@ -275,13 +280,42 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
     return first;
 }
 
+/* ---- the head-dim rule ----------------------------------------------------
+ * A problem of head dim d may run on any kernel of head dim >= d (the copies
+ * zero-fill the columns past d). Which one is a guess of the time each takes:
+ * the columns it computes, hdim + hdim_v, over its pipeline's throughput
+ * relative to the arch-specific pipeline's (percent, per family; equal
+ * costs go to the arch-specific one). Among the kernels of one pipeline
+ * this is least padding. On an sm_90 device at 60%, a wgmma kernel that
+ * computes twice the columns of a portable one loses to it (as least
+ * padding had it: d = 64 on a portable 64 before a wgmma 128; d = 32 on a
+ * portable 32, 107, before the wgmma 64, 128) and one that computes 4/3 of
+ * them wins (d = 96 on the wgmma 128, 256, before a portable 96, 320).
+ * Any value in 51..74 gives these choices; the measured portable/wgmma
+ * throughput ratio at hdim 64-256 is 0.65-0.8 (bench/RESULTS.md), at 32
+ * and 96 not yet measured. These two numbers are the whole rule: set them
+ * from bench_fwd / bench_bwd --kernel runs (a build may predefine them). */
+#ifndef FMHAI_PORTABLE_PCT_FWD
+#define FMHAI_PORTABLE_PCT_FWD 60   /* forward, batch prefill, decode */
+#endif
+#ifndef FMHAI_PORTABLE_PCT_BWD
+#define FMHAI_PORTABLE_PCT_BWD 60   /* the backward's dq_dk_dv */
+#endif
+static inline int fmhai_hdim_cost(const fmha_kernel_info *k)
+{
+    const int cols = k->hdim + fmhai_info_hdv(k);
+    const int bwd = k->family == FMHA_FAMILY_BWD || k->family == FMHA_FAMILY_BWD_DET;
+    if (k->arch != FMHA_ARCH_SM80) return cols * 100;   /* wgmma; GFX9 rows are all alike */
+    return cols * 10000 / (bwd ? FMHAI_PORTABLE_PCT_BWD : FMHAI_PORTABLE_PCT_FWD);
+}
+
 /* Score as a tuple; returns <0 when a beats b. */
 static inline int fmhai_cmp(const fmhai_entry *a, const fmhai_entry *b, const fmhai_problem *pb)
 {
     const int sq = pb->max_seqlen_q;
     int ka[7], kb[7], i;
-    ka[0] = a->info.hdim - pb->hdim + fmhai_info_hdv(&a->info) - fmhai_pb_hdv(pb);
-    kb[0] = b->info.hdim - pb->hdim + fmhai_info_hdv(&b->info) - fmhai_pb_hdv(pb);
+    ka[0] = fmhai_hdim_cost(&a->info);
+    kb[0] = fmhai_hdim_cost(&b->info);
     ka[1] = (a->info.has_mask && !pb->masked) + (a->info.has_softcap && !pb->softcap);
     kb[1] = (b->info.has_mask && !pb->masked) + (b->info.has_softcap && !pb->softcap);
     ka[2] = a->info.arch == FMHA_ARCH_SM80 || a->info.arch == FMHA_ARCH_GFX9;

@@ -657,8 +657,8 @@ FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int split, int 
 
 /* acc[QW/8][4] = A B^T over the head dim: A is this warp's 16 key rows
  * (ldmatrix base a, K or V), B the QW query rows of a slice (base b, Q or
- * dO; rows HD*2 bytes apart), over the first KD columns (dP^T of a
- * 192_128 row: the 128 of V and dO). S^T = K Q^T and dP^T = V dO^T. The k-steps
+ * dO; rows FMHAI_ROWB(HD) bytes apart), over the first KD columns (dP^T of
+ * a 192_128 row: the 128 of V and dO). S^T = K Q^T and dP^T = V dO^T. The k-steps
  * unroll by 8 (all of hd 128): one at a time, each MMA waited on its
  * ldmatrix (the profile's top stall). Bases are hidden from the optimiser so
  * that the swizzled addresses are formed here, not held across the step. */
@@ -677,7 +677,7 @@ FMHAI_DEVICE void fmhai_bwd_gemm_abt(float (*acc)[4], fmhai_smem_t a, fmhai_smem
 #pragma unroll
         for (int np = 0; np < QW / 16; ++np) {
             uint32_t fb[4];
-            fmhai_warp_ldsm_x4(fb, fmhai_ldsm_at(b_base, kk) + np * 16 * HD * 2);
+            fmhai_warp_ldsm_x4(fb, fmhai_ldsm_at(b_base, kk) + np * 16 * FMHAI_ROWB(HD));
             fmhai_warp_mma_16816(acc[2 * np], fa, fb, is_bf16);
             fmhai_warp_mma_16816(acc[2 * np + 1], fa, fb + 2, is_bf16);
         }
@@ -748,7 +748,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
     const int drop = p->dropout_thr != 0u;      /* dropout (a uniform branch; 0: none of its code runs) */
 
     /* ---- shared memory ---------------------------------------------------- */
-    const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
+    const int kv_bytes = BN * FMHAI_ROWB(HD), q_bytes = BM * FMHAI_ROWB(HD);
     const fmhai_smem_t sK = fmhai_smem_addr(smem);
     const fmhai_smem_t sV = sK + kv_bytes;
     const fmhai_smem_t sQ = sV + kv_bytes;
@@ -766,9 +766,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
     const int key0 = warp * 16;
     const int b_row = ((lane / 8) / 2) * 8 + lane % 8, b_chunk = (lane / 8) % 2;
     const int t_row = ((lane / 8) % 2) * 8 + lane % 8, t_chunk = (lane / 8) / 2;
-    const fmhai_smem_t kA = fmhai_ldsm_base(sK, (key0 + lane % 16) * HD * 2, lane / 16, lane % 8);
-    const fmhai_smem_t qB = fmhai_ldsm_base(sQ, b_row * HD * 2, b_chunk, lane % 8);
-    const fmhai_smem_t qT = fmhai_ldsm_base(sQ, t_row * HD * 2, t_chunk, lane % 8);
+    const fmhai_smem_t kA = fmhai_ldsm_base(sK, (key0 + lane % 16) * FMHAI_ROWB(HD), lane / 16, lane % 8);
+    const fmhai_smem_t qB = fmhai_ldsm_base(sQ, b_row * FMHAI_ROWB(HD), b_chunk, lane % 8);
+    const fmhai_smem_t qT = fmhai_ldsm_base(sQ, t_row * FMHAI_ROWB(HD), t_chunk, lane % 8);
     const int VK = kv_bytes, OQ = ST * q_bytes, QK = 2 * kv_bytes;
     /* dQ product: dS (A, from dS^T [BN][BM] transposed: key rows, query
      * chunks) and K (B, transposed, from qT) */
@@ -875,7 +875,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
             for (int q0 = 0; q0 < BM; q0 += QW) {
                 /* ---- S^T = K Q^T ---------------------------------------------- */
                 float acc_s[QW / 8][4];
-                fmhai_bwd_gemm_abt(acc_s, kA, qBi + q0 * HD * 2, HD, HD, QW, is_bf16);
+                fmhai_bwd_gemm_abt(acc_s, kA, qBi + q0 * FMHAI_ROWB(HD), HD, HD, QW, is_bf16);
                 /* dropout: this slice's keep bits, used up by P^T below (they
                  * end there: dS^T reads the drops from P^T's sign) */
                 const uint32_t keep =
@@ -914,13 +914,13 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 
                 /* ---- dV += P^T dO ---------------------------------------------- */
                 if (dv_step) {
-                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + OQ + q0 * HD * 2);
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + OQ + q0 * FMHAI_ROWB(HD));
 #pragma unroll
                     for (int dn = 0; dn < HDV / 16; ++dn)
 #pragma unroll
                         for (int kp = 0; kp < QW / 16; ++kp) {
                             uint32_t vb[4];
-                            fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(b_base, dn) + kp * 16 * HD * 2);
+                            fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(b_base, dn) + kp * 16 * FMHAI_ROWB(HD));
                             fmhai_warp_mma_16816(acc_a[2 * dn], pa[kp], vb, is_bf16);
                             fmhai_warp_mma_16816(acc_a[2 * dn + 1], pa[kp], vb + 2, is_bf16);
                         }
@@ -929,7 +929,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 
                 /* ---- dP^T = V dO^T --------------------------------------------- */
                 float acc_p[QW / 8][4];
-                fmhai_bwd_gemm_abt(acc_p, kA + VK, qBi + OQ + q0 * HD * 2, HD, HDV, QW, is_bf16);
+                fmhai_bwd_gemm_abt(acc_p, kA + VK, qBi + OQ + q0 * FMHAI_ROWB(HD), HD, HDV, QW, is_bf16);
                 /* ---- dS^T = P^T (dP^T - D) -------------------------------------- */
                 /* dropout: dS^T = P^T (dP^T o Z - D): a kept entry's dP^T times
                  * the scale, a dropped one (P^T negated above) -P^T D; D =
@@ -957,13 +957,13 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 }
                 /* ---- dK += dS^T Q ----------------------------------------------- */
                 {
-                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + q0 * HD * 2);
+                    const fmhai_smem_t b_base = fmhai_opaque_smem(qTi + q0 * FMHAI_ROWB(HD));
 #pragma unroll
                     for (int dn = 0; dn < HD / 16; ++dn)
 #pragma unroll
                         for (int kp = 0; kp < QW / 16; ++kp) {
                             uint32_t qb[4];
-                            fmhai_warp_ldsm_x4_t(qb, fmhai_ldsm_at(b_base, dn) + kp * 16 * HD * 2);
+                            fmhai_warp_ldsm_x4_t(qb, fmhai_ldsm_at(b_base, dn) + kp * 16 * FMHAI_ROWB(HD));
                             if (TWO_SWEEPS) {
                                 fmhai_warp_mma_16816(acc_a[2 * dn], dsa[kp], qb, is_bf16);
                                 fmhai_warp_mma_16816(acc_a[2 * dn + 1], dsa[kp], qb + 2, is_bf16);
@@ -1051,7 +1051,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 #pragma unroll
                         for (int np = 0; np < CW / 16; ++np) {
                             uint32_t kb[4];
-                            fmhai_warp_ldsm_x4_t(kb, b_addr[np] + kk * 16 * HD * 2);
+                            fmhai_warp_ldsm_x4_t(kb, b_addr[np] + kk * 16 * FMHAI_ROWB(HD));
 #pragma unroll
                             for (int mt = 0; mt < RW / 16; ++mt) {
                                 fmhai_warp_mma_16816(acc_q[mt][2 * np], da[mt], kb, is_bf16);

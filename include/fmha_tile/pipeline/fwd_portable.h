@@ -37,7 +37,8 @@
  * then (FP8 KV only) per-page descales and query row scales (see "FP8
  * (e4m3) KV" below); 16-bit tile
  * rows swizzled in 16-byte chunks (chunk ^ row%8) so ldmatrix and cp.async
- * are free of bank conflicts. Out-of-range rows and head-dim columns past d
+ * are free of bank conflicts, each row whole 128-byte lines (FMHAI_ROWB:
+ * head dims 32 and 96 take the rows of 64 and 128). Out-of-range rows and head-dim columns past d
  * are zero-filled by the copy, so padding never meets garbage (no 0 * NaN).
  *
  * Decode (DEC, kernel/decode.h): blockIdx.y is a KV head and the tile's
@@ -250,11 +251,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 
     /* Q and K rows are HD wide, V rows HDV (MLA: 192 and 128); the O tile
      * reuses Q's rows, HDV <= HD */
+    /* 16-bit tile rows take HDB / HVB bytes: whole 128-byte lines
+     * (FMHAI_ROWB: head dims 32 and 96 pad theirs) */
+    const int HDB = FMHAI_ROWB(HD), HVB = FMHAI_ROWB(HDV);
     fmhai_smem_t sQ = fmhai_smem_addr(smem);
-    fmhai_smem_t sK = sQ + BM * HD * 2;
-    fmhai_smem_t sV = sK + ST * BN * HD * 2;
-    const int kv_tile_bytes = BN * HD * 2, v_tile_bytes = BN * HDV * 2;
-    const int tiles_bytes = (BM * HD + ST * BN * (HD + HDV)) * 2;
+    fmhai_smem_t sK = sQ + BM * HDB;
+    fmhai_smem_t sV = sK + ST * BN * HDB;
+    const int kv_tile_bytes = BN * HDB, v_tile_bytes = BN * HVB;
+    const int tiles_bytes = BM * HDB + ST * BN * (HDB + HVB);
     /* fp8: the e4m3 K and V tiles, read by the GEMMs, in the (otherwise
      * unused) 16-bit K and V slots: 2 * ST of each fit there. The per-page
      * descales of four tiles [4][K,V][BN] after the staged page offsets or
@@ -409,14 +413,14 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     /* ldmatrix bases. Q (A operand): lanes 0-15 rows, lanes 16-31 the upper
      * 8 columns. K (B, non-transposed): lane/8 picks (key half, column half).
      * V (B, transposed): lane/8 picks (key half, d half). */
-    const fmhai_smem_t q_base = fmhai_ldsm_base(sQ, (warp_row0 + lane % 16) * HD * 2, lane / 16, lane % 8);
-    const fmhai_smem_t k_base = fmhai_ldsm_base(sK, (((lane / 8) / 2) * 8 + lane % 8) * HD * 2,
+    const fmhai_smem_t q_base = fmhai_ldsm_base(sQ, (warp_row0 + lane % 16) * HDB, lane / 16, lane % 8);
+    const fmhai_smem_t k_base = fmhai_ldsm_base(sK, (((lane / 8) / 2) * 8 + lane % 8) * HDB,
                                                 (lane / 8) % 2, lane % 8);
     /* e4m3 K (fmhai_swz8 rows of HD bytes): lane l addresses key l of a
      * 32-key group, so lane/8 picks the 8-key tile */
     const fmhai_smem_t k8_base = sK8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
     const fmhai_smem_t v8_base = sV8 + lane * HD + (fmhai_swz8_key(lane, HD) << 4);
-    const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HDV * 2,
+    const fmhai_smem_t v_base = fmhai_ldsm_base(sV, (((lane / 8) % 2) * 8 + lane % 8) * HVB,
                                                 (lane / 8) / 2, lane % 8);
     /* VECTORIZED (chunk-major, fmhai_cmaj): K lane/8 picks (column half, key
      * half) of 16 keys x 16 columns; V^T lane/8 picks (key half, d half) */
@@ -434,7 +438,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int kk = 0; kk < HD / 16; ++kk)
-                    fmhai_warp_ldsm_x4(q_frag[mt][kk], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
+                    fmhai_warp_ldsm_x4(q_frag[mt][kk], fmhai_ldsm_at(q_base, kk) + mt * 16 * HDB);
         }
         /* page index of this thread's row of the tile staged next */
         int next_page = 0;
@@ -493,7 +497,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
                     for (int e = 0; e < 4; ++e) qa[mt][e] = q_frag[mt][kk][e];
                 } else {
-                    fmhai_warp_ldsm_x4(qa[mt], fmhai_ldsm_at(q_base, kk) + mt * 16 * HD * 2);
+                    fmhai_warp_ldsm_x4(qa[mt], fmhai_ldsm_at(q_base, kk) + mt * 16 * HDB);
                 }
             }
             if (KV8) {   /* e4m3 K: 32 keys of column chunk kk per ldmatrix, all loaded first */
@@ -520,7 +524,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                         fmhai_warp_ldsm_x4(kb[np], kc_base + buf * kv_tile_bytes + kk * 2 * BN * 16 + np * 256);
                     else
                         fmhai_warp_ldsm_x4(kb[np], fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes +
-                                                       np * 16 * HD * 2);
+                                                       np * 16 * HDB);
 #pragma unroll
                 for (int np = 0; np < BN / 16; ++np)
 #pragma unroll
@@ -532,7 +536,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
 #pragma unroll
                 for (int np = 0; np < BN / 16; ++np) {
                     uint32_t kb[4];
-                    fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes + np * 16 * HD * 2);
+                    fmhai_warp_ldsm_x4(kb, fmhai_ldsm_at(k_base, kk) + buf * kv_tile_bytes + np * 16 * HDB);
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
                         fmhai_warp_mma_16816(acc_s[mt][2 * np], qa[mt], kb, is_bf16);
@@ -746,7 +750,7 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     fmhai_warp_ldsm_x4(vb, vt_base + buf * v_tile_bytes + kp * 2 * HDV * 16 + dn * 256);
                 else
                     fmhai_warp_ldsm_x4_t(vb, fmhai_ldsm_at(v_base, dn) + buf * v_tile_bytes +
-                                                 kp * 16 * HDV * 2);
+                                                 kp * 16 * HVB);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     fmhai_warp_mma_16816(acc_o[mt][2 * dn], pa[mt][kp], vb, is_bf16);

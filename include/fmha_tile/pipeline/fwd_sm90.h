@@ -619,10 +619,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     /* the TMA mbarriers [3] (one a stage; fp8: one a staging tile) first */
     const fmhai_smem_t sBar = raw;
     const fmhai_smem_t sQ = (raw + 64u + 1023u) & ~1023u;
-    /* K rows are HD wide, V rows HDV (MLA: 192 and 128; FP8: equal) */
-    const int kv_bytes = BN * HD * EB;
-    const int v_bytes = FP8 ? HD * 128 : BN * HDV * EB;   /* FP8: V^T [HD][BN] in 128-byte rows */
-    const fmhai_smem_t sK = sQ + BM * HD * EB, sV = sK + ST * kv_bytes;
+    /* K rows are HD wide, V rows HDV (MLA: 192 and 128; FP8: equal), in
+     * 64-column panels of 128-byte rows: HDB / HVB bytes a row, 128 per panel
+     * (head dims 32 and 96 leave their last panel half empty; its TMA box
+     * zero-fills the columns past d) */
+    const int HDB = (HD * EB + 127) / 128 * 128, HVB = (HDV * EB + 127) / 128 * 128;
+    const int kv_bytes = BN * HDB;
+    const int v_bytes = FP8 ? HD * 128 : BN * HVB;   /* FP8: V^T [HD][BN] in 128-byte rows */
+    const fmhai_smem_t sK = sQ + BM * HDB, sV = sK + ST * kv_bytes;
     /* paged: the page index of each row of the next two tiles [2][BN];
      * FP8: two staging tiles of V rows [2][BN][HD] instead */
     int32_t *sPage = (int32_t *)(smem_raw + (sV + ST * v_bytes - raw));
@@ -688,8 +692,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
                 if (TMA && i > 0)
                     fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i,
-                                       (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HD * EB / 128,
-                                       HD * EB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid);
+                                       (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HDB / 128,
+                                       HDB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid);
                 else
                     fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
                                          (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
@@ -717,8 +721,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                     if (j + 2 >= ST) fmhai_bar_sync(fmhai_fwd90_bar_kempty(st), ALL);   /* tile j - 1's K */
                     if (TMA)
                         fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, sBar + 8 * (j & 1),
-                                           (PAGED ? 0 : S.k_start) + (tn - 2 - j) * BN, hk, S.kv_b, HD * EB / 128,
-                                           HD * EB / 128, BN, EB, PAGED ? sPg + ((j + 2) % 3) * BN : 0, ltid);
+                                           (PAGED ? 0 : S.k_start) + (tn - 2 - j) * BN, hk, S.kv_b, HDB / 128,
+                                           HDB / 128, BN, EB, PAGED ? sPg + ((j + 2) % 3) * BN : 0, ltid);
                     else
                         fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
                                              sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
@@ -774,7 +778,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             const int32_t *rows = sPage + (j & 1) * BN;
             if (TMA && j > 0) {
                 fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * v_bytes, sBar + 8 * st,
-                                   (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, HD * EB / 128, HDV * EB / 128, BN, EB,
+                                   (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, HDB / 128, HVB / 128, BN, EB,
                                    PAGED ? rows : 0, ltid);
             } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups (HDV == HD) */
                 fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * v_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,

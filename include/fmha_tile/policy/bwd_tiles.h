@@ -72,6 +72,18 @@
 #define FMHAI_TILES_SM80_BWD_192_128(Y, ...) Y(__VA_ARGS__, SM80,  64,   96,    6,     2) \
                                              Y(__VA_ARGS__, SM80,  64,   96,    6,     1)
 #endif
+/* hdim 32 and 96 (tile rows padded to 64 and 128 columns of shared memory,
+ * FMHAI_ROWB). 32: as hdim 64 (128 x 128, 8 warps; accumulators 32 + 128
+ * registers; 130 KB). 96: a row of 12 chunks needs 6 warps as at 192, so
+ * 96 keys; one sweep (dK and dV 96 registers each, S^T 64: 160 of the
+ * 192), 64 x 96 in 2 stages (127 KB). ptxas -v, sm_90a: 32 at 194-221
+ * registers, no spills; 96 at 255 with 4-16 bytes of spill (BWD_DET 40-132,
+ * as the hdim-128 BWD_DET rows' 64-116; 1 stage spills as much). Reasoned,
+ * not yet tuned on a GPU. */
+#ifndef FMHAI_TILES_SM80_BWD_32
+#define FMHAI_TILES_SM80_BWD_32(Y, ...)   Y(__VA_ARGS__, SM80,   128,   128,    8,     2)
+#define FMHAI_TILES_SM80_BWD_96(Y, ...)   Y(__VA_ARGS__, SM80,    64,    96,    6,     2)
+#endif
 /* the streaming stages: tile_m rows per block (tile_n, stages unused) */
 #define FMHAI_TILES_SM80_BWD_AUX(Y, ...)  Y(__VA_ARGS__, SM80,    64,     0,    4,     1)
 
@@ -115,7 +127,13 @@
 /* no 192_128 rows: 133-181 KB of LDS, and the MFMA pipeline has no unequal
  * dims (the 256 rows serve MLA problems with V padded) */
 #  define FMHAI_TILES_BWD_192_128(Y, ...)
+#  define FMHAI_HDIM32_ROWS 0   /* no dq_dk_dv rows of head dim 32 or 96 */
+#  define FMHAI_TILES_BWD_32(Y, ...)
+#  define FMHAI_TILES_BWD_96(Y, ...)
 #else
+#  define FMHAI_TILES_BWD_32(Y, ...)  FMHAI_TILES_SM80_BWD_32(Y, __VA_ARGS__)
+#  define FMHAI_TILES_BWD_96(Y, ...)  FMHAI_TILES_SM80_BWD_96(Y, __VA_ARGS__)
+#  define FMHAI_HDIM32_ROWS 1
 #  define FMHAI_TILES_BWD_64(Y, ...)  FMHAI_TILES_SM90A_BWD_64(Y, __VA_ARGS__) \
                                       FMHAI_TILES_SM80_BWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_BWD_128(Y, ...) FMHAI_TILES_SM90A_BWD_128(Y, __VA_ARGS__) \
@@ -171,10 +189,11 @@
     (FMHAI_BWD_DQ_CT(bm, hd, w) * FMHAI_BWD_DQ_RW(bm, hd, w) <= 1024                    \
          ? FMHAI_BWD_DQ_CT(bm, hd, w) : 1024 / FMHAI_BWD_DQ_RW(bm, hd, w))
 
-/* Shared memory of dq_dk_dv: K, V [tn][hd]; Q, dO [stages][tm][hd]; dS^T
- * [tn][tm] (16-bit); LSE and D [2][tm] (fp32). */
+/* Shared memory of dq_dk_dv: K, V [tn][hd]; Q, dO [stages][tm][hd] (rows
+ * of FMHAI_ROWB(hd) bytes); dS^T [tn][tm] (16-bit); LSE and D [2][tm]
+ * (fp32). */
 #define FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st) \
-    ((2 * (bn) * (hd) + 2 * (st) * (bm) * (hd) + (bn) * (bm)) * 2 + 4 * (bm) * 4)
+    ((2 * (bn) + 2 * (st) * (bm)) * FMHAI_ROWB(hd) + (bn) * (bm) * 2 + 4 * (bm) * 4)
 
 /* Blocks per SM the registers must allow: one 8-warp block, two 4-warp ones. */
 #define FMHAI_BWD_MIN_BLOCKS(w) ((w) >= 8 ? 1 : 8 / (w) > 2 ? 2 : 8 / (w))
@@ -185,8 +204,8 @@
 
 /* C(name, condition, message) over a dq_dk_dv row (hd, bm, bn, warps, stages). */
 #define FMHAI_BWD_CONSTRAINTS(C, hd, bm, bn, w, st)                                        \
-    C(bwd_hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                \
-      "kernel head dim must be 64, 128, 192 or 256")                                       \
+    C(bwd_hdim_32_64_96_128_192_256, FMHAI_HDIM_OK(hd) && ((hd) % 64 == 0 || FMHAI_HDIM32_ROWS), \
+      "kernel head dim must be 32, 64, 96, 128, 192 or 256 (32 and 96: NVIDIA only)")     \
     C(bwd_warps_2_to_8, (w) >= 2 && (w) <= 8, "warps must be 2..8")                        \
     C(bwd_tile_n_16_keys_per_warp, (bn) == 16 * (w),                                       \
       "tile_n must be 16 * warps (each warp owns 16 keys)")                                \
@@ -212,8 +231,8 @@
  * head dim unless it names two, e.g. 192_128); on top of the above. dV,
  * dP^T and D run over hdv columns of hd-wide V and dO tiles. */
 #define FMHAI_BWD_HV_CONSTRAINTS(C, hd, hdv, bm, bn, w, st)                                \
-    C(bwd_hdim_v_64_to_hdim, (hdv) % 64 == 0 && (hdv) >= 64 && (hdv) <= (hd),              \
-      "kernel hdim_v must be 64, 128, 192 or 256 and at most the head dim")
+    C(bwd_hdim_v_64_to_hdim, (hdv) == (hd) || ((hdv) % 64 == 0 && (hdv) >= 64 && (hdv) < (hd)), \
+      "kernel hdim_v must be the head dim, or 64, 128 or 192 below it")
 
 /* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
 /* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
@@ -240,8 +259,8 @@
 
 /* C(...) over a dot_do_o / convert_dq row. */
 #define FMHAI_BWD_AUX_CONSTRAINTS(C, hd, bm, bn, w, st)                                    \
-    C(bwd_aux_hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,            \
-      "kernel head dim must be 64, 128, 192 or 256")                                       \
+    C(bwd_aux_hdim_32_64_96_128_192_256, FMHAI_HDIM_OK(hd),                                \
+      "kernel head dim must be 32, 64, 96, 128, 192 or 256")                               \
     C(bwd_aux_warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                    \
     C(bwd_aux_tile_m, (bm) >= 8 && (bm) <= 256 && (bm) % 8 == 0,                           \
       "tile_m (rows per block) must be a multiple of 8 in 8..256")                         \

@@ -36,6 +36,20 @@
  * ptxas -v on sm_90a: no spills, 163-168 registers. Not yet tuned on a GPU. */
 #define FMHAI_TILES_SM80_FWD_192(Y, ...)     Y(__VA_ARGS__, SM80,    96,    32,    6,     2)
 #define FMHAI_TILES_SM80_FWD_192_128(Y, ...) Y(__VA_ARGS__, SM80,    96,    64,    6,     1)
+/* hdim 32 and 96 (the contiguous 16-bit forward; tile rows padded to 64
+ * and 128 columns of shared memory, FMHAI_ROWB). 32: as hdim 64 (32 rows a
+ * warp, Q kept in registers, 2 stages; 80 KB, two blocks per SM). 96: a row
+ * of 12 chunks needs a thread count divisible by 12, so 6 warps as at 192;
+ * 16 rows a warp (O 48 registers) so that two blocks fit an SM's registers
+ * (32 rows a warp would hold 96 of O and one block of 6 warps), 64-key
+ * tiles in a 2-stage ring (88 KB). ptxas -v, sm_90a: 32 at 210-254
+ * registers, 96 at 157-168, no stack frame, no spills. Reasoned, not yet
+ * tuned on a GPU. */
+#ifndef FMHAI_TILES_SM80_FWD_32
+/*                                                 arch  tile_m tile_n warps stages */
+#define FMHAI_TILES_SM80_FWD_32(Y, ...)  Y(__VA_ARGS__, SM80,   128,    64,    4,     2)
+#define FMHAI_TILES_SM80_FWD_96(Y, ...)  Y(__VA_ARGS__, SM80,    96,    64,    6,     2)
+#endif
 
 /* ---- NVIDIA Hopper, wgmma pipeline (pipeline/fwd_sm90.h; sm_90a only) ------
  * The contiguous forward (FWD rows) and 16-bit batch prefill (PREFILL and
@@ -76,6 +90,18 @@
 #ifndef FMHAI_TILES_SM90A_FWDC_192
 #define FMHAI_TILES_SM90A_FWDC_192(Y, ...)     Y(__VA_ARGS__, SM90A,  128,    80,   12,     2)
 #define FMHAI_TILES_SM90A_FWDC_192_128(Y, ...) Y(__VA_ARGS__, SM90A,  128,    80,   12,     3)
+#endif
+
+/* Head dims 32 and 96 (the contiguous 16-bit forward): the hdim-128 block
+ * (128 x 128, 3 stages). Their tiles keep 64-column panels of 128-byte
+ * rows, the last one half empty (the padded kernels' shared memory: 208 and
+ * 225 KB), so the loads are the padded kernels' (TMA boxes zero-fill past
+ * d); the products shrink: S over 2 / 6 k-steps, P V as m64n32 / m64n96
+ * (O 16 / 48 registers a thread). */
+#ifndef FMHAI_TILES_SM90A_FWD_32
+/*                                                  arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FWD_32(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
+#define FMHAI_TILES_SM90A_FWD_96(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
 #endif
 
 /* Elementwise-bias forward rows (BIAS column) of the Hopper pipeline: the
@@ -184,6 +210,13 @@
 #  define FMHAI_TILES_DECV_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_DECV_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_DECV_256(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
+/* head dims 32 and 96: no AMD rows (a wildcard row says "no tuned row") */
+#  define FMHAI_TILES_FWDC_32(Y, ...)
+#  define FMHAI_TILES_FWDC_96(Y, ...)
+#  define FMHAI_TILES_FWDCB_32(Y, ...)
+#  define FMHAI_TILES_FWDCB_96(Y, ...)
+#  define FMHAI_TILES_FWDCD_32(Y, ...)
+#  define FMHAI_TILES_FWDCD_96(Y, ...)
 #  define FMHAI_EXPLICIT_ARCH GFX9
 #else
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
@@ -214,6 +247,17 @@
                                        FMHAI_TILES_SM80_FWD_192(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_192_128(Y, ...) FMHAI_TILES_SM90A_FWDC_192_128(Y, __VA_ARGS__) \
                                            FMHAI_TILES_SM80_FWD_192_128(Y, __VA_ARGS__)
+/* head dims 32 and 96: the contiguous 16-bit forward, a wgmma and a
+ * portable row; BIAS and DROPOUT rows portable only (bias and dropout are
+ * run-time there) */
+#  define FMHAI_TILES_FWDC_32(Y, ...)  FMHAI_TILES_SM90A_FWD_32(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_96(Y, ...)  FMHAI_TILES_SM90A_FWD_96(Y, __VA_ARGS__) \
+                                       FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_32(Y, ...) FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCB_96(Y, ...) FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_32(Y, ...) FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDCD_96(Y, ...) FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
 /* DROPOUT rows: the wgmma kernel alone at hdim 64 (the portable one takes
  * dropout at run time in its plain rows); as the plain rows elsewhere */
 #  define FMHAI_TILES_FWDCD_64(Y, ...)  FMHAI_TILES_SM90A_FWD_64(Y, __VA_ARGS__)
@@ -307,13 +351,20 @@
 #define FMHAI_PAGING(pg, bn) \
     ((pg) == 0 ? 0 : (pg) % (bn) == 0 ? 2 : (pg) < FMHAI_PAGE_RUN ? 1 : 3)
 
+/* Bytes of one row of a 16-bit [rows][hd] tile in shared memory: whole
+ * 128-byte lines (the mma.sync pipelines swizzle 16-byte chunks with row % 8
+ * inside a line, the wgmma ones use 64-column blocks), so head dims 32 and
+ * 96 take the rows of 64 and 128 (tile/smem_layout.h). */
+#define FMHAI_ROWB(hd) ((((hd) + 63) / 64) * 128)
+
 /* Shared memory of the portable forward pipeline: Q tile + stages of K and V
- * (16-bit; K rows hd wide, V rows hdv). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
+ * (16-bit; K rows hd wide, V rows hdv; rows of FMHAI_ROWB bytes). Paged kernels add: class 1, the staged row offsets [2][K,V][bn]
  * int64; class 3, the staged run page indices [4][8] int32 (4 tiles in
  * flight at most, 8 runs of a 128-key tile); fp8 KV (whose e4m3 K and V
  * tiles take the 16-bit slots), the per-page descales [4][K,V][bn] fp32 and
  * the query rows' scales [bm] fp32. */
-#define FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st) (((bm) * (hd) + (st) * (bn) * ((hd) + (hdv))) * 2)
+#define FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st) \
+    ((bm) * FMHAI_ROWB(hd) + (st) * (bn) * (FMHAI_ROWB(hd) + FMHAI_ROWB(hdv)))
 #define FMHAI_PAGE_SMEM_BYTES(paging, bn) ((paging) == 1 ? 32 * (bn) : (paging) == 3 ? 4 * 8 * 4 : 0)
 #define FMHAI_KERNEL_SMEM_BYTES(hd, hdv, bm, bn, st, pg, vec, kv8)                            \
     (FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn), bn) + \
@@ -341,15 +392,23 @@
 #define FMHAI_TUNED_PAGES_DECODE_VEC(Z, ...) Z(__VA_ARGS__, 1) Z(__VA_ARGS__, 16) Z(__VA_ARGS__, 64)
 #endif
 
+/* Kernel head dims: multiples of 64 up to 256, and 32 and 96 (their tile
+ * rows pad to 64 and 128 columns of shared memory, FMHAI_ROWB; NVIDIA
+ * only: the MFMA pipelines have no such rows, FMHAI_FWD_CHECKS_GFX9). */
+#define FMHAI_HDIM_OK(hd) \
+    ((hd) == 32 || (hd) == 64 || (hd) == 96 || (hd) == 128 || (hd) == 192 || (hd) == 256)
+
 /* C(name, condition, message) over a row's (hd, hdv, bm, bn, warps, stages,
  * page, vectorized, fp8 KV); hd is the Q/K head dim, hdv the V/O one (equal
  * but for rows such as 192_128), page is 0 for families without a paged KV
  * cache, vectorized 1 for VECTORIZED KV pages, kv8 1 for e4m3 KV. */
 #define FMHAI_FWD_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                     \
-    C(hdim_64_128_192_256, (hd) % 64 == 0 && (hd) >= 64 && (hd) <= 256,                    \
-      "kernel head dim must be 64, 128, 192 or 256")                                       \
-    C(hdim_v_64_to_hdim, (hdv) % 64 == 0 && (hdv) >= 64 && (hdv) <= (hd),                  \
-      "kernel hdim_v must be 64, 128, 192 or 256 and at most the head dim")                \
+    C(hdim_32_64_96_128_192_256, FMHAI_HDIM_OK(hd),                                        \
+      "kernel head dim must be 32, 64, 96, 128, 192 or 256")                               \
+    C(hdim_v_to_hdim, FMHAI_HDIM_OK(hdv) && (hdv) <= (hd),                                 \
+      "kernel hdim_v must be 32, 64, 96, 128, 192 or 256 and at most the head dim")        \
+    C(hdim_32_96_contiguous_16bit, ((hd) % 64 == 0 && (hdv) % 64 == 0) || ((pg) == 0 && !(vec) && !(kv8)), \
+      "head dims 32 and 96 take contiguous 16-bit K/V (FWD rows)")                         \
     C(hdim_v_below_hdim_contiguous_16bit, (hdv) == (hd) || ((pg) == 0 && !(vec) && !(kv8)), \
       "a row of unequal head dims (e.g. 192_128) takes contiguous 16-bit K/V")             \
     C(warps_1_to_8, (w) >= 1 && (w) <= 8, "warps must be 1..8")                            \
@@ -386,8 +445,9 @@
 /* C(...) over a row of the Hopper pipeline (on top of the above). */
 #define FMHAI_FWD90_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                   \
     C(fwd90_hdim, (((hd) == 64 || (hd) == 128 || (hd) == 256) && (hdv) == (hd)) ||        \
-      ((hd) == 192 && ((hdv) == 192 || (hdv) == 128) && !(pg) && !(kv8)),                 \
-      "the wgmma forward has head dims 64, 128, 256, and 192 or 192_128 (16-bit, "         \
+      ((hd) == 192 && ((hdv) == 192 || (hdv) == 128) && !(pg) && !(kv8)) ||                \
+      (((hd) == 32 || (hd) == 96) && (hdv) == (hd) && !(pg) && !(kv8)),                   \
+      "the wgmma forward has head dims 64, 128, 256, and 32, 96, 192 or 192_128 (16-bit, " \
       "contiguous K/V)")                                                                    \
     C(fwd90_block_rows_warps, (((bm) == 128 && (w) == 12) || ((bm) == 192 && (w) == 16 && (hd) == 64)) && \
       (st) >= 2 && (st) <= 3,                                                               \
@@ -443,7 +503,9 @@
     FMHAI_FWD_CONSTRAINTS(C, hd, hdv, bm, bn, w, st, pg, vec, kv8)                         \
     C(gfx9_mfma_shape, (w) % 2 == 0 && (bm) == 16 * (w) && (bn) % 32 == 0 && (hd) % 32 == 0, \
       "GFX9 rows run the MFMA pipeline: tile_m = 16 * warps (warps even: 32 rows a wave64), " \
-      "tile_n and the head dim multiples of 32")
+      "tile_n and the head dim multiples of 32")                                           \
+    C(gfx9_hdim_64s, (hd) % 64 == 0 && (hdv) % 64 == 0,                                   \
+      "GFX9 rows have head dims 64, 128, 192 and 256 (32 and 96: NVIDIA only)")
 #define FMHAI_FWD_CHECKS_SM90A(C, ...) FMHAI_FWD90_CONSTRAINTS(C, __VA_ARGS__)
 
 #define FMHAI_CONSTRAINT_ASSERT(name, cond, msg) \

@@ -5,7 +5,8 @@
  *
  * 16-bit [rows][hd] tiles are swizzled in 16-byte chunks (chunk c of row r at
  * c ^ (r % 8)), so ldmatrix and cp.async touch 8 distinct bank groups per
- * phase. VECTORIZED K and V^T tiles are chunk-major (fmhai_cmaj), the order
+ * phase; rows take whole 128-byte lines (FMHAI_ROWB). VECTORIZED K and
+ * V^T tiles are chunk-major (fmhai_cmaj), the order
  * their pages store them in. e4m3 tiles use their own byte-row swizzle
  * (fmhai_swz8). The wgmma pipelines' 128-byte-swizzled layout lives with the
  * wgmma descriptors in tile/warpgroup_mma.h.
@@ -14,11 +15,18 @@
 #define FMHA_TILE_TILE_SMEM_LAYOUT_H
 
 #include "warp_mma.h"
+#include "../policy/fwd_tiles.h"   /* FMHAI_ROWB */
 
+/* Rows of a swizzled 16-bit [rows][hd] tile are FMHAI_ROWB(hd) bytes
+ * (policy/fwd_tiles.h): whole 128-byte lines, so chunk ^ row%8 stays inside
+ * the row and ldmatrix keeps 8 distinct bank groups a phase. Head dims 32
+ * and 96 pad their rows to 64 and 128 columns (the padding is never copied
+ * nor read): their tiles cost the shared memory of the next multiple of 64,
+ * their GEMMs only hd. */
 /* Byte offset of 16-byte chunk `c` of row `r` in a swizzled [rows][hd] tile. */
 FMHAI_DEVICE int fmhai_swz(int r, int c, int hd)
 {
-    return r * hd * 2 + ((c ^ (r & 7)) << 4);
+    return r * FMHAI_ROWB(hd) + ((c ^ (r & 7)) << 4);
 }
 
 /* VECTORIZED K and V^T tiles are chunk-major: 16-byte chunk c of row r at

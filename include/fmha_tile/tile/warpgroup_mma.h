@@ -232,6 +232,14 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40, 56 or 32 */
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " \
     "%32, %33, %34, %35, %36, %37, %38, %39" "}"
 
+#define FMHAI_WG_ACC48(d) \
+    FMHAI_WG_ACC32(d), FMHAI_WG_ACC16((d + 32))
+
+#define FMHAI_WG_REGS48 \
+    "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" "}"
+
 #define FMHAI_WG_ACC64(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -412,6 +420,28 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n64(float *d, const uint32_t *a, uint64_t b_de
     (void)d; (void)a; (void)b_desc; (void)accumulate; (void)ty; (void)b_kmajor;
 #endif
 }
+/* n32 and n96 (head dims 32 and 96: O of 32 / 96 columns, B's second
+ * 64-column panel half read at 96); 16-bit only */
+FMHAI_DEVICE void fmhai_wg_mma_rs_n32(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int ty,
+                                      int b_kmajor)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    FMHAI_WG_RS_ANY("m64n32k16", FMHAI_WG_REGS16, FMHAI_WG_ACC16, "{%16, %17, %18, %19}", "20", "21",
+                    d, a, b_desc, accumulate, ty, b_kmajor);
+#else
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)ty; (void)b_kmajor;
+#endif
+}
+FMHAI_DEVICE void fmhai_wg_mma_rs_n96(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int ty,
+                                      int b_kmajor)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    FMHAI_WG_RS_ANY("m64n96k16", FMHAI_WG_REGS48, FMHAI_WG_ACC48, "{%48, %49, %50, %51}", "52", "53",
+                    d, a, b_desc, accumulate, ty, b_kmajor);
+#else
+    (void)d; (void)a; (void)b_desc; (void)accumulate; (void)ty; (void)b_kmajor;
+#endif
+}
 FMHAI_DEVICE void fmhai_wg_mma_rs_n128(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int ty,
                                        int b_kmajor)
 {
@@ -467,7 +497,7 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
  * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
  * read MN-major (fmhai_wg_load_tile's layout with K rows) or, b_cmaj, B^T as
  * a chunk-major [N][K] tile read K-major (fmhai_wg_desc_cmaj; VECTORIZED V
- * lands as V^T so), N = 64, 128, 192 (as 128 + 64) or 256. */
+ * lands as V^T so), N = 32, 64, 96, 128, 192 (as 128 + 64) or 256. */
 FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16,
                                    int b_cmaj)
 {
@@ -487,6 +517,10 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
                                 is_bf16, b_cmaj);
         } else if (N == 128) {
             fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        } else if (N == 96) {
+            fmhai_wg_mma_rs_n96(acc, a[kq], dk, 1, is_bf16, b_cmaj);
+        } else if (N == 32) {
+            fmhai_wg_mma_rs_n32(acc, a[kq], dk, 1, is_bf16, b_cmaj);
         } else {
             fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, is_bf16, b_cmaj);
         }
