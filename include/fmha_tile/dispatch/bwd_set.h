@@ -52,9 +52,12 @@
 #define FMHAI_BWD_FN_SM80 fmhai_bwd_dq_dk_dv
 #define FMHAI_BWD_FN_GFX9 fmhai_bwd_dq_dk_dv_gfx9
 #define FMHAI_BWD_FN_SM90A fmhai_bwd_dq_dk_dv_sm90_any
-#define FMHAI_BWD_SMEM_SM80 FMHAI_BWD_SMEM_BYTES
-#define FMHAI_BWD_SMEM_GFX9 FMHAI_BWD_SMEM_BYTES
-#define FMHAI_BWD_SMEM_SM90A FMHAI_BWD90_SMEM_BYTES
+/* (bias: a BIAS row, whose Hopper kernel keeps the step's bias tile in
+ * shared memory) */
+#define FMHAI_BWD_SMEM_SM80(hd, bm, bn, st, bias) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_BWD_SMEM_GFX9(hd, bm, bn, st, bias) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_BWD_SMEM_SM90A(hd, bm, bn, st, bias) \
+    (FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) + ((bias) ? FMHAI_BWD90_BIAS_BYTES(bm, bn) : 0))
 #define FMHAI_BWD_IS90_SM80 0
 #define FMHAI_BWD_IS90_GFX9 0
 #define FMHAI_BWD_IS90_SM90A 1
@@ -81,10 +84,11 @@
     "fmha_bwd_convert_dq_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
 
 /* Dynamic shared memory of a row. */
-#define FMHAI_SMEM_BWD(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(hd, bm, bn, st)
-#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(hd, bm, bn, st)
-#define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st, arch) 0
-#define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st, arch) 0
+#define FMHAI_SMEM_BWD(hd, bm, bn, st, arch, al) FMHAI_BWD_SMEM_##arch(hd, bm, bn, st, FMHAI_ON_##al == FMHAI_ON_BIAS)
+#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st, arch, al) \
+    FMHAI_BWD_SMEM_##arch(hd, bm, bn, st, FMHAI_ON_##al == FMHAI_ON_BIAS)
+#define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st, arch, al) 0
+#define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st, arch, al) 0
 
 /* The body each family's kernel calls. */
 #define FMHAI_BODY_BWD(p, smem, dt, hd, mask, sc, al, bm, bn, w, st, arch)                   \
@@ -140,7 +144,7 @@
         FMHAI_CAT(FMHAI_BWD_PIPE_, arch),                                                          \
         FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS, hd, 0 }, \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
-      FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
+      FMHAI_SMEM_##fam(hd, bm, bn, st, arch, al),                                                    \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 #define FMHAI_COUNT_ROW_BWD FMHAI_COUNT_ROW
