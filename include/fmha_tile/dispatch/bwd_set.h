@@ -56,8 +56,7 @@
  * shared memory) */
 #define FMHAI_BWD_SMEM_SM80(hd, bm, bn, st, bias) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
 #define FMHAI_BWD_SMEM_GFX9(hd, bm, bn, st, bias) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
-#define FMHAI_BWD_SMEM_SM90A(hd, bm, bn, st, bias) \
-    (FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st) + ((bias) ? FMHAI_BWD90_BIAS_BYTES(bm, bn) : 0))
+#define FMHAI_BWD_SMEM_SM90A FMHAI_BWD90_SMEM_BYTES
 #define FMHAI_BWD_IS90_SM80 0
 #define FMHAI_BWD_IS90_GFX9 0
 #define FMHAI_BWD_IS90_SM90A 1

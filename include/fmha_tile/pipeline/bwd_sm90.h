@@ -269,10 +269,12 @@ typedef struct fmhai_bwd90_rec {
     int need;        /* deterministic: arrivals to wait for                   */
 } fmhai_bwd90_rec;
 
-/* The dQ buffers' swizzle: 16-byte piece c of row r at c ^ (2 (r & 7))
- * (rows unpadded; the MMA warps' 8-byte fragment stores, rows g of a
- * half-warp, and the writer's row reads both conflict-free). */
-FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r) { return (r & 7) << 1; }
+/* The dQ buffers' rows: QS = FMHAI_BWD90_QS floats apart. Padded (QS =
+ * HD + 8) they are conflict-free as they are; unpadded (a BIAS row at
+ * hdim 128: room for the bias tile) 16-byte piece c of row r sits at
+ * c ^ (2 (r & 7)), which keeps the MMA warps' 8-byte fragment stores (rows
+ * g of a half-warp) and the writer's row reads conflict-free. */
+FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (r & 7) << 1 : 0; }
 
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
  * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
@@ -284,8 +286,8 @@ FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r) { return (r & 7) << 1; }
  * warpgroups only wait for the writer when both buffers are full. It keeps
  * no walk state (24 registers, setmaxnreg). */
 FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
-                                        const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int det,
-                                        int wtid)
+                                        const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int QS,
+                                        int det, int wtid)
 {
     const int lane = wtid % 32;
     const int pieces = HD / 4;                        /* 16-byte pieces of a row */
@@ -312,13 +314,13 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
          * warp covers 32 consecutive pieces (whole 512-byte rows at hdim
          * 128); piece c of row r sits at c ^ fmhai_bwd90_dq_swz(r) */
         const int rstep = 128 / pieces, r0 = wtid / pieces, pc = wtid % pieces, c = pc * 4;
-        const float *sb = sdQ + b * BM * HD + r0 * HD;
+        const float *sb = sdQ + b * BM * QS + r0 * QS;
         if (c < p->d) {
             if (p->dq_direct) {
                 char *dst = dq + 2 * ((int64_t)r0 * p->dq_row + c);
 #pragma unroll 2
-                for (int r = r0; r < rows; r += rstep, sb += rstep * HD, dst += 2 * rstep * p->dq_row) {
-                    const float4 v = *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r)));
+                for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += 2 * rstep * p->dq_row) {
+                    const float4 v = *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD)));
                     uint2 w;
                     w.x = fmhai_pack2(v.x * p->scale, v.y * p->scale, is_bf16);
                     w.y = fmhai_pack2(v.z * p->scale, v.w * p->scale, is_bf16);
@@ -328,8 +330,8 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
                 float *dst = acc + (int64_t)r0 * p->d + c;
                 const int64_t dstep = (int64_t)rstep * p->d;
 #pragma unroll 4
-                for (int r = r0; r < rows; r += rstep, sb += rstep * HD, dst += dstep)
-                    fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r))));
+                for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
+                    fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
             }
         }
         /* the buffer is read (the adds took their values at issue) */
@@ -352,6 +354,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int DQN = HD / 2;   /* dQ columns of a warpgroup */
     const int BIAS = ALIBI == 2;
     const int FOLD = BIAS && !SOFTCAP;   /* the bias as S^T's start value (fmhai_bwd90_bias_fold) */
+    const int QS = FMHAI_BWD90_QS(HD, BIAS);   /* fp32 row stride of a dQ buffer (fmhai_bwd90_dq_swz) */
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
     (void)ST; (void)NW;
@@ -364,15 +367,15 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const fmhai_smem_t sB = sdS + BN * BM * 2;   /* BIAS: the step's bias tile [BN / 64][BM][64] */
     float *sLse = (float *)(smem_raw + (sB - raw) + (BIAS ? BM * BN * 2 : 0));   /* [2][BM] */
     float *sD = sLse + 2 * BM;                                        /* [2][BM] */
-    float *sdQ = sD + 2 * BM;                                         /* [2][BM][HD], swizzled */
-    volatile fmhai_bwd90_rec *rec = (volatile fmhai_bwd90_rec *)(sdQ + 2 * BM * HD);   /* [4] */
+    float *sdQ = sD + 2 * BM;                                         /* [2][BM][QS] */
+    volatile fmhai_bwd90_rec *rec = (volatile fmhai_bwd90_rec *)(sdQ + 2 * BM * QS);   /* [4] */
     const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
     /* TMA mbarriers (8-aligned): Q/dO (and K/V) of buffer 0 and 1, the bias */
     const fmhai_smem_t sBar = fmhai_smem_addr((const void *)(rec + 4)), sBarB = sBar + 16;
 
     if (warp >= 8) {   /* the dQ writer warpgroup */
         fmhai_wg_setmaxnreg_dec(24);
-        fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, DET && !p->dq_direct, tid - NT);
+        fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, tid - NT);
         return;
     }
     fmhai_wg_setmaxnreg_inc(240);
@@ -481,6 +484,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 
             /* ---- S^T and dP^T, both in flight -------------------------------- */
             float acc_p[FMHAI_BWD90_MAX_BM / 2];
+            if (FOLD) fmhai_wg_fence_acc(acc_s, BM / 2);   /* the start values written before the fence */
             fmhai_wg_fence();
             fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16,
                                 0, FOLD);
@@ -521,6 +525,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 pa[nt / 2][(nt % 2) * 2] = pk[0];
                 pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
             }
+            if (BIAS)   /* P^T formed before the fence (else ptxas injects one: C7519, BIAS with dropout) */
+#pragma unroll
+                for (int x = 0; x < BM / 4; ++x) asm volatile("" : "+r"(pa[x / 4][x % 4])::"memory");
             fmhai_wg_fence();
             fmhai_wg_gemm_rs(acc_dv, pa, do_s, HD, BM, is_bf16, 0);
             fmhai_wg_wait(0);   /* dP^T and dV done: P^T's registers are free */
@@ -596,13 +603,13 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             /* ---- dQ tile -> the writer's buffer ------------------------------ */
             fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
             {
-                const fmhai_smem_t qb = sdQ_a + (tau & 1) * BM * HD * 4;
+                const fmhai_smem_t qb = sdQ_a + (tau & 1) * BM * QS * 4;
 #pragma unroll
                 for (int nt = 0; nt < DQN / 8; ++nt)
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {   /* piece col / 4 of row r at its swizzled place */
                         const int r = 16 * (warp % 4) + g + 8 * hf, col = wg * DQN + nt * 8 + 2 * t;
-                        fmhai_lds_store8(qb + r * HD * 4 + (((col >> 2) ^ fmhai_bwd90_dq_swz(r)) << 4) + (col & 3) * 4,
+                        fmhai_lds_store8(qb + r * QS * 4 + (((col >> 2) ^ fmhai_bwd90_dq_swz(r, QS, HD)) << 4) + (col & 3) * 4,
                                          __float_as_uint(acc_q[4 * nt + 2 * hf]),
                                          __float_as_uint(acc_q[4 * nt + 2 * hf + 1]));
                     }
