@@ -44,13 +44,33 @@
  * tensor maps (no encoder, or FMHA_TILE_TMA=0) every copy is cp.async and
  * no mbarrier is used.
  *
+ * Elementwise bias (BIAS rows, ALiBi column 2). Without a soft cap the
+ * bias is folded into S^T: each lane sets its S^T accumulators to bias /
+ * scale before the product, which then adds K Q^T (the exponent is then
+ * scale_log2 * S^T as without a bias). A 16-bit bias with 16-byte strides
+ * comes as a [BM][BN] tile by TMA (its own map and mbarrier, one buffer:
+ * step tau + 1's copy is issued right after step tau's first barrier, by
+ * which every warp has read step tau's tile with ldmatrix.trans, so it has
+ * the whole step to land); anything else (fp32, odd strides, group-mode
+ * tiles that end past their sequence) is read word by word into the same
+ * accumulators. With a soft cap (the bias after it) the words are read in
+ * P^T as the portable pipeline does. dbias = dS^T leaves from registers:
+ * the lanes of a quad transpose their 4 x 4 blocks (4 keys of a query in a
+ * lane), then one vector a lane: 16-bit stores into the caller's dbias,
+ * fp32 stores into the deterministic per-(entry, head) slices, or
+ * red.global.add.v4.f32 into the summed workspace (element by element
+ * where dbias or its strides are not 4-element aligned).
+ *
  * Rows: hdim 64 and 128, BM 64, BN 128, 8 warps, 2 stages (policy/
  * bwd_tiles.h); other head dims use the portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): K [BN][hd], V
- * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], LSE and D [2][BM],
- * the writer's dQ tiles [2][BM][hd + 8] (fp32) and records [4], the TMA
- * mbarriers [2] (after everything, so the tiles keep their alignment).
+ * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], BIAS rows the
+ * bias tile [BN / 64][BM][64] (16-bit, 128-byte swizzle), LSE and D
+ * [2][BM], the writer's dQ tiles [2][BM][QS] (fp32; QS = hd + 8, or hd
+ * with swizzled rows on BIAS rows at hdim 128: fmhai_bwd90_dq_swz) and
+ * records [4], the TMA mbarriers [3] (after everything, so the tiles keep
+ * their alignment).
  */
 #ifndef FMHA_TILE_PIPELINE_BWD_SM90_H
 #define FMHA_TILE_PIPELINE_BWD_SM90_H
