@@ -479,6 +479,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * (fmhai_bwd90_bias_fold), read before the barrier, which then
              * frees the bias tile for the next step's copy */
             float acc_s[FMHAI_BWD90_MAX_BM / 2];
+            uint32_t keep = 0u;
+            if (drop && FOLD)
+                keep = fmhai_bwd_dropout_keep(p, (uint32_t)(U.b * p->nhead_q + h), m0 + 2 * t, j0 + key0 + g, BM);
             if (FOLD) {
                 if (TB) fmhai_mbar_wait(sBarB, tau & 1);
                 fmhai_bwd90_bias_fold(acc_s, p, TB && fmhai_bwd90_bias_by_tma(P, &s, m0, j0, BM, BN), b_lane,
@@ -497,10 +500,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             const fmhai_smem_t q_s = sQ + buf * q_bytes, do_s = sdO + buf * q_bytes;
             /* dropout: the keep bits of the step's BM queries (bwd_portable.h,
              * fmhai_bwd_dropout_keep: the same accumulator layout), drawn
-             * before the products' accumulators are live */
-            const uint32_t keep = drop ? fmhai_bwd_dropout_keep(p, (uint32_t)(U.b * p->nhead_q + h), m0 + 2 * t,
-                                                                j0 + key0 + g, BM)
-                                       : 0u;
+             * before the products' accumulators are live (a folded bias:
+             * before its start values, above) */
+            if (drop && !FOLD)
+                keep = fmhai_bwd_dropout_keep(p, (uint32_t)(U.b * p->nhead_q + h), m0 + 2 * t, j0 + key0 + g, BM);
 
             /* ---- S^T and dP^T, both in flight -------------------------------- */
             float acc_p[FMHAI_BWD90_MAX_BM / 2];
