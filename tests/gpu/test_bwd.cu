@@ -598,6 +598,10 @@ static void build_configs(void)
         c.bias = 2; c.bias_dt = B16; c.balign = 1; c.drop = 0.3f; c.dseed = 0x1234567ull; c.doff = 99;
         cfg_mask(&c, BR, -1, 0);
         add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 200, 256, 128);   /* dropout at hdim 128, [1,1] deterministic */
+        c.bias = 3; c.bias_dt = H16; c.balign = 1; c.drop = 0.2f; c.dseed = 0x7654321ull; c.doff = 5; c.det = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
         c = cfg_batch(B, 2, 4, 2, 300, 256, 128);   /* no dbias */
         c.bias = 1; c.bias_dt = B16; c.balign = 1; c.nodbias = 1;
         add(c, 0);
