@@ -393,12 +393,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     /* TMA mbarriers (8-aligned): Q/dO (and K/V) of buffer 0 and 1, the bias */
     const fmhai_smem_t sBar = fmhai_smem_addr((const void *)(rec + 4)), sBarB = sBar + 16;
 
-    if (warp >= 8) {   /* the dQ writer warpgroup */
-        fmhai_wg_setmaxnreg_dec(24);
+    if (drop < 0) {   /* the dQ writer warpgroup (its registers set by the caller) */
         fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, tid - NT);
         return;
     }
-    fmhai_wg_setmaxnreg_inc(240);
 
     const int key0 = warp * 16;   /* this warp's first key in the tile */
     /* the Hopper rows' kernel parameter is fmhai_bwd90_params, p its first member */
@@ -684,11 +682,23 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
  * compile-time constant in each copy): the copy without dropout carries
  * none of its code. With one body and uniform branches on the threshold,
  * the backward without dropout ran 4-9% slower; specialised, it is 2-6%
- * faster than before dropout existed (bench/RESULTS.md). */
+ * faster than before dropout existed (bench/RESULTS.md). The warpgroups
+ * split and set their registers here, before the copies (drop -1: the dQ
+ * writer's one): with setmaxnreg and the writer inside each copy, ptxas
+ * spilled the two hdim-128 BIAS copies together 432-540 bytes, here 256-360
+ * (each alone: 60-184). */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90_any(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
                                               const int HD, const int BM, const int BN, const int NW, const int ST,
                                               const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
 {
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    if (threadIdx.x >= 256) {   /* warps 8..11 */
+        fmhai_wg_setmaxnreg_dec(24);
+        fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, -1);
+        return;
+    }
+    fmhai_wg_setmaxnreg_inc(240);
+#endif
     if (p->dropout_thr)
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, 1);
     else
