@@ -17,7 +17,7 @@
  * every element of dQ, dK and dV written (they are poisoned with NaN first) and finite.
  *
  *   bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]
- *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]
+ *             [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2|3]
  *             [--hdim_v N] [--padded 0|1] [--kernel A,B,..] [--json out.json] [--quick]
  * --hdim_v N: V, O, dO and dV of N columns (hdim_v < hdim_q; DeepSeek MLA
  * training: --hdim 192 --hdim_v 128, the 192_128 kernels), nhead = hidden /
@@ -39,7 +39,8 @@
  * and heads) in the forward and the backward, dbias wanted (summed over the
  * batch entries and heads: the workspace's fp32 sum, atomics or, --det 1,
  * one slice per entry and head); --bias 2: [1, h, s, s], dbias summed over
- * the batch. The BIAS rows; points whose bias would pass 4 GB, or whose
+ * the batch; --bias 3: [b, h, s, s], nothing shared, dbias stored in bf16
+ * as it is computed (no workspace). The BIAS rows; points whose bias would pass 4 GB, or whose
  * workspace does not fit in the free memory, are reported unsupported.
  * --sinks 1: one attention-sink logit per head, the forward's LSE made with
  * it and dsinks computed (fmha_bwd_args.sinks / dsinks).
@@ -66,7 +67,7 @@
 #include "../examples/example_util.h"
 
 /* the forward (for O and LSE) and the backward of the benchmarked head dims
- * (ALiBi rows for --alibi 1, BIAS rows for --bias 1|2) */
+ * (ALiBi rows for --alibi 1, BIAS rows for --bias 1|2|3) */
 #define BENCH_BWD_HD(X, dt, hd)                                                                  \
     X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
@@ -160,7 +161,7 @@ typedef struct bench_opts {
     int sinks;                       /* --sinks 1: attention sinks, dsinks computed */
     int alibi;                       /* --alibi 1: ALiBi slopes (the ALIBI rows)    */
     float dropout;                   /* --dropout P                                 */
-    int bias;                        /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s]     */
+    int bias;                        /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s]; 3: [b, h, s, s] */
     int hdim_v;                      /* --hdim_v N: V/O/dO/dV columns (0: hdim)     */
     int padded;                      /* --padded 1: the backward on the 256 kernels */
     const char *json_path;
@@ -170,7 +171,7 @@ typedef struct bench_opts {
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: bench_bwd [--hdim 64,128] [--seqlen 1k,2k,4k,8k,16k] [--causal 0,1] [--det 0,1]\n"
-               "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2]\n"
+               "                 [--dtype bf16|fp16] [--sinks 0|1] [--alibi 0|1] [--dropout P] [--bias 0|1|2|3]\n"
                "                 [--hdim_v N] [--padded 0|1] [--kernel A,B,..] [--json out.json] [--quick]\n"
                "  --hdim: 32, 64, 96, 128 (any multiple of 8 up to 128). --kernel A,B,..: only dq_dk_dv\n"
                "  kernels whose names hold every piece (e.g. d96_ or d128_,wgmma).\n"
@@ -223,7 +224,7 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--padded")) o->padded = atoi(val) != 0;
         else if (!strcmp(a, "--bias")) {
             o->bias = atoi(val);
-            if (o->bias < 0 || o->bias > 2) { fprintf(stderr, "bench_bwd: --bias takes 0, 1 or 2\n"); return -1; }
+            if (o->bias < 0 || o->bias > 3) { fprintf(stderr, "bench_bwd: --bias takes 0, 1, 2 or 3\n"); return -1; }
         }
         else if (!strcmp(a, "--dtype")) {
             if (!strcmp(val, "bf16")) o->dtype = FMHA_DTYPE_BF16;
@@ -360,7 +361,7 @@ typedef struct bench_point {
  * --alibi 1: one slope per head (NULL: none) */
 static float *g_sinks, *g_dsinks, *g_slopes;
 static float g_dropout;   /* --dropout P (0: off) */
-/* --bias 1|2: the point's bias (random bf16) and dbias, grown as the points need */
+/* --bias 1|2|3: the point's bias (random bf16) and dbias, grown as the points need */
 static int g_bias;
 static int g_padded;   /* --padded 1: plan on bench_pad_set */
 static uint16_t *g_bias_buf, *g_dbias_buf;
@@ -378,7 +379,7 @@ static void bench_traits(const bench_point *p, fmha_bwd_traits *t)
     t->is_deterministic = p->det;
     t->has_alibi = g_slopes != NULL;
     t->has_bias = t->has_dbias = g_bias != 0;
-    t->dbias_bcast = g_bias == 1 ? FMHA_BIAS_BCAST_BATCH | FMHA_BIAS_BCAST_HEAD : g_bias ? FMHA_BIAS_BCAST_BATCH : 0;
+    t->dbias_bcast = g_bias == 1 ? FMHA_BIAS_BCAST_BATCH | FMHA_BIAS_BCAST_HEAD : g_bias == 2 ? FMHA_BIAS_BCAST_BATCH : 0;
 }
 
 static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_fwd_args *a)
@@ -409,7 +410,8 @@ static void bench_fwd_args(const bench_point *p, const bench_set_bufs *s, fmha_f
         a->bias = g_bias_buf;
         a->bias_dtype = FMHA_DTYPE_BF16;
         a->stride_bias = p->s;
-        a->nhead_stride_bias = g_bias == 2 ? (int64_t)p->s * p->s : 0;
+        a->nhead_stride_bias = g_bias >= 2 ? (int64_t)p->s * p->s : 0;
+        a->batch_stride_bias = g_bias == 3 ? (int64_t)p->h * p->s * p->s : 0;
     }
 }
 
@@ -447,7 +449,8 @@ static void bench_bwd_args(const bench_point *p, const fmha_bwd_plan *plan, cons
         a->bias = g_bias_buf; a->dbias = g_dbias_buf;
         a->bias_dtype = FMHA_DTYPE_BF16;
         a->stride_bias = a->stride_dbias = p->s;
-        a->nhead_stride_bias = a->nhead_stride_dbias = g_bias == 2 ? (int64_t)p->s * p->s : 0;
+        a->nhead_stride_bias = a->nhead_stride_dbias = g_bias >= 2 ? (int64_t)p->s * p->s : 0;
+        a->batch_stride_bias = a->batch_stride_dbias = g_bias == 3 ? (int64_t)p->h * p->s * p->s : 0;
     }
 }
 
@@ -488,7 +491,7 @@ static int bench_run_point(bench_point *p, bench_bufs *b, cudaStream_t st, cudaE
     p->status = fmha_bwd_plan_make(g_padded ? &bench_pad_set : g_set, &t, &plan);
     if (p->status == FMHA_OK) {   /* a workspace (or a bias) that cannot fit: unsupported here */
         size_t free_b = 0, total_b = 0;
-        const size_t nb = g_bias ? (size_t)(g_bias == 2 ? p->h : 1) * p->s * p->s : 0;
+        const size_t nb = g_bias ? (size_t)(g_bias == 3 ? p->b * p->h : g_bias == 2 ? p->h : 1) * p->s * p->s : 0;
         CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
         if (nb * 2 > ((size_t)4 << 30) ||
             plan.workspace_size + (nb > g_bias_cap ? 4 * nb : 0) + ((size_t)256 << 20) > free_b)

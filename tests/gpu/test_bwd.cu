@@ -138,10 +138,12 @@ typedef struct bwd_cfg {
     int nodbias;                  /* 1: bias without dbias */
     int hide;                     /* 1: -inf bias elements (every 7th of row 3, all of row 5) */
     int mla;                      /* 1: the plan must take the 192_128 kernels (every stage) */
+    int balign;                   /* 1: bias and dbias rows and strides 16-byte aligned (the Hopper
+                                     pipeline's TMA bias tiles and vector dbias stores; else odd) */
     int quick;
 } bwd_cfg;
 
-#define MAXCFG 256
+#define MAXCFG 320
 static bwd_cfg g_cfgs[MAXCFG];
 static int g_ncfg;
 
@@ -201,6 +203,7 @@ static void cfg_name(bwd_cfg *c)
         n += (size_t)snprintf(s + n, cap - n, "_bias%s_%s%s%s", c->bias == 1 ? "BH" : c->bias == 2 ? "1H" : c->bias == 3 ? "11" : "B1",
                               c->bias_dt == FMHA_DTYPE_FP32 ? "fp32" : c->bias_dt == FMHA_DTYPE_BF16 ? "bf16" : "fp16",
                               c->nodbias ? "_nodbias" : "", c->hide ? "_inf" : "");
+    if (c->bias && c->balign) n += (size_t)snprintf(s + n, cap - n, "_al16");
     n += (size_t)snprintf(s + n, cap - n, c->det ? "_det" : "_nondet");
 }
 
@@ -543,6 +546,81 @@ static void build_configs(void)
         cfg_mask(&c, BR, -1, 0);
         add(c, 0);
         c.det = 1; c.bias = 1;
+        add(c, 0);
+    }
+
+    /* 12b. the elementwise bias on the Hopper pipeline's fast paths: rows
+     * and strides 16-byte aligned, so a 16-bit bias comes as TMA tiles
+     * folded into S^T (batch mode: every tile, zero-filled past s_q and
+     * s_k; group mode: tiles inside their sequence, the others word by
+     * word) and dbias leaves as 4-key vectors (16-bit stores, fp32 stores
+     * into the deterministic slices, red.v4 adds into the summed
+     * workspace). Whole tiles and odd sizes, causal and sliding masks,
+     * -inf elements, GQA and MQA, broadcast shapes, group mode with empty
+     * and one-token entries, deterministic bitwise repeats, an fp32 bias
+     * (TMA refused: word by word, vector dbias), a bias dtype other than
+     * the data's, dropout, a bias without dbias. */
+    {
+        static const int gq[4] = { 0, 130, 1, 77 }, gk[4] = { 5, 300, 0, 77 };
+        static const int gq2[3] = { 128, 255, 64 }, gk2[3] = { 256, 255, 600 };
+        const fmha_dtype H16 = FMHA_DTYPE_FP16, B16 = FMHA_DTYPE_BF16, F32 = FMHA_DTYPE_FP32;
+        bwd_cfg c = cfg_batch(B, 2, 4, 4, 256, 256, 128);   /* whole tiles, [b,h]: 16-bit vector stores */
+        c.bias = 1; c.bias_dt = B16; c.balign = 1;
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 200, 300, 64);   /* edge tiles zero-filled, dbias key tails */
+        c.bias = 1; c.bias_dt = H16; c.balign = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c = cfg_batch(B, 2, 4, 2, 257, 130, 128);   /* [1,1]: red.v4 into the sum; det: fp32 slices */
+        c.bias = 3; c.bias_dt = B16; c.balign = 1;
+        add(c, 1);
+        c.det = 1;
+        add(c, 1);
+        c = cfg_batch(F, 3, 8, 2, 130, 260, 64);   /* [1,h], -inf elements, a sliding window */
+        c.bias = 2; c.bias_dt = H16; c.balign = 1; c.hide = 1;
+        cfg_mask(&c, TL, 32, 8);
+        add(c, 0);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 1, 192, 384, 64);   /* [b,1] summed over heads, GQA 4 */
+        c.bias = 4; c.bias_dt = B16; c.balign = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_group(F, 4, gq, gk, 4, 2, 128);   /* group: empty and one-token entries */
+        c.bias = 1; c.bias_dt = H16; c.balign = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+        c.det = 1;
+        add(c, 0);
+        c = cfg_group(B, 3, gq2, gk2, 4, 2, 64);   /* group: whole tiles by TMA, the rest word by word */
+        c.bias = 3; c.bias_dt = B16; c.balign = 1;
+        add(c, 0);
+        c.bias = 1; c.det = 1; c.hide = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 190, 256, 128);   /* fp32 bias: no TMA, fp32 vector dbias */
+        c.bias = 1; c.bias_dt = F32; c.balign = 1;
+        add(c, 0);
+        c.bias = 3;
+        add(c, 0);
+        c = cfg_batch(B, 2, 16, 2, 1, 77, 64);   /* one query row, GQA 8 */
+        c.bias = 3; c.bias_dt = B16; c.balign = 1;
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 128, 200, 128);   /* an fp16 problem with a bf16 bias */
+        c.bias = 1; c.bias_dt = B16; c.balign = 1;
+        cfg_mask(&c, TL, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 255, 255, 64);   /* dropout */
+        c.bias = 2; c.bias_dt = B16; c.balign = 1; c.drop = 0.3f; c.dseed = 0x1234567ull; c.doff = 99;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(F, 2, 4, 2, 200, 256, 128);   /* dropout at hdim 128, [1,1] deterministic */
+        c.bias = 3; c.bias_dt = H16; c.balign = 1; c.drop = 0.2f; c.dseed = 0x7654321ull; c.doff = 5; c.det = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 300, 256, 128);   /* no dbias */
+        c.bias = 1; c.bias_dt = B16; c.balign = 1; c.nodbias = 1;
         add(c, 0);
     }
 
@@ -889,13 +967,16 @@ static void bias_layout(const bwd_cfg *c, bwd_run *r)
     r->nbh = k == 1 || k == 2 ? c->hq : 1;
     r->brows = c->group ? r->tq : c->sq;
     r->bcols = c->group ? r->maxk : c->sk;
-    r->b_row = r->bcols + 3;
+    /* aligned: every stride a multiple of 8 elements (16 bytes at 16 bits),
+     * rows still padded (and the bias and dbias paddings different) */
+    const int64_t al = c->balign ? 8 : 1, bc = (r->bcols + al - 1) / al * al;
+    r->b_row = c->balign ? bc + 8 : r->bcols + 3;
     r->b_head = r->nbh > 1 ? (int64_t)r->brows * r->b_row : 0;
     r->b_batch = r->nbb > 1 ? (int64_t)r->nbh * r->brows * r->b_row : 0;
     r->n_b = (size_t)r->nbb * r->nbh * r->brows * r->b_row + 1;
-    r->db_row = r->bcols + 5;
-    r->db_head = (int64_t)r->brows * r->db_row + 7;
-    r->db_batch = (int64_t)r->nbh * r->db_head + 9;
+    r->db_row = c->balign ? bc + 16 : r->bcols + 5;
+    r->db_head = (int64_t)r->brows * r->db_row + (c->balign ? 8 : 7);
+    r->db_batch = (int64_t)r->nbh * r->db_head + (c->balign ? 16 : 9);
     r->n_db = (size_t)r->nbb * r->db_batch + 1;
 }
 

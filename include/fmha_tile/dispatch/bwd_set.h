@@ -54,9 +54,11 @@
 #define FMHAI_BWD_FN_SM80 fmhai_bwd_dq_dk_dv
 #define FMHAI_BWD_FN_GFX9 fmhai_bwd_dq_dk_dv_gfx9
 #define FMHAI_BWD_FN_SM90A fmhai_bwd_dq_dk_dv_sm90_any
-#define FMHAI_BWD_SMEM_SM80(hd, hdv, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
-#define FMHAI_BWD_SMEM_GFX9(hd, hdv, bm, bn, st) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
-#define FMHAI_BWD_SMEM_SM90A(hd, hdv, bm, bn, st) FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st)
+/* (bias: a BIAS row, whose Hopper kernel keeps the step's bias tile in
+ * shared memory) */
+#define FMHAI_BWD_SMEM_SM80(hd, hdv, bm, bn, st, bias) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_BWD_SMEM_GFX9(hd, hdv, bm, bn, st, bias) FMHAI_BWD_SMEM_BYTES(hd, bm, bn, st)
+#define FMHAI_BWD_SMEM_SM90A(hd, hdv, bm, bn, st, bias) FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st, bias)
 /* the call of dq_dk_dv's body: the portable one takes the V/O head dim
  * (rows such as 192_128); the others have equal dims (FMHAI_BWD_HV_OK) */
 #define FMHAI_BWD_CALL_SM80(p, smem, bf, hd, hdv, ...) fmhai_bwd_dq_dk_dv_hv(p, smem, bf, hd, hdv, __VA_ARGS__)
@@ -91,11 +93,13 @@
     "fmha_bwd_convert_dq_d" #hd "_" FMHAI_DTS_##dt "_b" #bm "_w" #w "_" FMHAI_ARCHS_##arch
 
 /* Dynamic shared memory of a row (hd: the row's head-dim token, 192_128 a
- * pair, kernel_set.h's FMHAI_HDQ / FMHAI_HDV). */
-#define FMHAI_SMEM_BWD(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st)
-#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st, arch) FMHAI_BWD_SMEM_##arch(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st)
-#define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st, arch) 0
-#define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st, arch) 0
+ * pair, kernel_set.h's FMHAI_HDQ / FMHAI_HDV; al: its bias column). */
+#define FMHAI_SMEM_BWD(hd, bm, bn, st, arch, al) \
+    FMHAI_BWD_SMEM_##arch(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, FMHAI_ON_##al == FMHAI_ON_BIAS)
+#define FMHAI_SMEM_BWD_DET(hd, bm, bn, st, arch, al) \
+    FMHAI_BWD_SMEM_##arch(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, FMHAI_ON_##al == FMHAI_ON_BIAS)
+#define FMHAI_SMEM_BWD_DOT_DO_O(hd, bm, bn, st, arch, al) 0
+#define FMHAI_SMEM_BWD_CONVERT_DQ(hd, bm, bn, st, arch, al) 0
 
 /* The body each family's kernel calls (dot_do_o runs over the V/O columns,
  * convert_dq over the Q ones). */
@@ -157,7 +161,7 @@
         FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS,      \
         FMHAI_HDV(hd), 0 },                                                                        \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
-      FMHAI_SMEM_##fam(hd, bm, bn, st, arch),                                                      \
+      FMHAI_SMEM_##fam(hd, bm, bn, st, arch, al),                                                    \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
 
 #define FMHAI_COUNT_ROW_BWD FMHAI_COUNT_ROW

@@ -18,7 +18,8 @@
  * nhead_q, batch) in boxes of tile_m rows, K and V as (d, rows, nhead_k,
  * batch) in boxes of tile_n rows; again only tiles that end inside their
  * sequence go by TMA (rows past s_q must read as zero, which cp.async
- * gives), so group mode has one map over all sequences.
+ * gives), so group mode has one map over all sequences; a BIAS row's
+ * 16-bit bias in boxes of 64 keys x tile_m rows (fmhai_bwd_tma_bias).
  *
  * The encoder is the driver's cuTensorMapEncodeTiled, found through the
  * runtime (no link against the driver library). When it is missing or
@@ -172,6 +173,39 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     p->tma_kv = 1;
 }
 
+/* The bias of a Hopper dq_dk_dv BIAS row (16-bit, 16-byte aligned base
+ * and strides): 4-D (keys, rows, heads, batch), a broadcast dimension
+ * (stride 0) of extent 1, boxes of 64 keys (128 bytes) x tile_m rows with
+ * the 128-byte swizzle. Batch mode: exact extents, so every tile goes by
+ * TMA and rows past s_q and keys past s_k land as zeros (what the one-by-one
+ * loads give). Group mode: rows of every sequence in one tensor, keys up to
+ * the row stride; only tiles inside their sequence go by TMA (the kernel
+ * checks). Anything else leaves tma_bias at 0. */
+static inline void fmhai_bwd_tma_bias(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd90_params *P)
+{
+    fmhai_tma_encode_fn enc = fmhai_tma_encoder();
+    cuuint64_t dims[4], strides[3];
+    cuuint32_t box[4] = { 64, 0, 1, 1 }, one[4] = { 1, 1, 1, 1 };
+    const int group = a->is_group_mode != 0;
+    P->tma_bias = 0;
+    if (!enc || !k->has_bias || !a->bias || a->bias_dtype == FMHA_DTYPE_FP32 || (uintptr_t)a->bias % 16 ||
+        a->stride_bias <= 0 || a->stride_bias % 8 || a->nhead_stride_bias % 8 || a->batch_stride_bias % 8 ||
+        (!group && (a->seqlen_q <= 0 || a->seqlen_k <= 0)))
+        return;
+    dims[0] = group ? (cuuint64_t)a->stride_bias : (cuuint64_t)a->seqlen_k;
+    dims[1] = group ? (cuuint64_t)(((int64_t)1 << 31) - 1) : (cuuint64_t)a->seqlen_q;
+    dims[2] = a->nhead_stride_bias ? (cuuint64_t)a->nhead_q : 1;
+    dims[3] = !group && a->batch_stride_bias ? (cuuint64_t)a->batch : 1;
+    strides[0] = (cuuint64_t)(a->stride_bias * 2);
+    strides[1] = (cuuint64_t)((a->nhead_stride_bias ? a->nhead_stride_bias : a->stride_bias) * 2);
+    strides[2] = (cuuint64_t)((!group && a->batch_stride_bias ? a->batch_stride_bias : a->stride_bias) * 2);
+    box[1] = (cuuint32_t)k->tile_m;
+    if (enc((CUtensorMap *)P->tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, (void *)a->bias, dims, strides, box, one,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS)
+        P->tma_bias = 1;
+}
+
 /* Sets P->tma and the four maps for the Hopper dq_dk_dv kernel k (BWD or
  * BWD_DET, sm_90a), from its parameters P->p; any other kernel, or a map
  * the encoder refuses, leaves tma at 0 (cp.async). Group mode: rows up to
@@ -183,9 +217,11 @@ static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_b
     const int64_t rq = a->is_group_mode ? big : a->seqlen_q, rk = a->is_group_mode ? big : a->seqlen_k;
     const int batch = a->is_group_mode ? 1 : a->batch;
     P->tma = 0;
+    P->tma_bias = 0;
     if (k->arch != FMHA_ARCH_SM90A || (k->family != FMHA_FAMILY_BWD && k->family != FMHA_FAMILY_BWD_DET) ||
         a->dtype == FMHA_DTYPE_FP8 || rq <= 0 || rk <= 0 || batch <= 0)
         return;
+    fmhai_bwd_tma_bias(k, a, P);   /* its own map: independent of the four below */
     /* hdim_v below hdim_q by a whole 128-byte column block: V and dO by
      * cp.async (zero-filled), as the forward */
     if (fmhai_tma_blocks(p->hdv, 2) < fmhai_tma_blocks(k->hdim, 2)) return;
@@ -206,6 +242,7 @@ static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_b
 {
     (void)k; (void)a;
     P->tma = 0;
+    P->tma_bias = 0;
 }
 static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fmha_batch_prefill_args *a,
                                              fmhai_fwd_params *p)

@@ -91,7 +91,8 @@ typedef struct fmhai_bwd_params {
  * them, then TMA tensor maps (CUtensorMap, dispatch/tma.h) of Q and dO
  * (dims (d, rows, nhead_q, batch), boxes of 128 bytes x tile_m rows) and of
  * K and V (nhead_k, tile_n rows), valid when tma is set; else, and for
- * tiles that end past their sequence, cp.async copies. Kept out of
+ * tiles that end past their sequence, cp.async copies; and of a BIAS
+ * row's bias (tma_bias). Kept out of
  * fmhai_bwd_params: its 64-byte alignment let the compiler merge the
  * portable kernels' parameter loads, and their hdim-256 spills grew 4x. */
 typedef struct fmhai_bwd90_params {
@@ -101,6 +102,11 @@ typedef struct fmhai_bwd90_params {
     FMHAI_ALIGN64 uint64_t tma_do[16];
     FMHAI_ALIGN64 uint64_t tma_k[16];
     FMHAI_ALIGN64 uint64_t tma_v[16];
+    /* BIAS rows: the 16-bit bias as (s_k, rows, heads, batch), boxes of 64
+     * keys x tile_m rows (dispatch/tma.h, fmhai_bwd_tma_bias); tma_bias 0:
+     * the bias words are loaded one by one (fp32, strides TMA cannot take) */
+    int tma_bias;
+    FMHAI_ALIGN64 uint64_t tma_b[16];
 } fmhai_bwd90_params;
 
 #endif /* FMHA_TILE_BWD_PARAMS_H */

@@ -469,6 +469,14 @@ FMHAI_DEVICE void fmhai_bwd_dbias_put2(const fmhai_bwd_params *p, int64_t base, 
     }
 }
 
+/* A 16-bit bias element (bits u; bf: bf16, else fp16) times log2(e), as
+ * fmhai_bwd_bias_ld gives it. */
+FMHAI_DEVICE float fmhai_bwd_bias16(uint32_t u, int bf)
+{
+    const float x = bf ? __uint_as_float((u & 0xffffu) << 16) : __half2float(__ushort_as_half((unsigned short)u));
+    return x * 1.4426950408889634f;
+}
+
 /* P^T of one 16 x 8 n-tile of S^T, in place: c[2 * hf + e] is key j + 8 * hf,
  * query i + e. c becomes P^T (soft cap: times 1 - tanh^2, dS's factor) and
  * pk[hf] the 16-bit P^T pair of row hf. Masked entries and keys past s_k are
@@ -478,10 +486,15 @@ FMHAI_DEVICE void fmhai_bwd_dbias_put2(const fmhai_bwd_params *p, int64_t base, 
  * elementwise bias (ALIBI 2): the score gains the bias element at
  * bias_base (fmhai_bwd_bias_base), after the soft cap as in the forward;
  * a -inf element gives P 0 (also where the LSE is -inf: a row all of
- * whose keys the bias hides). */
-FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fmhai_bwd_params *p, int need_mask,
-                                    int j, int i, int s_k, int c_lo, int c_hi, int SOFTCAP, int is_bf16,
-                                    int ALIBI, float slope2, int shift, int64_t bias_base, int s_q)
+ * whose keys the bias hides). Here (_eb) the n-tile's bias elements are
+ * given: ebv[2 * hf + e] is (query i + e, key j + 8 * hf) times log2(e), 0
+ * past s_q or s_k (the Hopper pipeline reads them from a tile in shared
+ * memory); fmhai_bwd_p_ntile loads them (bias_base) and calls it. ALIBI 3:
+ * the bias is in c already (folded into the scores; no soft cap), where a
+ * -inf score gives P 0. */
+FMHAI_DEVICE void fmhai_bwd_p_ntile_eb(float *c, uint32_t *pk, float2 lse, const fmhai_bwd_params *p,
+                                       int need_mask, int j, int i, int s_k, int c_lo, int c_hi, int SOFTCAP,
+                                       int is_bf16, int ALIBI, float slope2, int shift, const float *ebv)
 {
     const float LOG2E = 1.4426950408889634f;
     const float l2[2] = { lse.x * LOG2E, lse.y * LOG2E };
@@ -495,7 +508,7 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
         for (int e = 0; e < 2; ++e) {
             const float x = c[2 * hf + e];
             float dfac = 1.f;
-            const float eb = ALIBI == 2 ? fmhai_bwd_bias_ld(p, bias_base, i + e, j + 8 * hf, s_q, s_k) : 0.f;
+            const float eb = ALIBI == 2 ? ebv[2 * hf + e] : 0.f;
             const float bias = ALIBI == 1 ? l2[e] + slope2 * fabsf(d0 + (float)(e - 8 * hf))
                                           : ALIBI == 2 ? l2[e] - eb : l2[e];
             if (SOFTCAP) {
@@ -505,7 +518,7 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
             } else {
                 pv[e] = fmhai_exp2(x * p->scale_log2 - bias);
             }
-            if (ALIBI == 2 && eb == -INFINITY) pv[e] = 0.f;
+            if ((ALIBI == 2 && eb == -INFINITY) || (ALIBI == 3 && x == -INFINITY)) pv[e] = 0.f;
             if (need_mask) {
                 const int jj = j + 8 * hf, ii = i + e;
                 if (jj >= s_k || jj - ii < c_lo || jj - ii > c_hi) pv[e] = 0.f;
@@ -514,6 +527,18 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
         }
         pk[hf] = fmhai_pack2(pv[0], pv[1], is_bf16);
     }
+}
+
+FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fmhai_bwd_params *p, int need_mask,
+                                    int j, int i, int s_k, int c_lo, int c_hi, int SOFTCAP, int is_bf16,
+                                    int ALIBI, float slope2, int shift, int64_t bias_base, int s_q)
+{
+    float ebv[4] = { 0.f, 0.f, 0.f, 0.f };
+    if (ALIBI == 2) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) ebv[x] = fmhai_bwd_bias_ld(p, bias_base, i + (x & 1), j + 8 * (x >> 1), s_q, s_k);
+    }
+    fmhai_bwd_p_ntile_eb(c, pk, lse, p, need_mask, j, i, s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI, slope2, shift, ebv);
 }
 
 /* Dropout keep bits of this lane's elements of a QW-query slice of S^T

@@ -44,13 +44,33 @@
  * tensor maps (no encoder, or FMHA_TILE_TMA=0) every copy is cp.async and
  * no mbarrier is used.
  *
+ * Elementwise bias (BIAS rows, ALiBi column 2). Without a soft cap the
+ * bias is folded into S^T: each lane sets its S^T accumulators to bias /
+ * scale before the product, which then adds K Q^T (the exponent is then
+ * scale_log2 * S^T as without a bias). A 16-bit bias with 16-byte strides
+ * comes as a [BM][BN] tile by TMA (its own map and mbarrier, one buffer:
+ * step tau + 1's copy is issued right after step tau's first barrier, by
+ * which every warp has read step tau's tile with ldmatrix.trans, so it has
+ * the whole step to land); anything else (fp32, odd strides, group-mode
+ * tiles that end past their sequence) is read word by word into the same
+ * accumulators. With a soft cap (the bias after it) the words are read in
+ * P^T as the portable pipeline does. dbias = dS^T leaves from registers:
+ * the lanes of a quad transpose their 4 x 4 blocks (4 keys of a query in a
+ * lane), then one vector a lane: 16-bit stores into the caller's dbias,
+ * fp32 stores into the deterministic per-(entry, head) slices, or
+ * red.global.add.v4.f32 into the summed workspace (element by element
+ * where dbias or its strides are not 4-element aligned).
+ *
  * Rows: hdim 64 and 128, BM 64, BN 128, 8 warps, 2 stages (policy/
  * bwd_tiles.h); other head dims use the portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): K [BN][hd], V
- * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], LSE and D [2][BM],
- * the writer's dQ tiles [2][BM][hd + 8] (fp32) and records [4], the TMA
- * mbarriers [2] (after everything, so the tiles keep their alignment).
+ * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], BIAS rows the
+ * bias tile [BN / 64][BM][64] (16-bit, 128-byte swizzle), LSE and D
+ * [2][BM], the writer's dQ tiles [2][BM][QS] (fp32; QS = hd + 8, or hd
+ * with swizzled rows on BIAS rows at hdim 128: fmhai_bwd90_dq_swz) and
+ * records [4], the TMA mbarriers [3] (after everything, so the tiles keep
+ * their alignment).
  */
 #ifndef FMHA_TILE_PIPELINE_BWD_SM90_H
 #define FMHA_TILE_PIPELINE_BWD_SM90_H
@@ -123,6 +143,141 @@ FMHAI_DEVICE void fmhai_red_add_f4(float *dst, float4 v)
 #endif
 }
 
+/* ---- elementwise bias (BIAS rows) ---------------------------------------
+ * The step's [BM queries][BN keys] 16-bit bias tile comes by TMA (tensor
+ * map tma_b, dispatch/tma.h) into its own shared buffer, as BN / 64 boxes
+ * of [BM rows][128 bytes] with the 128-byte swizzle, counted on the third
+ * mbarrier (one arming a step, so step tau waits for parity tau & 1). The
+ * buffer is single: step tau + 1's copy is issued after the barrier that
+ * publishes step tau's dS^T (every warp has read its bias by then), so it
+ * has the dQ product and the next step's S^T and dP^T to land. A lane
+ * reads its S^T elements (keys key0 + g (+8), queries 2t, 2t + 1) with
+ * ldmatrix.trans: 8 x 8 blocks of 8 query rows of 8 keys, transposed
+ * (conflict-free: the swizzle spreads the 8 rows of a block over the
+ * banks). Group-mode tiles that end past their sequence, fp32 biases and
+ * strides TMA cannot take keep the one-by-one loads of fmhai_bwd_bias_ld. */
+FMHAI_DEVICE int fmhai_bwd90_bias_by_tma(const fmhai_bwd90_params *P, const fmhai_bwd_seq *s, int m0, int j0, int BM,
+                                        int BN)
+{
+    /* batch mode: exact extents, the copy zero-fills past s_q and s_k */
+    return P->tma_bias && (!P->p.seqstart_q || (m0 + BM <= s->s_q && j0 + BN <= s->s_k));
+}
+
+/* Thread 0: arms the bias mbarrier for the step at (query head h, rows
+ * m0.., keys j0..) and issues its boxes, or arrives plainly when the step
+ * loads its bias words itself. */
+FMHAI_DEVICE void fmhai_bwd90_bias_issue(const fmhai_bwd90_params *P, const fmhai_bwd_seq *s, int h, int m0, int j0,
+                                         fmhai_smem_t sB, fmhai_smem_t bar, int BM, int BN)
+{
+    if (fmhai_bwd90_bias_by_tma(P, s, m0, j0, BM, BN)) {
+        const int hb = P->p.bias_head ? h : 0, bb = P->p.bias_batch ? s->b_eff : 0;
+        fmhai_mbar_expect_tx(bar, BM * BN * 2);
+#pragma unroll
+        for (int c = 0; c < BN / 64; ++c)
+            fmhai_tma_load4(sB + c * BM * 128, P->tma_b, j0 + 64 * c, s->q_start + m0, hb, bb, bar);
+    } else {
+        fmhai_mbar_arrive(bar);
+    }
+}
+
+/* S^T's start value under a folded bias (BIAS rows without soft cap):
+ * acc (this lane's S^T fragments, acc[4 nt + 2 hf + e] = key j + 8 hf,
+ * query i + 8 nt + e) = bias * log2(e) / scale_log2, so that the product
+ * adds the scores and the exponent scale_log2 * acc is the biased logit
+ * in base-2 units, as without a bias (a -inf element stays -inf). bsm:
+ * from the step's tile in shared memory (this lane's ldmatrix row b_lane;
+ * an x4 a pair of n-tiles: (nt, keys + 0), (nt, + 8), (nt + 1, + 0),
+ * (nt + 1, + 8)); else its words one by one (fmhai_bwd_bias_ld at
+ * bias_b: 0 past s_q and s_k). */
+FMHAI_DEVICE void fmhai_bwd90_bias_fold(float *acc, const fmhai_bwd_params *p, int bsm, fmhai_smem_t b_lane,
+                                        int64_t bias_b, int i, int j, int s_q, int s_k, int BM)
+{
+    const float f = 1.f / p->scale_log2;
+    if (bsm) {
+        const int bf = p->bias_dt == FMHA_DTYPE_BF16;
+#pragma unroll
+        for (int pr = 0; pr < BM / 16; ++pr) {
+            uint32_t w[4];
+            fmhai_warp_ldsm_x4_t(w, b_lane + pr * 2048);
+#pragma unroll
+            for (int m = 0; m < 4; ++m) {
+                float *c = acc + 4 * (2 * pr + (m >> 1)) + 2 * (m & 1);
+                c[0] = fmhai_bwd_bias16(w[m], bf) * f;
+                c[1] = fmhai_bwd_bias16(w[m] >> 16, bf) * f;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int x = 0; x < BM / 2; ++x)
+            acc[x] = fmhai_bwd_bias_ld(p, bias_b, i + 8 * (x >> 2) + (x & 1), j + 8 * ((x >> 1) & 1), s_q, s_k) * f;
+    }
+}
+
+/* dbias: the lanes of a quad (lanes g = 4a .. 4a + 3 of one t: lane bits
+ * 2 and 3) transpose their 4 x 4 block of dS^T values in place: before,
+ * x[c] of lane b is (key 4a + b, query column c); after, x[k] of lane b
+ * is (key 4a + k, query column b), 4 keys in a row for a vector store. */
+FMHAI_DEVICE void fmhai_bwd90_quad_t(float *x, int lane)
+{
+    const int b0 = (lane >> 2) & 1, b1 = (lane >> 3) & 1;
+    /* columns with bit 1 = b1 stay, the others go to lane b ^ 2 */
+    const float r0 = fmhai_shfl_xor(b1 ? x[0] : x[2], 8), r1 = fmhai_shfl_xor(b1 ? x[1] : x[3], 8);
+    const float z0 = b1 ? r0 : x[0], z1 = b1 ? r1 : x[1], z2 = b1 ? x[2] : r0, z3 = b1 ? x[3] : r1;
+    /* z[2 k1 + j] is (key 2 k1 + b0, column 2 b1 + j): column b stays */
+    const float v0 = fmhai_shfl_xor(b0 ? z0 : z1, 4), v1 = fmhai_shfl_xor(b0 ? z2 : z3, 4);
+    x[0] = b0 ? v0 : z0; x[1] = b0 ? z1 : v0;
+    x[2] = b0 ? v1 : z2; x[3] = b0 ? z3 : v1;
+}
+
+/* dS of query i at keys j .. j + 3 (y) into p->dbias as
+ * fmhai_bwd_dbias_put2 stores them (same rounding), one vector a lane when
+ * vec (p->dbias and its strides 4-element aligned: fmhai_bwd90_dbias_vec):
+ * red.global.add.v4.f32 into the fp32 sum (zero terms skipped), or a
+ * 16-byte fp32 / 8-byte 16-bit store; else, and for keys past s_k, one by
+ * one; nothing at or past s_q. */
+FMHAI_DEVICE void fmhai_bwd90_dbias_put4(const fmhai_bwd_params *p, int64_t base, int i, int j, int s_q, int s_k,
+                                         const float *y, int vec)
+{
+    if (i >= s_q || j >= s_k) return;
+    const int64_t o = base + (int64_t)i * p->dbias_row + j;
+    if (vec && j + 3 < s_k) {
+        if (p->dbias_atomic) {
+            if (y[0] != 0.f || y[1] != 0.f || y[2] != 0.f || y[3] != 0.f)
+                fmhai_red_add_f4((float *)p->dbias + o, make_float4(y[0], y[1], y[2], y[3]));
+        } else if (p->dbias_dt == FMHA_DTYPE_FP32) {
+            *(float4 *)((float *)p->dbias + o) = make_float4(y[0], y[1], y[2], y[3]);
+        } else {
+            const int bf = p->dbias_dt == FMHA_DTYPE_BF16;
+            uint2 w;
+            w.x = fmhai_pack2(y[0], y[1], bf);
+            w.y = fmhai_pack2(y[2], y[3], bf);
+            *(uint2 *)((unsigned short *)p->dbias + o) = w;
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {   /* unaligned, or the last keys of the sequence */
+        if (j + k >= s_k) break;
+        if (p->dbias_atomic) {
+            if (y[k] != 0.f) atomicAdd((float *)p->dbias + o + k, y[k]);
+        } else if (p->dbias_dt == FMHA_DTYPE_FP32) {
+            ((float *)p->dbias)[o + k] = y[k];
+        } else {
+            ((unsigned short *)p->dbias)[o + k] =
+                (unsigned short)(fmhai_pack2(y[k], 0.f, p->dbias_dt == FMHA_DTYPE_BF16) & 0xffffu);
+        }
+    }
+}
+
+/* dbias can take fmhai_bwd90_dbias_put4's vectors: its base and strides
+ * 4-element aligned. */
+FMHAI_DEVICE int fmhai_bwd90_dbias_vec(const fmhai_bwd_params *p)
+{
+    const int es = p->dbias_dt == FMHA_DTYPE_FP32 ? 4 : 2;
+    return p->dbias && ((p->dbias_row | p->dbias_head | p->dbias_batch) & 3) == 0 &&
+           ((uintptr_t)p->dbias & (uintptr_t)(4 * es - 1)) == 0;
+}
+
 /* What the writer needs of a step, written by the MMA warpgroups with the
  * step's dQ tile (rows < 0: the walk is over). Four slots: slot
  * tau & 3 was last read two hand-backs of its buffer ago. */
@@ -134,6 +289,13 @@ typedef struct fmhai_bwd90_rec {
     int need;        /* deterministic: arrivals to wait for                   */
 } fmhai_bwd90_rec;
 
+/* The dQ buffers' rows: QS = FMHAI_BWD90_QS floats apart. Padded (QS =
+ * HD + 8) they are conflict-free as they are; unpadded (a BIAS row at
+ * hdim 128: room for the bias tile) 16-byte piece c of row r sits at
+ * c ^ (2 (r & 7)), which keeps the MMA warps' 8-byte fragment stores (rows
+ * g of a half-warp) and the writer's row reads conflict-free. */
+FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (r & 7) << 1 : 0; }
+
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
  * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
  * atomics, or writes dQ itself (dq_direct). Deterministic, it first waits
@@ -144,10 +306,9 @@ typedef struct fmhai_bwd90_rec {
  * warpgroups only wait for the writer when both buffers are full. It keeps
  * no walk state (24 registers, setmaxnreg). */
 FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
-                                        const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int det,
-                                        int wtid)
+                                        const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int QS,
+                                        int det, int wtid)
 {
-    const int QS = HD + 8;   /* fp32 row stride of a dQ buffer */
     const int lane = wtid % 32;
     const int pieces = HD / 4;                        /* 16-byte pieces of a row */
     fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, 384);
@@ -171,15 +332,15 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         }
         /* a thread keeps one 16-byte column piece and walks the rows: a
          * warp covers 32 consecutive pieces (whole 512-byte rows at hdim
-         * 128) */
-        const int rstep = 128 / pieces, r0 = wtid / pieces, c = (wtid % pieces) * 4;
-        const float *sb = sdQ + b * BM * QS + r0 * QS + c;
+         * 128); piece c of row r sits at c ^ fmhai_bwd90_dq_swz(r) */
+        const int rstep = 128 / pieces, r0 = wtid / pieces, pc = wtid % pieces, c = pc * 4;
+        const float *sb = sdQ + b * BM * QS + r0 * QS;
         if (c < p->d) {
             if (p->dq_direct) {
                 char *dst = dq + 2 * ((int64_t)r0 * p->dq_row + c);
 #pragma unroll 2
                 for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += 2 * rstep * p->dq_row) {
-                    const float4 v = *(const float4 *)sb;
+                    const float4 v = *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD)));
                     uint2 w;
                     w.x = fmhai_pack2(v.x * p->scale, v.y * p->scale, is_bf16);
                     w.y = fmhai_pack2(v.z * p->scale, v.w * p->scale, is_bf16);
@@ -190,7 +351,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
                 const int64_t dstep = (int64_t)rstep * p->d;
 #pragma unroll 4
                 for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
-                    fmhai_red_add_f4(dst, *(const float4 *)sb);
+                    fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
             }
         }
         /* the buffer is read (the adds took their values at issue) */
@@ -211,7 +372,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int NT = 256;       /* threads of the two MMA warpgroups */
     const int BIG = 1 << 30;
     const int DQN = HD / 2;   /* dQ columns of a warpgroup */
-    const int QS = HD + 8;    /* fp32 row stride of a dQ buffer (conflict-free fragment stores) */
+    const int BIAS = ALIBI == 2;
+    const int FOLD = BIAS && !SOFTCAP;   /* the bias as S^T's start value (fmhai_bwd90_bias_fold) */
+    const int QS = FMHAI_BWD90_QS(HD, BIAS);   /* fp32 row stride of a dQ buffer (fmhai_bwd90_dq_swz) */
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
     (void)ST; (void)NW;
@@ -221,28 +384,36 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const fmhai_smem_t sK = (raw + 1023u) & ~1023u;
     const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
     const fmhai_smem_t sV = sK + kv_bytes, sQ = sV + kv_bytes, sdO = sQ + 2 * q_bytes, sdS = sdO + 2 * q_bytes;
-    float *sLse = (float *)(smem_raw + (sdS - raw) + BN * BM * 2);   /* [2][BM] */
+    const fmhai_smem_t sB = sdS + BN * BM * 2;   /* BIAS: the step's bias tile [BN / 64][BM][64] */
+    float *sLse = (float *)(smem_raw + (sB - raw) + (BIAS ? BM * BN * 2 : 0));   /* [2][BM] */
     float *sD = sLse + 2 * BM;                                        /* [2][BM] */
     float *sdQ = sD + 2 * BM;                                         /* [2][BM][QS] */
     volatile fmhai_bwd90_rec *rec = (volatile fmhai_bwd90_rec *)(sdQ + 2 * BM * QS);   /* [4] */
     const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
-    const fmhai_smem_t sBar = fmhai_smem_addr((const void *)(rec + 4));   /* TMA mbarriers [2] (8-aligned) */
+    /* TMA mbarriers (8-aligned): Q/dO (and K/V) of buffer 0 and 1, the bias */
+    const fmhai_smem_t sBar = fmhai_smem_addr((const void *)(rec + 4)), sBarB = sBar + 16;
 
-    if (warp >= 8) {   /* the dQ writer warpgroup */
-        fmhai_wg_setmaxnreg_dec(24);
-        fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, DET && !p->dq_direct, tid - NT);
+    if (drop < 0) {   /* the dQ writer warpgroup (its registers set by the caller) */
+        fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, tid - NT);
         return;
     }
-    fmhai_wg_setmaxnreg_inc(240);
 
     const int key0 = warp * 16;   /* this warp's first key in the tile */
     /* the Hopper rows' kernel parameter is fmhai_bwd90_params, p its first member */
     const fmhai_bwd90_params *P = (const fmhai_bwd90_params *)p;
     const int TMA = P->tma;       /* tensor maps: uniform */
-    if (TMA && tid == 0) {        /* published by the first tile's barrier */
+    const int TB = FOLD && P->tma_bias;   /* the bias tile by TMA (fmhai_bwd90_bias_by_tma) */
+    if ((TMA || TB) && tid == 0) {   /* published by the first tile's barrier */
         fmhai_mbar_init(sBar, 1);
         fmhai_mbar_init(sBar + 8, 1);
+        fmhai_mbar_init(sBarB, 1);
     }
+    /* BIAS: this lane's ldmatrix row in the bias tile (matrix lane / 8: n-tile
+     * lane / 16 of a pair, keys key0 + 8 ((lane / 8) & 1); row lane & 7) */
+    const int bkc = 2 * warp + ((lane >> 3) & 1), blr = lane & 7;
+    const fmhai_smem_t b_lane = sB + (bkc >> 3) * BM * 128 + ((lane >> 4) * 8 + blr) * 128 + (((bkc & 7) ^ blr) << 4);
+    /* dbias by vectors (fmhai_bwd90_dbias_put4) */
+    const int dbv = BIAS && fmhai_bwd90_dbias_vec(p);
     int tau = 0;   /* steps so far over the block's key tiles: the Q/dO and dQ buffers are tau & 1 */
     for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
     fmhai_bwd_unit U;
@@ -281,6 +452,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 fmhai_bwd90_tma_tile(sK, P->tma_k, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
                 fmhai_bwd90_tma_tile(sV, P->tma_v, BN, HD, s.k_start + j0, hk, s.b_eff, bar0);
             }
+            if (TB && tid == 0)   /* the first step's bias (the buffer is free: every warp passed the barrier) */
+                fmhai_bwd90_bias_issue(P, &s, hk * p->head_ratio, T.m_first * BM, j0, sB, sBarB, BM, BN);
         }
         fmhai_copy_commit();
 
@@ -300,32 +473,48 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * buffers and its dS^T tile */
             fmhai_copy_wait(0);
             if (TMA) fmhai_mbar_wait(sBar + 8 * buf, (tau >> 1) & 1);
+            /* BIAS (folded): S^T starts from the step's bias over the scale
+             * (fmhai_bwd90_bias_fold), read before the barrier, which then
+             * frees the bias tile for the next step's copy */
+            float acc_s[FMHAI_BWD90_MAX_BM / 2];
+            uint32_t keep = 0u;
+            if (drop && FOLD)
+                keep = fmhai_bwd_dropout_keep(p, (uint32_t)(U.b * p->nhead_q + h), m0 + 2 * t, j0 + key0 + g, BM);
+            if (FOLD) {
+                if (TB) fmhai_mbar_wait(sBarB, tau & 1);
+                fmhai_bwd90_bias_fold(acc_s, p, TB && fmhai_bwd90_bias_by_tma(P, &s, m0, j0, BM, BN), b_lane,
+                                      fmhai_bwd_bias_base(&s, p->bias_row, p->bias_head, p->bias_batch, h), m0 + 2 * t,
+                                      j0 + key0 + g, s.s_q, s.s_k, BM);
+            }
             fmhai_wg_fence_smem();
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
-            if (jt + 1 < T.n_steps)
-                fmhai_bwd90_load_step(P, &s, tau + 1, hk * p->head_ratio + hq, (T.m_first + T.m_dir * mi) * BM,
-                                      sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse, sD,
-                                      sBar + 8 * (buf ^ 1), 0, is_bf16, HD, BM, NT, tid);
+            if (jt + 1 < T.n_steps) {
+                const int h1 = hk * p->head_ratio + hq, m1 = (T.m_first + T.m_dir * mi) * BM;
+                fmhai_bwd90_load_step(P, &s, tau + 1, h1, m1, sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse,
+                                      sD, sBar + 8 * (buf ^ 1), 0, is_bf16, HD, BM, NT, tid);
+                if (TB && tid == 0) fmhai_bwd90_bias_issue(P, &s, h1, m1, j0, sB, sBarB, BM, BN);
+            }
             fmhai_copy_commit();
             const fmhai_smem_t q_s = sQ + buf * q_bytes, do_s = sdO + buf * q_bytes;
             /* dropout: the keep bits of the step's BM queries (bwd_portable.h,
              * fmhai_bwd_dropout_keep: the same accumulator layout), drawn
-             * before the products' accumulators are live */
-            const uint32_t keep = drop ? fmhai_bwd_dropout_keep(p, (uint32_t)(U.b * p->nhead_q + h), m0 + 2 * t,
-                                                                j0 + key0 + g, BM)
-                                       : 0u;
+             * before the products' accumulators are live (a folded bias:
+             * before its start values, above) */
+            if (drop && !FOLD)
+                keep = fmhai_bwd_dropout_keep(p, (uint32_t)(U.b * p->nhead_q + h), m0 + 2 * t, j0 + key0 + g, BM);
 
             /* ---- S^T and dP^T, both in flight -------------------------------- */
-            float acc_s[FMHAI_BWD90_MAX_BM / 2], acc_p[FMHAI_BWD90_MAX_BM / 2];
+            float acc_p[FMHAI_BWD90_MAX_BM / 2];
+            if (FOLD) fmhai_wg_fence_acc(acc_s, BM / 2);   /* the start values written before the fence */
             fmhai_wg_fence();
-            fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16, 0);
+            fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16,
+                                0, FOLD);
             fmhai_wg_gemm_abt(acc_p, fmhai_opaque_smem(sV + wg * 64 * 128), BN, fmhai_opaque_smem(do_s), BM, HD, is_bf16, 0);
             fmhai_wg_wait(1);
             fmhai_wg_fence_acc(acc_s, BM / 2);
 
             /* ---- P^T; dV += P^T dO ------------------------------------------ */
             const float slope2 = fmhai_bwd_slope2(p, U.b, h, ALIBI);   /* read here: not live across the products */
-            const int64_t bias_b = ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->bias_row, p->bias_head, p->bias_batch, h) : 0;
             const int need_mask = (j0 + BN > s.s_k) ||
                                   (HAS_MASK && (j0 - (m0 + BM - 1) < c_lo || j0 + BN - 1 - m0 > c_hi));
             uint32_t pa[FMHAI_BWD90_MAX_BM / 16][4];
@@ -333,9 +522,18 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             for (int nt = 0; nt < BM / 8; ++nt) {
                 const int col = nt * 8 + 2 * t;
                 uint32_t pk[2];
-                fmhai_bwd_p_ntile(acc_s + 4 * nt, pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
-                                  j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI, slope2,
-                                  s.s_k - s.s_q, bias_b, s.s_q);
+                if (FOLD) {   /* the bias is in S^T already (ALiBi column 3: a -inf score gives P 0) */
+                    const float none[4] = { 0.f, 0.f, 0.f, 0.f };
+                    fmhai_bwd_p_ntile_eb(acc_s + 4 * nt, pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p,
+                                         need_mask, j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, 3,
+                                         slope2, s.s_k - s.s_q, none);
+                } else {
+                    const int64_t bias_b =
+                        BIAS ? fmhai_bwd_bias_base(&s, p->bias_row, p->bias_head, p->bias_batch, h) : 0;
+                    fmhai_bwd_p_ntile(acc_s + 4 * nt, pk, fmhai_ld_shared_f2(sLse_a + 4 * (slot + col)), p, need_mask,
+                                      j0 + key0 + g, m0 + col, s.s_k, c_lo, c_hi, SOFTCAP, is_bf16, ALIBI, slope2,
+                                      s.s_k - s.s_q, bias_b, s.s_q);
+                }
                 if (drop) {   /* as the portable pipeline: P o keep for dV, drops marked by P^T's sign */
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {
@@ -348,6 +546,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 pa[nt / 2][(nt % 2) * 2] = pk[0];
                 pa[nt / 2][(nt % 2) * 2 + 1] = pk[1];
             }
+            if (BIAS)   /* P^T formed before the fence (else ptxas injects one: C7519, BIAS with dropout) */
+#pragma unroll
+                for (int x = 0; x < BM / 4; ++x) asm volatile("" : "+r"(pa[x / 4][x % 4])::"memory");
             fmhai_wg_fence();
             fmhai_wg_gemm_rs(acc_dv, pa, do_s, HD, BM, is_bf16, 0);
             fmhai_wg_wait(0);   /* dP^T and dV done: P^T's registers are free */
@@ -360,7 +561,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * across the step, its 16 store addresses were spilled */
             const fmhai_smem_t ds_row = fmhai_opaque_smem(sdS + (key0 + g) * 128 + 4 * t);
             const int64_t dbias_b =   /* elementwise bias: dbias of (entry, head h) */
-                ALIBI == 2 && p->dbias ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
+                BIAS && p->dbias ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
+            float dx[2][4];   /* dbias: the n-tile pair's dS^T, [hf][2 (nt & 1) + e] */
 #pragma unroll
             for (int nt = 0; nt < BM / 8; ++nt) {
                 const float2 dd = fmhai_ld_shared_f2(sD_a + 4 * (slot + nt * 8 + 2 * t));
@@ -375,12 +577,22 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                         d0 = c0 * (acc_p[4 * nt + 2 * hf] - dd.x);
                         d1 = c1 * (acc_p[4 * nt + 2 * hf + 1] - dd.y);
                     }
-                    if (ALIBI == 2 && p->dbias)   /* dbias = dS (dbias plans have no soft cap) */
-                        fmhai_bwd_dbias_put2(p, dbias_b, m0 + nt * 8 + 2 * t, j0 + key0 + g + 8 * hf, s.s_q, s.s_k,
-                                             d0, d1);
+                    dx[hf][2 * (nt & 1)] = d0;
+                    dx[hf][2 * (nt & 1) + 1] = d1;
                     const uint32_t v = fmhai_pack2(d0, d1, is_bf16);
                     dsa[nt / 2][(nt % 2) * 2 + hf] = v;
                     fmhai_st_shared_u32(ds_row + (nt >> 3) * BN * 128 + hf * 8 * 128 + (((nt & 7) ^ g) << 4), v);
+                }
+                /* dbias = dS (dbias plans have no soft cap), a pair of n-tiles
+                 * at a time: transposed in quads, a lane then holds 4 keys of
+                 * one query (fmhai_bwd90_quad_t), stored or added as a vector */
+                if (BIAS && (nt & 1) && p->dbias) {
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        fmhai_bwd90_quad_t(dx[hf], lane);
+                        fmhai_bwd90_dbias_put4(p, dbias_b, m0 + (nt >> 1) * 16 + ((g >> 1) & 1) * 8 + 2 * t + (g & 1),
+                                               j0 + key0 + 8 * hf + 4 * (g >> 2), s.s_q, s.s_k, dx[hf], dbv);
+                    }
                 }
             }
             fmhai_wg_fence();
@@ -416,9 +628,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 #pragma unroll
                 for (int nt = 0; nt < DQN / 8; ++nt)
 #pragma unroll
-                    for (int hf = 0; hf < 2; ++hf) {
+                    for (int hf = 0; hf < 2; ++hf) {   /* piece col / 4 of row r at its swizzled place */
                         const int r = 16 * (warp % 4) + g + 8 * hf, col = wg * DQN + nt * 8 + 2 * t;
-                        fmhai_lds_store8(qb + (r * QS + col) * 4, __float_as_uint(acc_q[4 * nt + 2 * hf]),
+                        fmhai_lds_store8(qb + r * QS * 4 + (((col >> 2) ^ fmhai_bwd90_dq_swz(r, QS, HD)) << 4) + (col & 3) * 4,
+                                         __float_as_uint(acc_q[4 * nt + 2 * hf]),
                                          __float_as_uint(acc_q[4 * nt + 2 * hf + 1]));
                     }
             }
@@ -469,11 +682,23 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
  * compile-time constant in each copy): the copy without dropout carries
  * none of its code. With one body and uniform branches on the threshold,
  * the backward without dropout ran 4-9% slower; specialised, it is 2-6%
- * faster than before dropout existed (bench/RESULTS.md). */
+ * faster than before dropout existed (bench/RESULTS.md). The warpgroups
+ * split and set their registers here, before the copies (drop -1: the dQ
+ * writer's one): with setmaxnreg and the writer inside each copy, ptxas
+ * spilled the two hdim-128 BIAS copies together 432-540 bytes, here 256-360
+ * (each alone: 60-184). */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90_any(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
                                               const int HD, const int BM, const int BN, const int NW, const int ST,
                                               const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
 {
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    if (threadIdx.x >= 256) {   /* warps 8..11 */
+        fmhai_wg_setmaxnreg_dec(24);
+        fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, -1);
+        return;
+    }
+    fmhai_wg_setmaxnreg_inc(240);
+#endif
     if (p->dropout_thr)
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, 1);
     else

@@ -477,8 +477,9 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_d
  * b_cmaj, chunk-major (fmhai_wg_desc_cmaj). K counts 16-bit columns (32
  * bytes a step); e4m3 tiles (ty 2) pass their bytes / 2, each step then a
  * k32 product. */
-FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
-                                    int ty, int b_cmaj)
+/* (acc_in: acc += A B^T, acc holding a start value; else acc = A B^T) */
+FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
+                                      int ty, int b_cmaj, int acc_in)
 {
     const uint64_t da = fmhai_wg_desc(a, 16, 1024);
     const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, 16, 1024);
@@ -486,11 +487,16 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
     for (int k = 0; k < K / 16; ++k) {
         const uint64_t oa = (uint64_t)(((k / 4) * a_rows * 128 + (k % 4) * 32) >> 4);
         const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : (k / 4) * N * 128 + (k % 4) * 32) >> 4);
-        if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0, ty);
-        else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, da + oa, db + ob, k > 0, ty);
-        else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0, ty);
+        if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0 || acc_in, ty);
+        else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, da + oa, db + ob, k > 0 || acc_in, ty);
+        else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0 || acc_in, ty);
     }
     fmhai_wg_commit();
+}
+FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
+                                    int ty, int b_cmaj)
+{
+    fmhai_wg_gemm_abt_c(acc, a, a_rows, b, N, K, ty, b_cmaj, 0);
 }
 
 /* acc[64 x N] += A[64 x K] B (one commit group): A as K/16 register
