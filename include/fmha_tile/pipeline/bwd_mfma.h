@@ -252,6 +252,10 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
             const int m0 = (m_first + m_dir * mi) * BM;
             const int h = hk * p->head_ratio + hq;
             const float slope2 = fmhai_bwd_slope2(p, U->b, h, ALIBI);
+            /* elementwise bias: (entry, head h) bases of the bias and dbias */
+            const int64_t bias_b = ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->bias_row, p->bias_head, p->bias_batch, h) : 0;
+            const int64_t dbias_b =
+                ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
             fmhai_bwd_next_pos(&mi, &hq, n_m, p->head_ratio);
 
             if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
@@ -308,10 +312,13 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                     const fmhai_f32x4 l4 = *(const fmhai_f32x4 *)(sLse + slot + q0 + 8 * g4 + 4 * kh);
 #pragma unroll
                     for (int r = 0; r < 4; ++r) {
-                        const int e = 4 * g4 + r, i = i0 + 8 * g4 + r;
+                        const int e = 4 * g4 + r, i = i0 + fmhai_mfma_slot_row(e);
                         const float x = st[e];
                         const float l2 = l4[r] * LOG2E;
-                        const float bias = ALIBI == 1 ? l2 + slope2 * fabsf((float)(i + s.s_k - s.s_q - jkey)) : l2;
+                        /* elementwise bias of (i, jkey), after the soft cap */
+                        const float eb = ALIBI == 2 ? fmhai_bwd_bias_ld(p, bias_b, i, jkey, s.s_q, s.s_k) : 0.f;
+                        const float bias = ALIBI == 1 ? l2 + slope2 * fabsf((float)(i + s.s_k - s.s_q - jkey))
+                                                      : ALIBI == 2 ? l2 - eb : l2;
                         float pv, dfac = 1.f;
                         if (SOFTCAP) {
                             const float th = tanhf(x * p->softcap_pre);
@@ -320,6 +327,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                         } else {
                             pv = fmhai_exp2(x * p->scale_log2 - bias);
                         }
+                        if (ALIBI == 2 && eb == -INFINITY) pv = 0.f;   /* also where the LSE is -inf */
                         if (need_mask && (jkey >= s.s_k || jkey - i < c_lo || jkey - i > c_hi)) pv = 0.f;
                         /* dropout: P o keep for dV (the scale goes on dV at its
                          * store); a dropped entry keeps -P^T dfac for dS (its
@@ -342,6 +350,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
 
                 /* ---- dS^T = P^T (dP^T o Z - D) ---------------------------------- */
                 fmhai_mf16x4 dsb[4];
+                float dsf[16];   /* dS^T in fp32 (dbias) */
 #pragma unroll
                 for (int g4 = 0; g4 < 4; ++g4) {
                     const fmhai_f32x4 d4 = *(const fmhai_f32x4 *)(sD + slot + q0 + 8 * g4 + 4 * kh);
@@ -352,7 +361,16 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                         const float v = drop ? (c < 0.f ? c * d4[r] : c * (dp[e] * p->dropout_scale - d4[r]))
                                              : c * (dp[e] - d4[r]);
                         dsb[g4][r] = fmhai_mfma_cvt16(v, is_bf16);
+                        dsf[e] = v;
                     }
+                }
+                /* dbias = dS in fp32 (no soft cap: dbias plans have none);
+                 * slots e, e + 1 (e even) are queries i, i + 1 of key jkey */
+                if (ALIBI == 2 && p->dbias) {
+#pragma unroll
+                    for (int e = 0; e < 16; e += 2)
+                        fmhai_bwd_dbias_put2(p, dbias_b, i0 + fmhai_mfma_slot_row(e), jkey, s.s_q, s.s_k, dsf[e],
+                                             dsf[e + 1]);
                 }
 
                 /* ---- dK^T += Q^T dS ------------------------------------------- */
@@ -464,8 +482,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_gfx9(const fmhai_bwd_params *p, char *smem,
 #if defined(__HIP_DEVICE_COMPILE__) && !defined(FMHAI_DEVICE_HAS_MFMA)
     const int MFMA = 0;
 #else
-    /* the elementwise bias (ALiBi column 2) runs on the portable body */
-    const int MFMA = ALIBI != 2 && fmhai_bwd_mfma_serves(HD, BM, BN, NW);
+    const int MFMA = fmhai_bwd_mfma_serves(HD, BM, BN, NW);
 #endif
     if (MFMA) {
         for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
