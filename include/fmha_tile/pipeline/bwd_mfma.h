@@ -10,13 +10,18 @@
  *     S^T     Q K^T with the query tile as A and the key tile as B, so a
  *             lane's accumulators hold one key (its column) and 16 queries:
  *             the lane's row of S^T. P^T = exp2(S^T scale log2e - LSE log2e)
- *             there (soft cap, ALiBi, masks, dropout as the portable one;
- *             a lane reads its 16 queries' LSE and D as four float4)
+ *             there (soft cap, ALiBi, the elementwise bias, masks, dropout
+ *             as the portable one; a lane reads its 16 queries' LSE and D
+ *             as four float4, and, BIAS rows, its 16 bias elements one by
+ *             one with fmhai_bwd_bias_ld, added after the soft cap)
  *     dV^T += dO^T P   P^T leaves the accumulators as the B operand of the
  *             same lane (fmhai_mfma_chain_key: no LDS trip, no lane
  *             exchange); dO^T's A fragment is read down a column of dO
  *     dP^T    dO V^T, laid out as S^T
- *     dS^T    P^T (dP^T - D) (soft cap: times 1 - tanh^2)
+ *     dS^T    P^T (dP^T - D) (soft cap: times 1 - tanh^2); BIAS rows
+ *             hand it on in fp32 as dbias, two queries of the lane's key a
+ *             call (fmhai_bwd_dbias_put2: plain stores, or the workspace
+ *             sum's atomics or deterministic slices, as the portable one)
  *     dK^T += Q^T dS   dS^T chained as P^T was, Q^T read down a column
  *     dS^T -> LDS      a [tile_m][tile_n] tile, queries as rows
  * and, after a barrier, dQ_tile = dS K with the waves taking blocks of up
@@ -42,7 +47,9 @@
  * fmhai_bwd_dq_dk_dv_gfx9 is what the GFX9 dq_dk_dv rows call
  * (FMHAI_BWD_FN_GFX9, dispatch/bwd_set.h): this pipeline where it serves
  * the row (fmhai_bwd_mfma_serves: 32-key waves, tile_n 32, 64 or 128, head
- * dims in 32s), the portable pipeline with emulated mma.sync otherwise.
+ * dims in 32s; any mask, soft cap, ALiBi or BIAS column), the portable
+ * pipeline with emulated mma.sync otherwise (a row of another tile shape,
+ * or a device pass without MFMA).
  * Nothing here has run on an AMD GPU: it is compile-checked for gfx90a and
  * gfx942 (tests/amd/check.sh) and its tile step is replayed on the host
  * against a model of the instructions (tests/host/test_bwd_mfma_model.c).
@@ -476,9 +483,10 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
     }
 }
 
-/* The GFX9 dq_dk_dv rows' body: MFMA where it serves the row, else the
- * portable pipeline (emulated mma.sync). A device pass for a target
- * without MFMA (the rows never run there) keeps the portable body. */
+/* The GFX9 dq_dk_dv rows' body: MFMA where it serves the row's tile shape
+ * (every ALiBi column, the elementwise bias included), else the portable
+ * pipeline (emulated mma.sync). A device pass for a target without MFMA
+ * (the rows never run there) keeps the portable body. */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_gfx9(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
                                           const int BM, const int BN, const int NW, const int ST,
                                           const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
