@@ -890,10 +890,11 @@ static void test_head_dims(void)
 
 /* The head-dim rule (fmhai_hdim_cost, dispatch/registry.h): least padding
  * within a pipeline; on sm_90 the forward's wgmma 32 and 96 kernels; the
- * backward (no wgmma 32 / 96 rows): a wgmma kernel of 4/3 the columns (128
- * for d 65..96) beats a native portable 96, one of twice the columns (64
- * for d <= 32) loses to a portable 32; other devices take the portable 32
- * / 96 kernels for d <= 32 / 65..96. */
+ * backward (no wgmma 32 / 96 rows; the portable backward measured at 0.46-0.49
+ * of the wgmma one per column): a wgmma kernel of 4/3 the columns (128 for d
+ * 65..96) beats a native portable 96, and one of twice the columns (64 for
+ * d <= 32) a portable 32; other devices take the portable 32 / 96 kernels
+ * for d <= 32 / 65..96. */
 static void test_hdim_rule(void)
 {
     static const int ds[8] = { 8, 24, 32, 40, 64, 72, 88, 96 };
@@ -901,6 +902,7 @@ static void test_hdim_rule(void)
     static const int fwd90[8] = { 32, 32, 32, 64, 64, 96, 96, 96 };
     static const int want90[8] = { 32, 32, 32, 64, 64, 128, 128, 128 }, arch90[8] = { 0, 0, 0, 1, 1, 1, 1, 1 };
     static const int want80[8] = { 32, 32, 32, 64, 64, 96, 96, 96 };
+    static const int wantb90[8] = { 64, 64, 64, 64, 64, 128, 128, 128 };   /* backward, sm_90: all wgmma */
     fmha_fwd_args a;
     fmha_fwd_plan plan;
     int i, masked, ok90 = 1, ok80 = 1, okb90 = 1, okb80 = 1;
@@ -945,6 +947,8 @@ static void test_hdim_rule(void)
         p32 = p96; p32.hdim = p32.hdim_v = 32;
         CHECK(fmhai_hdim_cost(&w128) < fmhai_hdim_cost(&p96) && fmhai_hdim_cost(&p32) < fmhai_hdim_cost(&w64),
               "head-dim cost: wgmma 128 < portable 96, portable 32 < wgmma 64");
+        w64.family = p32.family = FMHA_FAMILY_BWD;
+        CHECK(fmhai_hdim_cost(&w64) < fmhai_hdim_cost(&p32), "backward head-dim cost: wgmma 64 < portable 32");
     }
     /* the backward: every stage at the rule's head dim */
     for (masked = 0; masked < 2; ++masked)
@@ -959,8 +963,8 @@ static void test_hdim_rule(void)
             t.window_left = -1; t.window_right = masked ? 0 : -1;
             t.is_deterministic = masked;
             fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
-            if (fmha_bwd_plan_make(&set_bwd, &t, &plan_b) != FMHA_OK || plan_b.dq_dk_dv->hdim != want90[i] ||
-                (plan_b.dq_dk_dv->arch == FMHA_ARCH_SM90A) != arch90[i] ||
+            if (fmha_bwd_plan_make(&set_bwd, &t, &plan_b) != FMHA_OK || plan_b.dq_dk_dv->hdim != wantb90[i] ||
+                plan_b.dq_dk_dv->arch != FMHA_ARCH_SM90A ||
                 plan_b.dot_do_o->hdim < ds[i] || plan_b.convert_dq->hdim < ds[i])
                 okb90 = 0;
             fmhai_test_device.cc = 80; fmhai_test_device.smem_optin = 163 * 1024;
@@ -969,7 +973,7 @@ static void test_hdim_rule(void)
                 (want80[i] == 96 && plan_b.dq_dk_dv->tile_n != 96))
                 okb80 = 0;
         }
-    CHECK(okb90, "bwd head-dim rule, sm_90: dq_dk_dv d <= 32 portable 32, 33..64 wgmma 64, 65..96 wgmma 128");
+    CHECK(okb90, "bwd head-dim rule, sm_90: dq_dk_dv d <= 64 wgmma 64, 65..96 wgmma 128");
     CHECK(okb80, "bwd head-dim rule, sm_80: d <= 32 the 32 rows, 65..96 the 96 rows (96-key tiles)");
     fmhai_test_device.is_amd = 0; fmhai_test_device.cc = 90; fmhai_test_device.smem_optin = 227 * 1024;
 }

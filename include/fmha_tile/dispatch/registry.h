@@ -286,20 +286,21 @@ static inline const char *fmhai_mismatch(const fmhai_entry *e, const fmhai_probl
  * the columns it computes, hdim + hdim_v, over its pipeline's throughput
  * relative to the arch-specific pipeline's (percent, per family; equal
  * costs go to the arch-specific one). Among the kernels of one pipeline
- * this is least padding. On an sm_90 device at 60%, a wgmma kernel that
- * computes twice the columns of a portable one loses to it (as least
- * padding had it: d = 64 on a portable 64 before a wgmma 128; d = 32 on a
- * portable 32, 107, before the wgmma 64, 128) and one that computes 4/3 of
- * them wins (d = 96 on the wgmma 128, 256, before a portable 96, 320).
- * Any value in 51..74 gives these choices; the measured portable/wgmma
- * throughput ratio at hdim 64-256 is 0.65-0.8 (bench/RESULTS.md), at 32
- * and 96 not yet measured. These two numbers are the whole rule: set them
- * from bench_fwd / bench_bwd --kernel runs (a build may predefine them). */
+ * this is least padding. Forward at 60%: on an sm_90 device a wgmma kernel
+ * of 4/3 the columns wins over a portable one (d = 96 on a wgmma 128, 256,
+ * before a portable 96, 320; the default set has wgmma 32 and 96 rows
+ * anyway), one of twice the columns loses (d = 64 on a portable 64 before a
+ * wgmma 128). Backward at 45%: the wgmma 64 kernel, 128 columns, before a
+ * portable 32, 142 (d <= 32), and the wgmma 128 before a portable 96.
+ * Measured on an H200 (bench/RESULTS.md, session 9): the portable forward
+ * 96 at 0.51 of the wgmma 128's per-column speed; the portable backward 32
+ * at 0.46-0.49 of the wgmma 64's. These two numbers are the whole rule: set
+ * them from bench_fwd / bench_bwd --kernel runs (a build may predefine them). */
 #ifndef FMHAI_PORTABLE_PCT_FWD
 #define FMHAI_PORTABLE_PCT_FWD 60   /* forward, batch prefill, decode */
 #endif
 #ifndef FMHAI_PORTABLE_PCT_BWD
-#define FMHAI_PORTABLE_PCT_BWD 60   /* the backward's dq_dk_dv */
+#define FMHAI_PORTABLE_PCT_BWD 45   /* the backward's dq_dk_dv */
 #endif
 static inline int fmhai_hdim_cost(const fmha_kernel_info *k)
 {

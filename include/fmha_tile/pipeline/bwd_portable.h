@@ -78,12 +78,6 @@
 #include "../kernel/bwd_params.h"
 #include "fwd_portable.h"
 
-/* Build knob (an experiment, 0 by default): rows of unequal head dims in one
- * sweep, both accumulators live (see fmhai_bwd_dq_dk_dv_unit). */
-#ifndef FMHAI_BWD_HV_ONE_SWEEP
-#define FMHAI_BWD_HV_ONE_SWEEP 0
-#endif
-
 /* ---- small primitives ------------------------------------------------------ */
 FMHAI_DEVICE void fmhai_st_shared_u32(fmhai_smem_t dst, uint32_t v)
 {
@@ -754,10 +748,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
 {
 #if defined(FMHAI_DEVICE_HAS_MMA_SM80) || defined(FMHA_PLATFORM_AMD)
     const int NT = NW * 32;
-    /* dV sweep, then dK + dQ sweep; a row of unequal dims (192_128: dK 96 +
-     * dV 64 registers a lane) sweeps once with FMHAI_BWD_HV_ONE_SWEEP=1 (a
-     * fifth fewer products, S^T computed once; 56 bytes of spill) */
-    const int TWO_SWEEPS = HDV != HD && FMHAI_BWD_HV_ONE_SWEEP ? 0 : HD > 128;
+    /* dV sweep, then dK + dQ sweep above hdim 128; a row of unequal dims
+     * (192_128: dK 96 + dV 64 registers a lane) sweeps once unless
+     * deterministic (a fifth fewer products, S^T computed once; 56 bytes of
+     * spill): H200, 2k-8k, 1.22-1.25x the two sweeps, deterministic
+     * 0.89-0.93x (bench/RESULTS.md) */
+    const int TWO_SWEEPS = HDV != HD ? DET : HD > 128;
     const int QW = 32;                         /* query columns of a slice     */
     const int WM = fmhai_bwd_dq_wm(BM, HD, HDV, NW, DET); /* dQ warp split: WM x WN */
     const int RW = BM / WM;                     /* dQ rows of a warp          */
