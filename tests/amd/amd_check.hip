@@ -24,7 +24,7 @@
 /* Backward: the three stages; dq_dk_dv with all features on at hdim 128
  * (fp16), all off at hdim 64 (bf16), deterministic with ALiBi at hdim 128
  * (bf16), the two sweeps of hdim 256 (fp16), on the GFX9 tuned tiles, and
- * an elementwise-bias (dbias) row, which runs the portable body. */
+ * an elementwise-bias (dbias) row, on MFMA as the others. */
 #define AMD_CHECK_BWD(X)                                                                          \
     X(BWD,            FP16, 128, MASK,   SOFTCAP,   NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   FP16, 128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \

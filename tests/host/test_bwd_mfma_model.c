@@ -22,6 +22,14 @@
  *     LSE, dV = P^T dO, dS^T = P^T (dP^T - D), dK = dS^T Q, and dQ = dS K
  *     over the waves' split of 32 x 32 blocks (every element once), each
  *     against double sums of the same 16-bit P^T and dS^T (rel. error 1e-5);
+ *   - P^T from the LSE against plain math (exp(s scale + bias - LSE)) at the
+ *     element the instruction put in each slot, and, with an elementwise
+ *     bias (BIAS rows; every shape again), the bias element of the slot's
+ *     (query, key) in it (about one in 16 -inf, and one query row all -inf
+ *     with an LSE of -inf: P 0, not NaN), and dbias = dS in fp32 put by
+ *     slot pairs (queries i, i + 1 of the lane's key, as
+ *     fmhai_bwd_dbias_put2 takes them): every (query, key) once, against
+ *     plain P (dP - D) (rel. error 1e-5);
  *   - the dropout keep bits of a lane's slots (fmhai_mfma_bwd_keep) against
  *     the element rule of tile/philox.h (fmhai_dropout_byte) for every lane
  *     and slot of a slice.
@@ -36,10 +44,13 @@
 
 enum { MAXHD = 256, MAXBN = 64, MAXBM = 64 };
 
-/* P^T and dS^T of one element, in float as the pipeline computes them */
-static float p_of(float s, float lse, float sl2)
+/* P^T of one element, in float as the pipeline computes it: eb2 is the
+ * elementwise bias times log2(e) (fmhai_bwd_bias_ld; 0 without a bias), a
+ * -inf element giving P 0 */
+static float p_of(float s, float lse, float sl2, float eb2)
 {
-    return exp2f(s * sl2 - lse * 1.4426950408889634f);
+    if (eb2 == -INFINITY) return 0.f;
+    return exp2f(s * sl2 - (lse * 1.4426950408889634f - eb2));
 }
 
 static void rel_check(double err, double ref, double tol, const char *what, const char *shape)
@@ -50,8 +61,9 @@ static void rel_check(double err, double ref, double tol, const char *what, cons
 }
 
 /* one (head dim, tile_m, tile_n, type) case: every wave of a block, one
- * query tile of BM rows in 32-query slices */
-static void test_case(int HD, int BM, int BN, int type)
+ * query tile of BM rows in 32-query slices; BIAS: with an elementwise bias
+ * (BIAS rows), P^T and dbias checked against plain math */
+static void test_case(int HD, int BM, int BN, int type, int BIAS)
 {
     const fmhai_mfma_shape SH = type == MFMA_MODEL_BF16 ? FMHAI_MFMA_32X32X8_BF16 : FMHAI_MFMA_32X32X8_F16;
     const int NWV = BN / 32, NMB = HD / 32, RB = BM / 32 < 2 ? BM / 32 : 2;
@@ -68,8 +80,16 @@ static void test_case(int HD, int BM, int BN, int type)
     int addr_ok = 1, map_ok = 1, s_ok = 1, dp_ok = 1, ds_once = 1, dq_once = 1, kv_once = 1;
     double dv_err = 0, dv_ref = 0, dk_err = 0, dk_ref = 0, dq_err = 0, dq_ref = 0;
     static int kv_written[MAXBN][MAXHD];
+    /* elementwise bias (some -inf), the plain P and dS, and the dbias the
+     * slot pairs give, with a write count per element */
+    static double bias[MAXBM][MAXBN], p_plain[MAXBM][MAXBN], ds_plain[MAXBM][MAXBN];
+    static float dbias[MAXBM][MAXBN];
+    static int db_written[MAXBM][MAXBN];
+    double p_err = 0, p_ref = 0, db_err = 0, db_ref = 0;
+    int db_once = 1;
 
-    snprintf(shape, sizeof shape, "hd%d_bm%d_bn%d_%s", HD, BM, BN, type == MFMA_MODEL_BF16 ? "bf16" : "f16");
+    snprintf(shape, sizeof shape, "hd%d_bm%d_bn%d_%s%s", HD, BM, BN, type == MFMA_MODEL_BF16 ? "bf16" : "f16",
+             BIAS ? "_bias" : "");
     for (i = 0; i < BM; ++i) {
         for (c = 0; c < HD; ++c) { q[i][c] = rnd_val(); dO[i][c] = rnd_val(); }
         lse[i] = (float)(rnd() % 9) * 0.25f;
@@ -77,6 +97,21 @@ static void test_case(int HD, int BM, int BN, int type)
     }
     for (j = 0; j < BN; ++j)
         for (c = 0; c < HD; ++c) { k[j][c] = rnd_val(); v[j][c] = rnd_val(); }
+    /* the bias: -inf about one element in 16, and all of query row 5,
+     * whose LSE is then -inf (the pipeline's P must be 0 there, not NaN) */
+    for (i = 0; i < BM; ++i)
+        for (j = 0; j < BN; ++j)
+            bias[i][j] = !BIAS ? 0 : rnd() % 16 == 0 || i == 5 ? -INFINITY : (double)((int)(rnd() % 33) - 16) * 0.0625;
+    if (BIAS) lse[5] = -INFINITY;
+    /* plain math: P = exp(s scale + bias - lse) (0 where the bias is -inf),
+     * dS = P (dP - D) */
+    for (i = 0; i < BM; ++i)
+        for (j = 0; j < BN; ++j) {
+            double sv = 0, dpv = 0;
+            for (c = 0; c < HD; ++c) { sv += q[i][c] * k[j][c]; dpv += dO[i][c] * v[j][c]; }
+            p_plain[i][j] = bias[i][j] == -INFINITY ? 0 : exp(sv * 0.125 + bias[i][j] - lse[i]);
+            ds_plain[i][j] = p_plain[i][j] * (dpv - dsum[i]);
+        }
     for (i = 0; i < BM; ++i)
         for (c = 0; c < HD; ++c) {
             sQ[fmhai_mfma_lds_swz(i, c, HD) / 2] = code16(q[i][c], type);
@@ -160,6 +195,7 @@ static void test_case(int HD, int BM, int BN, int type)
     memset(acc_v, 0, sizeof acc_v);
     memset(acc_k, 0, sizeof acc_k);
     memset(kv_written, 0, sizeof kv_written);
+    memset(db_written, 0, sizeof db_written);
     for (w = 0; w < NWV; ++w) {
         const int key0 = 32 * w;
         memset(acc_v, 0, sizeof acc_v);
@@ -190,23 +226,45 @@ static void test_case(int HD, int BM, int BN, int type)
                 run_model(type, &ra, &rb, &dp);
             }
             /* slot e of lane l: query q0 + 4*kh + slot_row(e), key key0 + ql */
-            for (l = 0; l < 64; ++l)
+            for (l = 0; l < 64; ++l) {
+                float dsf[16];   /* the lane's dS^T in fp32, as dbias takes it */
+                const int i0 = q0 + 4 * (l / 32), jk = key0 + l % 32;
                 for (e = 0; e < 16; ++e) {
-                    const int qi = q0 + 4 * (l / 32) + fmhai_mfma_slot_row(e), kj = key0 + l % 32;
+                    const int qi = i0 + fmhai_mfma_slot_row(e), kj = jk;
+                    /* where the instruction put the slot (D layout) */
+                    const fmhai_mfma_rc de = fmhai_mfma_d_elem(SH, l, e);
+                    const int di = q0 + de.row, dj = key0 + de.col;
                     double s_want = 0, dp_want = 0;
                     float pv, dsv;
                     for (c = 0; c < HD; ++c) { s_want += q[qi][c] * k[kj][c]; dp_want += dO[qi][c] * v[kj][c]; }
                     if ((double)st.v[l][e] != s_want) s_ok = 0;
                     if ((double)dp.v[l][e] != dp_want) dp_ok = 0;
                     /* P^T and dS^T as the pipeline forms them, from the lane's
-                     * LSE and D (float4 g4 of the slice, element r) */
-                    pv = p_of(st.v[l][e], lse[q0 + 8 * (e / 4) + 4 * (l / 32) + e % 4], sl2);
+                     * LSE and D (float4 g4 of the slice, element r) and the
+                     * bias element of the slot's (query, key) */
+                    pv = p_of(st.v[l][e], lse[q0 + 8 * (e / 4) + 4 * (l / 32) + e % 4], sl2,
+                              (float)bias[qi][kj] * 1.4426950408889634f);
                     dsv = pv * (dp.v[l][e] - dsum[q0 + 8 * (e / 4) + 4 * (l / 32) + e % 4]);
+                    /* against plain math at the element the slot holds */
+                    p_err += (pv - p_plain[di][dj]) * (pv - p_plain[di][dj]);
+                    p_ref += p_plain[di][dj] * p_plain[di][dj];
                     pr[qi][kj] = round16(pv, type);
                     dsr[qi][kj] = round16(dsv, type);
                     pc[l][e] = code16(pr[qi][kj], type);
                     dc[l][e] = code16(dsr[qi][kj], type);
+                    dsf[e] = dsv;
                 }
+                /* dbias as the pipeline puts it (fmhai_bwd_dbias_put2): slots
+                 * e, e + 1 (e even) to queries i0 + slot_row(e) and the next */
+                for (e = 0; BIAS && e < 16; e += 2) {
+                    int t;
+                    for (t = 0; t < 2; ++t) {
+                        const int qi = i0 + fmhai_mfma_slot_row(e) + t;
+                        dbias[qi][jk] = dsf[e + t];
+                        db_written[qi][jk]++;
+                    }
+                }
+            }
             /* dV^T += dO^T P, dK^T += Q^T dS: A down the columns, B chained */
             for (mb = 0; mb < NMB; ++mb)
                 for (kb = 0; kb < 4; ++kb) {
@@ -261,6 +319,17 @@ static void test_case(int HD, int BM, int BN, int type)
     rel_check(dv_err, dv_ref, 1e-5, "mfma_bwd_dV_eq_Pt_dO", shape);
     rel_check(dk_err, dk_ref, 1e-5, "mfma_bwd_dK_eq_dSt_Q", shape);
     check(kv_once && ds_once, "mfma_bwd_dK_dV_rows_and_dS_tile_each_element_once", shape);
+    rel_check(p_err, p_ref, 1e-5, "mfma_bwd_P_eq_exp_S_plus_bias_minus_lse", shape);
+    if (BIAS) {   /* dbias = dS: every (query, key) once, against plain math */
+        for (i = 0; i < BM; ++i)
+            for (j = 0; j < BN; ++j) {
+                if (db_written[i][j] != 1) db_once = 0;
+                db_err += (dbias[i][j] - ds_plain[i][j]) * (dbias[i][j] - ds_plain[i][j]);
+                db_ref += ds_plain[i][j] * ds_plain[i][j];
+            }
+        check(db_once, "mfma_bwd_dbias_each_element_once", shape);
+        rel_check(db_err, db_ref, 1e-5, "mfma_bwd_dbias_eq_dS", shape);
+    }
 
     /* ---- dQ = dS K: the waves' (RB x 32)-row, 32-column blocks --------------- */
     memset(dq_written, 0, sizeof dq_written);
@@ -331,11 +400,12 @@ int main(void)
     /* the GFX9 backward rows (policy/bwd_tiles.h): hdim 64 64 x 64 (two
      * waves), 128 and 256 64 x 32 (one wave) */
     static const int shapes[][3] = { { 64, 64, 64 }, { 128, 64, 32 }, { 256, 64, 32 } };
-    int s, type;
+    int s, type, bias;
     g_rng = 0x9e3779b97f4a7c15ull;
-    for (s = 0; s < 3; ++s)
-        for (type = 0; type < 2; ++type)
-            test_case(shapes[s][0], shapes[s][1], shapes[s][2], type ? MFMA_MODEL_BF16 : MFMA_MODEL_F16);
+    for (bias = 0; bias < 2; ++bias)
+        for (s = 0; s < 3; ++s)
+            for (type = 0; type < 2; ++type)
+                test_case(shapes[s][0], shapes[s][1], shapes[s][2], type ? MFMA_MODEL_BF16 : MFMA_MODEL_F16, bias);
     test_keep();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;

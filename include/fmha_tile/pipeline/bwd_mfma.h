@@ -10,13 +10,18 @@
  *     S^T     Q K^T with the query tile as A and the key tile as B, so a
  *             lane's accumulators hold one key (its column) and 16 queries:
  *             the lane's row of S^T. P^T = exp2(S^T scale log2e - LSE log2e)
- *             there (soft cap, ALiBi, masks, dropout as the portable one;
- *             a lane reads its 16 queries' LSE and D as four float4)
+ *             there (soft cap, ALiBi, the elementwise bias, masks, dropout
+ *             as the portable one; a lane reads its 16 queries' LSE and D
+ *             as four float4, and, BIAS rows, its 16 bias elements one by
+ *             one with fmhai_bwd_bias_ld, added after the soft cap)
  *     dV^T += dO^T P   P^T leaves the accumulators as the B operand of the
  *             same lane (fmhai_mfma_chain_key: no LDS trip, no lane
  *             exchange); dO^T's A fragment is read down a column of dO
  *     dP^T    dO V^T, laid out as S^T
- *     dS^T    P^T (dP^T - D) (soft cap: times 1 - tanh^2)
+ *     dS^T    P^T (dP^T - D) (soft cap: times 1 - tanh^2); BIAS rows
+ *             hand it on in fp32 as dbias, two queries of the lane's key a
+ *             call (fmhai_bwd_dbias_put2: plain stores, or the workspace
+ *             sum's atomics or deterministic slices, as the portable one)
  *     dK^T += Q^T dS   dS^T chained as P^T was, Q^T read down a column
  *     dS^T -> LDS      a [tile_m][tile_n] tile, queries as rows
  * and, after a barrier, dQ_tile = dS K with the waves taking blocks of up
@@ -42,7 +47,9 @@
  * fmhai_bwd_dq_dk_dv_gfx9 is what the GFX9 dq_dk_dv rows call
  * (FMHAI_BWD_FN_GFX9, dispatch/bwd_set.h): this pipeline where it serves
  * the row (fmhai_bwd_mfma_serves: 32-key waves, tile_n 32, 64 or 128, head
- * dims in 32s), the portable pipeline with emulated mma.sync otherwise.
+ * dims in 32s; any mask, soft cap, ALiBi or BIAS column), the portable
+ * pipeline with emulated mma.sync otherwise (a row of another tile shape,
+ * or a device pass without MFMA).
  * Nothing here has run on an AMD GPU: it is compile-checked for gfx90a and
  * gfx942 (tests/amd/check.sh) and its tile step is replayed on the host
  * against a model of the instructions (tests/host/test_bwd_mfma_model.c).
@@ -252,6 +259,10 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
             const int m0 = (m_first + m_dir * mi) * BM;
             const int h = hk * p->head_ratio + hq;
             const float slope2 = fmhai_bwd_slope2(p, U->b, h, ALIBI);
+            /* elementwise bias: (entry, head h) bases of the bias and dbias */
+            const int64_t bias_b = ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->bias_row, p->bias_head, p->bias_batch, h) : 0;
+            const int64_t dbias_b =
+                ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
             fmhai_bwd_next_pos(&mi, &hq, n_m, p->head_ratio);
 
             if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
@@ -308,10 +319,13 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                     const fmhai_f32x4 l4 = *(const fmhai_f32x4 *)(sLse + slot + q0 + 8 * g4 + 4 * kh);
 #pragma unroll
                     for (int r = 0; r < 4; ++r) {
-                        const int e = 4 * g4 + r, i = i0 + 8 * g4 + r;
+                        const int e = 4 * g4 + r, i = i0 + fmhai_mfma_slot_row(e);
                         const float x = st[e];
                         const float l2 = l4[r] * LOG2E;
-                        const float bias = ALIBI == 1 ? l2 + slope2 * fabsf((float)(i + s.s_k - s.s_q - jkey)) : l2;
+                        /* elementwise bias of (i, jkey), after the soft cap */
+                        const float eb = ALIBI == 2 ? fmhai_bwd_bias_ld(p, bias_b, i, jkey, s.s_q, s.s_k) : 0.f;
+                        const float bias = ALIBI == 1 ? l2 + slope2 * fabsf((float)(i + s.s_k - s.s_q - jkey))
+                                                      : ALIBI == 2 ? l2 - eb : l2;
                         float pv, dfac = 1.f;
                         if (SOFTCAP) {
                             const float th = tanhf(x * p->softcap_pre);
@@ -320,6 +334,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                         } else {
                             pv = fmhai_exp2(x * p->scale_log2 - bias);
                         }
+                        if (ALIBI == 2 && eb == -INFINITY) pv = 0.f;   /* also where the LSE is -inf */
                         if (need_mask && (jkey >= s.s_k || jkey - i < c_lo || jkey - i > c_hi)) pv = 0.f;
                         /* dropout: P o keep for dV (the scale goes on dV at its
                          * store); a dropped entry keeps -P^T dfac for dS (its
@@ -342,6 +357,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
 
                 /* ---- dS^T = P^T (dP^T o Z - D) ---------------------------------- */
                 fmhai_mf16x4 dsb[4];
+                float dsf[16];   /* dS^T in fp32 (dbias) */
 #pragma unroll
                 for (int g4 = 0; g4 < 4; ++g4) {
                     const fmhai_f32x4 d4 = *(const fmhai_f32x4 *)(sD + slot + q0 + 8 * g4 + 4 * kh);
@@ -352,7 +368,20 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                         const float v = drop ? (c < 0.f ? c * d4[r] : c * (dp[e] * p->dropout_scale - d4[r]))
                                              : c * (dp[e] - d4[r]);
                         dsb[g4][r] = fmhai_mfma_cvt16(v, is_bf16);
+                        dsf[e] = v;
                     }
+                }
+                /* dbias = dS in fp32 (no soft cap: dbias plans have none);
+                 * slots e, e + 1 (e even) are queries i, i + 1 of key jkey */
+                if (ALIBI == 2 && p->dbias) {
+                    /* the lane's place opaque: the 64-bit addresses are formed
+                     * here, not hoisted and held (13-26 fewer VGPRs) */
+                    const int ib = (int)fmhai_mfma_opaque_u32((uint32_t)i0);
+                    const int jb = (int)fmhai_mfma_opaque_u32((uint32_t)jkey);
+#pragma unroll
+                    for (int e = 0; e < 16; e += 2)
+                        fmhai_bwd_dbias_put2(p, dbias_b, ib + fmhai_mfma_slot_row(e), jb, s.s_q, s.s_k, dsf[e],
+                                             dsf[e + 1]);
                 }
 
                 /* ---- dK^T += Q^T dS ------------------------------------------- */
@@ -454,9 +483,10 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
     }
 }
 
-/* The GFX9 dq_dk_dv rows' body: MFMA where it serves the row, else the
- * portable pipeline (emulated mma.sync). A device pass for a target
- * without MFMA (the rows never run there) keeps the portable body. */
+/* The GFX9 dq_dk_dv rows' body: MFMA where it serves the row's tile shape
+ * (every ALiBi column, the elementwise bias included), else the portable
+ * pipeline (emulated mma.sync). A device pass for a target without MFMA
+ * (the rows never run there) keeps the portable body. */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_gfx9(const fmhai_bwd_params *p, char *smem, const int is_bf16, const int HD,
                                           const int BM, const int BN, const int NW, const int ST,
                                           const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET)
@@ -464,8 +494,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_gfx9(const fmhai_bwd_params *p, char *smem,
 #if defined(__HIP_DEVICE_COMPILE__) && !defined(FMHAI_DEVICE_HAS_MFMA)
     const int MFMA = 0;
 #else
-    /* the elementwise bias (ALiBi column 2) runs on the portable body */
-    const int MFMA = ALIBI != 2 && fmhai_bwd_mfma_serves(HD, BM, BN, NW);
+    const int MFMA = fmhai_bwd_mfma_serves(HD, BM, BN, NW);
 #endif
     if (MFMA) {
         for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {

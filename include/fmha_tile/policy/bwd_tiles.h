@@ -96,7 +96,8 @@
  * 64 x 32 (one wave) 53 KB, as 64 x 64 would take 72 KB of the 64 KB; hdim
  * 256 64 x 32 101 KB, which only gfx950's 160 KB launch. clang-19, the
  * default backward set (tests/amd/check.sh, AMD_CHECK_BWD=1): every
- * dq_dk_dv kernel 0 VGPR spills and 0 scratch on gfx90a and gfx942; hdim 64
+ * dq_dk_dv kernel (BIAS rows included) on MFMA, 0 VGPR spills and 0
+ * scratch on gfx90a and gfx942; hdim 64
  * about 110-140 VGPRs + 112 AGPRs (2 waves a SIMD), hdim 128 about 120-155 +
  * 176 (1 wave), hdim 256 256 + about 180-215 (1 wave). Compile-checked and
  * replayed on the host (tests/host/test_bwd_mfma_model.c); never run on an
