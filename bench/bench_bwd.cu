@@ -67,8 +67,9 @@
 #include "../examples/example_util.h"
 
 /* the forward (for O and LSE) and the backward of the benchmarked head dims
- * (ALiBi rows for --alibi 1, BIAS rows for --bias 1|2|3) */
-#define BENCH_BWD_HD(X, dt, hd)                                                                  \
+ * (ALiBi rows for --alibi 1, BIAS rows for --bias 1|2|3; head dims 32 and
+ * 96 have no BIAS rows, as the default set) */
+#define BENCH_BWD_PLAIN(X, dt, hd)                                                               \
     X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
@@ -76,7 +77,9 @@
     X(BWD_DET,        dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
+    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#define BENCH_BWD_HD(X, dt, hd)                                                                  \
+    BENCH_BWD_PLAIN(X, dt, hd)                                                                   \
     X(FWD,            dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD,            dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, ALIBI,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
@@ -92,21 +95,11 @@
     X(BWD_DET,        dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-/* head dims 32 and 96: no BIAS rows (the default set has none there) */
-#define BENCH_BWD_HD32(X, dt, hd)                                                                \
-    X(FWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(FWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD,            dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD,            dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_DET,        dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_DET,        dt, hd, MASK,   NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_DOT_DO_O,   dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(BWD_CONVERT_DQ, dt, hd, NOMASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_BWD_SET(X)                                                   \
     BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
     BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)                    \
-    BENCH_BWD_HD32(X, BF16, 32) BENCH_BWD_HD32(X, BF16, 96)                 \
-    BENCH_BWD_HD32(X, FP16, 32) BENCH_BWD_HD32(X, FP16, 96)                 \
+    BENCH_BWD_PLAIN(X, BF16, 32) BENCH_BWD_PLAIN(X, BF16, 96)               \
+    BENCH_BWD_PLAIN(X, FP16, 32) BENCH_BWD_PLAIN(X, FP16, 96)               \
     BENCH_BWD_MLA(X, BF16) BENCH_BWD_MLA(X, FP16)
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_BWD_SET)
 /* --padded 1: the backward of MLA on the hdim 256 kernels (V padded) */
