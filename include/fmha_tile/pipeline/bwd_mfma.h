@@ -72,17 +72,6 @@
 
 typedef uint32_t fmhai_u32x2 __attribute__((ext_vector_type(2)));
 
-/* fp32 add into the workspace with no return value: global_atomic_add_f32
- * (dq_acc is device memory, where it is exact and needs no CAS loop). */
-FMHAI_DEVICE void fmhai_mfma_atomic_add(float *p, float v)
-{
-#if defined(FMHAI_DEVICE_HAS_MFMA)
-    __builtin_amdgcn_global_atomic_fadd_f32((__attribute__((address_space(1))) float *)p, v);
-#else
-    atomicAdd(p, v);
-#endif
-}
-
 /* Agent-scope fences around the deterministic dQ hand-off: each thread's
  * slice stores are out before thread 0's release, and its slice loads see
  * what thread 0's acquire admitted (also with the L1 split across CUs). */
@@ -453,7 +442,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                                 const float v = aq[rb][4 * g4 + r];
                                 if (p->dq_direct) *(short *)o = fmhai_mfma_cvt16(v * p->scale, is_bf16);
                                 else if (det) *(float *)o = *(const float *)o + v;   /* the slice's new sum */
-                                else fmhai_mfma_atomic_add((float *)o, v);
+                                else fmhai_atomic_add_f32((float *)o, v);
                             }
                         }
                 }

@@ -110,6 +110,19 @@ FMHAI_DEVICE void fmhai_st_cg_f2(float *p, float2 v)
 #endif
 }
 
+/* fp32 add with no return value into device memory (dq_acc, the dbias
+ * sum): a reduction on NVIDIA; on CDNA the native global_atomic_add_f32,
+ * exact there, where atomicAdd may become a compare-and-swap loop unless
+ * the build allows unsafe fp atomics. */
+FMHAI_DEVICE void fmhai_atomic_add_f32(float *p, float v)
+{
+#if defined(FMHA_PLATFORM_AMD) && (defined(__gfx90a__) || defined(__gfx942__) || defined(__gfx950__))
+    __builtin_amdgcn_global_atomic_fadd_f32((__attribute__((address_space(1))) float *)p, v);
+#else
+    atomicAdd(p, v);
+#endif
+}
+
 /* fp32 accumulation of two adjacent dq_acc elements. */
 FMHAI_DEVICE void fmhai_atomic_add2(float *dst, float x, float y)
 {
@@ -453,7 +466,7 @@ FMHAI_DEVICE void fmhai_bwd_dbias_put2(const fmhai_bwd_params *p, int64_t base, 
         const int64_t o = base + (int64_t)(i + e) * p->dbias_row + j;
         if (i + e >= s_q) break;
         if (p->dbias_atomic) {
-            if (v != 0.f) atomicAdd((float *)p->dbias + o, v);
+            if (v != 0.f) fmhai_atomic_add_f32((float *)p->dbias + o, v);
         } else if (p->dbias_dt == FMHA_DTYPE_FP32) {
             ((float *)p->dbias)[o] = v;
         } else {
