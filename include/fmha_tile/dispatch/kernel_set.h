@@ -409,46 +409,32 @@ enum fmha_wildcard { FMHA_ANY = -1 };
  * kernel on an sm_90a build; a set that needs more declares its own). */
 #define FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, hd)                                              \
     X(FWD, dt, hd, MASK,   NOSOFTCAP, BIAS,    FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-/* DeepSeek MLA prefill's head dims (hdim_q 192, hdim_v 128): masked or not,
- * no soft cap, no ALiBi (what MLA prefill asks for). Portable rows, NVIDIA
- * only (the MFMA pipeline has no 192 rows). Equal dims of 129..192 keep
- * running on the 256 kernels (on Hopper the wgmma one, padded, beats a
- * portable 192): a set that wants the 192 rows declares them. */
+/* The NVIDIA-only forward rows (the MFMA pipeline has none of them):
+ * masked or not, no soft cap, with the given bias column.
+ *   192_128  DeepSeek MLA prefill's head dims (hdim_q 192, hdim_v 128),
+ *            portable and wgmma rows; equal dims of 129..192 keep running
+ *            on the 256 kernels (on Hopper the wgmma one, padded, beats a
+ *            portable 192): a set that wants 192 rows declares them.
+ *   DROPOUT  the wgmma hdim-64 kernel's dropout twin (every other kernel
+ *            decides dropout at run time).
+ *   32, 96   native head dims: d <= 32 and 65..96 run there where the
+ *            head-dim rule (dispatch/registry.h) prefers them; the other
+ *            variants on the 64 and 128 kernels, zero-padded. */
 #if defined(FMHA_PLATFORM_AMD)
-#define FMHAI_DEFAULT_FWD_MLA(X, dt)
+#  define FMHAI_DEFAULT_FWD_NV(X, dt, hd, al)
 #else
-#define FMHAI_DEFAULT_FWD_MLA(X, dt)                                                       \
-    X(FWD, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
-    X(FWD, dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-#endif
-/* Dropout on the wgmma hdim-64 kernel (DROPOUT rows: NVIDIA only, the wgmma
- * rows; every other kernel decides dropout at run time). */
-#if defined(FMHA_PLATFORM_AMD)
-#  define FMHAI_DEFAULT_FWD_DROP_HD(X, dt, hd)
-#else
-#  define FMHAI_DEFAULT_FWD_DROP_HD(X, dt, hd)                                              \
-    X(FWD, dt, hd, NOMASK, NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
-    X(FWD, dt, hd, MASK,   NOSOFTCAP, DROPOUT, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
-#endif
-/* Head dims 32 and 96 (portable rows, NVIDIA only: the MFMA pipeline has
- * none): masked or not, no soft cap, no ALiBi; d <= 32 and 65..96 run there
- * where the head-dim rule (dispatch/registry.h) prefers them, the other
- * variants on the 64 and 128 kernels, zero-padded. */
-#if defined(FMHA_PLATFORM_AMD)
-#  define FMHAI_DEFAULT_FWD_HD32(X, dt, hd)
-#else
-#  define FMHAI_DEFAULT_FWD_HD32(X, dt, hd)                                                \
-    X(FWD, dt, hd, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)    \
-    X(FWD, dt, hd, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#  define FMHAI_DEFAULT_FWD_NV(X, dt, hd, al)                                              \
+    X(FWD, dt, hd, NOMASK, NOSOFTCAP, al, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)         \
+    X(FWD, dt, hd, MASK,   NOSOFTCAP, al, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #endif
 #define FMHAI_DEFAULT_FWD_DT(X, dt)        \
-    FMHAI_DEFAULT_FWD_HD32(X, dt, 32)      \
+    FMHAI_DEFAULT_FWD_NV(X, dt, 32, NOALIBI) \
     FMHAI_DEFAULT_FWD_HD(X, dt, 64)        \
-    FMHAI_DEFAULT_FWD_HD32(X, dt, 96)      \
-    FMHAI_DEFAULT_FWD_DROP_HD(X, dt, 64)   \
+    FMHAI_DEFAULT_FWD_NV(X, dt, 96, NOALIBI) \
+    FMHAI_DEFAULT_FWD_NV(X, dt, 64, DROPOUT) \
     FMHAI_DEFAULT_FWD_HD(X, dt, 128)       \
     FMHAI_DEFAULT_FWD_HD(X, dt, 256)       \
-    FMHAI_DEFAULT_FWD_MLA(X, dt)           \
+    FMHAI_DEFAULT_FWD_NV(X, dt, 192_128, NOALIBI) \
     FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, 64)   \
     FMHAI_DEFAULT_FWD_BIAS_HD(X, dt, 128)
 #define FMHA_DEFAULT_FWD_SET(X)            \
