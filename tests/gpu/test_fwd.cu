@@ -584,6 +584,21 @@ static void build_configs(void)
         c.drop_rng = 1;
         cfg_mask(&c, TL, 30, 10);
         add(c, 0);
+        /* 17 key tiles of draws (hdim 128), a masked hdim-64 DROPOUT row
+         * over 6, and dropout with an elementwise bias (the hdim-128 BIAS
+         * row carries dropout too) */
+        c = cfg_batch(B, 1, 4, 2, 200, 2100, 128);
+        c.dropout = 0.3f;
+        add(c, 1);
+        c = cfg_batch(F, 2, 4, 2, 150, 700, 64);
+        c.dropout = 0.2f;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 0);
+        c = cfg_batch(B, 2, 4, 2, 260, 600, 128);
+        c.dropout = 0.2f;
+        c.bias = 1; c.bias_dt = B;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
     }
 
     /* 15. elementwise bias (BIAS rows): fp16/bf16/fp32 bias, per head or
