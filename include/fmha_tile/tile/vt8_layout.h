@@ -110,8 +110,8 @@ FMHAI_VT8_FN void fmhai_vt8_lane64(int tid, int hd, int *c, int *t, int *h, int 
  * so the device code forms them as a base and immediates. */
 FMHAI_VT8_FN uint32_t fmhai_vt8_ld(uint32_t stage, int srows, int col, int c, int t, int e)
 {
-    const uint32_t l0 = (stage + (uint32_t)((col >> 3) * srows * 128 + (16 * c + 2 * t) * 128 + ((col & 7) << 4))) ^
-                        (uint32_t)(t << 5);
+    const int key0 = 16 * c + 2 * t;
+    const uint32_t l0 = (stage + key0 * 128 + (col >> 3) * srows * 128 + ((col & 7) << 4)) ^ (t << 5);
     return ((e & 1) ? (l0 ^ 16u) + 128u : l0) + (uint32_t)(e >> 1) * 1024u;
 }
 
