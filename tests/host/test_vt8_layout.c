@@ -66,7 +66,7 @@ static void st32(uint32_t a, uint32_t v, int lim, int *outside)
 static void load_word(uint32_t (*w)[4], uint32_t stage, int srows, int col, int c, int t)
 {
     for (int e = 0; e < 4; ++e) {
-        const uint32_t a = fmhai_vt8_ld(stage, srows, col, c, t, e);
+        const uint32_t a = fmhai_vt8_ld(fmhai_vt8_srow(stage, c, t), srows, col, t, e);
         for (int m = 0; m < 4; ++m) w[e][m] = rd32(g_stage, a + 4 * m);
     }
 }
@@ -206,7 +206,7 @@ static void banks(int hd)
                 for (int ph = 0; ph < 4; ++ph) {
                     int used = 0;
                     for (int l = 8 * ph; l < 8 * ph + 8; ++l) {
-                        const uint32_t a = fmhai_vt8_ld(128u * 128u, 192, col0[l] + 8 * ci, c[l], t[l], e);
+                        const uint32_t a = fmhai_vt8_ld(fmhai_vt8_srow(128u * 128u, c[l], t[l]), 192, col0[l] + 8 * ci, t[l], e);
                         const int g = (int)((a >> 4) & 7);
                         if (used & (1 << g)) ld_ok = 0;
                         used |= 1 << g;
@@ -246,7 +246,7 @@ static void banks128(int hd, int srows)
                 for (int ph = 0; ph < 4; ++ph) {
                     int used = 0;
                     for (int l = 8 * ph; l < 8 * ph + 8; ++l) {
-                        const int g = (int)((fmhai_vt8_ld(0u, srows, col[l], c[l], t[l], e) >> 4) & 7);
+                        const int g = (int)((fmhai_vt8_ld(fmhai_vt8_srow(0u, c[l], t[l]), srows, col[l], t[l], e) >> 4) & 7);
                         if (used & (1 << g)) ld_ok = 0;
                         used |= 1 << g;
                     }

@@ -628,13 +628,13 @@ FMHAI_DEVICE uint32_t fmhai_prmt(uint32_t a, uint32_t b, uint32_t sel)
 /* Four 16-byte loads of column col, keys key0 + {0, 1, 8, 9} (v[e]), and
  * the 4 x 4 byte transposes of word m: o[b] holds byte b of the four keys'
  * word m (d row col * 16 + 4m + b), key offsets 0, 1, 8, 9 in bytes 0..3. */
-FMHAI_DEVICE void fmhai_vt8_load4(uint4 *v, fmhai_smem_t stage, int srows, int col, int c, int t)
+FMHAI_DEVICE void fmhai_vt8_load4(uint4 *v, fmhai_smem_t srow, int srows, int col, int t)
 {
 #pragma unroll
     for (int e = 0; e < 4; ++e)
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(v[e].x), "=r"(v[e].y), "=r"(v[e].z), "=r"(v[e].w)
-                     : "r"(fmhai_vt8_ld(stage, srows, col, c, t, e)));
+                     : "r"(fmhai_vt8_ld(srow, srows, col, t, e)));
 }
 FMHAI_DEVICE void fmhai_vt8_word(uint32_t *o, const uint4 *v, int m, uint32_t sel_a, uint32_t sel_b)
 {
@@ -654,6 +654,7 @@ FMHAI_DEVICE void fmhai_vt8_panel128(fmhai_smem_t dst, fmhai_smem_t stage, int s
 {
     int c, t, col0, cols;
     fmhai_vt8_lane128(tid, keys, hd, &c, &t, &col0, &cols);
+    const fmhai_smem_t srow = fmhai_vt8_srow(stage, c, t);
 #pragma unroll
     for (int ci = 0; ci < cols; ++ci) {
         /* lanes of odd chunks c take their columns in the other order: the
@@ -664,7 +665,7 @@ FMHAI_DEVICE void fmhai_vt8_panel128(fmhai_smem_t dst, fmhai_smem_t stage, int s
         /* Addresses as a base and immediates (fmhai_vt8_ld, _st128): formed
          * per access they were half the load warpgroup's instructions (ncu) */
         uint4 v[4];
-        fmhai_vt8_load4(v, stage, srows, col, c, t);
+        fmhai_vt8_load4(v, srow, srows, col, t);
         const fmhai_smem_t s0 = fmhai_vt8_s0_128(dst, col, c, t);
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
@@ -684,11 +685,12 @@ FMHAI_DEVICE void fmhai_vt8_panel64(fmhai_smem_t dst1, fmhai_smem_t stage, int s
     int c, t, h, col0, cols;
     fmhai_vt8_lane64(tid, hd, &c, &t, &h, &col0, &cols);
     const uint32_t sel_a = h ? 0x7632u : 0x5410u, sel_b = h ? 0x5410u : 0x7632u;
+    const fmhai_smem_t srow = fmhai_vt8_srow(stage, c, t);
 #pragma unroll
     for (int ci = 0; ci < cols; ++ci) {
         const int col = col0 + 8 * ci;
         uint4 v[4];
-        fmhai_vt8_load4(v, stage, srows, col, c, t);
+        fmhai_vt8_load4(v, srow, srows, col, t);
         const fmhai_smem_t s1 = fmhai_vt8_s1_64(dst1, col, c, t);
 #pragma unroll
         for (int m = 0; m < 4; ++m) {

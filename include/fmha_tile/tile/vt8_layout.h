@@ -32,8 +32,8 @@
  *   fmhai_vt8_kstep_start(kq, hd) where k-step kq's descriptor starts (bytes
  *                                 from the stage) and _width(kq) its swizzle
  *   the transpose's lane mapping and its load and store addresses
- *                                 (fmhai_vt8_lane128 / _lane64, _ld, _st128,
- *                                 _st64): checked on the host against the
+ *                                 (fmhai_vt8_lane128 / _lane64, _srow, _ld,
+ *                                 _st128, _st64): checked on the host against the
  *                                 descriptor's reads (tests/host/test_vt8_layout.c)
  */
 #ifndef FMHA_TILE_VT8_LAYOUT_H
@@ -103,15 +103,16 @@ FMHAI_VT8_FN void fmhai_vt8_lane64(int tid, int hd, int *c, int *t, int *h, int 
     *cols = hd / 128;
 }
 
-/* The load of key offset e (0, 1, 8, 9 for e = 0..3) of column col from the
- * staging rows at `stage` (key0's row; 1024-aligned but for key0 * 128): a
- * base with the swizzle chunk XORed in (key0 % 8 = 2t), then row offsets
- * added (+ 1 key: the chunk's bit 0 flipped and 128 on; + 8 keys: 1024 on),
- * so the device code forms them as a base and immediates. */
-FMHAI_VT8_FN uint32_t fmhai_vt8_ld(uint32_t stage, int srows, int col, int c, int t, int e)
+/* The load of key offset e (0, 1, 8, 9 for e = 0..3) of column col: srow =
+ * fmhai_vt8_srow(stage, c, t), key0's row (stage 1024-aligned: its rows
+ * key0 + 1 key 128 bytes on, + 8 keys 1024 on) with the column block of
+ * col, and its swizzle chunk (col % 8) ^ (key0 % 8), key0 % 8 = 2t, XORed
+ * in, then row offsets added (+ 1 key: the chunk's bit 0 flipped too), so
+ * the device code forms them as a base and immediates. */
+FMHAI_VT8_FN uint32_t fmhai_vt8_srow(uint32_t stage, int c, int t) { return stage + (16 * c + 2 * t) * 128; }
+FMHAI_VT8_FN uint32_t fmhai_vt8_ld(uint32_t srow, int srows, int col, int t, int e)
 {
-    const int key0 = 16 * c + 2 * t;
-    const uint32_t l0 = (stage + key0 * 128 + (col >> 3) * srows * 128 + ((col & 7) << 4)) ^ (t << 5);
+    const uint32_t l0 = (srow + (col >> 3) * srows * 128 + ((col & 7) << 4)) ^ (t << 5);
     return ((e & 1) ? (l0 ^ 16u) + 128u : l0) + (uint32_t)(e >> 1) * 1024u;
 }
 
