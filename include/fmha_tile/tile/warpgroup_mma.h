@@ -64,8 +64,9 @@
 
 /* Matrix descriptor (PTX ISA, wgmma "Matrix Descriptor Format"): bits 0-13
  * start address >> 4, 16-29 leading-dimension byte offset >> 4, 32-45
- * stride-dimension byte offset >> 4, 49-51 base offset (0: every atom here
- * starts on its own alignment), 62-63 the swizzle mode: 0 none, 1 128-byte,
+ * stride-dimension byte offset >> 4, 49-51 base offset ((start >> 7) & 7
+ * for a start whole rows into a swizzle atom; 0 here: the starts are at most
+ * 32 bytes into an atom's first row), 62-63 the swizzle mode: 0 none, 1 128-byte,
  * 2 64-byte, 3 32-byte. K-major with a swizzle, the LBO is not used (a
  * k-step stays inside one swizzled row); SBO is the distance of 8-row
  * groups: 8 rows of the swizzle's width (1024 for 128-byte rows, 512 for
