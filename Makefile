@@ -105,6 +105,14 @@ $(BUILD)/host/test_philox: tests/host/test_philox.c include/fmha_tile/tile/philo
 
 host-tests: $(BUILD)/host/test_philox
 
+# the e4m3 V^T stage of the Hopper forward: the transpose's writes against
+# the P V descriptors' reads
+$(BUILD)/host/test_vt8_layout: tests/host/test_vt8_layout.c include/fmha_tile/tile/vt8_layout.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_C11) $< -o $@ -lm
+
+host-tests: $(BUILD)/host/test_vt8_layout
+
 # AMD MFMA fragment layouts against a host model of the instructions
 $(BUILD)/host/test_mfma_layout: tests/host/test_mfma_layout.c tests/host/mfma_model.h include/fmha_tile/tile/mfma_layout.h include/fmha_tile/tile/philox.h
 	@mkdir -p $(dir $@)

@@ -96,6 +96,7 @@ if [ "$mode" = "--all" ]; then
     run_suite host_bwd_workspace "$build/host/test_bwd_workspace"
     run_suite host_splitkv "$build/host/test_splitkv"
     run_suite host_philox "$build/host/test_philox"
+    run_suite host_vt8_layout "$build/host/test_vt8_layout"
     run_suite host_mfma_layout "$build/host/test_mfma_layout"
     run_suite host_fwd_mfma_model "$build/host/test_fwd_mfma_model"
     run_suite host_bwd_mfma_model "$build/host/test_bwd_mfma_model"

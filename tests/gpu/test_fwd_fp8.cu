@@ -114,6 +114,11 @@ static void build(void)
     c = base(1, 2, 2, 77, 0, 128); add(c);                                     /* no keys */
     c = base(1, 8, 2, 4096, 4096, 128); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.descale = 0; c.lse = 0; add(c);
     c = base(1, 2, 2, 700, 3000, 128); c.descale = 0; add(c);
+    /* hdim 128's 192-key tiles: one partial tile (keys 128..190 in V^T's
+     * 64-byte panel, partly zero rows), and whole tiles on a causal diagonal
+     * that crosses 128-row query blocks mid-tile */
+    c = base(1, 2, 2, 150, 191, 128); add(c);
+    c = base(1, 4, 2, 1152, 1152, 128); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.quick = 1; add(c);
     {   /* group mode: lengths 0 and 1, a prefix longer than the queries */
         static const int lq[4] = { 0, 1, 130, 257 }, lk[4] = { 5, 1, 600, 257 };
         c = base(4, 4, 2, 0, 0, 128); c.group = 1; memcpy(c.lq, lq, sizeof(lq)); memcpy(c.lk, lk, sizeof(lk));

@@ -108,10 +108,11 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_DTF_BF16 "bf16"
 #define FMHAI_DTF_FP8 "fp8"
 /* which tuned table a family's wildcard rows of a dtype expand into
- * (policy/fwd_tiles.h): the contiguous forward has its own (Hopper rows) */
+ * (policy/fwd_tiles.h): the contiguous forward has its own (Hopper rows;
+ * e4m3: 192-key tiles at hdim 128, where the prefill rows keep 128) */
 #define FMHAI_TTAB_FWD_FP16 FWDC
 #define FMHAI_TTAB_FWD_BF16 FWDC
-#define FMHAI_TTAB_FWD_FP8 FP8FWD
+#define FMHAI_TTAB_FWD_FP8 FP8FWDC
 /* 16-bit batch prefill: the Hopper rows first, as the forward (a build may
  * predefine FMHAI_TTAB_PREFILL_16 as FWD: portable rows only) */
 #ifndef FMHAI_TTAB_PREFILL_16

@@ -40,10 +40,12 @@
  * the output. P leaves the softmax as e4m3 fragments, and V, which wgmma
  * cannot read MN-major in 8 bits, is landed in a staging tile and written
  * as V^T by the load warpgroup with its keys in the order P's fragments hold
- * them (kv_source.h, fmhai_wg_vt8_transpose).
+ * them (kv_source.h, fmhai_wg_vt8_transpose; tile/vt8_layout.h).
  * Rows (policy/fwd_tiles.h): hdim 64 and 128, BM 128, BN 128, 3 stages;
  * hdim 256, BN 64, 2 stages (fp8: 3); 12 warps (a tuning build may run hdim
- * 64 on 192 rows, three MMA warpgroups, 16 warps). The same rows serve batch
+ * 64 on 192 rows, three MMA warpgroups, 16 warps). The contiguous e4m3
+ * forward at hdim 128 takes BN 192 in 3 stages (S as m64n192k32; V^T's
+ * keys 128..191 in a 64-byte-swizzled panel, 24 KB a stage). The same rows serve batch
  * prefill over 16-bit K/V, and the fp8 rows batch prefill over e4m3 LINEAR
  * pages with e4m3 queries (per-page descales: each score column times its
  * key's K descale, each P column times its key's V descale over the tile's
@@ -62,7 +64,8 @@
  * Shared memory (1024-byte aligned from the dynamic base): Q [BM][hd],
  * K [stages][BN][hd], V [stages][BN][hd] (VECTORIZED: V^T [hd][BN]), paged:
  * the row page indices of two tiles [2][BN] int32; fp8 (bytes): V^T
- * [stages][hd][128] and two staging tiles of V rows [2][BN][hd], paged: the
+ * [stages][hd][128] (BN 192: [hd][128] + [hd][64] a stage) and two staging
+ * tiles of V rows [2][BN][hd], paged: the
  * row page indices of three tiles [3][BN] int32, their descales [3][K,V][BN]
  * and V references [3][4] fp32; BIAS with a tensor map: the bias slots
  * [stages][BN / 64][BM][128 bytes] there instead.
@@ -76,6 +79,10 @@
 #include "kv_source.h"
 
 #if defined(FMHA_PLATFORM_NVIDIA)
+
+/* The widest key tile of this pipeline (the e4m3 hdim-128 forward's 192;
+ * the portable pipelines keep FMHAI_FWD_MAX_BN) */
+#define FMHAI_FWD90_MAX_BN 192
 
 /* Named barriers of the ring (0 is __syncthreads, unused): stage s landed
  * (FULL + s) and stage s free (EMPTY + s), every thread of the block (the
@@ -216,7 +223,7 @@ FMHAI_DEVICE void fmhai_fwd90_drop_apply(uint32_t (*pa)[4], const uint32_t (*fl)
 FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params *p, int row, int n, int BN, int g,
                                       int t)
 {
-    uint32_t fl[FMHAI_FWD_MAX_BN / 16][2];
+    uint32_t fl[FMHAI_FWD90_MAX_BN / 16][2];
     fmhai_fwd90_drop_flags(fl, p, row, n, BN, g, t);
     fmhai_fwd90_drop_apply(pa, fl, BN);
 }
@@ -233,7 +240,7 @@ FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params 
  * key tile n (columns nt * 8 + 2t, +1) for its rows row0 and row0 + 8, as
  * packed words (0 outside s_q x s_k), issued a tile ahead so the loads fly
  * under the products (fmhai_fwd90_softmax unpacks them). */
-FMHAI_DEVICE void fmhai_fwd90_bias_fetch(uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], const fmhai_fwd_params *p,
+FMHAI_DEVICE void fmhai_fwd90_bias_fetch(uint32_t (*bw)[FMHAI_FWD90_MAX_BN / 8], const fmhai_fwd_params *p,
                                          const char *bias_rows, int i0, int n, int BN, int t, int s_q, int s_k)
 {
 #pragma unroll
@@ -312,7 +319,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
                                       int s_q, int s_k, float slope, int t, int BN,
                                       int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
-                                      const uint32_t (*bw)[FMHAI_FWD_MAX_BN / 8], fmhai_smem_t sbias, int BM,
+                                      const uint32_t (*bw)[FMHAI_FWD90_MAX_BN / 8], fmhai_smem_t sbias, int BM,
                                       float scale_log2, float softcap_pre, const float *kds, float vratio)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
@@ -625,7 +632,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * zero-fills the columns past d) */
     const int HDB = (HD * EB + 127) / 128 * 128, HVB = (HDV * EB + 127) / 128 * 128;
     const int kv_bytes = BN * HDB;
-    const int v_bytes = FP8 ? HD * 128 : BN * HVB;   /* FP8: V^T [HD][BN] in 128-byte rows */
+    /* FP8: V^T [HD][BN], a 128-byte panel (+ a 64-byte one for keys 128..191
+     * of a 192-key tile: tile/vt8_layout.h) */
+    const int v_bytes = FP8 ? HD * FMHAI_VT8_ROWB(BN) : BN * HVB;
     const fmhai_smem_t sK = sQ + BM * HDB, sV = sK + ST * kv_bytes;
     /* paged: the page index of each row of the next two tiles [2][BN];
      * FP8: two staging tiles of V rows [2][BN][HD] instead */
@@ -838,7 +847,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * product (hdim 64; at 128 the 32 words spilled 36 bytes, so the
      * softmax loads them there) */
     const int BIAS_PRE = BIAS && HD <= 64, BIAS16 = BIAS_PRE && !TB && p->bias_dt != FMHA_DTYPE_FP32;
-    uint32_t bw[2][FMHAI_FWD_MAX_BN / 8];
+    uint32_t bw[2][FMHAI_FWD90_MAX_BN / 8];
     const int row0 = wg * 64 + (warp % 4) * 16 + g;   /* this thread's first row in the tile */
     /* dropout: 16-bit, contiguous K/V, the hdim-128 kernel, and the hdim-64
      * kernel of DROPOUT rows (AL 4; the registry sends every other problem
@@ -858,8 +867,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * warpgroup overlap: the first part of the softmax touches neither O nor
      * P's fragments; O is rescaled and P packed once P V has completed).
      * Warpgroup 0 goes first. */
-    float acc_s[FMHAI_FWD_MAX_BN / 2];
-    uint32_t pa[FMHAI_FWD_MAX_BN / 16][4];
+    float acc_s[FMHAI_FWD90_MAX_BN / 2];
+    uint32_t pa[FMHAI_FWD90_MAX_BN / 16][4];
     float oa[2];
     /* The intra-warpgroup overlap (OVL) keeps P's fragments live across
      * the softmax. Measured on an H200 (bench/RESULTS.md) it gained only

@@ -16,7 +16,8 @@
  *                          operand K-major)
  *   fmhai_wg_load_kv_rows  paged LINEAR K and V of one key tile together
  *   fmhai_wg_vt8_transpose e4m3 V of one key tile, landed in a staging tile,
- *                          as V^T
+ *                          as V^T (128-byte panel, + a 64-byte one for
+ *                          192-key tiles: tile/vt8_layout.h)
  *   (paged tiles read each row's page index from shared memory, where the
  *   load warpgroup staged it a tile ahead)
  * Rows past the sequence's end and head-dim columns past d are zero-filled;
@@ -29,6 +30,7 @@
 
 #include "../tile/smem_layout.h"
 #include "../tile/warpgroup_mma.h"
+#include "../tile/vt8_layout.h"
 #include "../kernel/fwd_params.h"
 #include "../policy/fwd_tiles.h"    /* FMHAI_PAGE_RUN */
 #include "fwd_common.h"
@@ -593,23 +595,29 @@ FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const 
 
 /* ---- FP8 (e4m3) V for the Hopper e4m3 P V product --------------------------
  * wgmma reads an 8-bit B operand K-major only, and V rows are MN-major, so
- * the load warpgroup lands V rows of a key tile (bn 64 or 128) by cp.async
- * in a staging tile (fmhai_wg_load_tile's layout, [bn][hd] bytes) and then
- * writes them as V^T [hd][bn] (rows of one 128-byte swizzled panel, the same
- * layout; a 64-key tile fills half of each row): fmhai_wg_vt8_transpose.
- * Lane (c, t) of a group of bn / 4 lanes (c = 16-key chunk, t = lane % 4)
- * takes keys 16c + 2t + {0, 1, 8, 9}: the score columns that thread t of an
- * MMA warp holds and packs into bytes 4t..4t+3 of an e4m3 A fragment, so
- * those keys are stored in that order and P needs no shuffle (the product's
- * sum over keys does not care about their order, only that P and V^T agree).
- * The groups share out the 16-byte columns of d; per column: four 16-byte
- * shared loads, a 4 x 4 byte transpose per word (prmt), sixteen 4-byte
- * stores; the stores of one d row from a 32-lane group cover 32 banks (chunk
- * c ^ (d % 8), word t; two 16-lane groups meet in a bank twice); the loads
- * of a phase of 8 lanes hit 8 different 16-byte bank groups. Rows past
- * s_k and columns past d were zero-filled by the copy (P is 0 there, but
- * 0 * NaN is not). Through registers straight from global memory instead,
- * each tile waited out its loads' latency in the load warpgroup. */
+ * the load warpgroup lands V rows of a key tile (bn 64, 128 or 192) by
+ * cp.async or TMA in a staging tile (fmhai_wg_load_tile's layout, [bn][hd]
+ * bytes) and then writes them as V^T [hd][bn] in the layout of
+ * tile/vt8_layout.h: fmhai_wg_vt8_transpose. Keys 0..127 go to a panel of
+ * 128-byte rows (a 64-key tile fills half of each row), keys 128..191 of a
+ * 192-key tile to a panel of 64-byte rows (64-byte swizzle) after it.
+ * 128-byte panel: lane (c, t) of a group of keys / 4 lanes (c = 16-key
+ * chunk, t = lane % 4) takes keys 16c + 2t + {0, 1, 8, 9}: the score columns
+ * that thread t of an MMA warp holds and packs into bytes 4t..4t+3 of an
+ * e4m3 A fragment, so those keys are stored in that order and P needs no
+ * shuffle. The groups share out the 16-byte columns of d; per column: four
+ * 16-byte shared loads, a 4 x 4 byte transpose per word (prmt), sixteen
+ * 4-byte stores; the stores of one d row from a 32-lane group cover 32 banks
+ * (chunk c ^ (d % 8), word t; two 16-lane groups meet in a bank twice); the
+ * loads of a phase of 8 lanes hit 8 different 16-byte bank groups.
+ * 64-byte panel: 16 lanes a column (c 0..3, t), two columns a warp, one
+ * column a lane at hdim 128 (fmhai_vt8_lane64); the half-warp of the odd
+ * column stores its rows in the other parity order, so a store instruction
+ * covers 32 banks there too. At bn 192 each lane does three columns (two in
+ * the 128-byte panel, one in the 64-byte one), as many as at bn 128 plus half.
+ * Rows past s_k and columns past d were zero-filled by the copy (P is 0
+ * there, but 0 * NaN is not). Through registers straight from global memory
+ * instead, each tile waited out its loads' latency in the load warpgroup. */
 FMHAI_DEVICE uint32_t fmhai_prmt(uint32_t a, uint32_t b, uint32_t sel)
 {
     uint32_t r;
@@ -617,12 +625,36 @@ FMHAI_DEVICE uint32_t fmhai_prmt(uint32_t a, uint32_t b, uint32_t sel)
     return r;
 }
 
-FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, int hd, int bn, int tid)
+/* Four 16-byte loads of column col, keys key0 + {0, 1, 8, 9} (v[e]), and
+ * the 4 x 4 byte transposes of word m: o[b] holds byte b of the four keys'
+ * word m (d row col * 16 + 4m + b), key offsets 0, 1, 8, 9 in bytes 0..3. */
+FMHAI_DEVICE void fmhai_vt8_load4(uint4 *v, fmhai_smem_t srow, int srows, int col, int t)
 {
-    asm volatile("" : "+r"(dst), "+r"(stage), "+r"(tid));
-    const int per = bn / 4, groups = 4 * (32 / per), l = tid % 32 % per;   /* lanes a group, groups in all */
-    const int c = l / 4, t = l % 4, cols = hd / 16 / groups;
-    const int col0 = ((tid / 32) * (32 / per) + (tid % 32) / per) * cols, key0 = 16 * c + 2 * t;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v[e].x), "=r"(v[e].y), "=r"(v[e].z), "=r"(v[e].w)
+                     : "r"(fmhai_vt8_ld(srow, srows, col, t, e)));
+}
+FMHAI_DEVICE void fmhai_vt8_word(uint32_t *o, const uint4 *v, int m, uint32_t sel_a, uint32_t sel_b)
+{
+    const uint32_t w0 = (&v[0].x)[m], w1 = (&v[1].x)[m], w2 = (&v[2].x)[m], w3 = (&v[3].x)[m];
+    const uint32_t lo01 = fmhai_prmt(w0, w1, 0x5140), hi01 = fmhai_prmt(w0, w1, 0x7362);
+    const uint32_t lo23 = fmhai_prmt(w2, w3, 0x5140), hi23 = fmhai_prmt(w2, w3, 0x7362);
+    /* sel_a / sel_b: 0x5410 / 0x7632 (bytes 0 and 1 of each pair), swapped
+     * for the 64-byte panel's odd half-warp (o[b ^ 1] in place of o[b]) */
+    o[0] = fmhai_prmt(lo01, lo23, sel_a);
+    o[1] = fmhai_prmt(lo01, lo23, sel_b);
+    o[2] = fmhai_prmt(hi01, hi23, sel_a);
+    o[3] = fmhai_prmt(hi01, hi23, sel_b);
+}
+
+/* keys [0, keys) of the staging tile (srows rows) into the 128-byte panel */
+FMHAI_DEVICE void fmhai_vt8_panel128(fmhai_smem_t dst, fmhai_smem_t stage, int srows, int hd, int keys, int tid)
+{
+    int c, t, col0, cols;
+    fmhai_vt8_lane128(tid, keys, hd, &c, &t, &col0, &cols);
+    const fmhai_smem_t srow = fmhai_vt8_srow(stage, c, t);
 #pragma unroll
     for (int ci = 0; ci < cols; ++ci) {
         /* lanes of odd chunks c take their columns in the other order: the
@@ -630,35 +662,54 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
          * different 16-byte bank groups (swizzle chunk col ^ (key % 8), key %
          * 8 = 2t + offset); in one order it was 8 wavefronts a load, not 4 */
         const int col = col0 + (ci + c) % cols;
-        /* Addresses as a base and immediates: a swizzle chunk (bits 4-6) of
-         * a 1024-aligned base XORed in, then row offsets (bits >= 7) added;
-         * formed per access they were half the load warpgroup's
-         * instructions (ncu). Keys key0 + {0, 1} sit in rows of chunk
-         * (col % 8) ^ (2t + {0, 1}); + 8 keys is + 1024 bytes. */
-        const fmhai_smem_t l0 = (stage + (col >> 3) * bn * 128 + key0 * 128 + ((col & 7) << 4)) ^ (t << 5);
-        const fmhai_smem_t l1 = (l0 ^ 16) + 128;
+        /* Addresses as a base and immediates (fmhai_vt8_ld, _st128): formed
+         * per access they were half the load warpgroup's instructions (ncu) */
         uint4 v[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {   /* key offsets 0, 1, 8, 9 */
-            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=r"(v[e].x), "=r"(v[e].y), "=r"(v[e].z), "=r"(v[e].w)
-                         : "r"((e & 1 ? l1 : l0) + (e >> 1) * 1024));
-        }
-        /* d row dd = col * 16 + 4m + b of V^T: chunk c ^ (dd % 8) */
-        const fmhai_smem_t s0 = dst + 4 * t + (c << 4) + col * 2048;
+        fmhai_vt8_load4(v, srow, srows, col, t);
+        const fmhai_smem_t s0 = fmhai_vt8_s0_128(dst, col, c, t);
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
-            const uint32_t w0 = (&v[0].x)[m], w1 = (&v[1].x)[m], w2 = (&v[2].x)[m], w3 = (&v[3].x)[m];
-            const uint32_t lo01 = fmhai_prmt(w0, w1, 0x5140), hi01 = fmhai_prmt(w0, w1, 0x7362);
-            const uint32_t lo23 = fmhai_prmt(w2, w3, 0x5140), hi23 = fmhai_prmt(w2, w3, 0x7362);
-            const uint32_t o[4] = { fmhai_prmt(lo01, lo23, 0x5410), fmhai_prmt(lo01, lo23, 0x7632),
-                                    fmhai_prmt(hi01, hi23, 0x5410), fmhai_prmt(hi01, hi23, 0x7632) };
+            uint32_t o[4];
+            fmhai_vt8_word(o, v, m, 0x5410u, 0x7632u);
 #pragma unroll
             for (int b = 0; b < 4; ++b)
-                asm volatile("st.shared.b32 [%0], %1;\n"
-                             ::"r"((s0 ^ ((4 * (m & 1) + b) << 4)) + (4 * m + b) * 128), "r"(o[b]));
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(fmhai_vt8_st128(s0, m, b)), "r"(o[b]));
         }
     }
+}
+
+/* keys 128..191 of the staging tile (stage: its row 128) into the 64-byte
+ * panel at dst1 */
+FMHAI_DEVICE void fmhai_vt8_panel64(fmhai_smem_t dst1, fmhai_smem_t stage, int srows, int hd, int tid)
+{
+    int c, t, h, col0, cols;
+    fmhai_vt8_lane64(tid, hd, &c, &t, &h, &col0, &cols);
+    const uint32_t sel_a = h ? 0x7632u : 0x5410u, sel_b = h ? 0x5410u : 0x7632u;
+    const fmhai_smem_t srow = fmhai_vt8_srow(stage, c, t);
+#pragma unroll
+    for (int ci = 0; ci < cols; ++ci) {
+        const int col = col0 + 8 * ci;
+        uint4 v[4];
+        fmhai_vt8_load4(v, srow, srows, col, t);
+        const fmhai_smem_t s1 = fmhai_vt8_s1_64(dst1, col, c, t);
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            uint32_t o[4];
+            fmhai_vt8_word(o, v, m, sel_a, sel_b);
+#pragma unroll
+            for (int b = 0; b < 4; ++b)
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(fmhai_vt8_st64(s1, h, m, b)), "r"(o[b]));
+        }
+    }
+}
+
+/* The staged [bn][hd] e4m3 V rows of a key tile as V^T at dst (bn 64, 128
+ * or 192; tile/vt8_layout.h), by the load warpgroup's 128 threads. */
+FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, int hd, int bn, int tid)
+{
+    asm volatile("" : "+r"(dst), "+r"(stage), "+r"(tid));
+    fmhai_vt8_panel128(dst, stage, bn, hd, bn > 128 ? 128 : bn, tid);
+    if (bn > 128) fmhai_vt8_panel64(dst + hd * 128, stage + 128 * 128, bn, hd, tid);
 }
 #endif /* FMHA_PLATFORM_NVIDIA */
 

@@ -17,6 +17,8 @@
 #ifndef FMHA_TILE_POLICY_FWD_TILES_H
 #define FMHA_TILE_POLICY_FWD_TILES_H
 
+#include "../tile/vt8_layout.h"   /* FMHAI_VT8_ROWB: the e4m3 V^T stage */
+
 /* ---- NVIDIA, portable mma.sync pipeline (sm_80 and newer, Hopper included)
  * Chosen on an H100 SXM with bench/tune_fwd.cu (bf16, 16k tokens, hidden
  * 2048): 32 rows per warp (two MMA row tiles share each K/V fragment), two
@@ -115,16 +117,33 @@
 #define FMHAI_TILES_SM90A_FWDB_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     2)
 #endif
 
-/* FP8 (e4m3) forward rows of the Hopper pipeline: Q, K and V in e4m3, both
- * products e4m3 wgmma (k32), O in bf16; V^T takes 128-byte rows whatever the
- * key tile. Key tiles as the 16-bit rows: hdim 256 at 128 keys (S 64 + O 128
- * + P 16 registers) spilled and serialised its products (ptxas C7512). A
- * head dim up to 128 runs the 128 kernel (an e4m3 row of 64 bytes has no
- * 128-byte swizzle). */
+/* FP8 (e4m3) rows of the Hopper pipeline: Q, K and V in e4m3, both products
+ * e4m3 wgmma (k32), O in bf16; V^T takes 128-byte rows up to 128 keys
+ * (tile/vt8_layout.h). Key tiles as the 16-bit rows: hdim 256 at 128 keys
+ * (S 64 + O 128 + P 16 registers) spilled and serialised its products
+ * (ptxas C7512). A head dim up to 128 runs the 128 kernel (an e4m3 row of
+ * 64 bytes has no 128-byte swizzle). These are the batch prefill rows
+ * (FP8X, e4m3 pages: their page classes want a power-of-two tile) and the
+ * contiguous forward's at hdim 256. */
 #ifndef FMHAI_TILES_SM90A_FP8FWD_128
 /*                                                     arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FP8FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
 #define FMHAI_TILES_SM90A_FP8FWD_256(Y, ...) Y(__VA_ARGS__, SM90A,   128,    64,   12,     3)
+#endif
+/* The contiguous e4m3 forward at hdim 128 (and the head dims below it, run
+ * on the 128 kernel) takes key tiles of 192, as FlashAttention-3's FP8 rows
+ * take 176-224 keys at hdim 128, to spread each tile's fixed costs (O
+ * rescale, row-max shuffles, barriers, wgmma fences) over more keys: S as
+ * m64n192k32 (96 registers), V^T's keys 128..191 in a 64-byte-swizzled
+ * panel of 64-byte rows (24 KB a stage), so 3 stages fit (Q 16 + 3 x (K 24
+ * + V^T 24) + 2 staging tiles x 24 = 208 KB). A 192-key row in 2 stages
+ * (V^T in two 128-byte panels, 232 KB for 3) measured +3-6% over 128 keys in
+ * 2 stages, the third stage being worth 25-30% (bench/RESULTS.md). Not yet
+ * measured in 3 stages; a build may predefine the macro (e.g. the 128-key
+ * row, to compare). */
+#ifndef FMHAI_TILES_SM90A_FP8FWDC_128
+/*                                                      arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FP8FWDC_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   192,   12,     3)
 #endif
 
 /* FP8 (e4m3) KV batch prefill rows: the landing tiles and the decode add
@@ -178,7 +197,8 @@
  * the prefill families; FWDX: the same, Hopper rows first; FWDC: the
  * contiguous forward's, Hopper rows first (hdim 256: key tiles of 80);
  * FP8: e4m3-KV prefill rows; FP8X: the same, the Hopper e4m3 rows first
- * (they serve e4m3 queries); FP8FWD: the e4m3 forward, Hopper only), and the
+ * (they serve e4m3 queries); FP8FWDC: the contiguous e4m3 forward, Hopper
+ * only (hdim 128: key tiles of 192)), and the
  * arch an explicit row is built for. */
 #if defined(FMHA_PLATFORM_AMD)
 #  define FMHAI_TILES_FP8_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
@@ -199,8 +219,8 @@
 #  define FMHAI_TILES_FWDCD_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FP8FWD_128(Y, ...)
-#  define FMHAI_TILES_FP8FWD_256(Y, ...)
+#  define FMHAI_TILES_FP8FWDC_128(Y, ...)
+#  define FMHAI_TILES_FP8FWDC_256(Y, ...)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_GFX9_FWD_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_128(Y, ...) FMHAI_TILES_GFX9_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_256(Y, ...) FMHAI_TILES_GFX9_FWD_256(Y, __VA_ARGS__)
@@ -265,8 +285,8 @@
 #  define FMHAI_TILES_FWDCD_256(Y, ...) FMHAI_TILES_FWDC_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_192(Y, ...) FMHAI_TILES_FWDC_192(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_192_128(Y, ...) FMHAI_TILES_FWDC_192_128(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FP8FWD_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FP8FWD_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8FWDC_128(Y, ...) FMHAI_TILES_SM90A_FP8FWDC_128(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8FWDC_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FP8_128(Y, __VA_ARGS__)
@@ -281,12 +301,13 @@
 #  define FMHAI_EXPLICIT_ARCH SM80
 #endif
 
-/* FP8 rows with a BIAS column take the e4m3 tables (an fp8 problem with a
- * bias is refused at run time: fmhai_fwd_check). */
-#define FMHAI_TILES_FP8FWDB_128(Y, ...) FMHAI_TILES_FP8FWD_128(Y, __VA_ARGS__)
-#define FMHAI_TILES_FP8FWDB_256(Y, ...) FMHAI_TILES_FP8FWD_256(Y, __VA_ARGS__)
-#define FMHAI_TILES_FP8FWDD_128(Y, ...) FMHAI_TILES_FP8FWD_128(Y, __VA_ARGS__)
-#define FMHAI_TILES_FP8FWDD_256(Y, ...) FMHAI_TILES_FP8FWD_256(Y, __VA_ARGS__)
+/* FP8 forward rows with a BIAS or DROPOUT column take the e4m3 forward's
+ * tables (an fp8 problem with a bias or dropout is refused at run time:
+ * fmhai_fwd_check). */
+#define FMHAI_TILES_FP8FWDCB_128(Y, ...) FMHAI_TILES_FP8FWDC_128(Y, __VA_ARGS__)
+#define FMHAI_TILES_FP8FWDCB_256(Y, ...) FMHAI_TILES_FP8FWDC_256(Y, __VA_ARGS__)
+#define FMHAI_TILES_FP8FWDCD_128(Y, ...) FMHAI_TILES_FP8FWDC_128(Y, __VA_ARGS__)
+#define FMHAI_TILES_FP8FWDCD_256(Y, ...) FMHAI_TILES_FP8FWDC_256(Y, __VA_ARGS__)
 
 /* Per-arch pieces of a forward row: the pipeline's name, its shared memory
  * and the blocks per SM it is built for, and the page classes a wildcard
@@ -305,12 +326,15 @@
  * tiles decode into the 16-bit slots; their descales sit in the Q tile
  * while Q is in registers). */
 #define FMHAI_FWD_SMEM_GFX9(hd, hdv, bm, bn, st, pg, vec, kv8) (((bm) + 2 * (bn)) * (hd) * 2)
-/* Hopper: the tiles (fp8: Q, K stages, V^T stages of 128-byte rows, two V
- * staging tiles), 64 bytes of TMA mbarriers and 1024 of alignment, paged: the row pages (16-bit:
+/* Hopper: the tiles (fp8: Q, K stages, V^T stages of FMHAI_VT8_ROWB(bn)
+ * bytes a d row (128-byte rows, + 64-byte rows for keys 128..191:
+ * tile/vt8_layout.h), two V staging tiles), 64 bytes of TMA mbarriers and
+ * 1024 of alignment, paged: the row pages (16-bit:
  * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
  * [3][4] fp32). */
 #define FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8)                             \
-    (((kv8) ? ((bm) + (st) * (bn) + (st) * 128 + 2 * (bn)) * (hd) : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1088 + \
+    (((kv8) ? ((bm) + (st) * (bn) + (st) * FMHAI_VT8_ROWB(bn) + 2 * (bn)) * (hd)                \
+            : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1088 +                            \
      ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0))
 /* A row's shared memory with its bias column (bias 1: a BIAS row): the
  * Hopper pipeline adds a [BM][BN] 16-bit bias slot a stage where it
@@ -454,9 +478,10 @@
       "the wgmma forward's block is 128 rows and 12 warps (hdim 64: or 192 rows and 16 warps), " \
       "2 or 3 stages")                                                                      \
     C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128) || ((hd) == 256 && (bn) == 80 && !(kv8) && !(pg)) || \
-      ((hd) == 192 && ((bn) == 80 || (bn) == 64)),                                         \
+      ((hd) == 192 && ((bn) == 80 || (bn) == 64)) || ((hd) == 128 && (bn) == 192 && (kv8) && !(pg)), \
       "the wgmma forward's key tile is 128 (hdim 64/128, 192_128) or 64 (hdim 256: O takes 128 " \
-      "registers; the contiguous forward's may be 80; hdim 192 and 192_128: 80 or 64)")    \
+      "registers; the contiguous forward's may be 80; hdim 192 and 192_128: 80 or 64; the "  \
+      "contiguous e4m3 forward at hdim 128 may take 192)")                                 \
     C(fwd90_fp8_rows, !(kv8) || (((hd) == 128 || (hd) == 256) && (st) == 3 && !(vec)),    \
       "the wgmma pipeline's fp8 rows have head dim 128 or 256, 3 stages (the load "         \
       "warpgroup issues tile j + 2 after handing tile j over) and LINEAR pages if paged")   \

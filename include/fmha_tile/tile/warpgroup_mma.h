@@ -16,6 +16,8 @@
  *            N), a 16-row k-step moves the start by 2048 bytes.
  *
  *   fmhai_wg_desc(addr, lbo, sbo)           128-byte-swizzle matrix descriptor
+ *   fmhai_wg_desc_mode(addr, lbo, sbo, m)   any swizzle mode (2: 64-byte, the
+ *                                           e4m3 V^T's second panel)
  *   fmhai_wg_desc_cmaj(addr, rows)          no-swizzle descriptor of a
  *                                           chunk-major K-major tile
  *   fmhai_wg_tile_off(r, c, rows)           byte offset of chunk c of row r
@@ -29,7 +31,7 @@
  *   fmhai_wg_fence_acc(d, n)                keeps the compiler from moving
  *                                           accumulator reads or writes across
  *                                           an asynchronous MMA
- *   fmhai_wg_mma_ss_kk_n{64,128}            d[64xN] (+)= A B^T, A and B K-major
+ *   fmhai_wg_mma_ss_kk_n{64,80,128,192}     d[64xN] (+)= A B^T, A and B K-major
  *                                           in shared memory
  *   fmhai_wg_mma_ss_tt_n{32,64}             d[64xN] (+)= A B, A and B MN-major
  *   fmhai_wg_mma_rs_n{64,128,256}           d += A B, A in registers (the
@@ -40,7 +42,8 @@
  *   fmhai_wg_gemm_abt / fmhai_wg_gemm_rs    a whole product over K of the two
  *                                           kinds above, one commit group
  *   fmhai_wg_gemm_rs8                       the register-A product in e4m3
- *                                           (B = V^T, K-major)
+ *                                           (B = V^T, K-major, one or two
+ *                                           panels: tile/vt8_layout.h)
  * The type code `ty` (is_bf16 where only 16-bit types pass) is 0
  * fp16, 1 bf16, 2 e4m3: e4m3 products are k32 and read both operands
  * K-major (wgmma has no transpose for 8-bit types).
@@ -55,13 +58,29 @@
 #define FMHA_TILE_WARPGROUP_MMA_H
 
 #include "warp_mma.h"
+#include "vt8_layout.h"
 
 #if defined(FMHA_PLATFORM_NVIDIA)
 
-FMHAI_DEVICE uint64_t fmhai_wg_desc(fmhai_smem_t addr, uint32_t lbo, uint32_t sbo)
+/* Matrix descriptor (PTX ISA, wgmma "Matrix Descriptor Format"): bits 0-13
+ * start address >> 4, 16-29 leading-dimension byte offset >> 4, 32-45
+ * stride-dimension byte offset >> 4, 49-51 base offset ((start >> 7) & 7
+ * for a start whole rows into a swizzle atom; 0 here: the starts are at most
+ * 32 bytes into an atom's first row), 62-63 the swizzle mode: 0 none, 1 128-byte,
+ * 2 64-byte, 3 32-byte. K-major with a swizzle, the LBO is not used (a
+ * k-step stays inside one swizzled row); SBO is the distance of 8-row
+ * groups: 8 rows of the swizzle's width (1024 for 128-byte rows, 512 for
+ * 64-byte ones). The swizzle XORs the address's chunk bits (4-6 with 7-9 at
+ * 128 bytes, 4-5 with 7-8 at 64) of each row, so a start moved 32 bytes
+ * into an aligned atom reads the row's next 32 bytes. */
+FMHAI_DEVICE uint64_t fmhai_wg_desc_mode(fmhai_smem_t addr, uint32_t lbo, uint32_t sbo, uint64_t mode)
 {
     return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
-           (1ull << 62);
+           (mode << 62);
+}
+FMHAI_DEVICE uint64_t fmhai_wg_desc(fmhai_smem_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return fmhai_wg_desc_mode(addr, lbo, sbo, 1);
 }
 
 /* No-swizzle descriptor of a chunk-major K-major tile (fmhai_cmaj's layout:
@@ -257,6 +276,16 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40, 56 or 32 */
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" "}"
 
 
+#define FMHAI_WG_ACC96(d) FMHAI_WG_ACC64(d), FMHAI_WG_ACC32((d + 64))
+
+#define FMHAI_WG_REGS96 \
+    "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" ", " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" ", " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95" "}"
+
 #define FMHAI_WG_ACC128(d) FMHAI_WG_ACC64(d), FMHAI_WG_ACC64((d + 64))
 
 #define FMHAI_WG_REGS128 \
@@ -334,6 +363,31 @@ FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n128(float *d, uint64_t a_desc, uint64_t b_
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " FMHAI_WG_REGS64
                      ", %64, %65, p, 1, 1, 0, 0;\n}\n"
                      : FMHAI_WG_ACC64(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+#else
+    (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)ty;
+#endif
+}
+
+/* d[64x192] (+)= A B^T, A and B K-major (the e4m3 forward's 192-key tile:
+ * S as m64n192k32, 96 accumulator registers a thread) */
+FMHAI_DEVICE void fmhai_wg_mma_ss_kk_n192(float *d, uint64_t a_desc, uint64_t b_desc, int accumulate, int ty)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    if (ty == 2)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 " FMHAI_WG_REGS96
+                     ", %96, %97, p, 1, 1;\n}\n"
+                     : FMHAI_WG_ACC96(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+    else if (ty == 1)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 " FMHAI_WG_REGS96
+                     ", %96, %97, p, 1, 1, 0, 0;\n}\n"
+                     : FMHAI_WG_ACC96(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " FMHAI_WG_REGS96
+                     ", %96, %97, p, 1, 1, 0, 0;\n}\n"
+                     : FMHAI_WG_ACC96(d) : "l"(a_desc), "l"(b_desc), "r"(accumulate));
 #else
     (void)d; (void)a_desc; (void)b_desc; (void)accumulate; (void)ty;
 #endif
@@ -474,7 +528,7 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_d
 /* acc[64 x N] = A B^T over K columns (one commit group): A is 64 rows at
  * `a` of a tile whose 64-column panels hold a_rows rows, B an N-row tile
  * (N = 64 or 128); both K-major, A in fmhai_wg_load_tile's layout, B too or,
- * b_cmaj, chunk-major (fmhai_wg_desc_cmaj). K counts 16-bit columns (32
+ * b_cmaj, chunk-major (fmhai_wg_desc_cmaj); N = 64, 80, 128 or 192 (e4m3). K counts 16-bit columns (32
  * bytes a step); e4m3 tiles (ty 2) pass their bytes / 2, each step then a
  * k32 product. */
 /* (acc_in: acc += A B^T, acc holding a start value; else acc = A B^T) */
@@ -487,7 +541,8 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fm
     for (int k = 0; k < K / 16; ++k) {
         const uint64_t oa = (uint64_t)(((k / 4) * a_rows * 128 + (k % 4) * 32) >> 4);
         const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : (k / 4) * N * 128 + (k % 4) * 32) >> 4);
-        if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0 || acc_in, ty);
+        if (N == 192) fmhai_wg_mma_ss_kk_n192(acc, da + oa, db + ob, k > 0 || acc_in, ty);
+        else if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0 || acc_in, ty);
         else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, da + oa, db + ob, k > 0 || acc_in, ty);
         else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0 || acc_in, ty);
     }
@@ -536,16 +591,25 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
 
 /* acc[64 x N] += P[64 x K] V in e4m3 (one commit group): P as K/32 register
  * fragments (wgmma's e4m3 A layout: row g and g + 8 of each warp's 16, bytes
- * 4t..4t+3 and 16 + 4t..), V as V^T [N][K] in fmhai_wg_load_tile's layout
- * (K-major, one 128-byte panel: K <= 128 keys). The fragments' byte order
- * need not be the keys' order: the V^T loader stores the keys of each k-step
- * in the order the score accumulator hands them over (fmhai_wg_vt8_transpose). */
+ * 4t..4t+3 and 16 + 4t..), V as V^T [N][K] in the layout of
+ * tile/vt8_layout.h (K-major): keys 0..127 a 128-byte-swizzled panel of
+ * 128-byte rows, k-steps 32 bytes apart in it; keys 128..191 (K = 192) a
+ * 64-byte-swizzled panel of 64-byte rows N * 128 bytes on (SBO 512: 8 rows
+ * of 64 bytes), k-steps 4 and 5 at its bytes 0 and 32. The fragments' byte
+ * order need not be the keys' order: the V^T loader stores the keys of each
+ * k-step in the order the score accumulator hands them over
+ * (fmhai_wg_vt8_transpose). */
 FMHAI_DEVICE void fmhai_wg_gemm_rs8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K)
 {
-    const uint64_t db = fmhai_wg_desc(b, 16, 1024);
+    const uint64_t d0 = fmhai_wg_desc(b, 16, 1024);
+    const uint64_t d1 = fmhai_wg_desc_mode(b + N * 128, 16, 512, 2);
 #pragma unroll
     for (int kq = 0; kq < K / 32; ++kq) {
-        const uint64_t dk = db + (uint64_t)((kq * 32) >> 4);   /* 32 keys = 32 bytes on */
+        /* the k-step's start (fmhai_vt8_kstep_start), as an offset of its
+         * panel's descriptor */
+        const int at = fmhai_vt8_kstep_start(kq, N);
+        const uint64_t dk = fmhai_vt8_kstep_width(kq) == 128 ? d0 + (uint64_t)(at >> 4)
+                                                             : d1 + (uint64_t)((at - N * 128) >> 4);
         if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, 2, 1);
         else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, 2, 1);
         else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, 2, 1);
