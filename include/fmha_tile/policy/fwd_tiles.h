@@ -138,9 +138,10 @@
  * panel of 64-byte rows (24 KB a stage), so 3 stages fit (Q 16 + 3 x (K 24
  * + V^T 24) + 2 staging tiles x 24 = 208 KB). A 192-key row in 2 stages
  * (V^T in two 128-byte panels, 232 KB for 3) measured +3-6% over 128 keys in
- * 2 stages, the third stage being worth 25-30% (bench/RESULTS.md). Not yet
- * measured in 3 stages; a build may predefine the macro (e.g. the 128-key
- * row, to compare). */
+ * 2 stages, the third stage being worth 25-30% (bench/RESULTS.md). In 3
+ * stages against 128 keys in 3 (H200, same call): 8k / 16k +5-7% without a
+ * mask, +2-6% causal; 2k +0.5%, causal -2% (the diagonal tile wastes more
+ * keys). A build may predefine the macro (e.g. the 128-key row, to compare). */
 #ifndef FMHAI_TILES_SM90A_FP8FWDC_128
 /*                                                      arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FP8FWDC_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   192,   12,     3)
