@@ -100,6 +100,38 @@ int main(void)
         CHECK(same_bh < 48 && same_off < 48 && same_hi < 48 && same_seed < 48,
               "another head, offset (either word) or seed draws other bytes");
     }
+    {   /* the byte-parallel keep decisions (fmhai_keep_flags, and the
+         * backward's gather fmhai_dropout_keep_z / _keep8) against the plain
+         * byte compare, every threshold, words from Philox plus edge bytes */
+        int ok_flags = 1, ok_keep = 1;
+        uint32_t thr, n;
+        for (thr = 1; thr < 256; ++thr) {
+            const uint32_t T = thr * 0x01010101u, Tlo = (thr & 0x7fu) * 0x01010101u;
+            for (n = 0; n < 64; ++n) {
+                uint32_t w[4], gsel, q;
+                fmhai_dropout_block(0x9e3779b97f4a7c15ull, n, thr, n, 3 * n, w);
+                if (n == 0) { w[0] = 0u; w[1] = 0xffffffffu; w[2] = thr * 0x01010101u; w[3] = (thr - 1u) * 0x01010101u; }
+                if (n == 1) { w[0] = 0x807f8180u; w[1] = 0x7f80007fu; w[2] = (thr ^ 0x80u) * 0x01000001u; w[3] = 0x01fe02fdu; }
+                for (q = 0; q < 4; ++q) {
+                    const uint32_t f = fmhai_keep_flags(w[q], T, Tlo);
+                    int k;
+                    for (k = 0; k < 4; ++k)
+                        if (((f >> (8 * k + 7)) & 1u) != (((w[q] >> (8 * k)) & 0xffu) >= thr)) ok_flags = 0;
+                }
+                for (gsel = 0; gsel < 2; ++gsel) {
+                    uint32_t want = 0, par, e, hf;
+                    for (par = 0; par < 2; ++par)
+                        for (e = 0; e < 2; ++e)
+                            for (hf = 0; hf < 2; ++hf)
+                                want |= (uint32_t)(((w[2 * par + e] >> (8 * (2 * hf + gsel))) & 0xffu) >= thr)
+                                        << (4 * par + 2 * hf + e);
+                    if (fmhai_dropout_keep8(fmhai_dropout_keep_z(w, T, Tlo), gsel) != want) ok_keep = 0;
+                }
+            }
+        }
+        CHECK(ok_flags, "keep flags of four bytes at once equal the byte compare (every threshold)");
+        CHECK(ok_keep, "the backward's byte-parallel keep bits equal the per-element rule (both key parities)");
+    }
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;
 }

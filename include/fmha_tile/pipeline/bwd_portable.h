@@ -562,29 +562,21 @@ FMHAI_DEVICE void fmhai_bwd_p_ntile(float *c, uint32_t *pk, float2 lse, const fm
 FMHAI_DEVICE uint32_t fmhai_bwd_dropout_keep(const fmhai_bwd_params *p, uint32_t bh, int i, int j, int QW)
 {
     uint64_t seed, offset;   /* dropout_rng's when given: read only where dropout runs */
-    const int g1 = j & 1;
+    const uint32_t g1 = (uint32_t)j & 1u, thr = p->dropout_thr;
+    const uint32_t T = thr * 0x01010101u, Tlo = (thr & 0x7fu) * 0x01010101u;
     uint32_t keep = 0;
     fmhai_dropout_seed_offset(p->dropout_rng, p->dropout_seed, p->dropout_offset, &seed, &offset);
 #pragma unroll 1
     for (int np0 = 0; np0 < QW / 16; np0 += 2) {
-        const int np = np0 + g1;   /* the block this lane draws */
-        uint32_t w[4], mine = 0, theirs = 0;
+        const int np = np0 + (int)g1;   /* the block this lane draws */
+        uint32_t w[4];
         fmhai_dropout_block(seed, offset, bh, (uint32_t)(i + 16 * np), (uint32_t)j, w);
-#pragma unroll
-        for (int par = 0; par < 2; ++par)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const uint32_t word = w[2 * par + e];
-#pragma unroll
-                for (int hf = 0; hf < 2; ++hf) {
-                    const int bit = 4 * par + 2 * hf + e;
-                    mine |= (uint32_t)(((word >> (8 * (2 * hf + g1))) & 0xffu) >= p->dropout_thr) << bit;
-                    theirs |= (uint32_t)(((word >> (8 * (2 * hf + 1 - g1))) & 0xffu) >= p->dropout_thr) << bit;
-                }
-            }
+        /* the 16 decisions byte-parallel (tile/philox.h): ours and the partner's 8 */
+        const uint32_t z = fmhai_dropout_keep_z(w, T, Tlo);
+        const uint32_t mine = fmhai_dropout_keep8(z, g1), theirs = fmhai_dropout_keep8(z, g1 ^ 1u);
         /* the partner's draw of block np0 + 1 - g1, this lane's bytes (bits, not a float: moved exactly) */
         const uint32_t got = __float_as_uint(fmhai_shfl_xor(__uint_as_float(theirs), 4));
-        keep |= (mine << (8 * np)) | (got << (8 * (np0 + 1 - g1)));
+        keep |= (mine << (8 * np)) | (got << (8 * (np0 + 1 - (int)g1)));
     }
     return keep;
 }

@@ -132,17 +132,6 @@ FMHAI_DEVICE uint32_t fmhai_pack_e4m3x4(float x0, float x1, float x2, float x3)
     return r;
 }
 
-/* Keep flags of four random bytes at once: the top bit of byte k is set
- * when byte k of a >= thr (T: thr in every byte, Tlo: its low 7 bits in
- * every byte). z's top bits compare the low 7 bits (a | 0x80 minus at most
- * 0x7f borrows from no other byte); the top bits of a and thr decide the
- * rest. */
-FMHAI_DEVICE uint32_t fmhai_keep_flags(uint32_t a, uint32_t T, uint32_t Tlo)
-{
-    const uint32_t z = (a | 0x80808080u) - Tlo;
-    return (a & ~T) | (~(a ^ T) & z);
-}
-
 /* The 16-bit pair of P packed from bytes k and k + 1's elements kept
  * where their flags' top bits are set: prmt replicates byte k's top bit
  * over the low half of a mask and byte k + 1's over the high half. */

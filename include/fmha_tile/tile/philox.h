@@ -103,6 +103,34 @@ FMHAI_RNG_FN void fmhai_dropout_seed_offset(const uint64_t *rng, uint64_t seed, 
     *offset_out = offset;
 }
 
+/* Keep flags of four random bytes at once: the top bit of byte k is set
+ * when byte k of a >= thr (T: thr in every byte, Tlo: its low 7 bits in
+ * every byte). z's top bits compare the low 7 bits (a | 0x80 minus at most
+ * 0x7f borrows from no other byte); the top bits of a and thr decide the
+ * rest. */
+FMHAI_RNG_FN uint32_t fmhai_keep_flags(uint32_t a, uint32_t T, uint32_t Tlo)
+{
+    const uint32_t z = (a | 0x80808080u) - Tlo;
+    return (a & ~T) | (~(a ^ T) & z);
+}
+
+/* The backward's keep bits of one call (bwd_portable.h,
+ * fmhai_bwd_dropout_keep), byte-parallel. fmhai_dropout_keep_z gathers the
+ * four words' flags into one word, byte k holding word w's decision for
+ * byte k at bit (w & 1) + 4 (w >> 1); fmhai_dropout_keep8 then takes the 8
+ * elements of key parity gsel (bytes gsel and 2 + gsel): bit 4 par + 2 hf +
+ * e = byte 2 hf + gsel of word 2 par + e kept. */
+FMHAI_RNG_FN uint32_t fmhai_dropout_keep_z(const uint32_t w[4], uint32_t T, uint32_t Tlo)
+{
+    return ((fmhai_keep_flags(w[0], T, Tlo) >> 7) & 0x01010101u) | ((fmhai_keep_flags(w[1], T, Tlo) >> 6) & 0x02020202u) |
+           ((fmhai_keep_flags(w[2], T, Tlo) >> 3) & 0x10101010u) | ((fmhai_keep_flags(w[3], T, Tlo) >> 2) & 0x20202020u);
+}
+FMHAI_RNG_FN uint32_t fmhai_dropout_keep8(uint32_t z, uint32_t gsel)
+{
+    const uint32_t y = z >> (8u * gsel);
+    return (y & 0x33u) | ((y >> 14) & 0xccu);
+}
+
 /* The keep threshold of drop probability p in [0, 1): a byte >= it is kept
  * (p is taken as threshold / 256). */
 FMHAI_RNG_FN uint32_t fmhai_dropout_threshold(float p)
