@@ -13,7 +13,8 @@
  * sum uses the unquantised P. The reference (double precision on the
  * dequantised inputs, stored * descale) does the same arithmetic in the same
  * order: the kernel's key tiles (tile_n keys) from the last visible one down,
- * the running maximum,
+ * the running maximum (hdim 256: moved only when a tile's max exceeds it by
+ * more than 2^8, the kernel's lazy max, P then in [0, 256): p8_lazy),
  * P rounded to e4m3 (round to nearest even, as cvt.rn), rescaled by
  * exp(m_tile - m_final). What is left between the two is fp32 rounding of the
  * scores and of exp2, the tensor cores' accumulation order and the bf16
@@ -266,6 +267,8 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
                     float lse, sabs_f;
                     double sabs;
                     int cc, empty;
+                    /* the hdim-256 kernel's lazy running max (FMHAI_FWD90_LAZY: 8 in log2) */
+                    rp.p8_lazy = plan.kernel->hdim == 256 ? 8.0 * 0.6931471805599453 : 0.0;
                     ref_row(&rp, b, h, i, plan.kernel->tile_n, sc, acc, ro + oo, &lse, &sabs);
                     sabs_f = (float)sabs;
                     empty = lse == -INFINITY;

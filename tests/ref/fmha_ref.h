@@ -291,6 +291,12 @@ typedef struct fmha_ref_fwd {
      * P * vs / vref, vref the largest |vs| of the key tile, as the paged
      * FP8 kernels do with per-page descales. NULL: every vs is 1. */
     const float *p8_vscale;
+    /* fmha_ref_fwd_row_p8 only: 0, the running max is each tile's; > 0
+     * (natural-log units), it moves only when a tile's max exceeds it by
+     * more than this, as the Hopper kernels' lazy max at hdim 256 does
+     * (FMHAI_FWD90_LAZY, 8 in log2 units: 8 ln 2); P is then rounded
+     * relative to the old max (P < e^p8_lazy). */
+    double p8_lazy;
 
     /* attention sinks (optional, host [nhead_q]): one more logit in every
      * row's softmax, with no value; a row that sees no key then has O = 0
@@ -494,6 +500,7 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
         const int j1 = t * tile_n + tile_n - 1 < hi ? t * tile_n + tile_n - 1 : hi;
         double mt = m, alpha, vref = 0.0;
         for (j = j0; j <= j1; j++) mt = scores[j - lo] > mt ? scores[j - lo] : mt;
+        if (p->p8_lazy > 0.0 && m != -INFINITY && mt - m <= p->p8_lazy) mt = m;   /* the max stays */
         alpha = m == -INFINITY ? 0.0 : exp(m - mt);
         for (c = 0; c < p->hdim_v; c++) o_row[c] *= alpha;
         l *= alpha;
