@@ -319,11 +319,12 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, 384);
         const int rows = rk->rows;
         if (rows < 0) break;
-        float *acc = rk->acc;
-        char *dq = rk->dq;
-        int32_t *sem = rk->sem;
+        /* the record's pointers are read where they are used, not held
+         * across the adds (slot k & 3 stays until the hand-back of step
+         * k + 2) */
         if (det) {
             if (wtid == 0) {
+                int32_t *sem = rk->sem;
                 const int need = 4 * rk->need;   /* each warp arrives */
                 while (fmhai_ld_relaxed(sem) < need) { }
                 (void)fmhai_ld_acquire(sem);
@@ -337,7 +338,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         const float *sb = sdQ + b * BM * QS + r0 * QS;
         if (c < p->d) {
             if (p->dq_direct) {
-                char *dst = dq + 2 * ((int64_t)r0 * p->dq_row + c);
+                char *dst = rk->dq + 2 * ((int64_t)r0 * p->dq_row + c);
 #pragma unroll 2
                 for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += 2 * rstep * p->dq_row) {
                     const float4 v = *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD)));
@@ -347,9 +348,10 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
                     *(uint2 *)dst = w;
                 }
             } else {
-                float *dst = acc + (int64_t)r0 * p->d + c;
+                float *dst = rk->acc + (int64_t)r0 * p->d + c;
                 const int64_t dstep = (int64_t)rstep * p->d;
-#pragma unroll 4
+                /* 2 rows in flight: at 4 the writer's 24 registers spilled */
+#pragma unroll 2
                 for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
                     fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
             }
@@ -358,7 +360,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
         if (det) {   /* each warp publishes its own adds */
             fmhai_sync_warp();
-            if (lane == 0) fmhai_add_release(sem, 1);
+            if (lane == 0) fmhai_add_release(rk->sem, 1);
         }
     }
 }
