@@ -320,8 +320,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         const int rows = rk->rows;
         if (rows < 0) break;
         /* the record's pointers are read where they are used, not held
-         * across the adds (slot k & 3 stays until the hand-back of step
-         * k + 2) */
+         * across the adds (the slot stays until the hand-back below) */
         if (det) {
             if (wtid == 0) {
                 int32_t *sem = rk->sem;
@@ -356,11 +355,12 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
                     fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
             }
         }
-        /* the buffer is read (the adds took their values at issue) */
+        int32_t *sem = det ? rk->sem : 0;
+        /* the buffer and record are read (the adds took their values at issue) */
         fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
         if (det) {   /* each warp publishes its own adds */
             fmhai_sync_warp();
-            if (lane == 0) fmhai_add_release(rk->sem, 1);
+            if (lane == 0) fmhai_add_release(sem, 1);
         }
     }
 }
