@@ -368,8 +368,12 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
 #pragma unroll 4
                     for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
                         fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
-                } else {   /* 2: at 4, 24 registers spilled */
+                } else if (QS != HD) {   /* 2: at 4, 24 registers spilled */
 #pragma unroll 2
+                    for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
+                        fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
+                } else {   /* swizzled rows: 1 */
+#pragma unroll 1
                     for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
                         fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
                 }
