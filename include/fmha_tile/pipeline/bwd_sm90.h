@@ -299,7 +299,8 @@ FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (
 /* The dQ writer's registers (setmaxnreg) by head dim; the MMA warpgroups
  * take the rest of the launch's 384 x 168: (64512 - 128 w) / 256, down to
  * a multiple of 8 (fmhai_bwd90_mma_regs). At 24 the writer's adds keep 2
- * rows in flight (4 spilled). The hdim-64 MMA side needs far fewer than
+ * rows in flight (4 spilled; 1 on swizzled rows, whose addresses left 2
+ * spilling). The hdim-64 MMA side needs far fewer than
  * 240, so FMHAI_BWD90_WRITER_REGS64 32 or 40 (MMA 232) gives that writer
  * room for 4 rows in flight, spill-free: a variant to measure. */
 #ifndef FMHAI_BWD90_WRITER_REGS64
