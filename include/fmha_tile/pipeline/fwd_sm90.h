@@ -94,12 +94,19 @@
 #define FMHAI_FWD90_BAR_PAGES 11  /* the load warpgroup's 128: a tile's page indices staged */
 #define FMHAI_FWD90_BAR_FULL1 12  /* .. 12 + stages - 1: stage landed, for MMA warpgroup 1 */
 
-/* hdim 256: the softmax's running max moves only by more than this (log2
- * units): P < 2^8 = 256 fits e4m3 (448) and the 16-bit types
- * (fmhai_fwd90_softmax; the FP8 tests' reference models it, p8_lazy) */
+/* The lazy running max (fmhai_fwd90_softmax): it moves only by more than
+ * FMHAI_FWD90_LAZY (log2 units; P < 2^8 = 256 fits e4m3's 448 and the
+ * 16-bit types; the FP8 tests' reference models it, p8_lazy), on the
+ * kernels where skipping O's rescale measured faster (H200, same call):
+ * hdim 256 (fp8 +4-7%, bf16 +1-3%) and 16-bit hdim 128 (contiguous +-1%,
+ * paged prefill +2%). fp8 hdim 128 measured -1 to -3% and hdim 64 -2% at
+ * 2k causal, so they keep the exact max; so does paged e4m3 (PDS: 2 of
+ * test_prefill's problems came out 1.27e-2 rel-L2 from the reference that
+ * models it, bound 1e-2; not yet understood). */
 #ifndef FMHAI_FWD90_LAZY
 #define FMHAI_FWD90_LAZY 8.f
 #endif
+#define FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS) (!(PDS) && ((HDV) == 256 || ((HDV) == 128 && !(FP8))))
 
 /* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
  * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
@@ -313,7 +320,7 @@ FMHAI_DEVICE fmhai_smem_t fmhai_fwd90_bias_lane(fmhai_smem_t slot, int wrow0, in
  * A fragments of the next P V. */
 FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, float *row_sum,
                                       const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
-                                      int s_q, int s_k, float slope, int t, int BN, int HDV,
+                                      int s_q, int s_k, float slope, int t, int BN, int LAZY,
                                       int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
                                       const uint32_t (*bw)[FMHAI_FWD90_MAX_BN / 8], fmhai_smem_t sbias, int BM,
                                       float scale_log2, float softcap_pre, const float *kds, float vratio)
@@ -397,19 +404,14 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
     }
 
     /* ---- online softmax (base 2) ----------------------------------------- */
-    /* oa: O's factor per row, alpha (times the V reference ratio). hdim 256
-     * (LAZY): the running max moves only when the tile's exceeds it by more
-     * than FMHAI_FWD90_LAZY in the exponent (a first finite max always
-     * does); otherwise P is taken against the old one (P < 2^LAZY: exact in
-     * fp32, within e4m3's and the 16-bit types' range) and alpha is 1, so
-     * once the max has settled O's 128 registers are not rescaled
+    /* oa: O's factor per row, alpha (times the V reference ratio). LAZY
+     * (FMHAI_FWD90_LAZY_ON): the running max moves only when the tile's
+     * exceeds it by more than FMHAI_FWD90_LAZY in the exponent (a first
+     * finite max always does); otherwise P is taken against the old one (P <
+     * 2^LAZY: exact in fp32, within e4m3's and the 16-bit types' range) and
+     * alpha is 1, so once the max has settled O is not rescaled
      * (fmhai_fwd90_rescale_pack skips the multiplies when no row of the warp
-     * moved): fp8 +4-7%, bf16 +1-3%. At hdim 128 and 64 it measured -1 to
-     * -3% (fp8) and +-1% (bf16), so they keep the exact running max. Paged
-     * e4m3 (per-key descales, kds) keeps it too: there 2 of test_prefill's
-     * problems came out 1.27e-2 rel-L2 from the reference that models the
-     * lazy max (bound 1e-2), not yet understood. */
-    const int LAZY = HDV == 256 && !kds;   /* O's width */
+     * moved). */
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         float mx = row_max[hf];
@@ -442,12 +444,12 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
 FMHAI_DEVICE void fmhai_fwd90_rescale_pack(float *acc_s, float *acc_o, uint32_t (*pa)[4], const float *oa, int t,
                                            int is_bf16, int HD, int BN, int FP8, const float *vds, float vinv)
 {
-    /* hdim 256: O (128 registers) rescaled only where a row of the warp
+    /* hdim 256 and the lazy max: O rescaled only where a row of the warp
      * moved its max (or its V reference); exact, a factor of 1 is all the
      * skipped multiplies would apply. With the lazy max (fmhai_fwd90_softmax)
-     * nearly every tile after the first few skips them. At hdim 128 the vote
-     * cost more than the 64 multiplies (fp8 -1 to -4%, bf16 +1%). */
-    if (HD < 256 || fmhai_count_lanes(oa[0] != 1.f || oa[1] != 1.f)) {
+     * nearly every tile after the first few skips them. At hdim 128 with the
+     * exact max the vote cost more than the 64 multiplies (fp8 -1 to -4%). */
+    if ((HD < 256 && !FMHAI_FWD90_LAZY_ON(HD, FP8, vds != 0)) || fmhai_count_lanes(oa[0] != 1.f || oa[1] != 1.f)) {
 #pragma unroll
         for (int dt = 0; dt < HD / 8; ++dt)
 #pragma unroll
@@ -890,6 +892,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
 #define FMHAI_FWD90_OVL(FP8, HD, BIAS) ((FP8) && (HD) == 256)
 #endif
     const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS);
+    const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS);
     /* One branch holds every product (first S, the loop, the peeled last
      * tile) and ends with wait(0): ptxas then sees no path into the epilogue
      * with a product in flight. Split over separate branches it either
@@ -907,7 +910,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_wg_wait(0);   /* S of tile 0 done */
         fmhai_wg_fence_acc(acc_s, BN / 2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, 0, BN, &vref, &vratio);
-        fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN, HDV,
+        fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN, LAZY,
                             SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
                             softcap_pre, PDS ? sDs8 : 0, vratio);
         fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, PDS ? sDs8 + BN : 0, vinv);
@@ -953,7 +956,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             fmhai_wg_fence_acc(acc_s, BN / 2);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, nbuf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
-                                BN, HDV, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
+                                BN, LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
                                 TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2, softcap_pre,
                                 PDS ? sDs8 + nbuf * 2 * BN : 0, vratio);
             if (OVL) {    /* P V of tile it done: O and P's registers are free */
