@@ -884,14 +884,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     uint32_t pa[FMHAI_FWD90_MAX_BN / 16][4];
     float oa[2];
     /* The intra-warpgroup overlap (OVL) keeps P's fragments live across
-     * the softmax. Measured on an H200 (bench/RESULTS.md) it gained only
-     * the FP8 hdim-256 kernel (+1-4%) and cost the others (bf16 hdim 256
-     * -8 to -15%, hdim 64 -3%, FP8 hdim 128 -2%), and the BIAS rows
-     * spilled 40-48 bytes with it. */
+     * the softmax. Measured on an H200 (bench/RESULTS.md, session 10: after
+     * the 192-key FP8 tiles and the lazy max) it gains the FP8 kernels
+     * (hdim 256 +1-4%, hdim 128 +1.5-2%) and bf16 hdim 64 (+1-3%), and
+     * costs bf16 hdim 128 (0 to -2%) and 256 (-12%); the BIAS rows spilled
+     * 40-48 bytes with it, the FP8 hdim-128 SOFTCAP rows 24. */
 #ifndef FMHAI_FWD90_OVL
-#define FMHAI_FWD90_OVL(FP8, HD, BIAS) ((FP8) && (HD) == 256)
+#define FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) \
+    (((FP8) && ((HD) == 256 || !(SOFTCAP))) || (!(FP8) && (HD) == 64 && !(BIAS)))
 #endif
-    const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS);
+    const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP);
     const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS);
     /* One branch holds every product (first S, the loop, the peeled last
      * tile) and ends with wait(0): ptxas then sees no path into the epilogue
