@@ -296,21 +296,6 @@ typedef struct fmhai_bwd90_rec {
  * g of a half-warp) and the writer's row reads conflict-free. */
 FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (r & 7) << 1 : 0; }
 
-/* The dQ writer's registers (setmaxnreg) by head dim; the MMA warpgroups
- * take the rest of the launch's 384 x 168: (64512 - 128 w) / 256, down to
- * a multiple of 8 (fmhai_bwd90_mma_regs). At 24 the writer's adds keep 2
- * rows in flight (4 spilled; 1 on swizzled rows, whose addresses left 2
- * spilling). The hdim-64 MMA side needs far fewer than
- * 240, so FMHAI_BWD90_WRITER_REGS64 32 or 40 (MMA 232) gives that writer
- * room for 4 rows in flight, spill-free: a variant to measure. */
-#ifndef FMHAI_BWD90_WRITER_REGS64
-#define FMHAI_BWD90_WRITER_REGS64 24
-#endif
-#if FMHAI_BWD90_WRITER_REGS64 != 24 && FMHAI_BWD90_WRITER_REGS64 != 32 && FMHAI_BWD90_WRITER_REGS64 != 40
-#error "FMHAI_BWD90_WRITER_REGS64 must be 24, 32 or 40"
-#endif
-FMHAI_DEVICE int fmhai_bwd90_writer_regs(int HD) { return HD == 64 ? FMHAI_BWD90_WRITER_REGS64 : 24; }
-FMHAI_DEVICE int fmhai_bwd90_mma_regs(int HD) { return fmhai_bwd90_writer_regs(HD) > 24 ? 232 : 240; }
 
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
  * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
@@ -320,7 +305,7 @@ FMHAI_DEVICE int fmhai_bwd90_mma_regs(int HD) { return fmhai_bwd90_writer_regs(H
  * additions is fixed and the sums are reproducible; each of its 4 warps
  * then publishes its adds with a release add (4 arrivals a tile). The MMA
  * warpgroups only wait for the writer when both buffers are full. It keeps
- * no walk state (24 registers, setmaxnreg: fmhai_bwd90_writer_regs). */
+ * no walk state (24 registers, setmaxnreg). */
 FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
                                         const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int QS,
                                         int det, int wtid)
@@ -365,11 +350,10 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
             } else {
                 float *dst = rk->acc + (int64_t)r0 * p->d + c;
                 const int64_t dstep = (int64_t)rstep * p->d;
-                if (fmhai_bwd90_writer_regs(HD) > 24) {   /* 4 rows in flight */
-#pragma unroll 4
-                    for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
-                        fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
-                } else if (QS != HD) {   /* 2: at 4, 24 registers spilled */
+                /* 2 rows in flight (4 spilled in 24 registers; giving the
+                 * hdim-64 writer 40 and 4 rows measured the same); 1 on
+                 * swizzled rows, whose addresses left 2 spilling */
+                if (QS != HD) {
 #pragma unroll 2
                     for (int r = r0; r < rows; r += rstep, sb += rstep * QS, dst += dstep)
                         fmhai_red_add_f4(dst, *(const float4 *)(sb + 4 * (pc ^ fmhai_bwd90_dq_swz(r, QS, HD))));
@@ -720,11 +704,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90_any(const fmhai_bwd_params *p, char *s
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     if (threadIdx.x >= 256) {   /* warps 8..11 */
-        fmhai_wg_setmaxnreg_dec(fmhai_bwd90_writer_regs(HD));
+        fmhai_wg_setmaxnreg_dec(24);
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, -1);
         return;
     }
-    fmhai_wg_setmaxnreg_inc(fmhai_bwd90_mma_regs(HD));
+    fmhai_wg_setmaxnreg_inc(240);
 #endif
     if (p->dropout_thr)
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, 1);

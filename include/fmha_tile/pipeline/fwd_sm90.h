@@ -442,14 +442,15 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
 }
 
 FMHAI_DEVICE void fmhai_fwd90_rescale_pack(float *acc_s, float *acc_o, uint32_t (*pa)[4], const float *oa, int t,
-                                           int is_bf16, int HD, int BN, int FP8, const float *vds, float vinv)
+                                           int is_bf16, int HD, int BN, int FP8, int LAZY, const float *vds,
+                                           float vinv)
 {
     /* hdim 256 and the lazy max: O rescaled only where a row of the warp
      * moved its max (or its V reference); exact, a factor of 1 is all the
      * skipped multiplies would apply. With the lazy max (fmhai_fwd90_softmax)
      * nearly every tile after the first few skips them. At hdim 128 with the
      * exact max the vote cost more than the 64 multiplies (fp8 -1 to -4%). */
-    if ((HD < 256 && !FMHAI_FWD90_LAZY_ON(HD, FP8, vds != 0)) || fmhai_count_lanes(oa[0] != 1.f || oa[1] != 1.f)) {
+    if ((HD < 256 && !LAZY) || fmhai_count_lanes(oa[0] != 1.f || oa[1] != 1.f)) {
 #pragma unroll
         for (int dt = 0; dt < HD / 8; ++dt)
 #pragma unroll
@@ -915,7 +916,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN, LAZY,
                             SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
                             softcap_pre, PDS ? sDs8 : 0, vratio);
-        fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, PDS ? sDs8 + BN : 0, vinv);
+        fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
         if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1, BN, g, t);
         if (FP8 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         /* tiles 0 .. n_iters - 2 issue the next tile's S and their P V in
@@ -968,7 +969,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                  * warpgroup waits only for the stages it refills) */
                 if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
             }
-            fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8,
+            fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY,
                                      PDS ? sDs8 + nbuf * 2 * BN + BN : 0, vinv);
             if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 2 - it, BN, g, t);
             /* FP8: tile it + 1's K stage and (paged) descales are free for
