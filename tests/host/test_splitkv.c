@@ -164,11 +164,23 @@ static void test_heuristic(void)
     CHECK(fmhai_splitkv_heuristic(132, 8, 3, 128) == 1, "heuristic_three_tiles_one_split");
     CHECK(fmhai_splitkv_heuristic(0, 8, 512, 128) == 1 && fmhai_splitkv_heuristic(132, 0, 512, 128) == 1,
           "heuristic_degenerate_one_split");
-    /* batch 1 x 8 KV heads, 32k keys of 128-key tiles: the best split count
-     * without an empty split is 16 (128 blocks, 97% of a wave); the fewest
-     * within 85% of that is 14 (112 blocks) */
+    /* batch 1 x 8 KV heads, 32k keys of 128-key tiles: 16 splits, 128
+     * blocks, the fullest single wave (97%; the efficiency rule alone took
+     * 14, 85%) */
     s = fmhai_splitkv_heuristic(132, 8, 256, 128);
-    CHECK(s == 14, "heuristic_b1_h8_32k_14_splits");
+    CHECK(s == 16, "heuristic_b1_h8_32k_16_splits");
+    /* e4m3 decode on 528 slots (132 SMs x 4), 32-key tiles: batch 8 x 8
+     * heads, 8k keys: 8 splits (512 blocks, 97%), not 7 (85%); batch 1, 32k
+     * keys: 64 (65 would leave a split empty) */
+    CHECK(fmhai_splitkv_heuristic(528, 64, 256, 128) == 8, "heuristic_b8_fp8_8_splits");
+    CHECK(fmhai_splitkv_heuristic(528, 8, 1024, 128) == 64, "heuristic_b1_fp8_32k_64_splits");
+    /* 16-bit decode on 264 slots (two a SM), batch 8 x 8 heads: 4 splits,
+     * one wave (97%), not 37 (nine waves, 99.7%: slower) */
+    CHECK(fmhai_splitkv_heuristic(264, 64, 256, 128) == 4, "heuristic_b8_bf16_one_wave");
+    /* a single wave under 90% full keeps the efficiency rule: 48 blocks on
+     * 132 slots, 2 splits fill 73% of one wave; 5 splits run 1.8 waves at
+     * 91%, the fewest within 85% of the best (8: 97%) */
+    CHECK(fmhai_splitkv_heuristic(132, 48, 256, 128) == 5, "heuristic_partial_wave_efficiency_rule");
     /* batch 8 x 8: 2 splits (128 blocks) */
     CHECK(fmhai_splitkv_heuristic(132, 64, 64, 128) == 2, "heuristic_b8_h8_2_splits");
     /* short KV caps the splits at half the tiles */

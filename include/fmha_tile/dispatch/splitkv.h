@@ -24,9 +24,12 @@
  *
  * The split count comes from fmhai_splitkv_heuristic (a caller may pass its
  * own, 1..FMHA_SPLITKV_MAX_SPLITS): split only while the blocks do not fill
- * the GPU's block slots, and take the fewest splits that reach 85% of the
- * best wave efficiency (blocks x splits over whole waves of slots), each
- * split keeping at least two key tiles. The decode plan passes the slots:
+ * the GPU's block slots: the most splits whose blocks still fit one wave of
+ * the slots when that wave is at least 90% full (measured on an H200: 3-9%
+ * faster than the 85%-full waves the rule below picked there, and more
+ * splits than one wave holds were slower, bench/RESULTS.md); otherwise the
+ * fewest splits that reach 85% of the best wave efficiency (blocks x splits
+ * over whole waves of slots). Each split keeps at least two key tiles. The decode plan passes the slots:
  * two blocks per SM for 16-bit KV, every slot for e4m3 KV (measured,
  * bench/RESULTS.md), then fmhai_splitkv_fill_waves adds splits to a grid
  * whose last wave of the SMs' real slots would run mostly empty.
@@ -64,6 +67,10 @@ static inline int fmhai_splitkv_heuristic(int num_sms, int blocks, int n_tiles, 
     if (max_splits > FMHA_SPLITKV_MAX_SPLITS) max_splits = FMHA_SPLITKV_MAX_SPLITS;
     if (cap > max_splits) cap = max_splits;
     if (num_sms <= 0 || blocks <= 0 || cap <= 1 || 10 * blocks >= 8 * num_sms) return 1;
+    /* the fullest single wave, when it is nearly full */
+    for (s = cap; s > 1; --s)
+        if ((int64_t)blocks * s <= num_sms && (s - 1) * ((n_tiles + s - 1) / s) < n_tiles) break;
+    if (s > 1 && 10 * (int64_t)blocks * s >= 9 * (int64_t)num_sms) return s;
     for (s = 1; s <= cap; ++s) {
         const int per = (n_tiles + s - 1) / s;
         const double waves = (double)blocks * s / num_sms;
