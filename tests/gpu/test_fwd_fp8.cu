@@ -13,8 +13,7 @@
  * sum uses the unquantised P. The reference (double precision on the
  * dequantised inputs, stored * descale) does the same arithmetic in the same
  * order: the kernel's key tiles (tile_n keys) from the last visible one down,
- * the running maximum (hdim 256: moved only when a tile's max exceeds it by
- * more than 2^8, the kernel's lazy max, P then in [0, 256): p8_lazy),
+ * the running maximum (exact; p8_lazy would model a lazy one),
  * P rounded to e4m3 (round to nearest even, as cvt.rn), rescaled by
  * exp(m_tile - m_final). What is left between the two is fp32 rounding of the
  * scores and of exp2, the tensor cores' accumulation order and the bf16
@@ -29,6 +28,10 @@
  * about 3e-2 (P's 3-bit mantissa), so a kernel whose P and V^T keys disagree
  * (a wrong key order in the transposed V) fails the rel-L2 by two orders.
  * Fully masked rows: exactly O = 0 and LSE = -inf.
+ * Peak problems (logits spread over ~100, nearly one-hot rows) also print
+ * the rel-L2 against the unrounded softmax: with the exact max a row's top
+ * key has P = 1, exact in e4m3; a lazy max (P up to 2^8) put its rounding
+ * on the whole row and failed them (1.7e-2).
  *
  * Also: the plan names the wgmma pipeline and the smallest fitting fp8 kernel
  * (d <= 128: the 128 kernel, padded); FP8 bad input (head dim not a multiple
@@ -66,6 +69,7 @@ typedef struct cfg {
     int wl, wr;
     float cap;
     int alibi, lse, descale, quick;
+    int peak;                    /* logits spread over ~100: nearly one-hot rows */
 } cfg;
 
 #define MAXCFG 64
@@ -83,6 +87,7 @@ static void add(cfg c)
     if (c.cap > 0) n += snprintf(c.name + n, sizeof(c.name) - n, "_cap");
     if (c.alibi) n += snprintf(c.name + n, sizeof(c.name) - n, "_alibi");
     if (c.lse) n += snprintf(c.name + n, sizeof(c.name) - n, "_lse");
+    if (c.peak) n += snprintf(c.name + n, sizeof(c.name) - n, "_peak");
     snprintf(c.name + n, sizeof(c.name) - n, "%s", c.descale ? "_descale" : "_nodescale");
     if (g_n < MAXCFG) g_cfgs[g_n++] = c;
 }
@@ -120,6 +125,10 @@ static void build(void)
      * that crosses 128-row query blocks mid-tile */
     c = base(1, 2, 2, 150, 191, 128); add(c);
     c = base(1, 4, 2, 1152, 1152, 128); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.quick = 1; add(c);
+    /* nearly one-hot rows (logits spread over ~100): the row's output is
+     * its top key's V times that key's P rounded to e4m3, over its exact P */
+    c = base(1, 4, 2, 200, 1500, 256); c.peak = 1; add(c);
+    c = base(1, 4, 2, 200, 1500, 128); c.peak = 1; add(c);
     {   /* group mode: lengths 0 and 1, a prefix longer than the queries */
         static const int lq[4] = { 0, 1, 130, 257 }, lk[4] = { 5, 1, 600, 257 };
         c = base(4, 4, 2, 0, 0, 128); c.group = 1; memcpy(c.lq, lq, sizeof(lq)); memcpy(c.lk, lk, sizeof(lk));
@@ -203,7 +212,7 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
     rp.batch_stride_k = rp.batch_stride_v = (int64_t)c->sk * c->hk * ld;
     rp.stride_o = (int64_t)c->hq * ldo; rp.nhead_stride_o = ldo; rp.batch_stride_o = (int64_t)c->sq * c->hq * ldo;
     rp.nhead_stride_lse = c->group ? tq : c->sq; rp.batch_stride_lse = (int64_t)c->hq * c->sq;
-    rp.scale = 0.25f / sqrtf((float)d);   /* scores of order 1-10 */
+    rp.scale = (c->peak ? 8.f : 0.25f) / sqrtf((float)d);   /* scores of order 1-10 (peak: ~100) */
     rp.logits_soft_cap = c->cap;
     rp.alibi_slopes = c->alibi ? slopes : 0;
     rp.mask_type = (int)c->mask; rp.window_left = c->wl; rp.window_right = c->wr;
@@ -252,11 +261,12 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
     TU_CUDA(cudaGetLastError());
     if (s == FMHA_OK) {
         double *sc = (double *)tu_hmalloc(sizeof(double) * ((tk > 0 ? tk : 1) + d)), *acc = sc + (tk > 0 ? tk : 1);
-        fmha_ref_err err;
+        fmha_ref_err err, err_exact;   /* err_exact (peak rows): against the unrounded softmax, printed */
         double max_abs = 0, lse_err = 0, lse_tol_worst = 0;
         int bad_pad = 0, nonfinite = 0, bad_empty = 0, bad_lse = 0;
         char first[160] = "";
         fmha_ref_err_init(&err);
+        fmha_ref_err_init(&err_exact);
         tu_download(go, dout, 2 * no);
         if (c->lse) tu_download(gl, dl, 4 * (size_t)rows_q * c->hq);
         for (b = 0; b < c->batch; b++) {
@@ -267,11 +277,17 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
                     float lse, sabs_f;
                     double sabs;
                     int cc, empty;
-                    /* the hdim-256 kernel's lazy running max (FMHAI_FWD90_LAZY: 8 in log2) */
-                    rp.p8_lazy = plan.kernel->hdim == 256 ? 8.0 * 0.6931471805599453 : 0.0;
+                    /* a lazy running max, where the build's kernels take one
+                     * (FMHAI_FWD90_LAZY_ON: none on e4m3 P by default) */
+                    rp.p8_lazy = FMHAI_FWD90_LAZY_ON(plan.kernel->hdim, 1, 0) ? 8.0 * 0.6931471805599453 : 0.0;
                     ref_row(&rp, b, h, i, plan.kernel->tile_n, sc, acc, ro + oo, &lse, &sabs);
                     sabs_f = (float)sabs;
                     empty = lse == -INFINITY;
+                    if (c->peak) {
+                        double lse_x;
+                        fmha_ref_fwd_row(&rp, b, h, i, sc, acc, &lse_x);
+                        for (cc = 0; cc < d; cc++) fmha_ref_err_add(&err_exact, bf16f(go[oo + cc]), (float)acc[cc]);
+                    }
                     for (cc = 0; cc < ldo; cc++) {
                         const uint16_t u = go[oo + cc];
                         if (cc >= d) { bad_pad += u != TU_POISON_OUT16; continue; }
@@ -292,6 +308,9 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
                 }
         }
         const double rel = fmha_ref_err_rel_l2(&err), tol_abs = ldexp(vamp, -4);
+        if (c->peak)
+            printf("# %s: rel-L2 %.2e against the kernel's P rounding, %.2e against the unrounded softmax\n", c->name,
+                   rel, fmha_ref_err_rel_l2(&err_exact));
         if (nonfinite || bad_pad || bad_empty || bad_lse || rel > 1e-2 || max_abs > tol_abs)
             tu_fail(c->name, "rel-L2 %.3g (tol 1e-2), max-abs %.3g (tol %.3g), non-finite %d, padding written %d, "
                     "masked rows not 0 %d, LSE bad %d %s", rel, max_abs, tol_abs, nonfinite, bad_pad, bad_empty,
