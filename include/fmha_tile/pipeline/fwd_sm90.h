@@ -784,7 +784,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
          * on mbarrier j % ST, phase (j / ST) % 2; barrier 0's phase 0 is
          * completed at once for tile 0 */
         const int TMA = !KV_VEC && p->tma_kv;
+        /* VECTORIZED V^T by bulk copies (fmhai_wg_load_vt_bulk) on mbarrier
+         * j % ST, phase (j / ST) % 2, for every tile but a partial one
+         * (cp.async, thread 0's plain arrival completing the phase) */
+#ifndef FMHAI_FWD90_VT_BULK
+#define FMHAI_FWD90_VT_BULK 1
+#endif
+        const int VB = FMHAI_FWD90_VT_BULK && V_KIND == FMHAI_WG_KV_VEC_VT && p->dv == HDV;
         if (TMA) fmhai_fwd90_tma_init(sBar, ST, 1, ltid);
+        if (VB) fmhai_fwd90_tma_init(sBar, ST, 0, ltid);
         if (TB) fmhai_fwd90_tma_init(sBBar, ST, 0, ltid);
         for (int j = 0; j < W.n_iters; ++j) {
             const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
@@ -798,6 +806,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                     fmhai_wg_fence_smem();
                 }
                 if (TB) fmhai_mbar_wait(sBBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
+                if (VB) fmhai_mbar_wait(sBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
             }
             if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
@@ -814,8 +823,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             } else {
                 fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
                                  p->kv_off64, K_KIND);
-                fmhai_wg_load_kv(sV + st * v_bytes, &vs, rows, jk, s_k, p->dv, HDV, BN, 128, ltid, p->page_log2,
-                                 p->kv_off64, V_KIND);
+                if (VB && jk + BN <= s_k) {
+                    fmhai_wg_load_vt_bulk(sV + st * v_bytes, &vs, rows, jk, HDV, BN, ltid, p->page_log2, p->kv_off64,
+                                          sBar + 8 * st);
+                } else {
+                    fmhai_wg_load_kv(sV + st * v_bytes, &vs, rows, jk, s_k, p->dv, HDV, BN, 128, ltid, p->page_log2,
+                                     p->kv_off64, V_KIND);
+                    if (VB && ltid == 0) fmhai_mbar_arrive(sBar + 8 * st);
+                }
             }
             fmhai_copy_commit();
             if (PAGED && j + 1 < W.n_iters) {
@@ -834,6 +849,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 fmhai_wg_fence_smem();
             }
             if (TB) fmhai_mbar_wait(sBBar + 8 * (j % ST), (j / ST) & 1);
+            if (VB) fmhai_mbar_wait(sBar + 8 * (j % ST), (j / ST) & 1);
             fmhai_fwd90_full_arrive(j % ST, NWG);
         }
         return;

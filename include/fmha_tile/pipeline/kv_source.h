@@ -31,6 +31,7 @@
 #include "../tile/smem_layout.h"
 #include "../tile/warpgroup_mma.h"
 #include "../tile/vt8_layout.h"
+#include "../tile/tma.h"           /* fmhai_bulk_load (VECTORIZED V^T) */
 #include "../kernel/fwd_params.h"
 #include "../policy/fwd_tiles.h"    /* FMHAI_PAGE_RUN */
 #include "fwd_common.h"
@@ -503,6 +504,26 @@ FMHAI_DEVICE void fmhai_wg_load_kv_vec(fmhai_smem_t dst, const fmhai_kv_src *s, 
             const int valid = dr < d ? min(max(s_k - tok, 0), 8) : 0;
             fmhai_copy_async16_part(dst + fmhai_cmaj(dr, kc, hd), g, valid * 2);
         }
+    }
+}
+
+/* VECTORIZED V of a whole key tile [tok0, tok0 + rows) as V^T by bulk
+ * copies: an 8-token group of a page is d x 16 contiguous bytes and lands
+ * as chunk column kc of the chunk-major V^T ([rows / 8][d][16 bytes]), so
+ * thread kc < rows / 8 copies group kc in one instruction (the cp.async
+ * gather took 128 threads x rows / 8 copies), counted on mbarrier bar,
+ * whose arrival thread 0 makes with the tile's bytes. d must be the tile's
+ * head dim (no zero-filled rows). */
+FMHAI_DEVICE void fmhai_wg_load_vt_bulk(fmhai_smem_t dst, const fmhai_kv_src *s, const int32_t *sPage, int tok0,
+                                        int d, int rows, int tid, int page_log2, int off64, fmhai_smem_t bar)
+{
+    const int bytes = d * 16;
+    if (tid == 0) fmhai_mbar_expect_tx(bar, rows / 8 * bytes);
+    if (tid < rows / 8) {
+        const int tok = tok0 + tid * 8;
+        const int slot = (tok & ((1 << page_log2) - 1)) >> 3;
+        fmhai_bulk_load(dst + (uint32_t)(tid * bytes), fmhai_page_at(s, s->base, sPage[tid * 8], slot, s->chunk_bytes,
+                                                                     off64), bytes, bar);
     }
 }
 

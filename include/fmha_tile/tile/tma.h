@@ -18,6 +18,9 @@
  *   fmhai_mbar_expect_tx(bar, bytes)     the issuing thread's arrival
  *   fmhai_mbar_wait(bar, parity)         until phase `parity` has completed
  *   fmhai_tma_load4(dst, map, c0..c3, bar) one box at coordinates c0..c3
+ *   fmhai_bulk_load(dst, src, bytes, bar) a contiguous run of bytes (a
+ *                                        multiple of 16, both ends 16-byte
+ *                                        aligned), no tensor map
  *
  * Everything here is NVIDIA sm_90a only; elsewhere the functions are empty.
  */
@@ -79,6 +82,16 @@ FMHAI_DEVICE void fmhai_tma_load4(fmhai_smem_t dst, const void *map, int c0, int
                  :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
 #else
     (void)dst; (void)map; (void)c0; (void)c1; (void)c2; (void)c3; (void)bar;
+#endif
+}
+
+FMHAI_DEVICE void fmhai_bulk_load(fmhai_smem_t dst, const void *src, int bytes, fmhai_smem_t bar)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+#else
+    (void)dst; (void)src; (void)bytes; (void)bar;
 #endif
 }
 
