@@ -162,9 +162,14 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     const int box = a->page_size < k->tile_n ? a->page_size : k->tile_n;
     const int64_t pages = a->num_total_pages > 0 ? a->num_total_pages : ((int64_t)1 << 31) - 1;
     p->tma_kv = 0;
-    if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_BATCH_PREFILL ||
-        a->kv_layout != FMHA_KV_LAYOUT_LINEAR || a->page_size < FMHAI_TMA_MIN_PAGE || a->batch <= 0)
+    if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_BATCH_PREFILL || a->batch <= 0) return;
+    /* VECTORIZED pages: no map, V^T by bulk copies where the TMA unit may
+     * be used (not with FMHA_TILE_TMA=0: every copy cp.async) */
+    if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) {
+        p->tma_kv = a->kv_dtype != FMHA_DTYPE_FP8 && fmhai_tma_encoder() != 0;
         return;
+    }
+    if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR || a->page_size < FMHAI_TMA_MIN_PAGE) return;
     if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, a->page_size, a->nhead_k, pages, p->k_row, p->k_head,
                             p->k_page, box) ||
         fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->d, a->page_size, a->nhead_k, pages, p->v_row, p->v_head,

@@ -80,7 +80,9 @@ typedef struct fmhai_fwd_params {
     float softcap_post_log2;     /* cap * log2(e)      (soft cap on) */
     /* Hopper contiguous forward: TMA tensor maps of K and V (CUtensorMap,
      * dims (d, rows, nhead_k, batch), boxes of 128 bytes x tile_n rows;
-     * dispatch/tma.h), valid when tma_kv is set; else cp.async copies */
+     * dispatch/tma.h), valid when tma_kv is set; else cp.async copies.
+     * Batch prefill over VECTORIZED pages: no maps, tma_kv set when V^T
+     * may take bulk copies */
     int tma_kv;
     /* dropout (contiguous forward, portable pipeline): keep a P element
      * whose Philox byte >= dropout_thr (0: no dropout), scaled by
