@@ -154,7 +154,9 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
  * min(page_size, tile_n) rows. Smaller pages gather faster with cp.async
  * (H100, hdim 128: page 16 by TMA 432 TFLOPS, 16 boxes of 2 KB a tile,
  * against 459 gathered; page 32 480 against 462, page 64 492 against 464). */
+#ifndef FMHAI_TMA_MIN_PAGE
 #define FMHAI_TMA_MIN_PAGE 32
+#endif
 static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fmha_batch_prefill_args *a,
                                              fmhai_fwd_params *p)
 {
