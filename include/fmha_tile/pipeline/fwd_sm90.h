@@ -139,7 +139,7 @@ FMHAI_DEVICE void fmhai_fwd90_full_arrive(int s, int NWG)
     }
 }
 
-/* e4m3 of four floats, byte i from x_i (saturating; P < 2^FMHAI_FWD90_LAZY < 448) */
+/* e4m3 of four floats, byte i from x_i (saturating; P <= 1: the e4m3 kernels keep the exact max) */
 FMHAI_DEVICE uint32_t fmhai_pack_e4m3x4(float x0, float x1, float x2, float x3)
 {
     uint32_t r;
@@ -413,7 +413,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
      * (FMHAI_FWD90_LAZY_ON): the running max moves only when the tile's
      * exceeds it by more than FMHAI_FWD90_LAZY in the exponent (a first
      * finite max always does); otherwise P is taken against the old one (P <
-     * 2^LAZY: exact in fp32, within e4m3's and the 16-bit types' range) and
+     * 2^LAZY: exact in fp32, within the 16-bit types' range) and
      * alpha is 1, so once the max has settled O is not rescaled
      * (fmhai_fwd90_rescale_pack skips the multiplies when no row of the warp
      * moved). */
