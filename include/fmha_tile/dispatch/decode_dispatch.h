@@ -146,6 +146,10 @@ static inline fmha_status fmhai_decode_launch(const fmha_decode_plan *plan, cons
     if (st != FMHA_OK) return st;
     if (a->batch == 0) return FMHA_OK;
     fmhai_decode_make_params(a, e->info.tile_m, plan->num_splits, &p);
+    /* VECTORIZED 16-bit pages: V^T by bulk copies where the TMA unit may be
+     * used (the kernel's sm_90 code; FMHA_TILE_TMA=0: cp.async) */
+    p.tma_kv = a->is_paged && a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED && a->kv_dtype != FMHA_DTYPE_FP8 &&
+               fmhai_tma_unit_ok();
     st = fmhai_appendkv_launch(a, &p, stream);   /* new rows and rotary first */
     if (st != FMHA_OK) return st;
     if (p.q_rope) p.q = p.q_rope;               /* the attention reads the rotated queries */

@@ -71,6 +71,10 @@ static inline fmhai_tma_encode_fn fmhai_tma_encoder(void)
     return fn;
 }
 
+/* Whether kernels may use the TMA unit (bulk copies without a map too):
+ * the encoder was found and FMHA_TILE_TMA is not 0. */
+static inline int fmhai_tma_unit_ok(void) { return fmhai_tma_encoder() != 0; }
+
 /* One operand, 4-D (d, rows, nhead_k, batch): base, strides in elements of
  * eb bytes, boxes of 128 bytes x tile_n rows. 0 when encoded. */
 static inline int fmhai_tma_encode_kv(uint64_t *map, const void *base, int eb, int d, int64_t rows,
@@ -168,7 +172,7 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     /* VECTORIZED pages: no map, V^T by bulk copies where the TMA unit may
      * be used (not with FMHA_TILE_TMA=0: every copy cp.async) */
     if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) {
-        p->tma_kv = a->kv_dtype != FMHA_DTYPE_FP8 && fmhai_tma_encoder() != 0;
+        p->tma_kv = a->kv_dtype != FMHA_DTYPE_FP8 && fmhai_tma_unit_ok();
         return;
     }
     if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR || a->page_size < FMHAI_TMA_MIN_PAGE) return;
@@ -245,6 +249,7 @@ static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_b
 }
 
 #else
+static inline int fmhai_tma_unit_ok(void) { return 0; }
 static inline void fmhai_bwd_tma_prepare(const fmha_kernel_info *k, const fmha_bwd_args *a, fmhai_bwd90_params *P)
 {
     (void)k; (void)a;

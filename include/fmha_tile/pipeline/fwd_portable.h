@@ -292,6 +292,23 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
     const int F8S = KV8 && ST == 1;
     const int SPLIT = (ST == 1) && !KV8;
     const int STE = F8S ? 2 : ST;             /* ring depth for tile indices */
+    /* Decode over VECTORIZED pages on sm_90 (tma_kv: the TMA unit may be
+     * used): V^T by bulk copies (fmhai_issue_v), slot s counted on mbarrier
+     * s after the page staging (sScale's place; fp8 KV is LINEAR only) and
+     * waited with the loop top's copy wait */
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    const int VBK = DEC && KV_VEC && !KV8 && !SPLIT && p->tma_kv && p->dv == HDV;
+#else
+    const int VBK = 0;
+#endif
+    const fmhai_smem_t sVBar = fmhai_smem_addr(smem + extra0);
+#if defined(FMHA_PLATFORM_NVIDIA)
+    if (VBK) {
+        if (tid == 0)
+            for (int s = 0; s < ST; ++s) fmhai_mbar_init(sVBar + 8 * s, 1);
+        __syncthreads();
+    }
+#endif
     /* split schedule: K[it+1] is issued before the softmax (more overlap) when
      * registers allow; with 32 rows per warp, after it (only P live then) */
     const int K_EARLY = (MT == 1);
@@ -342,8 +359,8 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
             fmhai_issue_kv(sK + s * kv_tile_bytes, sK8 + s * kv8_tile_bytes, &ksrc, 0, n, s_k, p->d,
                            HD, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
             if (!SPLIT)
-                fmhai_issue_kv(sV + s * v_tile_bytes, sV8 + s * kv8_tile_bytes, &vsrc, 1, n, s_k,
-                               p->dv, HDV, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8);
+                fmhai_issue_v(sV + s * v_tile_bytes, sV8 + s * kv8_tile_bytes, &vsrc, n, s_k, p->dv, HDV, BN, NT,
+                              tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8, VBK, sVBar + 8 * s);
         }
         if (STAGE_RUNS && !SPLIT && s + STE - 1 < n_iters)
             fmhai_stage_runs(sRunA + ((s + STE - 1) & 3) * 32, &ksrc, n_hi - s - STE, BN, tid,
@@ -433,6 +450,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
         const int buf = it % ST, kbuf = it % STE;
         fmhai_copy_wait(SPLIT ? 0 : STE - 2);
         __syncthreads();
+#if defined(FMHA_PLATFORM_NVIDIA)
+        if (VBK) fmhai_mbar_wait(sVBar + 8 * buf, (it / ST) & 1);   /* V^T of tile it landed */
+#endif
         if (it == 0 && Q_IN_REGS) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -468,9 +488,9 @@ FMHAI_DEVICE void fmhai_fwd_portable(const fmhai_fwd_params *p, char *smem,
                     fmhai_issue_kv(sK + kslot * kv_tile_bytes, sK8 + kslot * kv8_tile_bytes,
                                    &ksrc, 0, nn, s_k, p->d, HD, BN, NT, tid, PAGING, p->page_log2,
                                    p->kv_off64, KV_VEC, KV8);
-                fmhai_issue_kv(sV + slot * v_tile_bytes, sV8 + kslot * kv8_tile_bytes, &vsrc,
-                               1, nn, s_k, p->dv, HDV, BN, NT, tid, PAGING, p->page_log2, p->kv_off64,
-                               KV_VEC, KV8);
+                fmhai_issue_v(sV + slot * v_tile_bytes, sV8 + kslot * kv8_tile_bytes, &vsrc, nn, s_k, p->dv,
+                              HDV, BN, NT, tid, PAGING, p->page_log2, p->kv_off64, KV_VEC, KV8, VBK,
+                              sVBar + 8 * slot);
             }
             /* class 3: the run indices of the tile issued STE - 1 tiles later
              * (split: K[it+1] in the middle of this tile, then V[it+1]) */

@@ -732,6 +732,45 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
     fmhai_vt8_panel128(dst, stage, bn, hd, bn > 128 ? 128 : bn, tid);
     if (bn > 128) fmhai_vt8_panel64(dst + hd * 128, stage + 128 * 128, bn, hd, tid);
 }
+/* The portable decode's VECTORIZED V tile n (whole: its keys below s_k) as
+ * V^T by bulk copies, as fmhai_wg_load_vt_bulk: group kc of 8 tokens (d x
+ * 16 contiguous bytes of its page, fmhai_vec_at) into chunk column kc of the
+ * chunk-major V^T, issued by thread kc < bn / 8, thread 0 announcing the
+ * tile's bytes on bar. The slot was last read by ldmatrix (the generic
+ * proxy): the issuing threads fence those reads off from the copies (the
+ * async proxy), behind the barrier that ended them. */
+FMHAI_DEVICE void fmhai_block_load_vt_bulk(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int d, int bn, int tid,
+                                           int paging, int page_log2, int off64, fmhai_smem_t bar)
+{
+    const int bytes = d * 16;
+    if (tid < bn / 8) {
+        fmhai_wg_fence_smem();
+        if (tid == 0) fmhai_mbar_expect_tx(bar, bn / 8 * bytes);
+        fmhai_bulk_load(dst + (uint32_t)(tid * bytes), fmhai_vec_at(s, paging, tid * 8, n * bn, page_log2, off64, 1),
+                        bytes, bar);
+    }
+}
 #endif /* FMHA_PLATFORM_NVIDIA */
+
+/* V tile n of the portable pipeline into its slot: with vbk (the decode's
+ * VECTORIZED V^T on sm_90, mbarrier bar a slot) a whole tile by bulk copies
+ * and a partial one by cp.async with thread 0's plain arrival completing
+ * the barrier's phase; else as fmhai_issue_kv. */
+FMHAI_DEVICE void fmhai_issue_v(fmhai_smem_t dst16, fmhai_smem_t dst8, const fmhai_kv_src *s, int n, int s_k, int d,
+                                int hd, int bn, int nthreads, int tid, int paging, int page_log2, int off64, int vec,
+                                int kv8, int vbk, fmhai_smem_t bar)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+    if (vbk && (n + 1) * bn <= s_k) {
+        fmhai_block_load_vt_bulk(dst16, s, n, d, bn, tid, paging, page_log2, off64, bar);
+        return;
+    }
+    fmhai_issue_kv(dst16, dst8, s, 1, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, vec, kv8);
+    if (vbk && tid == 0) fmhai_mbar_arrive(bar);
+#else
+    (void)vbk; (void)bar;
+    fmhai_issue_kv(dst16, dst8, s, 1, n, s_k, d, hd, bn, nthreads, tid, paging, page_log2, off64, vec, kv8);
+#endif
+}
 
 #endif /* FMHA_TILE_PIPELINE_KV_SOURCE_H */

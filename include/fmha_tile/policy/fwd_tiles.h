@@ -387,13 +387,14 @@
  * int64; class 3, the staged run page indices [4][8] int32 (4 tiles in
  * flight at most, 8 runs of a 128-key tile); fp8 KV (whose e4m3 K and V
  * tiles take the 16-bit slots), the per-page descales [4][K,V][bn] fp32 and
- * the query rows' scales [bm] fp32. */
+ * the query rows' scales [bm] fp32; VECTORIZED pages, the V^T stages'
+ * mbarriers [4] (the decode's bulk copies). */
 #define FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st) \
     ((bm) * FMHAI_ROWB(hd) + (st) * (bn) * (FMHAI_ROWB(hd) + FMHAI_ROWB(hdv)))
 #define FMHAI_PAGE_SMEM_BYTES(paging, bn) ((paging) == 1 ? 32 * (bn) : (paging) == 3 ? 4 * 8 * 4 : 0)
 #define FMHAI_KERNEL_SMEM_BYTES(hd, hdv, bm, bn, st, pg, vec, kv8)                            \
     (FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st) + FMHAI_PAGE_SMEM_BYTES(FMHAI_PAGING(pg, bn), bn) + \
-     ((kv8) ? 32 * (bn) + 4 * (bm) : 0))
+     ((kv8) ? 32 * (bn) + 4 * (bm) : (vec) ? 32 : 0))
 
 /* Batch prefill reuses the forward tile rows; a wildcard page column expands
  * into these page-size classes, per family. A kernel built for page size P
