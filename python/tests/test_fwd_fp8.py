@@ -7,8 +7,8 @@ per-tensor descales 0.5 / 0.37 / 1.9 (1-element float32 tensors, one of them
 0-dim) or none. The references get stored * descale.
 
 The kernel rounds each key tile's P (relative to the running row maximum, the
-tiles from the last visible one down, the exact running maximum: lazy_of
-is 0 for every e4m3 kernel) to e4m3 before P V; the row sum uses
+tiles from the last visible one down, against the exact running maximum)
+to e4m3 before P V; the row sum uses
 the unrounded P. reference_p8() does the same arithmetic in float64 with the
 plan's tile_n, so O must be within the bf16 tolerance (rel-L2 1e-2). The
 exact softmax (test_attention.reference, float32) is about 3e-2 away from a
@@ -63,15 +63,12 @@ def descale_tensors(on):
 
 
 def reference_p8(q, k, v, tile_n, causal=False, window=(-1, -1), softcap=0.0, alibi=None,
-                 scale=None, vscale=None, lazy=0.0):
+                 scale=None, vscale=None):
     """float64, the kernel's P rounding (module docstring). q [b, s_q, h, d], k/v
     [b, s_k, h_k, d] real values -> O [b, s_q, h, d], LSE [b, h, s_q] and the
     LSE tolerance [b, h, s_q]. vscale [b, s_k, h_k] (optional): each key's V
     descale (paged fp8 with per-page descales), which scales P before its
-    rounding over the largest |vscale| of the key tile, as the kernel does.
-    lazy > 0 (natural-log units): the running max moves only when a tile's
-    exceeds it by more than this, as the contiguous hdim-256 kernel's lazy
-    max does (lazy_of)."""
+    rounding over the largest |vscale| of the key tile, as the kernel does."""
     b, s_q, h, d = q.shape
     s_k, hk = k.shape[1], k.shape[2]
     if scale is None:
@@ -98,8 +95,6 @@ def reference_p8(q, k, v, tile_n, causal=False, window=(-1, -1), softcap=0.0, al
     for t in reversed(range((s_k + tile_n - 1) // tile_n)):
         st = s[..., t * tile_n:(t + 1) * tile_n]
         mt = torch.maximum(m, st.amax(dim=-1, keepdim=True))
-        if lazy > 0:   # the max stays unless it grows by more than lazy
-            mt = torch.where(torch.isfinite(m) & (mt - m <= lazy), m, mt)
         base = torch.where(torch.isinf(mt), torch.zeros_like(mt), mt)   # no key yet: P = 0
         alpha = torch.exp(m - base)
         p = torch.exp(st - base)
@@ -120,19 +115,11 @@ def reference_p8(q, k, v, tile_n, causal=False, window=(-1, -1), softcap=0.0, al
     return o.transpose(1, 2).float(), lse.float(), lse_tol.float()
 
 
-def lazy_of(plan):
-    """The kernel's lazy running max in natural-log units; 0: the exact max,
-    which every e4m3 kernel keeps (FMHAI_FWD90_LAZY_ON: a lazy max rounds a
-    row's top P, up to 2^8, to e4m3, and a nearly one-hot row's output with
-    it)."""
-    return 0.0
-
-
 def check_fp8(o, lse, q, k, v, plan, **kw):
-    """o, lse of the kernel against reference_p8 (the plan's tile_n, its lazy
-    max) and the exact reference, on the real values q, k, v."""
+    """o, lse of the kernel against reference_p8 (the plan's tile_n) and the
+    exact reference, on the real values q, k, v."""
     assert o.dtype == BF16 and torch.isfinite(o).all(), "non-finite or not bf16 output"
-    ref_o, ref_lse, lse_tol = reference_p8(q, k, v, plan["tile"][1], lazy=lazy_of(plan), **kw)
+    ref_o, ref_lse, lse_tol = reference_p8(q, k, v, plan["tile"][1], **kw)
     err = rel_l2(o, ref_o)
     assert err <= TOL[BF16], "rel-L2 %.3e against the P-rounding reference (tol %.0e)" % (err, TOL[BF16])
     exact_o, _ = reference(q, k, v, kw.get("causal", False), kw.get("window", (-1, -1)),

@@ -788,10 +788,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
          * TMA unit may be used) on mbarrier j % ST, phase (j / ST) % 2, for
          * every tile but a partial one (cp.async, thread 0's plain arrival
          * completing the phase) */
-#ifndef FMHAI_FWD90_VT_BULK
-#define FMHAI_FWD90_VT_BULK 1
-#endif
-        const int VB = FMHAI_FWD90_VT_BULK && V_KIND == FMHAI_WG_KV_VEC_VT && p->tma_kv && p->dv == HDV;
+        const int VB = V_KIND == FMHAI_WG_KV_VEC_VT && p->tma_kv && p->dv == HDV;
         if (TMA) fmhai_fwd90_tma_init(sBar, ST, 1, ltid);
         if (VB) fmhai_fwd90_tma_init(sBar, ST, 0, ltid);
         if (TB) fmhai_fwd90_tma_init(sBBar, ST, 0, ltid);

@@ -507,24 +507,34 @@ FMHAI_DEVICE void fmhai_wg_load_kv_vec(fmhai_smem_t dst, const fmhai_kv_src *s, 
     }
 }
 
-/* VECTORIZED V of a whole key tile [tok0, tok0 + rows) as V^T by bulk
- * copies: an 8-token group of a page is d x 16 contiguous bytes and lands
- * as chunk column kc of the chunk-major V^T ([rows / 8][d][16 bytes]), so
- * thread kc < rows / 8 copies group kc in one instruction (the cp.async
- * gather took 128 threads x rows / 8 copies), counted on mbarrier bar,
- * whose arrival thread 0 makes with the tile's bytes. d must be the tile's
- * head dim (no zero-filled rows). */
+/* VECTORIZED V of a whole key tile as V^T by bulk copies: an 8-token group
+ * of a page is d x 16 contiguous bytes (src, this thread's group) and lands
+ * as chunk column kc of the chunk-major V^T ([groups][d][16 bytes]), so
+ * thread kc < groups copies group kc in one instruction (the cp.async
+ * gather took d copies a group), counted on mbarrier bar, whose arrival
+ * thread 0 makes with the tile's bytes. d must be the tile's head dim (no
+ * zero-filled rows). fence: the slot was last read through the generic
+ * proxy (ldmatrix), which the issuing threads order before the copies. */
+FMHAI_DEVICE void fmhai_vt_bulk(fmhai_smem_t dst, const char *src, int d, int groups, int tid, int fence,
+                                fmhai_smem_t bar)
+{
+    const int bytes = d * 16;
+    if (tid >= groups) return;
+    if (fence) fmhai_wg_fence_smem();
+    if (tid == 0) fmhai_mbar_expect_tx(bar, groups * bytes);
+    fmhai_bulk_load(dst + (uint32_t)(tid * bytes), src, bytes, bar);
+}
+
+/* The Hopper load warpgroup's: tile [tok0, tok0 + rows), the groups' pages
+ * from the staged row pages (the stage was last read by wgmma) */
 FMHAI_DEVICE void fmhai_wg_load_vt_bulk(fmhai_smem_t dst, const fmhai_kv_src *s, const int32_t *sPage, int tok0,
                                         int d, int rows, int tid, int page_log2, int off64, fmhai_smem_t bar)
 {
-    const int bytes = d * 16;
-    if (tid == 0) fmhai_mbar_expect_tx(bar, rows / 8 * bytes);
-    if (tid < rows / 8) {
-        const int tok = tok0 + tid * 8;
-        const int slot = (tok & ((1 << page_log2) - 1)) >> 3;
-        fmhai_bulk_load(dst + (uint32_t)(tid * bytes), fmhai_page_at(s, s->base, sPage[tid * 8], slot, s->chunk_bytes,
-                                                                     off64), bytes, bar);
-    }
+    const char *src = s->base;
+    if (tid < rows / 8)
+        src = fmhai_page_at(s, s->base, sPage[tid * 8], ((tok0 + tid * 8) & ((1 << page_log2) - 1)) >> 3,
+                            s->chunk_bytes, off64);
+    fmhai_vt_bulk(dst, src, d, rows / 8, tid, 0, bar);
 }
 
 /* Key tile [tok0, tok0 + rows) of K or V into dst by nthreads threads
@@ -732,23 +742,14 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
     fmhai_vt8_panel128(dst, stage, bn, hd, bn > 128 ? 128 : bn, tid);
     if (bn > 128) fmhai_vt8_panel64(dst + hd * 128, stage + 128 * 128, bn, hd, tid);
 }
-/* The portable decode's VECTORIZED V tile n (whole: its keys below s_k) as
- * V^T by bulk copies, as fmhai_wg_load_vt_bulk: group kc of 8 tokens (d x
- * 16 contiguous bytes of its page, fmhai_vec_at) into chunk column kc of the
- * chunk-major V^T, issued by thread kc < bn / 8, thread 0 announcing the
- * tile's bytes on bar. The slot was last read by ldmatrix (the generic
- * proxy): the issuing threads fence those reads off from the copies (the
- * async proxy), behind the barrier that ended them. */
+/* The portable decode's: tile n, the groups' pages by fmhai_vec_at (the
+ * slot was last read by ldmatrix, behind the barrier before this issue) */
 FMHAI_DEVICE void fmhai_block_load_vt_bulk(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int d, int bn, int tid,
                                            int paging, int page_log2, int off64, fmhai_smem_t bar)
 {
-    const int bytes = d * 16;
-    if (tid < bn / 8) {
-        fmhai_wg_fence_smem();
-        if (tid == 0) fmhai_mbar_expect_tx(bar, bn / 8 * bytes);
-        fmhai_bulk_load(dst + (uint32_t)(tid * bytes), fmhai_vec_at(s, paging, tid * 8, n * bn, page_log2, off64, 1),
-                        bytes, bar);
-    }
+    const char *src = s->base;
+    if (tid < bn / 8) src = fmhai_vec_at(s, paging, tid * 8, n * bn, page_log2, off64, 1);
+    fmhai_vt_bulk(dst, src, d, bn / 8, tid, 1, bar);
 }
 #endif /* FMHA_PLATFORM_NVIDIA */
 
