@@ -69,7 +69,10 @@
 
 #include "bench_force.h"
 
+/* a build may predefine the set (a tuning or profiling build of a few rows) */
+#ifndef BENCH_SET
 #define BENCH_SET(X) FMHA_DEFAULT_FWD_SET(X) FMHA_DEFAULT_FWD_FP8_SET(X)
+#endif
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_SET)
 /* the set the bench selects from: bench_set, or its --kernel copy */
 static const fmha_kernel_set *g_set = &bench_set;

@@ -8,7 +8,9 @@
  * independence from row order, the "closest kernel" message, JSON export,
  * the batch prefill page classes of the default set, the FP8 (e4m3)
  * forward's rows, selection and validation, and the backward's dq_dk_dv
- * choice for dropout (the portable pipeline in place of the wgmma one).
+ * choice for dropout (the portable pipeline in place of the wgmma one),
+ * and the Hopper forward's launch order (every block once; under a causal
+ * mask longest first within L2-sized groups).
  * Last line: "N passed, M failed".
  */
 #include <stdio.h>
@@ -1011,6 +1013,69 @@ static void test_json(void)
           "json fields: tile, pipeline, arch");
 }
 
+/* The Hopper forward's launch order (fmhai_fwd_block_map): every (tile,
+ * head, entry) exactly once for any grid and group size; with groups, the
+ * pairs of a group are consecutive and its tiles start from the last down;
+ * and the group size a call gets (fmhai_fwd_lpt_pairs). */
+static void test_launch_order(void)
+{
+    static const int Ms[] = { 1, 2, 5, 16 }, Hs[] = { 1, 3, 16 }, Bs[] = { 1, 2, 7 };
+    int bad = 0, cases = 0;
+    for (int mi = 0; mi < 4; ++mi)
+        for (int hi = 0; hi < 3; ++hi)
+            for (int bi = 0; bi < 3; ++bi) {
+                const int M = Ms[mi], H = Hs[hi], B = Bs[bi], P = H * B;
+                const int Gs[] = { 0, 1, 2, 5, P, P + 3 };
+                for (int gi = 0; gi < 6; ++gi) {
+                    static unsigned char seen[16 * 16 * 7];
+                    const int G = Gs[gi];
+                    int prev_m = M, prev_group = -1;
+                    memset(seen, 0, sizeof(seen));
+                    for (int lin = 0; lin < M * P; ++lin) {
+                        int m, h, b;
+                        fmhai_fwd_block_map(lin, M, H, P, G, &m, &h, &b);
+                        if (m < 0 || m >= M || h < 0 || h >= H || b < 0 || b >= B || seen[(b * H + h) * M + m]++) {
+                            bad = 1;
+                            continue;
+                        }
+                        if (G > 0) {   /* tiles never grow inside a group; pairs stay in their group */
+                            const int group = (b * H + h) / G;
+                            if (group == prev_group && m > prev_m) bad = 1;
+                            if (group < prev_group) bad = 1;
+                            prev_group = group;
+                            prev_m = m;
+                        }
+                    }
+                    ++cases;
+                }
+            }
+    printf("# launch order: %d grids\n", cases);
+    CHECK(!bad, "launch order: every grid covers each block once, longest first in its group");
+
+    {
+        fmhai_fwd_params p;
+        fmha_fwd_args a = good_args();
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs == 0, "launch order: no mask keeps pair after pair");
+        a.mask_type = FMHA_MASK_TOP_LEFT; a.window_left = -1; a.window_right = 0;
+        fmhai_fwd_make_params(&a, 128, &p);
+        printf("# causal 1000 keys: groups of %d pairs\n", p.lpt_pairs);
+        CHECK(p.lpt_pairs == 16, "launch order: causal, K/V within the L2: one group of all 16 pairs");
+        a.seqlen_q = a.seqlen_k = 64 * 1024;
+        fmhai_fwd_make_params(&a, 128, &p);
+        /* 64k keys x 256 columns x 2 bytes = 32 MB a KV head, shared by 4 query heads */
+        printf("# causal 64k keys: groups of %d pairs\n", p.lpt_pairs);
+        CHECK(p.lpt_pairs == 4, "launch order: causal 64k keys: groups of the 4 query heads of a KV head");
+        a.window_left = 128;
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs == 0, "launch order: a sliding window keeps pair after pair");
+        a.window_left = -1;
+        a.is_group_mode = 1; a.max_seqlen_q = 1000;
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs == 0, "launch order: group mode keeps pair after pair");
+    }
+}
+
 int main(void)
 {
     test_expansion();
@@ -1024,6 +1089,7 @@ int main(void)
     test_head_dims();
     test_hdim_rule();
     test_json();
+    test_launch_order();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

@@ -34,6 +34,8 @@ typedef struct fmhai_fwd_params {
     int d;                       /* problem head dim of Q and K (<= kernel head dim) */
     int dv;                      /* of V and O (<= d; the kernel's V width) */
     int m_blocks;                /* grid.x */
+    int lpt_pairs;               /* Hopper forward: (batch, head) pairs a launch-order
+                                    group (fmhai_fwd_block_of); 0: pair after pair */
     int mask_kind;               /* fmha_mask_type */
     int window_left, window_right;
     /* paged KV (batch prefill); k_row/v_row are then token strides within a
@@ -107,5 +109,35 @@ typedef struct fmhai_fwd_params {
     FMHAI_ALIGN64 uint64_t tma_v[16];
     FMHAI_ALIGN64 uint64_t tma_b[16];
 } fmhai_fwd_params;
+
+/* The Hopper forward's launch order (fmhai_fwd_block_of): the block of
+ * linear index lin (x fastest over the grid (M query tiles, H heads,
+ * batch), P = H x batch pairs) takes query tile *m of head *h of entry *b.
+ * G <= 0: pair after pair, each pair's tiles from the last down; G > 0:
+ * groups of G pairs, each group tile index by tile index from the last, so
+ * that every pair's longest tile starts before any pair's shorter one.
+ * Host and device (host tests check it is a bijection). */
+#if defined(__HIP__) || defined(__CUDACC__)
+#  define FMHAI_FWD_HD static inline __host__ __device__
+#else
+#  define FMHAI_FWD_HD static inline
+#endif
+FMHAI_FWD_HD void fmhai_fwd_block_map(int lin, int M, int H, int P, int G, int *m, int *h, int *b)
+{
+    int base, gs, r, pair;
+    if (G <= 0) {
+        *m = M - 1 - lin % M;
+        *h = lin / M % H;
+        *b = lin / M / H;
+        return;
+    }
+    base = lin / (G * M) * G;
+    gs = P - base < G ? P - base : G;
+    r = lin - base * M;
+    pair = base + r % gs;
+    *m = M - 1 - r / gs;
+    *h = pair % H;
+    *b = pair / H;
+}
 
 #endif /* FMHA_TILE_FWD_PARAMS_H */

@@ -3,6 +3,8 @@
  * Hopper wgmma, fwd_sm90.h; contiguous forward and batch prefill alike):
  * which query rows and keys a block owns.
  *
+ *   fmhai_fwd_block_of the query tile and (head, batch entry) of a block,
+ *                      in launch order (longest first, L2-sized groups)
  *   fmhai_fwd_seq_of   a batch entry's query rows and key count: batch mode,
  *                      group mode (seqstart arrays), or a paged KV cache read
  *                      through its SGLang 1-D or vLLM 2-D page table
@@ -24,6 +26,22 @@
 
 #define FMHAI_FWD_MAX_HD 256
 #define FMHAI_FWD_MAX_BN 128
+
+/* The query tile and (head, batch entry) of this block of the grid
+ * (m_blocks, heads, batch), blocks taken in the order they start (their
+ * linear index, x fastest). Without lpt_pairs, each (batch, head) pair's
+ * query tiles from the last (under a causal mask the longest) down, pair
+ * after pair. With lpt_pairs (causal-type masks, fmhai_fwd_lpt_pairs):
+ * groups of lpt_pairs pairs, inside a group every pair's last tile, then
+ * every pair's tile before it, and so on: the longest tiles start first
+ * and the short ones fill the last wave (longest processing time first),
+ * while a group's K/V stays within the L2 (fmhai_fwd_block_map). */
+FMHAI_DEVICE void fmhai_fwd_block_of(const fmhai_fwd_params *p, int *m_block, int *h, int *b)
+{
+    const int M = p->m_blocks, H = (int)gridDim.y;
+    fmhai_fwd_block_map((int)blockIdx.x + M * ((int)blockIdx.y + H * (int)blockIdx.z), M, H, H * (int)gridDim.z,
+                        p->lpt_pairs, m_block, h, b);
+}
 
 /* Batch entry b: its query rows [q_start, q_start + s_q) and s_k keys; in
  * batch mode b_eff = b selects the batch stride, in group mode and for paged

@@ -4,7 +4,8 @@
  * The portable pipeline's algorithm (fwd_portable.h: one block per query
  * tile, key tiles from the last visible one down so the masked tiles come
  * first, online softmax in base 2, P kept in registers) with both products
- * on warpgroup MMAs. A block owns BM query rows: MMA warpgroups of 64 rows
+ * on warpgroup MMAs. Under a causal mask (batch mode) the blocks start
+ * longest tile first across L2-sized groups of heads (fmhai_fwd_block_of). A block owns BM query rows: MMA warpgroups of 64 rows
  * each (two, BM = 128; warp w of a warpgroup holds rows 16w..16w+15 in the
  * mma.sync accumulator layout, so the score and softmax code is the
  * portable one's) and a load warpgroup that fills a ring of K/V stages with
@@ -116,6 +117,11 @@
 /* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
  * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
  * (FP8 rows have two MMA warpgroups: TURN + 2 is free). */
+#ifndef FMHAI_FWD90_LOAD_REGS
+#define FMHAI_FWD90_LOAD_REGS(NWG, PDS, HD, FP8) ((NWG) == 3 ? 32 : (PDS) ? 56 : 40)
+#define FMHAI_FWD90_MMA_REGS(NWG, PDS, HD, FP8) ((NWG) == 3 ? 160 : (PDS) ? 224 : 232)
+#endif
+
 FMHAI_DEVICE int fmhai_fwd90_bar_kempty(int s) { return s == 0 ? 9 : s == 1 ? 10 : 15; }
 
 /* Stage s landed. With two MMA warpgroups each waits on its own barrier
@@ -170,12 +176,12 @@ FMHAI_DEVICE uint32_t fmhai_keep2(uint32_t pair, uint32_t flags, int k)
  * last 16 keys: each its own call). The decision is the portable
  * pipeline's and the reference's, element for element. Seed and offset are
  * read here (from dropout_rng: an L1 hit), not held across the loop. */
-FMHAI_DEVICE void fmhai_fwd90_drop_flags(uint32_t (*fl)[2], const fmhai_fwd_params *p, int row, int n, int BN,
-                                         int g, int t)
+FMHAI_DEVICE void fmhai_fwd90_drop_flags(uint32_t (*fl)[2], const fmhai_fwd_params *p, uint32_t bh, int row, int n,
+                                         int BN, int g, int t)
 {
     uint64_t seed, offset;
     fmhai_dropout_seed_offset(p->dropout_rng, p->dropout_seed, p->dropout_offset, &seed, &offset);
-    const uint32_t bh = blockIdx.z * (uint32_t)p->nhead_q + blockIdx.y, thr = p->dropout_thr;
+    const uint32_t thr = p->dropout_thr;
     /* the key made opaque here: else its ten round keys, the same every
      * tile, are hoisted out of the key loop and held in registers */
     uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) + (uint32_t)(offset >> 32) };
@@ -228,11 +234,11 @@ FMHAI_DEVICE void fmhai_fwd90_drop_apply(uint32_t (*pa)[4], const uint32_t (*fl)
  * earlier, while the warpgroup waited for the tile's S, measured 2-5%
  * slower: the rounds compete for the schedulers with the other warpgroup's
  * softmax either way, and the 16 flag words stayed live across the wait.) */
-FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params *p, int row, int n, int BN, int g,
-                                      int t)
+FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params *p, uint32_t bh, int row, int n,
+                                      int BN, int g, int t)
 {
     uint32_t fl[FMHAI_FWD90_MAX_BN / 16][2];
-    fmhai_fwd90_drop_flags(fl, p, row, n, BN, g, t);
+    fmhai_fwd90_drop_flags(fl, p, bh, row, n, BN, g, t);
     fmhai_fwd90_drop_apply(pa, fl, BN);
 }
 
@@ -626,8 +632,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     (void)NW;
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
-    const int m_block = p->m_blocks - 1 - (int)blockIdx.x;   /* long rows first */
-    const int h = (int)blockIdx.y, b = (int)blockIdx.z;
+    int m_block, h, b;
+    fmhai_fwd_block_of(p, &m_block, &h, &b);   /* long rows first */
     fmhai_fwd_seq S;
     fmhai_fwd_seq_of(p, b, PAGED, 0, &S);
     const int s_q = S.s_q, s_k = S.s_k, q_start = S.q_start, b_eff = S.b_eff;
@@ -674,7 +680,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : PDS ? 56 : 40);
+        fmhai_wg_setmaxnreg_dec(FMHAI_FWD90_LOAD_REGS(NWG, PDS, HD, FP8));
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
         if (FP8) {
@@ -852,7 +858,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : PDS ? 224 : 232);
+    fmhai_wg_setmaxnreg_inc(FMHAI_FWD90_MMA_REGS(NWG, PDS, HD, FP8));
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns */
     float row_max[2], row_sum[2];
@@ -936,7 +942,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                             SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
                             softcap_pre, PDS ? sDs8 : 0, vratio);
         fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
-        if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 1, BN, g, t);
+        if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 1, BN, g, t);
         if (FP8 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         /* tiles 0 .. n_iters - 2 issue the next tile's S and their P V in
          * their turn; the last tile (peeled: wgmma issued under a branch
@@ -990,7 +996,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             }
             fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY,
                                      PDS ? sDs8 + nbuf * 2 * BN + BN : 0, vinv);
-            if (DROP) fmhai_fwd90_dropout(pa, p, m0 + row0, W.n_hi - 2 - it, BN, g, t);
+            if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 2 - it, BN, g, t);
             /* FP8: tile it + 1's K stage and (paged) descales are free for
              * tile it + 1 + ST */
             if (FP8 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
