@@ -1073,6 +1073,31 @@ static void test_launch_order(void)
         a.is_group_mode = 1; a.max_seqlen_q = 1000;
         fmhai_fwd_make_params(&a, 128, &p);
         CHECK(p.lpt_pairs == 0, "launch order: group mode keeps pair after pair");
+        a = good_args();   /* non-causal with a bias broadcast over the heads */
+        a.bias = (const void *)0x50000; a.bias_dtype = FMHA_DTYPE_BF16;
+        a.stride_bias = 1000; a.nhead_stride_bias = 0; a.batch_stride_bias = 0;
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs == 0, "launch order: a shared bias within the L2 keeps pair after pair");
+        a.seqlen_q = a.seqlen_k = a.stride_bias = 8192;
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs > 1, "launch order: a shared bias past the L2 takes groups");
+        a.nhead_stride_bias = (int64_t)8192 * 8192;
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs == 0, "launch order: a bias per head keeps pair after pair");
+    }
+    {   /* the backward's units a group (fmhai_bwd_lpt_units) */
+        fmhai_bwd_params q;
+        memset(&q, 0, sizeof(q));
+        q.seqlen_q = 2048; q.head_ratio = 1; q.d = q.hdv = 128;
+        q.mask_kind = FMHA_MASK_TOP_LEFT; q.window_left = -1; q.window_right = 0;
+        /* 2048 rows x (2 x 128 x 2 + 128 x 4) bytes = 2 MB a unit: 16 in 32 MB */
+        CHECK(fmhai_bwd_lpt_units(&q, 128, 0) == 16, "launch order: backward causal, groups of 16 units");
+        CHECK(fmhai_bwd_lpt_units(&q, 8, 0) == 8, "launch order: backward, at most every unit");
+        CHECK(fmhai_bwd_lpt_units(&q, 128, 1) == 0, "launch order: backward group mode keeps unit after unit");
+        q.deterministic = 1;
+        CHECK(fmhai_bwd_lpt_units(&q, 128, 0) == 0, "launch order: deterministic backward keeps unit after unit");
+        q.deterministic = 0; q.mask_kind = FMHA_MASK_NONE;
+        CHECK(fmhai_bwd_lpt_units(&q, 128, 0) == 0, "launch order: backward without a mask keeps unit after unit");
     }
 }
 

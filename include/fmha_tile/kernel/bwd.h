@@ -152,6 +152,22 @@ static inline int fmhai_bwd_det_rows(int64_t units, int gx, int sms, int masked)
     return (int)((units + rounds - 1) / rounds);
 }
 
+/* Non-deterministic dq_dk_dv in batch mode under a causal-type mask (keys
+ * up to a right bound, none on the left: key tile 0 sees the most query
+ * tiles): units (KV head, entry) a launch-order group (fmhai_bwd_block_of),
+ * as many as keep their Q, dO and dQ sums (s_q rows of each of head_ratio
+ * query heads) within the forward's L2 budget (FMHAI_FWD_LPT_L2); 0 (unit
+ * after unit) otherwise. */
+static inline int fmhai_bwd_lpt_units(const fmhai_bwd_params *p, int64_t units, int group_mode)
+{
+    int64_t bytes, g;
+    if (p->deterministic || group_mode || p->dq_direct || units <= 1) return 0;
+    if (p->mask_kind == FMHA_MASK_NONE || p->window_left >= 0 || p->window_right < 0) return 0;
+    bytes = (int64_t)(p->seqlen_q > 1 ? p->seqlen_q : 1) * p->head_ratio * ((int64_t)(p->d + p->hdv) * 2 + p->d * 4);
+    g = (int64_t)FMHAI_FWD_LPT_L2 / bytes;
+    return (int)(g < 1 ? 1 : g > units ? units : g);
+}
+
 /* One key tile per sequence: dq_dk_dv writes dQ itself, no workspace. */
 static inline int fmhai_bwd_dq_direct(const fmha_bwd_traits *t, int tile_n)
 {

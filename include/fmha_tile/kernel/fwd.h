@@ -196,15 +196,19 @@ static inline void fmhai_params_mask_scale(fmhai_fwd_params *p, fmha_mask_type m
 #define FMHAI_FWD_LPT_L2 (32 << 20)
 #endif
 
-/* The Hopper forward's launch-order groups (fmhai_fwd_block_of; batch mode)
- * under a causal-type mask (keys up to a right bound, none on the left: a query
- * tile's work grows with its index): (batch, head) pairs whose K/V (s_k
- * keys, esize bytes an element, shared by head_ratio query heads) fits
- * FMHAI_FWD_LPT_L2 bytes. 0 (pair after pair) without such a mask. */
-static inline int fmhai_fwd_lpt_pairs(const fmhai_fwd_params *p, int pairs, int s_k, int esize)
+/* The Hopper forward's launch-order groups (fmhai_fwd_block_of; batch mode):
+ * (batch, head) pairs whose K/V (s_k keys, esize bytes an element, shared
+ * by head_ratio query heads) fits FMHAI_FWD_LPT_L2 bytes, under a
+ * causal-type mask (keys up to a right bound, none on the left: a query
+ * tile's work grows with its index), or with bias_shared (an elementwise
+ * bias broadcast over the heads and larger than that budget: the heads of
+ * a group then read each bias tile at about the same time, once from
+ * DRAM). 0 (pair after pair) otherwise. */
+static inline int fmhai_fwd_lpt_pairs(const fmhai_fwd_params *p, int pairs, int s_k, int esize, int bias_shared)
 {
     int64_t kv, g;
-    if (p->mask_kind == FMHA_MASK_NONE || p->window_left >= 0 || p->window_right < 0 || pairs <= 1) return 0;
+    const int causal = p->mask_kind != FMHA_MASK_NONE && p->window_left < 0 && p->window_right >= 0;
+    if ((!causal && !bias_shared) || pairs <= 1) return 0;
     kv = (int64_t)(s_k > 1 ? s_k : 1) * (p->d + p->dv) * esize;
     g = (int64_t)FMHAI_FWD_LPT_L2 * p->head_ratio / kv;
     return (int)(g < 1 ? 1 : g > pairs ? pairs : g);
@@ -250,8 +254,13 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     /* batch mode only: in group mode the key counts are on the device, and
      * a group sized without them measured 3% slower (hdim 128 causal prefill
      * shape: more pairs at once than the L2 holds) */
-    if (!a->is_group_mode)
-        p->lpt_pairs = fmhai_fwd_lpt_pairs(p, a->batch * a->nhead_q, a->seqlen_k, a->dtype == FMHA_DTYPE_FP8 ? 1 : 2);
+    if (!a->is_group_mode) {
+        const int bias_shared = a->bias && a->nhead_stride_bias == 0 && a->nhead_q > 1 &&
+                                (int64_t)a->seqlen_q * a->seqlen_k * fmhai_bias_esize(a->bias_dtype) >
+                                    (int64_t)FMHAI_FWD_LPT_L2;
+        p->lpt_pairs = fmhai_fwd_lpt_pairs(p, a->batch * a->nhead_q, a->seqlen_k, a->dtype == FMHA_DTYPE_FP8 ? 1 : 2,
+                                           bias_shared);
+    }
 }
 
 #endif /* FMHA_TILE_KERNEL_FWD_H */

@@ -215,7 +215,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
                                                   (int64_t)hk * p->v_head);
 
     int32_t *pend = 0;   /* deterministic, thread 0: counter of the last dQ adds, not yet published */
-    for (int x = (int)blockIdx.x; x < n_tiles; x += (int)gridDim.x) {
+    for (int x = fmhai_bwd_x0(p); x < n_tiles; x += (int)gridDim.x) {
         fmhai_bwd_tile T;   /* the query tiles that can see a key of this tile, in sweep order */
         fmhai_bwd_tile_of(p, &s, x, n_tiles, U->rev, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
         const int n = T.n, j0 = T.j0, split = T.split, n_m = T.n_m, m_dir = T.m_dir, m_first = T.m_first;

@@ -585,11 +585,45 @@ FMHAI_DEVICE uint32_t fmhai_bwd_dropout_keep(const fmhai_bwd_params *p, uint32_t
  * unit u is KV head u % nhead_k of entry u / nhead_k. One unit per block
  * from grid y and z, or (unit_rows) grid y rows of blocks that keep their
  * key tile from unit to unit: row y takes units y, y + unit_rows, ... */
+/* The first key tile column and the unit of a one-unit block (grid x key
+ * tiles, y KV heads, z entries), in the order blocks start (linear index,
+ * x fastest): unit after unit, or (lpt_units, causal-type masks) in groups
+ * of lpt_units units, every unit's key tile 0 (under such a mask the one
+ * with the most query tiles) first, then every unit's tile 1, and so on
+ * (fmhai_fwd_block_map; the forward's longest-first order). */
+FMHAI_DEVICE void fmhai_bwd_block_of(const fmhai_bwd_params *p, int *x, int *u)
+{
+    const int nhk = p->nhead_q / p->head_ratio, GX = (int)gridDim.x, GY = (int)gridDim.y;
+    int m, h, b;
+    if (p->lpt_units <= 0) {
+        *x = (int)blockIdx.x;
+        *u = (int)blockIdx.y + nhk * (int)blockIdx.z;
+        return;
+    }
+    fmhai_fwd_block_map((int)blockIdx.x + GX * ((int)blockIdx.y + GY * (int)blockIdx.z), GX, GY, GY * (int)gridDim.z,
+                        p->lpt_units, &m, &h, &b);
+    *x = GX - 1 - m;
+    *u = h + nhk * b;
+}
+
+/* The first key tile column of this block's walk (fmhai_bwd_block_of). */
+FMHAI_DEVICE int fmhai_bwd_x0(const fmhai_bwd_params *p)
+{
+    int x, u;
+    if (p->unit_rows > 0) return (int)blockIdx.x;
+    fmhai_bwd_block_of(p, &x, &u);
+    return x;
+}
+
 FMHAI_DEVICE int fmhai_bwd_unit_at(const fmhai_bwd_params *p, int i)
 {
     const int nhk = p->nhead_q / p->head_ratio, units = nhk * p->batch;
-    int u;
-    if (p->unit_rows <= 0) return i == 0 ? (int)blockIdx.y + nhk * (int)blockIdx.z : -1;
+    int u, x;
+    if (p->unit_rows <= 0) {
+        if (i != 0) return -1;
+        fmhai_bwd_block_of(p, &x, &u);
+        return u;
+    }
     u = (int)blockIdx.y + i * p->unit_rows;
     return u < units ? u : -1;
 }
@@ -807,7 +841,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                                                   (int64_t)hk * p->v_head);
 
     int32_t *pend = 0;   /* deterministic, thread 0: counter of the last dQ adds, not yet published */
-    for (int x = (int)blockIdx.x; x < n_tiles; x += (int)gridDim.x) {
+    for (int x = fmhai_bwd_x0(p); x < n_tiles; x += (int)gridDim.x) {
         fmhai_bwd_tile T;   /* the query tiles that can see a key of this tile, in sweep order */
         fmhai_bwd_tile_of(p, &s, x, n_tiles, U->rev, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
         const int n = T.n, j0 = T.j0, split = T.split, n_m = T.n_m, m_dir = T.m_dir, m_first = T.m_first;

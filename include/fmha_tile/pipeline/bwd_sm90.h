@@ -435,7 +435,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                                                   (int64_t)hk * p->k_head);
     const char *v_seq = (const char *)p->v + 2 * ((int64_t)s.b_eff * p->v_batch + (int64_t)s.k_start * p->v_row +
                                                   (int64_t)hk * p->v_head);
-    for (int x = (int)blockIdx.x; x < n_tiles; x += (int)gridDim.x) {
+    for (int x = fmhai_bwd_x0(p); x < n_tiles; x += (int)gridDim.x) {
         fmhai_bwd_tile T;
         fmhai_bwd_tile_of(p, &s, x, n_tiles, U.rev, BM, BN, DET, masked, c_lo, c_hi, BIG, &T);
         const int n = T.n, j0 = T.j0;
