@@ -117,6 +117,10 @@
 /* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
  * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
  * (FP8 rows have two MMA warpgroups: TURN + 2 is free). */
+/* The register split of the warpgroups (setmaxnreg): the load warpgroup's
+ * and each MMA warpgroup's count, keeping the block's launch total
+ * (fmhai_wg_setmaxnreg_inc). A build may predefine both (hdim 256 at 240 /
+ * 24 measured no faster: bench/RESULTS.md, session 12). */
 #ifndef FMHAI_FWD90_LOAD_REGS
 #define FMHAI_FWD90_LOAD_REGS(NWG, PDS, HD, FP8) ((NWG) == 3 ? 32 : (PDS) ? 56 : 40)
 #define FMHAI_FWD90_MMA_REGS(NWG, PDS, HD, FP8) ((NWG) == 3 ? 160 : (PDS) ? 224 : 232)
