@@ -581,10 +581,6 @@ FMHAI_DEVICE uint32_t fmhai_bwd_dropout_keep(const fmhai_bwd_params *p, uint32_t
     return keep;
 }
 
-/* The i-th (KV head, batch entry) unit a block walks, or -1 past its last;
- * unit u is KV head u % nhead_k of entry u / nhead_k. One unit per block
- * from grid y and z, or (unit_rows) grid y rows of blocks that keep their
- * key tile from unit to unit: row y takes units y, y + unit_rows, ... */
 /* The first key tile column and the unit of a one-unit block (grid x key
  * tiles, y KV heads, z entries), in the order blocks start (linear index,
  * x fastest): unit after unit, or (lpt_units, causal-type masks) in groups
@@ -615,6 +611,10 @@ FMHAI_DEVICE int fmhai_bwd_x0(const fmhai_bwd_params *p)
     return x;
 }
 
+/* The i-th (KV head, batch entry) unit a block walks, or -1 past its last;
+ * unit u is KV head u % nhead_k of entry u / nhead_k. One unit per block
+ * from grid y and z, or (unit_rows) grid y rows of blocks that keep their
+ * key tile from unit to unit: row y takes units y, y + unit_rows, ... */
 FMHAI_DEVICE int fmhai_bwd_unit_at(const fmhai_bwd_params *p, int i)
 {
     const int nhk = p->nhead_q / p->head_ratio, units = nhk * p->batch;

@@ -31,7 +31,8 @@
  * (m_blocks, heads, batch), blocks taken in the order they start (their
  * linear index, x fastest). Without lpt_pairs, each (batch, head) pair's
  * query tiles from the last (under a causal mask the longest) down, pair
- * after pair. With lpt_pairs (causal-type masks, fmhai_fwd_lpt_pairs):
+ * after pair. With lpt_pairs (causal-type masks, a large bias shared by
+ * the heads: fmhai_fwd_lpt_pairs):
  * groups of lpt_pairs pairs, inside a group every pair's last tile, then
  * every pair's tile before it, and so on: the longest tiles start first
  * and the short ones fill the last wave (longest processing time first),

@@ -5,7 +5,8 @@
  * tile, key tiles from the last visible one down so the masked tiles come
  * first, online softmax in base 2, P kept in registers) with both products
  * on warpgroup MMAs. Under a causal mask (batch mode) the blocks start
- * longest tile first across L2-sized groups of heads (fmhai_fwd_block_of). A block owns BM query rows: MMA warpgroups of 64 rows
+ * longest tile first across L2-sized groups of heads (fmhai_fwd_block_of).
+ * A block owns BM query rows: MMA warpgroups of 64 rows
  * each (two, BM = 128; warp w of a warpgroup holds rows 16w..16w+15 in the
  * mma.sync accumulator layout, so the score and softmax code is the
  * portable one's) and a load warpgroup that fills a ring of K/V stages with
@@ -114,9 +115,6 @@
 #define FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS) (!(FP8) && ((HDV) == 256 || (HDV) == 128))
 #endif
 
-/* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
- * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
- * (FP8 rows have two MMA warpgroups: TURN + 2 is free). */
 /* The register split of the warpgroups (setmaxnreg): the load warpgroup's
  * and each MMA warpgroup's count, keeping the block's launch total
  * (fmhai_wg_setmaxnreg_inc). A build may predefine both (hdim 256 at 240 /
@@ -126,6 +124,9 @@
 #define FMHAI_FWD90_MMA_REGS(NWG, PDS, HD, FP8) ((NWG) == 3 ? 160 : (PDS) ? 224 : 232)
 #endif
 
+/* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
+ * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
+ * (FP8 rows have two MMA warpgroups: TURN + 2 is free). */
 FMHAI_DEVICE int fmhai_fwd90_bar_kempty(int s) { return s == 0 ? 9 : s == 1 ? 10 : 15; }
 
 /* Stage s landed. With two MMA warpgroups each waits on its own barrier
