@@ -44,6 +44,10 @@
 #include <string.h>
 #include <time.h>
 
+/* Small launch-order groups (fmhai_fwd_lpt_pairs, fmhai_bwd_lpt_units): the
+ * causal batch-mode problems here walk several groups, the last one partial
+ * (the default 32 MB would put these small problems in one group). */
+#define FMHAI_FWD_LPT_L2 (256 << 10)
 #include "fmha_tile.h"
 #include "test_util.h"
 #include "../ref/fmha_ref.h"
