@@ -219,6 +219,11 @@ $(BUILD)/bench/tune_fwd: bench/tune_fwd.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) $< -o $@ $(T1)
 
+# the Hopper forward's products alone at the hdim-256 shapes (sm_90a only)
+$(BUILD)/bench/wgmma_rate: bench/wgmma_rate.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC90) $< -o $@ $(T1)
+
 # ---- shared library (C ABI) and the C program that links it -------------------
 # The library is built from several units side by side (make -j): the main
 # unit src/fmha_tile_lib.cu defines FMHA_TILE_BUILD_SHARED (the API functions
