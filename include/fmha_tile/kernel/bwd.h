@@ -156,16 +156,15 @@ static inline int fmhai_bwd_det_rows(int64_t units, int gx, int sms, int masked)
  * up to a right bound, none on the left: key tile 0 sees the most query
  * tiles): units (KV head, entry) a launch-order group (fmhai_bwd_block_of),
  * as many as keep their Q, dO and dQ sums (s_q rows of each of head_ratio
- * query heads) within the forward's L2 budget (FMHAI_FWD_LPT_L2); 0 (unit
- * after unit) otherwise. */
+ * query heads) within the L2 budget (fmhai_lpt_group); 0 (unit after
+ * unit) otherwise. */
 static inline int fmhai_bwd_lpt_units(const fmhai_bwd_params *p, int64_t units, int group_mode)
 {
-    int64_t bytes, g;
     if (p->deterministic || group_mode || p->dq_direct || units <= 1) return 0;
-    if (p->mask_kind == FMHA_MASK_NONE || p->window_left >= 0 || p->window_right < 0) return 0;
-    bytes = (int64_t)(p->seqlen_q > 1 ? p->seqlen_q : 1) * p->head_ratio * ((int64_t)(p->d + p->hdv) * 2 + p->d * 4);
-    g = (int64_t)FMHAI_FWD_LPT_L2 / bytes;
-    return (int)(g < 1 ? 1 : g > units ? units : g);
+    if (!fmhai_lpt_causal(p->mask_kind, p->window_left, p->window_right)) return 0;
+    return fmhai_lpt_group((int64_t)(p->seqlen_q > 1 ? p->seqlen_q : 1) * p->head_ratio *
+                               ((int64_t)(p->d + p->hdv) * 2 + p->d * 4),
+                           units);
 }
 
 /* One key tile per sequence: dq_dk_dv writes dQ itself, no workspace. */

@@ -196,22 +196,33 @@ static inline void fmhai_params_mask_scale(fmhai_fwd_params *p, fmha_mask_type m
 #define FMHAI_FWD_LPT_L2 (32 << 20)
 #endif
 
-/* The Hopper forward's launch-order groups (fmhai_fwd_block_of; batch mode):
- * (batch, head) pairs whose K/V (s_k keys, esize bytes an element, shared
- * by head_ratio query heads) fits FMHAI_FWD_LPT_L2 bytes, under a
- * causal-type mask (keys up to a right bound, none on the left: a query
- * tile's work grows with its index), or with bias_shared (an elementwise
- * bias broadcast over the heads and larger than that budget: the heads of
- * a group then read each bias tile at about the same time, once from
- * DRAM). 0 (pair after pair) otherwise. */
+/* Launch-order groups (fmhai_fwd_block_map), forward and backward: a mask
+ * of causal type (keys up to a right bound, none on the left) gives the
+ * first or last tile of each pair or unit the most work ... */
+static inline int fmhai_lpt_causal(int mask_kind, int window_left, int window_right)
+{
+    return mask_kind != FMHA_MASK_NONE && window_left < 0 && window_right >= 0;
+}
+
+/* ... and a group holds as many of the units as keep unit_bytes each
+ * within FMHAI_FWD_LPT_L2 (at least one, at most all of them). */
+static inline int fmhai_lpt_group(int64_t unit_bytes, int64_t units)
+{
+    const int64_t g = (int64_t)FMHAI_FWD_LPT_L2 / (unit_bytes > 1 ? unit_bytes : 1);
+    return (int)(g < 1 ? 1 : g > units ? units : g);
+}
+
+/* The Hopper forward's groups (fmhai_fwd_block_of; batch mode): (batch,
+ * head) pairs, each with its share of a KV head's K/V (s_k keys, esize
+ * bytes an element, shared by head_ratio query heads), under a
+ * causal-type mask, or with bias_shared (an elementwise bias broadcast
+ * over the heads and larger than the budget: the heads of a group then
+ * read each bias tile at about the same time, once from DRAM). 0 (pair
+ * after pair) otherwise. */
 static inline int fmhai_fwd_lpt_pairs(const fmhai_fwd_params *p, int pairs, int s_k, int esize, int bias_shared)
 {
-    int64_t kv, g;
-    const int causal = p->mask_kind != FMHA_MASK_NONE && p->window_left < 0 && p->window_right >= 0;
-    if ((!causal && !bias_shared) || pairs <= 1) return 0;
-    kv = (int64_t)(s_k > 1 ? s_k : 1) * (p->d + p->dv) * esize;
-    g = (int64_t)FMHAI_FWD_LPT_L2 * p->head_ratio / kv;
-    return (int)(g < 1 ? 1 : g > pairs ? pairs : g);
+    if ((!fmhai_lpt_causal(p->mask_kind, p->window_left, p->window_right) && !bias_shared) || pairs <= 1) return 0;
+    return fmhai_lpt_group((int64_t)(s_k > 1 ? s_k : 1) * (p->d + p->dv) * esize / p->head_ratio, pairs);
 }
 
 static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmhai_fwd_params *p)

@@ -115,15 +115,6 @@
 #define FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS) (!(FP8) && ((HDV) == 256 || (HDV) == 128))
 #endif
 
-/* The register split of the warpgroups (setmaxnreg): the load warpgroup's
- * and each MMA warpgroup's count, keeping the block's launch total
- * (fmhai_wg_setmaxnreg_inc). A build may predefine both (hdim 256 at 240 /
- * 24 measured no faster: bench/RESULTS.md, session 12). */
-#ifndef FMHAI_FWD90_LOAD_REGS
-#define FMHAI_FWD90_LOAD_REGS(NWG, PDS, HD, FP8) ((NWG) == 3 ? 32 : (PDS) ? 56 : 40)
-#define FMHAI_FWD90_MMA_REGS(NWG, PDS, HD, FP8) ((NWG) == 3 ? 160 : (PDS) ? 224 : 232)
-#endif
-
 /* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
  * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
  * (FP8 rows have two MMA warpgroups: TURN + 2 is free). */
@@ -685,7 +676,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec(FMHAI_FWD90_LOAD_REGS(NWG, PDS, HD, FP8));
+        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : PDS ? 56 : 40);
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
         if (FP8) {
@@ -863,7 +854,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(FMHAI_FWD90_MMA_REGS(NWG, PDS, HD, FP8));
+    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : PDS ? 224 : 232);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns */
     float row_max[2], row_sum[2];
