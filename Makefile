@@ -224,6 +224,11 @@ $(BUILD)/bench/wgmma_rate: bench/wgmma_rate.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) $< -o $@ $(T1)
 
+# bench_fwd with the Hopper forward's timeline hooks: cycles per phase of a key tile (sm_90a only)
+$(BUILD)/bench/fwd_trace: bench/fwd_trace.cu bench/bench_fwd.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)
+
 # ---- shared library (C ABI) and the C program that links it -------------------
 # The library is built from several units side by side (make -j): the main
 # unit src/fmha_tile_lib.cu defines FMHA_TILE_BUILD_SHARED (the API functions

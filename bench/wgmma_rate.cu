@@ -1,6 +1,6 @@
 /*
  * wgmma_rate: the throughput of the Hopper forward's two products on their
- * own, at the shapes the hdim-256 kernel issues, to tell a product bound by
+ * own, at the shapes the hdim-256 and e4m3 hdim-128 kernels issue, to tell a product bound by
  * the tensor cores from one bound by shared-memory reads.
  *
  * One block per SM (208 KB of shared memory), two warpgroups, each looping
@@ -10,6 +10,9 @@
  *   PV k80 / k128:         O += P V, P from registers (RS), V K x 256
  *                          read MN-major
  *   S+PV n80:              one of each, then a wait for both (the kernel's turn)
+ *   e4m3 hdim 128:         S n192 over k 128 (SS), P V k192 (RS, V^T as
+ *                          tile/vt8_layout.h lays it), and one of each
+ *   bf16 hdim 128:         S n128 + P V k128, one of each
  * The operands are whatever shared memory holds (the tensor cores' speed
  * does not depend on the values); the accumulators are summed to global
  * memory so nothing is dropped. TFLOPS = 2 x m x n x k x products / time.
@@ -53,9 +56,19 @@ static __device__ __forceinline__ void rate_body(const int mode, const int N, fl
         } else if (mode == 1) {
             if (N == 128) fmhai_wg_gemm_rs(acc_o, pa, fmhai_opaque_smem(sV), 256, 128, 1, 0);
             else fmhai_wg_gemm_rs(acc_o, pa, fmhai_opaque_smem(sV), 256, 80, 1, 0);
-        } else {
+        } else if (mode == 2) {
             fmhai_wg_gemm_rs(acc_o, pa, fmhai_opaque_smem(sV), 256, 80, 1, 0);
             fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), 128, sK, 80, 256, 1, 0, 1);
+        } else if (mode == 3) {   /* e4m3 hdim 128, 192-key tile: S (k 128 = 64 16-bit columns) */
+            fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), 128, sK, 192, 64, 2, 0, 1);
+        } else if (mode == 4) {   /* e4m3 P V, V^T as the kernel lays it (tile/vt8_layout.h) */
+            fmhai_wg_gemm_rs8(acc_o, pa, fmhai_opaque_smem(sV), 128, 192);
+        } else if (mode == 5) {
+            fmhai_wg_gemm_rs8(acc_o, pa, fmhai_opaque_smem(sV), 128, 192);
+            fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), 128, sK, 192, 64, 2, 0, 1);
+        } else {                  /* bf16 hdim 128, 128-key tile: S and P V */
+            fmhai_wg_gemm_rs(acc_o, pa, fmhai_opaque_smem(sV), 128, 128, 1, 0);
+            fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), 128, sK, 128, 128, 1, 0, 1);
         }
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_s, 128);
@@ -77,6 +90,10 @@ RATE_KERNEL(rate_s128, 0, 128)
 RATE_KERNEL(rate_pv80, 1, 80)
 RATE_KERNEL(rate_pv128, 1, 128)
 RATE_KERNEL(rate_spv80, 2, 80)
+RATE_KERNEL(rate_s8, 3, 192)
+RATE_KERNEL(rate_pv8, 4, 192)
+RATE_KERNEL(rate_spv8, 5, 192)
+RATE_KERNEL(rate_spv128, 6, 128)
 
 int main(void)
 {
@@ -99,6 +116,10 @@ int main(void)
         { "PV k80 (RS, n 256)", rate_pv80, 2.0 * 64 * 256 * 80 },
         { "PV k128 (RS, n 256)", rate_pv128, 2.0 * 64 * 256 * 128 },
         { "S n80 + PV k80", rate_spv80, 2.0 * 64 * 80 * 256 * 2 },
+        { "e4m3 S n192 (k 128)", rate_s8, 2.0 * 64 * 192 * 128 },
+        { "e4m3 PV k192 (n 128)", rate_pv8, 2.0 * 64 * 128 * 192 },
+        { "e4m3 S n192 + PV k192", rate_spv8, 2.0 * 64 * 192 * 128 * 2 },
+        { "bf16 S n128 + PV k128", rate_spv128, 2.0 * 64 * 128 * 128 * 2 },
     };
     for (int c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); ++c) {
         float ms = 0.f, best = 1e30f;

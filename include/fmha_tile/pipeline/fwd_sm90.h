@@ -605,6 +605,19 @@ FMHAI_DEVICE void fmhai_fwd90_tma_bias(const fmhai_fwd_params *p, fmhai_smem_t s
     for (int c = 0; c < BN / 64; ++c) fmhai_tma_load4(slot + c * BM * 128, p->tma_b, k0 + 64 * c, m0, hb, bb, bar);
 }
 
+/* Timeline hooks: a build may define FMHAI_FWD90_MARK(ev, it) to record
+ * when each warp reaches event ev of key tile it (bench/fwd_trace.cu: the
+ * SM clock, one block, lane 0; it sees the kernel's warp and lane). MMA
+ * warpgroups: 0 loop top, 1 tile landed (FULL), 2 turn (TURN), 3 products
+ * issued, 4 S done, 5 softmax done, 6 P V done (with the overlap; else the
+ * same as 5), 7 P packed. Load warpgroup
+ * (FP8): 0 tile landed, 1 its V^T stage free (EMPTY), 2 handed over, 3 the
+ * K stage two tiles ahead free (KEMPTY); 16-bit: 0 tile j handed over, 1
+ * stage wait begins, 2 stage free. Empty unless defined. */
+#ifndef FMHAI_FWD90_MARK
+#define FMHAI_FWD90_MARK(ev, it) ((void)0)
+#endif
+
 FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                  const int HDV, const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
                                  const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC,
@@ -737,18 +750,22 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 } else {
                     fmhai_copy_wait(0);
                 }
+                FMHAI_FWD90_MARK(0, j);
                 if (PAGED && ltid < BN && j + 2 < W.n_iters) sPg[((j + 2) % 3) * BN + ltid] = pg_next;
                 if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % ST, ALL);   /* P V of tile j - 3 done */
+                FMHAI_FWD90_MARK(1, j);
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
                 fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, BN, ltid);
                 fmhai_wg_fence_smem();
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
                 fmhai_fwd90_full_arrive(j % ST, NWG);
+                FMHAI_FWD90_MARK(2, j);
                 if (j + 2 < W.n_iters) {
                     const int st = (j + 2) % ST;
                     float2 ds = make_float2(1.f, 1.f);
                     if (PAGED && ltid < BN) ds = fmhai_fwd90_page_ds(p, pg_next, hk);   /* tile j + 2's */
                     if (j + 2 >= ST) fmhai_bar_sync(fmhai_fwd90_bar_kempty(st), ALL);   /* tile j - 1's K */
+                    FMHAI_FWD90_MARK(3, j);
                     if (TMA)
                         fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, sBar + 8 * (j & 1),
                                            (PAGED ? 0 : S.k_start) + (tn - 2 - j) * BN, hk, S.kv_b, HDB / 128,
@@ -808,8 +825,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (TB) fmhai_mbar_wait(sBBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 if (VB) fmhai_mbar_wait(sBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
+                FMHAI_FWD90_MARK(0, j - 1);
             }
+            FMHAI_FWD90_MARK(1, j);
             if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
+            FMHAI_FWD90_MARK(2, j);
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
             if (TB && ltid == 0) fmhai_fwd90_tma_bias(p, sB + st * b_bytes, sBBar + 8 * st, jk, m0, h, b_eff, BM, BN);
             const int32_t *rows = sPage + (j & 1) * BN;
@@ -946,6 +966,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
 #pragma unroll 1
         for (int it = 0; it + 1 < W.n_iters; ++it) {
             const int buf = it % ST, nbuf = (it + 1) % ST;
+            FMHAI_FWD90_MARK(0, it);
             /* ---- this warpgroup's turn: S of tile it + 1 and O += P V -------- */
             /* tile it + 1 landed. (ptxas moves this barrier and the turn's
              * into the FP8 softmax, ahead of the last exps and packs; a
@@ -953,7 +974,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
              * those stalls but measured 3% slower at FP8 hdim 128 and 6-8%
              * at bf16 hdim 64: bench/RESULTS.md) */
             fmhai_fwd90_full_sync(nbuf, wg, NWG);
+            FMHAI_FWD90_MARK(1, it);
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
+            FMHAI_FWD90_MARK(2, it);
             fmhai_wg_fence_acc(acc_o, HDV / 2);
             fmhai_wg_fence();
             if (!OVL) {
@@ -967,6 +990,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
             }
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
+            FMHAI_FWD90_MARK(3, it);
             /* the next tile's bias words, under its S product */
             if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 2 - it, BN, t, s_q, s_k);
             if (!OVL) {   /* P V of tile it done, then S of tile it + 1 */
@@ -978,11 +1002,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 fmhai_wg_wait(1);
             }
             fmhai_wg_fence_acc(acc_s, BN / 2);
+            FMHAI_FWD90_MARK(4, it);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, nbuf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
                                 BN, LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
                                 TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2, softcap_pre,
                                 PDS ? sDs8 + nbuf * 2 * BN : 0, vratio);
+            FMHAI_FWD90_MARK(5, it);
             if (OVL) {    /* P V of tile it done: O and P's registers are free */
                 fmhai_wg_wait(0);
                 fmhai_wg_fence_acc(acc_o, HDV / 2);
@@ -990,8 +1016,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                  * warpgroup waits only for the stages it refills) */
                 if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
             }
+            FMHAI_FWD90_MARK(6, it);
             fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY,
                                      PDS ? sDs8 + nbuf * 2 * BN + BN : 0, vinv);
+            FMHAI_FWD90_MARK(7, it);
             if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 2 - it, BN, g, t);
             /* FP8: tile it + 1's K stage and (paged) descales are free for
              * tile it + 1 + ST */
