@@ -131,6 +131,22 @@ FMHAI_DEVICE void fmhai_fwd90_full_sync(int s, int wg, int NWG)
     if (NWG == 2) fmhai_bar_sync((wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, 256);
     else fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + s, NWG * 128 + 128);
 }
+/* Split K/V streams (FMHAI_FWD90_SPLIT_ON: hdim 256, two stages): K and V
+ * of a tile have their own hand-over and refill barriers, each stream one
+ * load warp (32 threads). K of stage s landed: FULL / FULL1 + s; V landed:
+ * fmhai_fwd90_bar_vfull (ids free at two stages); K slot free: KEMPTY (as
+ * FP8's); V slot free: EMPTY + s. */
+FMHAI_DEVICE int fmhai_fwd90_bar_vfull(int s, int wg) { return wg ? (s ? 15 : 14) : (s ? 6 : 3); }
+FMHAI_DEVICE void fmhai_fwd90_split_sync(int s, int wg, int v)
+{
+    fmhai_bar_sync(v ? fmhai_fwd90_bar_vfull(s, wg) : (wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, 160);
+}
+FMHAI_DEVICE void fmhai_fwd90_split_arrive(int s, int v)
+{
+    fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 0) : FMHAI_FWD90_BAR_FULL + s, 160);
+    fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 1) : FMHAI_FWD90_BAR_FULL1 + s, 160);
+}
+
 FMHAI_DEVICE void fmhai_fwd90_full_arrive(int s, int NWG)
 {
     if (NWG == 2) {
@@ -594,6 +610,16 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
     }
 }
 
+/* TMA (lane 0): V of key tile [tok, tok + BN), contiguous, into dv (the
+ * split streams; fmhai_fwd90_tma_kv with no V blocks loads K alone). */
+FMHAI_DEVICE void fmhai_fwd90_tma_v(const fmhai_fwd_params *p, fmhai_smem_t dv, fmhai_smem_t bar, int tok, int hk,
+                                    int kb, int vblocks, int BN, int eb, int lane)
+{
+    if (lane != 0) return;
+    fmhai_mbar_expect_tx(bar, vblocks * BN * 128);
+    for (int c = 0; c < vblocks; ++c) fmhai_tma_load4(dv + c * BN * 128, p->tma_v, c * 128 / eb, tok, hk, kb, bar);
+}
+
 /* TMA (one thread): the bias tile of query rows [m0, m0 + BM) and keys
  * [k0, k0 + BN) into a slot of BN / 64 column blocks, counted on bar;
  * rows past s_q and keys past s_k land as zeros (the map's extents). */
@@ -639,6 +665,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * laid out as a 16-bit row of hd / 2 (HDC columns) */
     const int EB = FP8 ? 1 : 2, HDC = FP8 ? HD / 2 : HD, TY = FP8 ? 2 : is_bf16;
     (void)NW;
+    /* K and V as two streams (fmhai_fwd90_split_sync): at hdim 256 the ring
+     * has two stages, and one barrier for a tile's K and V made each S
+     * product wait for that tile's V too, whose slot frees only when the
+     * slower warpgroup's P V two tiles back completes (bench/RESULTS.md,
+     * session 13: the MMA warpgroups waited on FULL a third of each tile). */
+#ifndef FMHAI_FWD90_SPLIT_ON
+#define FMHAI_FWD90_SPLIT_ON(FP8, PAGING, HD, HDV, ST, NWG) \
+    (!(FP8) && (PAGING) == 0 && (HD) == 256 && (HDV) == 256 && (ST) == 2 && (NWG) == 2)
+#endif
+    const int SPLIT = FMHAI_FWD90_SPLIT_ON(FP8, PAGING, HD, HDV, ST, NWG);
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
     int m_block, h, b;
@@ -780,6 +816,61 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                             pg_next = fmhai_page_of(&ks, (tn - 3 - j) * BN + ltid, p->page_log2);
                     }
                 }
+            }
+            return;
+        }
+        if (SPLIT) {
+            /* Q and tile 0 (which may be partial: cp.async zero-fills) by the
+             * warpgroup; then warp 0 streams K and warp 1 V: tile t goes
+             * into slot t % 2 once the slot is free (K: both MMA
+             * warpgroups past the S product of tile t - 2, KEMPTY; V: past
+             * its P V, EMPTY), and tile t - 1 is handed over once landed.
+             * TMA (tensor maps): tile t on mbarrier (K 0 / V 2) + t % 2,
+             * phase (t / 2) % 2, phase 0 of slot 0 completed at once. */
+            if (W.n_iters == 0) return;
+            const int lw = ltid / 32, ll = ltid % 32, TMA = p->tma_kv;
+            if (TMA) {
+                fmhai_fwd90_tma_init(sBar, 2, 1, ltid);
+                fmhai_fwd90_tma_init(sBar + 16, 2, 1, ltid);
+            }
+            const int jk0 = (W.n_hi - 1) * BN;
+            fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
+            fmhai_wg_load_kv(sK, &ks, sPage, jk0, s_k, p->d, HD, BN, 128, ltid, 0, 0, FMHAI_WG_KV_CONTIG);
+            fmhai_wg_load_kv(sV, &vs, sPage, jk0, s_k, p->dv, HDV, BN, 128, ltid, 0, 0, FMHAI_WG_KV_CONTIG);
+            fmhai_copy_commit();
+            fmhai_copy_wait(0);
+            fmhai_wg_fence_smem();
+            fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+            if (lw >= 2) return;
+            const fmhai_smem_t dst = lw ? sV : sK, bar = sBar + 16 * lw;
+            const int bytes = lw ? v_bytes : kv_bytes;
+            for (int t = 1; t <= W.n_iters; ++t) {
+                if (t < W.n_iters) {
+                    const int sl = t % 2, jk = (W.n_hi - 1 - t) * BN;
+                    if (t >= 2) fmhai_bar_sync(lw ? FMHAI_FWD90_BAR_EMPTY + sl : fmhai_fwd90_bar_kempty(sl), NT + 32);
+                    if (TMA && lw) {
+                        fmhai_fwd90_tma_v(p, dst + sl * bytes, bar + 8 * sl, S.k_start + jk, hk, S.kv_b, HVB / 128, BN,
+                                          EB, ll);
+                    } else if (TMA) {
+                        fmhai_fwd90_tma_kv(p, dst + sl * bytes, 0u, bar + 8 * sl, S.k_start + jk, hk, S.kv_b,
+                                           HDB / 128, 0, BN, EB, 0, ll);
+                    } else {
+                        fmhai_wg_load_kv(dst + sl * bytes, lw ? &vs : &ks, sPage, jk, s_k, lw ? p->dv : p->d,
+                                         lw ? HDV : HD, BN, 32, ll, 0, 0, FMHAI_WG_KV_CONTIG);
+                        fmhai_copy_commit();
+                    }
+                }
+                /* tile t - 1 landed: hand it over */
+                const int pt = t - 1;
+                if (TMA) {
+                    fmhai_mbar_wait(bar + 8 * (pt % 2), (pt / 2) & 1);
+                } else {
+                    if (t < W.n_iters) fmhai_copy_wait(1);
+                    else fmhai_copy_wait(0);
+                    fmhai_wg_fence_smem();
+                    __syncwarp();
+                }
+                fmhai_fwd90_split_arrive(pt % 2, lw);
             }
             return;
         }
@@ -935,7 +1026,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
 #define FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) \
     (((FP8) && ((HD) == 256 || !(SOFTCAP))) || (!(FP8) && (HD) == 64 && !(BIAS)))
 #endif
-    const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP);
+    const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) && !SPLIT;
     const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS);
     /* One branch holds every product (first S, the loop, the peeled last
      * tile) and ends with wait(0): ptxas then sees no path into the epilogue
@@ -944,7 +1035,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
      * wgmma (C7515, 25% slower). */
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
-        fmhai_fwd90_full_sync(0, wg, NWG);   /* tile 0 and Q landed */
+        if (SPLIT) fmhai_fwd90_split_sync(0, wg, 0);   /* K of tile 0 and Q landed */
+        else fmhai_fwd90_full_sync(0, wg, NWG);      /* tile 0 and Q landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC, TY,
@@ -960,6 +1052,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
         if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 1, BN, g, t);
         if (FP8 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
+        if (SPLIT && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), NT + 32);   /* K slot 0 read */
         /* tiles 0 .. n_iters - 2 issue the next tile's S and their P V in
          * their turn; the last tile (peeled: wgmma issued under a branch
          * serialises the pipeline) only its P V */
@@ -973,7 +1066,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
              * data dependency that kept them after P's packing removed
              * those stalls but measured 3% slower at FP8 hdim 128 and 6-8%
              * at bf16 hdim 64: bench/RESULTS.md) */
-            fmhai_fwd90_full_sync(nbuf, wg, NWG);
+            if (SPLIT) {   /* K of tile it + 1 and V of tile it landed */
+                fmhai_fwd90_split_sync(nbuf, wg, 0);
+                fmhai_fwd90_split_sync(buf, wg, 1);
+            } else {
+                fmhai_fwd90_full_sync(nbuf, wg, NWG);
+            }
             FMHAI_FWD90_MARK(1, it);
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
             FMHAI_FWD90_MARK(2, it);
@@ -996,8 +1094,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (!OVL) {   /* P V of tile it done, then S of tile it + 1 */
                 fmhai_wg_wait(1);
                 fmhai_wg_fence_acc(acc_o, HDV / 2);
-                if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
+                if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, SPLIT ? NT + 32 : ALL);
                 fmhai_wg_wait(0);
+                /* split streams: tile it + 1's K slot is read */
+                if (SPLIT && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), NT + 32);
             } else {      /* S of tile it + 1 done; P V of tile it may still run */
                 fmhai_wg_wait(1);
             }
@@ -1026,6 +1126,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (FP8 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
         }
         const int it = W.n_iters - 1;
+        if (SPLIT) fmhai_fwd90_split_sync(it % ST, wg, 1);   /* V of the last tile landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HDV / 2);
         fmhai_wg_fence();
