@@ -6,6 +6,10 @@
  * the grid) stores the SM clock at each phase of each key tile; after the
  * benchmark (its last launch) the tool prints, per warp, the mean cycles of
  * each phase over the steady tiles, and the raw clocks of a few tiles.
+ * A warp may read the clock before a named barrier it passed has
+ * completed (BAR.SYNC.DEFER_BLOCKING blocks at the next instruction that
+ * needs it), so a barrier's wait can land in the next phase's column (the
+ * FULL wait under "TURN wait", the TURN wait under "issue").
  * Same arguments as bench_fwd; run one kernel, e.g.
  *
  *   fwd_trace --prec fp8 --hdim 128 --seqlen 8k --causal 0
