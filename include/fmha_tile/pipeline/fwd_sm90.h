@@ -824,7 +824,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
              * warpgroup; then warp 0 streams K and warp 1 V: tile t goes
              * into slot t % 2 once the slot is free (K: both MMA
              * warpgroups past the S product of tile t - 2, KEMPTY; V: past
-             * its P V, EMPTY), and tile t - 1 is handed over once landed.
+             * its P V, EMPTY), right after tile t - 1 is handed over (once
+             * landed: one tile in flight a stream).
              * TMA (tensor maps): tile t on mbarrier (K 0 / V 2) + t % 2,
              * phase (t / 2) % 2, phase 0 of slot 0 completed at once. */
             if (W.n_iters == 0) return;
@@ -845,6 +846,17 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             const fmhai_smem_t dst = lw ? sV : sK, bar = sBar + 16 * lw;
             const int bytes = lw ? v_bytes : kv_bytes;
             for (int t = 1; t <= W.n_iters; ++t) {
+                /* tile t - 1 landed: hand it over (before the refill, whose
+                 * wait for the slower warpgroup would hold it back) */
+                const int pt = t - 1;
+                if (TMA) {
+                    fmhai_mbar_wait(bar + 8 * (pt % 2), (pt / 2) & 1);
+                } else {
+                    if (t > 1) fmhai_copy_wait(0);
+                    fmhai_wg_fence_smem();
+                    __syncwarp();
+                }
+                fmhai_fwd90_split_arrive(pt % 2, lw);
                 if (t < W.n_iters) {
                     const int sl = t % 2, jk = (W.n_hi - 1 - t) * BN;
                     if (t >= 2) fmhai_bar_sync(lw ? FMHAI_FWD90_BAR_EMPTY + sl : fmhai_fwd90_bar_kempty(sl), NT + 32);
@@ -860,17 +872,6 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                         fmhai_copy_commit();
                     }
                 }
-                /* tile t - 1 landed: hand it over */
-                const int pt = t - 1;
-                if (TMA) {
-                    fmhai_mbar_wait(bar + 8 * (pt % 2), (pt / 2) & 1);
-                } else {
-                    if (t < W.n_iters) fmhai_copy_wait(1);
-                    else fmhai_copy_wait(0);
-                    fmhai_wg_fence_smem();
-                    __syncwarp();
-                }
-                fmhai_fwd90_split_arrive(pt % 2, lw);
             }
             return;
         }
