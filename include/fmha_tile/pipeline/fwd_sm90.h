@@ -693,9 +693,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
 
     /* ---- shared memory (1024-aligned for the swizzle atoms) ---------------- */
     const fmhai_smem_t raw = fmhai_smem_addr(smem_raw);
-    /* the TMA mbarriers [3] (one a stage; fp8: one a staging tile) first */
-    const fmhai_smem_t sBar = raw;
-    const fmhai_smem_t sQ = (raw + 64u + 1023u) & ~1023u;
+    /* 128 bytes of mbarriers first: the TMA ones [3] (one a stage; fp8: one
+     * a staging tile; split streams: K [2], V [2]), the bias tiles' [3] at
+     * 32, three MMA warpgroups' FULL [3] at 64 */
+    const fmhai_smem_t sBar = raw, sFull3 = raw + 64u;
+    const fmhai_smem_t sQ = (raw + 128u + 1023u) & ~1023u;
     /* K rows are HD wide, V rows HDV (MLA: 192 and 128; FP8: equal), in
      * 64-column panels of 128-byte rows: HDB / HVB bytes a row, 128 per panel
      * (head dims 32 and 96 leave their last panel half empty; its TMA box
@@ -721,6 +723,18 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     const int TB = BIAS && p->tma_bias;
     const int b_bytes = BM * BN * 2;
     const fmhai_smem_t sB = sStage, sBBar = sBar + 32;
+
+    /* Three MMA warpgroups: a stage's FULL is an mbarrier (the load
+     * warpgroup's 128 arrivals), which each warpgroup waits on by itself; a
+     * named barrier over all four warpgroups held every warpgroup at each
+     * tile until the slowest arrived (bench/fwd_trace.cu: the first one
+     * waited 800 cycles a tile), and there are too few for one a
+     * warpgroup and stage. */
+    if (NWG == 3) {
+        if (tid == 0)
+            for (int s = 0; s < ST; ++s) fmhai_mbar_init(sFull3 + 8 * s, 128);
+        __syncthreads();
+    }
 
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
@@ -916,7 +930,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 }
                 if (TB) fmhai_mbar_wait(sBBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 if (VB) fmhai_mbar_wait(sBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
-                fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
+                if (NWG == 3) fmhai_mbar_arrive(sFull3 + 8 * ((j - 1) % ST));
+                else fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
                 FMHAI_FWD90_MARK(0, j - 1);
             }
             FMHAI_FWD90_MARK(1, j);
@@ -962,7 +977,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             }
             if (TB) fmhai_mbar_wait(sBBar + 8 * (j % ST), (j / ST) & 1);
             if (VB) fmhai_mbar_wait(sBar + 8 * (j % ST), (j / ST) & 1);
-            fmhai_fwd90_full_arrive(j % ST, NWG);
+            if (NWG == 3) fmhai_mbar_arrive(sFull3 + 8 * (j % ST));
+            else fmhai_fwd90_full_arrive(j % ST, NWG);
         }
         return;
     }
@@ -1037,6 +1053,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
         if (SPLIT) fmhai_fwd90_split_sync(0, wg, 0);   /* K of tile 0 and Q landed */
+        else if (NWG == 3) fmhai_mbar_wait(sFull3, 0);
         else fmhai_fwd90_full_sync(0, wg, NWG);      /* tile 0 and Q landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
@@ -1070,6 +1087,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (SPLIT) {   /* K of tile it + 1 and V of tile it landed */
                 fmhai_fwd90_split_sync(nbuf, wg, 0);
                 fmhai_fwd90_split_sync(buf, wg, 1);
+            } else if (NWG == 3) {
+                fmhai_mbar_wait(sFull3 + 8 * nbuf, ((it + 1) / ST) & 1);
             } else {
                 fmhai_fwd90_full_sync(nbuf, wg, NWG);
             }

@@ -61,11 +61,9 @@
  * pipelines first). Block
  * shape fixed by the pipeline: 128 query rows on two MMA warpgroups of 64,
  * a load warpgroup (12 warps in all), key tiles of 128 in a 3-stage ring
- * (hdim 256: 64 in 2 stages, for registers and shared memory). The pipeline
- * also runs hdim 64 on 192-row blocks of three MMA warpgroups (16 warps):
- * 12% faster without a mask at 8k, 3% slower causal, and its soft-cap and
- * ALiBi variants spill at 160 registers (bench/RESULTS.md), so the tuned
- * row stays at 128. */
+ * (hdim 256: 64 in 2 stages, for registers and shared memory). The
+ * contiguous forward at hdim 64 takes 192-row blocks of three MMA
+ * warpgroups (16 warps, FMHAI_TILES_SM90A_FWDC3_64) below. */
 #ifndef FMHAI_TILES_SM90A_FWD_64
 /*                                                  arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FWD_64(Y, ...)  Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
@@ -125,6 +123,18 @@
  * 64 bytes has no 128-byte swizzle). These are the batch prefill rows
  * (FP8X, e4m3 pages: their page classes want a power-of-two tile) and the
  * contiguous forward's at hdim 256. */
+/* The contiguous 16-bit forward at hdim 64: 192 query rows on three MMA
+ * warpgroups (16 warps, 160 registers each), whose softmax is long against
+ * its products (64 columns), so a third warpgroup keeps the tensor cores
+ * busy: +10-28% over 128 rows on an H200 once each warpgroup waits for its
+ * stage by itself (an mbarrier; bench/RESULTS.md, session 13). Not with a
+ * soft cap (its tanh spills 28-36 bytes at 160 registers), nor the
+ * DROPOUT rows and batch prefill, which keep 128 rows. */
+#ifndef FMHAI_TILES_SM90A_FWDC3_64
+/*                                                   arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FWDC3_64(Y, ...) Y(__VA_ARGS__, SM90A,   192,   128,   16,     3)
+#endif
+
 #ifndef FMHAI_TILES_SM90A_FP8FWD_128
 /*                                                     arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FP8FWD_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     3)
@@ -252,7 +262,11 @@
                                        FMHAI_TILES_SM80_FWD_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDX_256(Y, ...) FMHAI_TILES_SM90A_FWD_256(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FWDC_64(Y, ...)  FMHAI_TILES_FWDX_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC_64(Y, fam, dt, hd, mask, sc, ...) \
+    FMHAI_CAT(FMHAI_TILES_FWDC64_, sc)(Y, fam, dt, hd, mask, sc, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC64_NOSOFTCAP(Y, ...) FMHAI_TILES_SM90A_FWDC3_64(Y, __VA_ARGS__) \
+                                              FMHAI_TILES_SM80_FWD_64(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FWDC64_SOFTCAP(Y, ...) FMHAI_TILES_FWDX_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_128(Y, ...) FMHAI_TILES_FWDX_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDC_256(Y, ...) FMHAI_TILES_SM90A_FWDC_256(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FWD_256(Y, __VA_ARGS__)
@@ -329,13 +343,13 @@
 #define FMHAI_FWD_SMEM_GFX9(hd, hdv, bm, bn, st, pg, vec, kv8) (((bm) + 2 * (bn)) * (hd) * 2)
 /* Hopper: the tiles (fp8: Q, K stages, V^T stages of FMHAI_VT8_ROWB(bn)
  * bytes a d row (128-byte rows, + 64-byte rows for keys 128..191:
- * tile/vt8_layout.h), two V staging tiles), 64 bytes of TMA mbarriers and
+ * tile/vt8_layout.h), two V staging tiles), 128 bytes of mbarriers and
  * 1024 of alignment, paged: the row pages (16-bit:
  * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
  * [3][4] fp32). */
 #define FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8)                             \
     (((kv8) ? ((bm) + (st) * (bn) + (st) * FMHAI_VT8_ROWB(bn) + 2 * (bn)) * (hd)                \
-            : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1088 +                            \
+            : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1152 +                            \
      ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0))
 /* A row's shared memory with its bias column (bias 1: a BIAS row): the
  * Hopper pipeline adds a [BM][BN] 16-bit bias slot a stage where it
