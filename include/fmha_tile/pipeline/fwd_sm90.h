@@ -125,7 +125,8 @@ FMHAI_DEVICE int fmhai_fwd90_bar_kempty(int s) { return s == 0 ? 9 : s == 1 ? 10
  * so that neither waits for the other to reach the tile: one barrier of all
  * 384 threads held each warpgroup's products back until the other had
  * finished its softmax, which undid the ping-pong. Three MMA warpgroups
- * share one (barrier ids run out). */
+ * wait on an mbarrier a stage instead (sFull3 in fmhai_fwd_sm90: barrier
+ * ids run out, and one shared barrier held each at the slowest). */
 FMHAI_DEVICE void fmhai_fwd90_full_sync(int s, int wg, int NWG)
 {
     if (NWG == 2) fmhai_bar_sync((wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, 256);
