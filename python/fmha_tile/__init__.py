@@ -100,7 +100,7 @@ Semantics:
     backward; fp16/bf16): each element of P is dropped with probability p,
     taken in 256ths (threshold round(256 p)), the kept ones scaled by
     256 / (256 - threshold); the LSE is the one without dropout. The mask is
-    Philox4x32-10 of (seed, offset, b * nheads + h, i, j) (fmha_tile.philox
+    Philox4x32-7 of (seed, offset, b * nheads + h, i, j) (fmha_tile.philox
     computes it on the host); seed = the CUDA generator's initial_seed(),
     offset = its get_offset() with bit 63 set (philox.kernel_offset: no
     draw shared with torch's own random ops), the generator advanced by 4

@@ -2,7 +2,7 @@
 PyTorch's CUDA generator so that torch.manual_seed() (or a generator's
 manual_seed) reproduces a training run.
 
-The kernels draw element (i, j) of head h, batch entry b from Philox4x32-10
+The kernels draw element (i, j) of head h, batch entry b from Philox4x32-7
 with counter (j & ~9, i & ~9, b * nhead + h, offset mod 2^32) and key seed
 plus (offset >> 32) in its high word (include/fmha_tile/tile/philox.h,
 fmha_tile.philox), so two calls draw independent masks when their (seed,

@@ -12,7 +12,7 @@ a given Philox seed and offset keeps (include/fmha_tile/tile/philox.h).
 The rule: element (i, j) of head h in batch entry b (group mode: sequence b,
 i and j counted within it) takes byte 8*i3 + 4*i0 + 2*j3 + j0 (i3: bit 3 of
 i, ...) of the 16 bytes (four 32-bit words, little-endian) of
-Philox4x32-10 with counter (j & ~9, i & ~9, b * nhead_q + h, offset mod
+Philox4x32-7 (DROPOUT_ROUNDS, as FlashAttention-2 and CK Tile) with counter (j & ~9, i & ~9, b * nhead_q + h, offset mod
 2^32) and key (seed mod 2^32, (seed >> 32) + (offset >> 32) mod 2^32). It is
 kept when that byte is >= threshold(p) = round(p * 256) (computed in fp32 as
 the C code does, at most 255), and a kept value is scaled by
@@ -26,7 +26,7 @@ draw some of the very words a later torch random op draws; with the bit,
 the dropout key's high word differs from theirs for every offset below
 2^63, and the two never share a draw.
 
-A host reference for tests and for checking a training run: philox4x32_10()
+A host reference for tests and for checking a training run: philox4x32()
 works on Python ints; keep_mask() computes whole masks with int64 torch ops
 (on any device; CPU by default). Neither is used on the kernels' path.
 """
@@ -37,14 +37,15 @@ M64 = 2 ** 64 - 1
 KERNEL_OFFSET_BIT = 1 << 63
 _MUL = (0xD2511F53, 0xCD9E8D57)
 _WEYL = (0x9E3779B9, 0xBB67AE85)
+DROPOUT_ROUNDS = 7   # the kernels' FMHAI_DROPOUT_ROUNDS (include/fmha_tile/tile/philox.h)
 
 
-def philox4x32_10(ctr, key):
-    """Philox4x32 with 10 rounds on Python ints: ctr 4 words, key 2 words ->
-    4 words."""
+def philox4x32(ctr, key, rounds=DROPOUT_ROUNDS):
+    """Philox4x32 with `rounds` rounds on Python ints: ctr 4 words, key 2
+    words -> 4 words."""
     c0, c1, c2, c3 = (int(x) & M32 for x in ctr)
     k0, k1 = (int(x) & M32 for x in key)
-    for _ in range(10):
+    for _ in range(rounds):
         p0 = _MUL[0] * c0
         p1 = _MUL[1] * c2
         c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ k0, p1 & M32, (p0 >> 32) ^ c3 ^ k1, p0 & M32)
@@ -83,7 +84,7 @@ def byte_index(i, j):
 def dropout_byte(seed, offset, bh, i, j):
     """Element (i, j)'s random byte for head index bh = b * nhead_q + h."""
     seed, offset = int(seed) & (2 ** 64 - 1), int(offset) & (2 ** 64 - 1)
-    w = philox4x32_10((j & ~9, i & ~9, bh, offset & M32),
+    w = philox4x32((j & ~9, i & ~9, bh, offset & M32),
                       (seed & M32, ((seed >> 32) + (offset >> 32)) & M32))
     k = byte_index(i, j)
     return (w[k >> 2] >> (8 * (k & 3))) & 0xFF
@@ -102,13 +103,13 @@ def _mulhilo(a, b):
     return hi, lo
 
 
-def philox4x32_10_tensor(c0, c1, c2, c3, k0, k1):
-    """Philox4x32-10 on int64 tensors (or ints) holding 32-bit words,
-    broadcast together -> four int64 tensors."""
+def philox4x32_tensor(c0, c1, c2, c3, k0, k1, rounds=DROPOUT_ROUNDS):
+    """Philox4x32 with `rounds` rounds on int64 tensors (or ints) holding
+    32-bit words, broadcast together -> four int64 tensors."""
     import torch
     c0, c1, c2, c3, k0, k1 = (x if torch.is_tensor(x) else torch.tensor(int(x) & M32, dtype=torch.int64)
                               for x in (c0, c1, c2, c3, k0, k1))
-    for _ in range(10):
+    for _ in range(rounds):
         hi0, lo0 = _mulhilo(_MUL[0], c0)
         hi1, lo1 = _mulhilo(_MUL[1], c2)
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
@@ -138,8 +139,8 @@ def dropout_bytes(seed, offset, bh, seqlen_q, seqlen_k, device="cpu"):
     c1 = ui[None, :, None]
     c2 = bh[:, None, None]
     shape = (bh.numel(), ui.numel(), uj.numel())
-    w = philox4x32_10_tensor(c0.expand(shape), c1.expand(shape), c2.expand(shape), offset & M32,
-                             seed & M32, ((seed >> 32) + (offset >> 32)) & M32)
+    w = philox4x32_tensor(c0.expand(shape), c1.expand(shape), c2.expand(shape), offset & M32,
+                          seed & M32, ((seed >> 32) + (offset >> 32)) & M32)
     words = torch.stack(w, dim=-1)                         # [bh, blocks_i, blocks_j, 4]
     words = words[:, inv_i][:, :, inv_j]                   # [bh, s_q, s_k, 4]
     k = ((i[:, None] >> 3) & 1) * 8 + (i[:, None] & 1) * 4 + ((j[None, :] >> 3) & 1) * 2 + (j[None, :] & 1)

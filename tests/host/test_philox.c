@@ -1,6 +1,7 @@
 /*
  * test_philox.c - the dropout random numbers (tile/philox.h) on the host:
  * Philox4x32-10 against Random123's published known-answer vectors, the
+ * dropout rule's 7 rounds (FMHAI_DROPOUT_ROUNDS), the
  * element -> byte rule (one call serves a thread's elements of a 16 x 8
  * accumulator tile in the forward's layout and in the backward's transposed
  * one), the keep rate, and independence across heads, offsets and seeds.
@@ -20,7 +21,7 @@ static int g_pass, g_fail;
 static int kat(const uint32_t c[4], const uint32_t k[2], const uint32_t want[4])
 {
     uint32_t out[4];
-    fmhai_philox4x32_10(c, k, out);
+    fmhai_philox4x32(c, k, 10, out);
     return memcmp(out, want, sizeof(out)) == 0;
 }
 
@@ -38,6 +39,18 @@ int main(void)
         CHECK(kat(c0, k0, w0), "philox4x32-10: zero counter and key");
         CHECK(kat(c1, k1, w1), "philox4x32-10: all-ones counter and key");
         CHECK(kat(c2, k2, w2), "philox4x32-10: pi-digits counter and key");
+    }
+    {   /* the dropout rule draws FMHAI_DROPOUT_ROUNDS (7) rounds: its block is
+         * the round function's 7-round output, which differs from 10 rounds'
+         * (a kernel, reference or Python rule left at 10 would disagree) */
+        const uint32_t ctr[4] = { 16u, 16u, 3u, 77u }, key[2] = { 0x9abcdefu, 0x1234567u };
+        uint32_t blk[4], r7[4], r10[4];
+        fmhai_dropout_block(0x0123456709abcdefull, 77, 3, 17u, 24u, blk);
+        fmhai_philox4x32(ctr, key, 7, r7);
+        fmhai_philox4x32(ctr, key, 10, r10);
+        CHECK(FMHAI_DROPOUT_ROUNDS == 7, "dropout draws Philox4x32-7");
+        CHECK(memcmp(blk, r7, sizeof(blk)) == 0, "a dropout block is Philox4x32-7 of (j & ~9, i & ~9, bh, offset)");
+        CHECK(memcmp(r7, r10, sizeof(r7)) != 0, "7 and 10 rounds differ");
     }
     {   /* the block rule: the 16 elements differing from (i & ~9, j & ~9) in
          * bits 0 and 3 of i and j share one call, byte 8 i3 + 4 i0 + 2 j3 + j0

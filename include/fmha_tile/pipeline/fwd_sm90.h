@@ -120,17 +120,27 @@
  * (FP8 rows have two MMA warpgroups: TURN + 2 is free). */
 FMHAI_DEVICE int fmhai_fwd90_bar_kempty(int s) { return s == 0 ? 9 : s == 1 ? 10 : 15; }
 
-/* Stage s landed. With two MMA warpgroups each waits on its own barrier
- * (FULL + s or FULL1 + s: the load warpgroup's 128 threads and its own 128),
- * so that neither waits for the other to reach the tile: one barrier of all
- * 384 threads held each warpgroup's products back until the other had
- * finished its softmax, which undid the ping-pong. Three MMA warpgroups
- * wait on an mbarrier a stage instead (sFull3 in fmhai_fwd_sm90: barrier
- * ids run out, and one shared barrier held each at the slowest). */
-FMHAI_DEVICE void fmhai_fwd90_full_sync(int s, int wg, int NWG)
+/* Stage s landed (the fill of tile `tile`). With two MMA warpgroups each
+ * waits on its own barrier (FULL + s or FULL1 + s: the load warpgroup's
+ * 128 threads and its own 128), so that neither waits for the other to
+ * reach the tile: one barrier of all 384 threads held each warpgroup's
+ * products back until the other had finished its softmax, which undid the
+ * ping-pong. Three MMA warpgroups wait on an mbarrier a stage instead
+ * (full3 + 8 s, the load warpgroup's 128 arrivals; barrier ids run out,
+ * and one shared barrier held each at the slowest). */
+FMHAI_DEVICE void fmhai_fwd90_full_sync(fmhai_smem_t full3, int s, int tile, int ST, int wg, int NWG)
 {
-    if (NWG == 2) fmhai_bar_sync((wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, 256);
-    else fmhai_bar_sync(FMHAI_FWD90_BAR_FULL + s, NWG * 128 + 128);
+    if (NWG == 3) fmhai_mbar_wait(full3 + 8 * s, (tile / ST) & 1);
+    else fmhai_bar_sync((wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, 256);
+}
+FMHAI_DEVICE void fmhai_fwd90_full_arrive(fmhai_smem_t full3, int s, int NWG)
+{
+    if (NWG == 3) {
+        fmhai_mbar_arrive(full3 + 8 * s);
+    } else {
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + s, 256);
+        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL1 + s, 256);
+    }
 }
 /* Split K/V streams (FMHAI_FWD90_SPLIT_ON: hdim 256, two stages): K and V
  * of a tile have their own hand-over and refill barriers, each stream one
@@ -146,16 +156,6 @@ FMHAI_DEVICE void fmhai_fwd90_split_arrive(int s, int v)
 {
     fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 0) : FMHAI_FWD90_BAR_FULL + s, 160);
     fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 1) : FMHAI_FWD90_BAR_FULL1 + s, 160);
-}
-
-FMHAI_DEVICE void fmhai_fwd90_full_arrive(int s, int NWG)
-{
-    if (NWG == 2) {
-        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + s, 256);
-        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL1 + s, 256);
-    } else {
-        fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL + s, NWG * 128 + 128);
-    }
 }
 
 /* e4m3 of four floats, byte i from x_i (saturating; P <= 1: the e4m3 kernels keep the exact max) */
@@ -206,7 +206,7 @@ FMHAI_DEVICE void fmhai_fwd90_drop_flags(uint32_t (*fl)[2], const fmhai_fwd_para
     for (int k = 0; k < BN / 32; ++k) {
         uint32_t w[4];
         const uint32_t ctr[4] = { j0 + (uint32_t)(32 * k) + 16u * odd, i0, bh, (uint32_t)offset };
-        fmhai_philox4x32_10(ctr, key, w);
+        fmhai_philox4x32(ctr, key, FMHAI_DROPOUT_ROUNDS, w);
         const uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? w[0] : w[1], 4);
         const uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? w[2] : w[3], 4);
         const uint32_t own0 = odd ? w[1] : w[0], own1 = odd ? w[3] : w[2];
@@ -220,7 +220,7 @@ FMHAI_DEVICE void fmhai_fwd90_drop_flags(uint32_t (*fl)[2], const fmhai_fwd_para
         const int q2 = BN / 16 - 1;
         uint32_t w[4];
         const uint32_t ctr[4] = { j0 + (uint32_t)(16 * q2), i0, bh, (uint32_t)offset };
-        fmhai_philox4x32_10(ctr, key, w);
+        fmhai_philox4x32(ctr, key, FMHAI_DROPOUT_ROUNDS, w);
         fl[q2][0] = fmhai_keep_flags(odd ? w[1] : w[0], T, Tlo);
         fl[q2][1] = fmhai_keep_flags(odd ? w[3] : w[2], T, Tlo);
     }
@@ -581,6 +581,7 @@ FMHAI_DEVICE void fmhai_fwd90_tma_init(fmhai_smem_t bars, int n, int tile0_done,
 }
 
 /* TMA: key tile [tok, tok + BN) of KV head hk into dk and dv, `blocks`
+ * (K) and `vblocks` (V; either may be 0: the split streams load one each)
  * 128-byte column blocks of BN x 128 bytes (eb bytes an element), counted
  * on mbarrier bar. Contiguous (pages NULL): rows tok.. of batch entry kb,
  * one box a block. Paged LINEAR (the tile's row pages staged in `pages`):
@@ -605,20 +606,10 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
         c1 = (tok + r) & ((1 << p->page_log2) - 1);
         c3 = pages[r];
     }
-    for (int c = 0; c < blocks; ++c) {
-        fmhai_tma_load4(dk + c * BN * 128 + r * 128, p->tma_k, c * 128 / eb, c1, hk, c3, bar);
+    for (int c = 0; c < max(blocks, vblocks); ++c) {
+        if (c < blocks) fmhai_tma_load4(dk + c * BN * 128 + r * 128, p->tma_k, c * 128 / eb, c1, hk, c3, bar);
         if (c < vblocks) fmhai_tma_load4(dv + c * BN * 128 + r * 128, p->tma_v, c * 128 / eb, c1, hk, c3, bar);
     }
-}
-
-/* TMA (lane 0): V of key tile [tok, tok + BN), contiguous, into dv (the
- * split streams; fmhai_fwd90_tma_kv with no V blocks loads K alone). */
-FMHAI_DEVICE void fmhai_fwd90_tma_v(const fmhai_fwd_params *p, fmhai_smem_t dv, fmhai_smem_t bar, int tok, int hk,
-                                    int kb, int vblocks, int BN, int eb, int lane)
-{
-    if (lane != 0) return;
-    fmhai_mbar_expect_tx(bar, vblocks * BN * 128);
-    for (int c = 0; c < vblocks; ++c) fmhai_tma_load4(dv + c * BN * 128, p->tma_v, c * 128 / eb, tok, hk, kb, bar);
 }
 
 /* TMA (one thread): the bias tile of query rows [m0, m0 + BM) and keys
@@ -809,7 +800,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, BN, ltid);
                 fmhai_wg_fence_smem();
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
-                fmhai_fwd90_full_arrive(j % ST, NWG);
+                fmhai_fwd90_full_arrive(sFull3, j % ST, NWG);
                 FMHAI_FWD90_MARK(2, j);
                 if (j + 2 < W.n_iters) {
                     const int st = (j + 2) % ST;
@@ -875,12 +866,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (t < W.n_iters) {
                     const int sl = t % 2, jk = (W.n_hi - 1 - t) * BN;
                     if (t >= 2) fmhai_bar_sync(lw ? FMHAI_FWD90_BAR_EMPTY + sl : fmhai_fwd90_bar_kempty(sl), NT + 32);
-                    if (TMA && lw) {
-                        fmhai_fwd90_tma_v(p, dst + sl * bytes, bar + 8 * sl, S.k_start + jk, hk, S.kv_b, HVB / 128, BN,
-                                          EB, ll);
-                    } else if (TMA) {
-                        fmhai_fwd90_tma_kv(p, dst + sl * bytes, 0u, bar + 8 * sl, S.k_start + jk, hk, S.kv_b,
-                                           HDB / 128, 0, BN, EB, 0, ll);
+                    if (TMA) {   /* one stream's blocks: K (warp 0) or V (warp 1) */
+                        fmhai_fwd90_tma_kv(p, dst + sl * bytes, dst + sl * bytes, bar + 8 * sl, S.k_start + jk, hk,
+                                           S.kv_b, lw ? 0 : HDB / 128, lw ? HVB / 128 : 0, BN, EB, 0, ll);
                     } else {
                         fmhai_wg_load_kv(dst + sl * bytes, lw ? &vs : &ks, sPage, jk, s_k, lw ? p->dv : p->d,
                                          lw ? HDV : HD, BN, 32, ll, 0, 0, FMHAI_WG_KV_CONTIG);
@@ -931,8 +919,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 }
                 if (TB) fmhai_mbar_wait(sBBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 if (VB) fmhai_mbar_wait(sBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
-                if (NWG == 3) fmhai_mbar_arrive(sFull3 + 8 * ((j - 1) % ST));
-                else fmhai_fwd90_full_arrive((j - 1) % ST, NWG);
+                fmhai_fwd90_full_arrive(sFull3, (j - 1) % ST, NWG);
                 FMHAI_FWD90_MARK(0, j - 1);
             }
             FMHAI_FWD90_MARK(1, j);
@@ -978,8 +965,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             }
             if (TB) fmhai_mbar_wait(sBBar + 8 * (j % ST), (j / ST) & 1);
             if (VB) fmhai_mbar_wait(sBar + 8 * (j % ST), (j / ST) & 1);
-            if (NWG == 3) fmhai_mbar_arrive(sFull3 + 8 * (j % ST));
-            else fmhai_fwd90_full_arrive(j % ST, NWG);
+            fmhai_fwd90_full_arrive(sFull3, j % ST, NWG);
         }
         return;
     }
@@ -1054,8 +1040,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
         if (SPLIT) fmhai_fwd90_split_sync(0, wg, 0);   /* K of tile 0 and Q landed */
-        else if (NWG == 3) fmhai_mbar_wait(sFull3, 0);
-        else fmhai_fwd90_full_sync(0, wg, NWG);      /* tile 0 and Q landed */
+        else fmhai_fwd90_full_sync(sFull3, 0, 0, ST, wg, NWG);   /* tile 0 and Q landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC, TY,
@@ -1088,10 +1073,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
             if (SPLIT) {   /* K of tile it + 1 and V of tile it landed */
                 fmhai_fwd90_split_sync(nbuf, wg, 0);
                 fmhai_fwd90_split_sync(buf, wg, 1);
-            } else if (NWG == 3) {
-                fmhai_mbar_wait(sFull3 + 8 * nbuf, ((it + 1) / ST) & 1);
             } else {
-                fmhai_fwd90_full_sync(nbuf, wg, NWG);
+                fmhai_fwd90_full_sync(sFull3, nbuf, it + 1, ST, wg, NWG);
             }
             FMHAI_FWD90_MARK(1, it);
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);

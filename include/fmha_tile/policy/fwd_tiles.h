@@ -127,9 +127,10 @@
  * warpgroups (16 warps, 160 registers each), whose softmax is long against
  * its products (64 columns), so a third warpgroup keeps the tensor cores
  * busy: +10-28% over 128 rows on an H200 once each warpgroup waits for its
- * stage by itself (an mbarrier; bench/RESULTS.md, session 13). Not with a
- * soft cap (its tanh spills 28-36 bytes at 160 registers), nor the
- * DROPOUT rows and batch prefill, which keep 128 rows. */
+ * stage by itself (an mbarrier; bench/RESULTS.md, session 13), and the
+ * DROPOUT rows' twin +6-10% over 128 rows on an H100 (session 14). Not
+ * with a soft cap (its tanh spills 28-36 bytes at 160 registers), nor
+ * batch prefill, which keep 128 rows. */
 #ifndef FMHAI_TILES_SM90A_FWDC3_64
 /*                                                   arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FWDC3_64(Y, ...) Y(__VA_ARGS__, SM90A,   192,   128,   16,     3)
@@ -293,9 +294,10 @@
 #  define FMHAI_TILES_FWDCB_96(Y, ...) FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_32(Y, ...) FMHAI_TILES_SM80_FWD_32(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_96(Y, ...) FMHAI_TILES_SM80_FWD_96(Y, __VA_ARGS__)
-/* DROPOUT rows: the wgmma kernel alone at hdim 64 (the portable one takes
- * dropout at run time in its plain rows); as the plain rows elsewhere */
-#  define FMHAI_TILES_FWDCD_64(Y, ...)  FMHAI_TILES_SM90A_FWD_64(Y, __VA_ARGS__)
+/* DROPOUT rows: the wgmma kernel alone at hdim 64, on 192 rows as the
+ * plain rows without a soft cap (the portable one takes dropout at run
+ * time in its plain rows); as the plain rows elsewhere */
+#  define FMHAI_TILES_FWDCD_64(Y, ...)  FMHAI_TILES_SM90A_FWDC3_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_128(Y, ...) FMHAI_TILES_FWDC_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_256(Y, ...) FMHAI_TILES_FWDC_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_192(Y, ...) FMHAI_TILES_FWDC_192(Y, __VA_ARGS__)

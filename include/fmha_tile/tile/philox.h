@@ -1,5 +1,5 @@
 /*
- * Counter-based random numbers for attention dropout: Philox4x32-10 and the
+ * Counter-based random numbers for attention dropout: Philox4x32 and the
  * rule that maps a score element to its random word.
  *
  * Dropout must draw the same keep/drop decision for element (b, h, i, j) in
@@ -18,8 +18,15 @@
  * in 256ths, as FlashAttention does) and kept values are scaled by
  * 256 / (256 - threshold).
  *
- * Host and device (plain static inline for a C compiler). Checked against
- * Random123's published known-answer vectors in tests/host/test_philox.c.
+ * Dropout draws Philox4x32-7 (FMHAI_DROPOUT_ROUNDS), the round count
+ * FlashAttention-2 and CK Tile draw dropout with: Random123's authors
+ * found 7 rounds of Philox4x32 to pass TestU01's BigCrush and made 10 the
+ * default for a safety margin. The rounds are most of dropout's cost in
+ * the kernels (bench/RESULTS.md); 7 instead of 10 takes 30% of them off.
+ *
+ * Host and device (plain static inline for a C compiler). The round
+ * function is checked against Random123's published known-answer vectors
+ * (10 rounds) in tests/host/test_philox.c.
  */
 #ifndef FMHA_TILE_PHILOX_H
 #define FMHA_TILE_PHILOX_H
@@ -45,12 +52,20 @@ FMHAI_RNG_FN uint32_t fmhai_mulhilo32(uint32_t a, uint32_t b, uint32_t *hi)
 #endif
 }
 
-/* Philox4x32 with 10 rounds: out = philox(ctr, key) */
-FMHAI_RNG_FN void fmhai_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+/* The rounds of dropout's Philox (a fixed part of the dropout rule: the
+ * kernels, the CPU reference and python/fmha_tile/philox.py agree on it) */
+#define FMHAI_DROPOUT_ROUNDS 7
+
+/* Philox4x32 with `rounds` rounds: out = philox(ctr, key) (a constant
+ * count after inlining: the loop unrolls) */
+FMHAI_RNG_FN void fmhai_philox4x32(const uint32_t ctr[4], const uint32_t key[2], int rounds, uint32_t out[4])
 {
     uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
     int r;
-    for (r = 0; r < 10; ++r) {
+#if defined(__CUDACC__) || defined(__HIP__)
+#pragma unroll
+#endif
+    for (r = 0; r < rounds; ++r) {
         uint32_t hi0, hi1;
         const uint32_t lo0 = fmhai_mulhilo32(0xD2511F53u, c0, &hi0);
         const uint32_t lo1 = fmhai_mulhilo32(0xCD9E8D57u, c2, &hi1);
@@ -71,7 +86,7 @@ FMHAI_RNG_FN void fmhai_dropout_block(uint64_t seed, uint64_t offset, uint32_t b
 {
     const uint32_t ctr[4] = { j & ~9u, i & ~9u, bh, (uint32_t)offset };
     const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) + (uint32_t)(offset >> 32) };
-    fmhai_philox4x32_10(ctr, key, out);
+    fmhai_philox4x32(ctr, key, FMHAI_DROPOUT_ROUNDS, out);
 }
 
 /* Element (i, j)'s byte index in its block. */
