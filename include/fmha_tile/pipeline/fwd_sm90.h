@@ -636,10 +636,10 @@ FMHAI_DEVICE void fmhai_fwd90_tma_bias(const fmhai_fwd_params *p, fmhai_smem_t s
 #define FMHAI_FWD90_MARK(ev, it) ((void)0)
 #endif
 
-FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
-                                 const int HDV, const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
-                                 const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC,
-                                 const int FP8)
+FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
+                                      const int HDV, const int BM, const int BN, const int NW, const int ST,
+                                      const int HAS_MASK, const int SOFTCAP, const int AL, const int PAGING,
+                                      const int KV_VEC, const int FP8, const int PDS)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     /* the row's ALiBi column: 1 ALiBi, 2 elementwise bias (the contiguous
@@ -705,8 +705,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     int32_t *sPage = (int32_t *)(smem_raw + (sV + ST * v_bytes - raw));
     const fmhai_smem_t sStage = sV + ST * v_bytes;
     /* paged FP8: per-key descales (fmhai_fwd90_put_ds), after the staging
-     * tiles and the row pages [3][BN] */
-    const int PDS = FP8 && PAGED;
+     * tiles and the row pages [3][BN]; PDS: this copy of the body applies
+     * them (per-page descales given), PDS_ROWS: the row has them (its
+     * registers and shared memory are sized for them) */
+    const int PDS_ROWS = FP8 && PAGED;
     const float *sDs8 = (const float *)(smem_raw + (sStage + 2 * kv_bytes - raw)) + 3 * BN;
     /* BIAS with a bias tensor map (TB): a [BM][BN] 16-bit bias slot a stage
      * (BN / 64 column blocks of [BM][128 bytes]) where paged and fp8 rows
@@ -731,7 +733,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : PDS ? 56 : 40);
+        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : PDS_ROWS ? 56 : 40);
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
         if (FP8) {
@@ -762,7 +764,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 for (int i = 0; i < 2 && i < W.n_iters; ++i) {
                     const int pg = ltid < BN ? fmhai_page_of(&ks, (tn - i) * BN + ltid, p->page_log2) : 0;
                     if (ltid < BN) sPg[i * BN + ltid] = pg;
-                    fmhai_fwd90_put_ds(sDs, sVref, i, fmhai_fwd90_page_ds(p, pg, hk), BN, ltid);
+                    if (PDS) fmhai_fwd90_put_ds(sDs, sVref, i, fmhai_fwd90_page_ds(p, pg, hk), BN, ltid);
                 }
                 if (ltid < BN && 2 < W.n_iters) pg_next = fmhai_page_of(&ks, (tn - 2) * BN + ltid, p->page_log2);
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
@@ -805,7 +807,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                 if (j + 2 < W.n_iters) {
                     const int st = (j + 2) % ST;
                     float2 ds = make_float2(1.f, 1.f);
-                    if (PAGED && ltid < BN) ds = fmhai_fwd90_page_ds(p, pg_next, hk);   /* tile j + 2's */
+                    if (PDS && ltid < BN) ds = fmhai_fwd90_page_ds(p, pg_next, hk);   /* tile j + 2's */
                     if (j + 2 >= ST) fmhai_bar_sync(fmhai_fwd90_bar_kempty(st), ALL);   /* tile j - 1's K */
                     FMHAI_FWD90_MARK(3, j);
                     if (TMA)
@@ -817,7 +819,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                                              sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
                                              ltid, p, PAGED);
                     if (PAGED) {
-                        fmhai_fwd90_put_ds(sDs, sVref, st, ds, BN, ltid);
+                        if (PDS) fmhai_fwd90_put_ds(sDs, sVref, st, ds, BN, ltid);
                         if (ltid < BN && j + 3 < W.n_iters)
                             pg_next = fmhai_page_of(&ks, (tn - 3 - j) * BN + ltid, p->page_log2);
                     }
@@ -969,7 +971,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : PDS ? 224 : 232);
+    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : PDS_ROWS ? 224 : 232);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns */
     float row_max[2], row_sum[2];
@@ -1031,7 +1033,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     (((FP8) && ((HD) == 256 || !(SOFTCAP))) || (!(FP8) && (HD) == 64 && !(BIAS)))
 #endif
     const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) && !SPLIT;
-    const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS);
+    const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS_ROWS);
     /* One branch holds every product (first S, the loop, the peeled last
      * tile) and ends with wait(0): ptxas then sees no path into the epilogue
      * with a product in flight. Split over separate branches it either
@@ -1176,8 +1178,25 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
     }
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)HDV; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
-    (void)SOFTCAP; (void)AL; (void)PAGING; (void)KV_VEC; (void)FP8;
+    (void)SOFTCAP; (void)AL; (void)PAGING; (void)KV_VEC; (void)FP8; (void)PDS;
 #endif
+}
+
+/* The kernel body; paged FP8 has two copies of it (a uniform branch on
+ * the arguments): the per-key descale code (fmhai_fwd90_put_ds / _vref,
+ * the score and P multiplies) runs only where per-page descales are given.
+ * With per-tensor descales, which fold into the scales as in the
+ * contiguous forward, that code had cost the e4m3 prefill 18-28%
+ * (bench/RESULTS.md, session 14). */
+FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
+                                 const int HDV, const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
+                                 const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC,
+                                 const int FP8)
+{
+    if (FP8 && PAGING && p->k_page_descale)
+        fmhai_fwd_sm90_body(p, smem_raw, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, AL, PAGING, KV_VEC, FP8, 1);
+    else
+        fmhai_fwd_sm90_body(p, smem_raw, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, AL, PAGING, KV_VEC, FP8, 0);
 }
 
 #endif /* FMHA_PLATFORM_NVIDIA */
