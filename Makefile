@@ -229,6 +229,11 @@ $(BUILD)/bench/fwd_trace: bench/fwd_trace.cu bench/bench_fwd.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)
 
+# bench_bwd with the Hopper backward's timeline hooks: cycles per event of a step (sm_90a only)
+$(BUILD)/bench/bwd_trace: bench/bwd_trace.cu bench/bench_bwd.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)
+
 # ---- shared library (C ABI) and the C program that links it -------------------
 # The library is built from several units side by side (make -j): the main
 # unit src/fmha_tile_lib.cu defines FMHA_TILE_BUILD_SHARED (the API functions

@@ -297,6 +297,18 @@ typedef struct fmhai_bwd90_rec {
 FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (r & 7) << 1 : 0; }
 
 
+/* Timeline hooks: a build may define FMHAI_BWD90_MARK(ev, k) to record
+ * when each warp reaches event ev of step k (bench/bwd_trace.cu: the SM
+ * clock, one block, lane 0; it sees the kernel's warp and lane). MMA
+ * warpgroups: 0 step top, 1 the step's tiles landed, 2 step-start barrier
+ * passed, 3 S^T and dP^T issued, 4 S^T done, 5 P^T formed (dV issued), 6
+ * dP^T and dV done, 7 dS^T formed (dK issued), 8 every warp's dS^T stored,
+ * 9 dQ done, 10 a dQ buffer free, 11 dQ tile handed over. The writer: 0
+ * loop top, 1 its tile handed over, 2 added. Empty unless defined. */
+#ifndef FMHAI_BWD90_MARK
+#define FMHAI_BWD90_MARK(ev, k) ((void)0)
+#endif
+
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
  * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
  * atomics, or writes dQ itself (dq_direct). Deterministic, it first waits
@@ -317,9 +329,11 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
     for (int k = 0;; ++k) {   /* step k: buffer k & 1, record k & 3 */
         const int b = k & 1;
         const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
+        FMHAI_BWD90_MARK(0, k);
         fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, 384);
         const int rows = rk->rows;
         if (rows < 0) break;
+        FMHAI_BWD90_MARK(1, k);
         /* the record's pointers are read where they are used, not held
          * across the adds (the slot stays until the hand-back below) */
         if (det) {
@@ -366,6 +380,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         }
         int32_t *sem = det ? rk->sem : 0;
         /* the buffer and record are read (the adds took their values at issue) */
+        FMHAI_BWD90_MARK(2, k);
         fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
         if (det) {   /* each warp publishes its own adds */
             fmhai_sync_warp();
@@ -475,6 +490,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
         int mi = 0, hq = 0;
 #pragma unroll 1
         for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
+            FMHAI_BWD90_MARK(0, tau);
             const int buf = tau & 1, slot = buf * BM;
             const int m0 = (T.m_first + T.m_dir * mi) * BM, h = hk * p->head_ratio + hq;
             fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
@@ -484,6 +500,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * buffers and its dS^T tile */
             fmhai_copy_wait(0);
             if (TMA) fmhai_mbar_wait(sBar + 8 * buf, (tau >> 1) & 1);
+            FMHAI_BWD90_MARK(1, tau);
             /* BIAS (folded): S^T starts from the step's bias over the scale
              * (fmhai_bwd90_bias_fold), read before the barrier, which then
              * frees the bias tile for the next step's copy */
@@ -499,6 +516,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             }
             fmhai_wg_fence_smem();
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
+            FMHAI_BWD90_MARK(2, tau);
             if (jt + 1 < T.n_steps) {
                 const int h1 = hk * p->head_ratio + hq, m1 = (T.m_first + T.m_dir * mi) * BM;
                 fmhai_bwd90_load_step(P, &s, tau + 1, h1, m1, sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse,
@@ -521,7 +539,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16,
                                 0, FOLD);
             fmhai_wg_gemm_abt(acc_p, fmhai_opaque_smem(sV + wg * 64 * 128), BN, fmhai_opaque_smem(do_s), BM, HD, is_bf16, 0);
+            FMHAI_BWD90_MARK(3, tau);
             fmhai_wg_wait(1);
+            FMHAI_BWD90_MARK(4, tau);
             fmhai_wg_fence_acc(acc_s, BM / 2);
 
             /* ---- P^T; dV += P^T dO ------------------------------------------ */
@@ -562,7 +582,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 for (int x = 0; x < BM / 4; ++x) asm volatile("" : "+r"(pa[x / 4][x % 4])::"memory");
             fmhai_wg_fence();
             fmhai_wg_gemm_rs(acc_dv, pa, do_s, HD, BM, is_bf16, 0);
+            FMHAI_BWD90_MARK(5, tau);
             fmhai_wg_wait(0);   /* dP^T and dV done: P^T's registers are free */
+            FMHAI_BWD90_MARK(6, tau);
             fmhai_wg_fence_acc(acc_p, BM / 2);
 
             /* ---- dS^T = P^T (dP^T - D): registers and shared; dK += dS^T Q ---- */
@@ -608,8 +630,10 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             }
             fmhai_wg_fence();
             fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16, 0);
+            FMHAI_BWD90_MARK(7, tau);
             fmhai_wg_fence_smem();
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);   /* dS^T of every warp in shared memory */
+            FMHAI_BWD90_MARK(8, tau);
 
             /* ---- dQ = dS K: this warpgroup's DQN columns ---------------------- */
             float acc_q[FMHAI_FWD_MAX_HD / 4];
@@ -628,12 +652,14 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 fmhai_wg_commit();
             }
             fmhai_wg_wait(0);
+            FMHAI_BWD90_MARK(9, tau);
             fmhai_wg_fence_acc(acc_q, DQN / 2);
             fmhai_wg_fence_acc(acc_dv, HD / 2);
             fmhai_wg_fence_acc(acc_dk, HD / 2);
 
             /* ---- dQ tile -> the writer's buffer ------------------------------ */
             fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
+            FMHAI_BWD90_MARK(10, tau);
             {
                 const fmhai_smem_t qb = sdQ_a + (tau & 1) * BM * QS * 4;
 #pragma unroll
@@ -662,6 +688,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 r->rows = min(BM, s.s_q - m0);
             }
             fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
+            FMHAI_BWD90_MARK(11, tau);
         }
 
         /* ---- dK (times scale) and dV of the tile ----------------------------- */
