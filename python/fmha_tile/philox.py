@@ -12,10 +12,11 @@ a given Philox seed and offset keeps (include/fmha_tile/tile/philox.h).
 The rule: element (i, j) of head h in batch entry b (group mode: sequence b,
 i and j counted within it) takes byte 8*i3 + 4*i0 + 2*j3 + j0 (i3: bit 3 of
 i, ...) of the 16 bytes (four 32-bit words, little-endian) of
-Philox4x32-7 (DROPOUT_ROUNDS, as FlashAttention-2 and CK Tile) with counter (j & ~9, i & ~9, b * nhead_q + h, offset mod
-2^32) and key (seed mod 2^32, (seed >> 32) + (offset >> 32) mod 2^32). It is
-kept when that byte is >= threshold(p) = round(p * 256) (computed in fp32 as
-the C code does, at most 255), and a kept value is scaled by
+Philox4x32-7 (DROPOUT_ROUNDS, as FlashAttention-2 and CK Tile) with
+counter (j & ~9, i & ~9, b * nhead_q + h, offset mod 2^32) and key
+(seed mod 2^32, (seed >> 32) + (offset >> 32) mod 2^32). It is kept when
+that byte is >= threshold(p) = round(p * 256) (computed in fp32 as the C
+code does, at most 255), and a kept value is scaled by
 256 / (256 - threshold).
 
 The offset the kernels get is the generator's with bit 63 set
@@ -85,7 +86,7 @@ def dropout_byte(seed, offset, bh, i, j):
     """Element (i, j)'s random byte for head index bh = b * nhead_q + h."""
     seed, offset = int(seed) & (2 ** 64 - 1), int(offset) & (2 ** 64 - 1)
     w = philox4x32((j & ~9, i & ~9, bh, offset & M32),
-                      (seed & M32, ((seed >> 32) + (offset >> 32)) & M32))
+                   (seed & M32, ((seed >> 32) + (offset >> 32)) & M32))
     k = byte_index(i, j)
     return (w[k >> 2] >> (8 * (k & 3))) & 0xFF
 
