@@ -895,17 +895,19 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
          * two tiles in flight, put the EMPTY wait and the issue before every
          * hand-off: 0.70 of the contiguous forward paged, and a deadlock with
          * 2 stages; measured, not kept.) */
-        /* TMA (tensor maps: contiguous K/V, LINEAR pages >= 32): tiles after the first
-         * (which may be partial: cp.async zero-fills its rows past s_k) land
-         * on mbarrier j % ST, phase (j / ST) % 2; barrier 0's phase 0 is
-         * completed at once for tile 0 */
+        /* TMA (tensor maps: contiguous K/V, LINEAR pages >= 32): every tile
+         * but a partial first one (cp.async zero-fills its rows past s_k)
+         * lands on mbarrier j % ST, phase (j / ST) % 2; for a partial first
+         * tile barrier 0's phase 0 is completed at once. (Q stays on
+         * cp.async.) */
         const int TMA = !KV_VEC && p->tma_kv;
+        const int T0 = TMA && W.n_hi * BN <= s_k;   /* tile 0 whole: by TMA */
         /* VECTORIZED V^T by bulk copies (fmhai_wg_load_vt_bulk; tma_kv: the
          * TMA unit may be used) on mbarrier j % ST, phase (j / ST) % 2, for
          * every tile but a partial one (cp.async, thread 0's plain arrival
          * completing the phase) */
         const int VB = V_KIND == FMHAI_WG_KV_VEC_VT && p->tma_kv && p->dv == HDV;
-        if (TMA) fmhai_fwd90_tma_init(sBar, ST, 1, ltid);
+        if (TMA) fmhai_fwd90_tma_init(sBar, ST, !T0, ltid);
         if (VB) fmhai_fwd90_tma_init(sBar, ST, 0, ltid);
         if (TB) fmhai_fwd90_tma_init(sBBar, ST, 0, ltid);
         for (int j = 0; j < W.n_iters; ++j) {
@@ -913,7 +915,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             int next_page = 0;
             if (PAGED && ltid < BN && j + 1 < W.n_iters) next_page = fmhai_page_of(&ks, jk - BN + ltid, p->page_log2);
             if (j >= 1) {
-                if (TMA && j >= 2) {
+                if (TMA && (j >= 2 || T0)) {
+                    if (j == 1) {   /* Q */
+                        fmhai_copy_wait(0);
+                        fmhai_wg_fence_smem();
+                    }
                     fmhai_mbar_wait(sBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 } else {
                     fmhai_copy_wait(0);
@@ -930,7 +936,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
             if (TB && ltid == 0) fmhai_fwd90_tma_bias(p, sB + st * b_bytes, sBBar + 8 * st, jk, m0, h, b_eff, BM, BN);
             const int32_t *rows = sPage + (j & 1) * BN;
-            if (TMA && j > 0) {
+            if (TMA && (j > 0 || T0)) {
                 fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * v_bytes, sBar + 8 * st,
                                    (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, HDB / 128, HVB / 128, BN, EB,
                                    PAGED ? rows : 0, ltid);
@@ -959,7 +965,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         }
         if (W.n_iters > 0) {
             const int j = W.n_iters - 1;
-            if (TMA && j >= 1) {
+            if (TMA && (j >= 1 || T0)) {
+                if (j == 0) {   /* Q */
+                    fmhai_copy_wait(0);
+                    fmhai_wg_fence_smem();
+                }
                 fmhai_mbar_wait(sBar + 8 * (j % ST), (j / ST) & 1);
             } else {
                 fmhai_copy_wait(0);
@@ -1151,6 +1161,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     const float LN2 = 0.6931471805599453f;
     char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch + (int64_t)(q_start + m0) * p->o_row +
                                       (int64_t)h * p->o_head);
+    float inv[2];
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         float sum = row_sum[hf];
@@ -1158,22 +1169,65 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         sum += fmhai_shfl_xor(sum, 2);
         float m_ln = row_max[hf] * sl2 * LN2, f = 1.f;   /* the LSE's offset, natural log */
         if (p->sinks) f = fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &sum, &m_ln);
-        const float inv = sum > 0.f ? f * o_scale / sum : 0.f;
+        inv[hf] = sum > 0.f ? f * o_scale / sum : 0.f;
         const int row = row0 + 8 * hf;
-        if (m0 + row >= s_q) continue;
-        if (p->lse && t == 0) {
+        if (p->lse && t == 0 && m0 + row < s_q) {
             const float lse = sum > 0.f ? m_ln + logf(sum) : NEG_INF;
             const int64_t li = p->seqstart_q ? (int64_t)h * p->lse_head + q_start + m0 + row
                                              : (int64_t)b * p->lse_batch + (int64_t)h * p->lse_head + m0 + row;
             p->lse[li] = lse;
         }
-        char *orow = o_ptr + 2 * (int64_t)row * p->o_row;
+    }
+    /* 16-bit rows with 16-byte aligned O rows: each warp stages its 16 rows
+     * of O in its own rows of the Q tile (its warpgroup's S products are
+     * done, and nothing refills Q), a row's 16-byte chunks swizzled by row
+     * (the fragment stores and the row reads conflict-free), then stores
+     * whole rows with 16-byte vectors. Stored from the fragments (4 bytes a
+     * thread, 16 of a row a warp instruction), the epilogue took 4,200
+     * cycles of a 2k block's 52,000 (bench/RESULTS.md, session 15). FP8
+     * rows (Q rows narrower than O's) store the fragments. */
+    const int OSM = !FP8 && ((p->o_row | p->o_head | p->o_batch) & 7) == 0 && ((uintptr_t)p->o & 15) == 0;
+    if (OSM) {
+        const int wrow = row0 - g;   /* the warp's first row */
+        const fmhai_smem_t ob = sQ + (uint32_t)(wrow * 128);
 #pragma unroll
-        for (int dt = 0; dt < HDV / 8; ++dt) {
-            const int col = dt * 8 + 2 * t;
-            if (col < p->dv)
-                *(uint32_t *)(orow + 2 * col) =
-                    fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv, acc_o[4 * dt + 2 * hf + 1] * inv, is_bf16 || FP8);
+        for (int dt = 0; dt < HDV / 8; ++dt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                const int r = g + 8 * hf;
+                fmhai_lds_store4(ob + (uint32_t)((dt >> 3) * BM * 128 + r * 128 + (((dt & 7) ^ (r & 7)) << 4) + 4 * t),
+                                 fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf], acc_o[4 * dt + 2 * hf + 1] * inv[hf],
+                                             is_bf16));
+            }
+        __syncwarp();
+        const int CH = HDV / 8;   /* 16-byte chunks a row */
+#pragma unroll
+        for (int i = 0; i < 16 * CH / 32; ++i) {
+            const int k = i * 32 + lane, r = k / CH, c = k % CH, row = wrow + r;
+            uint32_t v[4];
+            fmhai_lds_load16(v, ob + (uint32_t)((c >> 3) * BM * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)));
+            if (m0 + row >= s_q || 8 * c >= p->dv) continue;
+            char *dst = o_ptr + 2 * ((int64_t)row * p->o_row + 8 * c);
+            if (8 * c + 8 <= p->dv) {
+                *(uint4 *)dst = make_uint4(v[0], v[1], v[2], v[3]);
+            } else {   /* the last chunk of a head dim that is not a multiple of 8 */
+                for (int e = 0; 8 * c + e < p->dv; ++e)
+                    *(unsigned short *)(dst + 2 * e) = (unsigned short)(v[e / 2] >> (16 * (e & 1)));
+            }
+        }
+    } else {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            const int row = row0 + 8 * hf;
+            if (m0 + row >= s_q) continue;
+            char *orow = o_ptr + 2 * (int64_t)row * p->o_row;
+#pragma unroll
+            for (int dt = 0; dt < HDV / 8; ++dt) {
+                const int col = dt * 8 + 2 * t;
+                if (col < p->dv)
+                    *(uint32_t *)(orow + 2 * col) = fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf],
+                                                                acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8);
+            }
         }
     }
 #else
