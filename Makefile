@@ -229,6 +229,11 @@ $(BUILD)/bench/fwd_trace: bench/fwd_trace.cu bench/bench_fwd.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)
 
+# bench_fwd with the Hopper forward's block hooks: prologue, key loop, epilogue, gaps (sm_90a only)
+$(BUILD)/bench/fwd_blocks: bench/fwd_blocks.cu bench/bench_fwd.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)
+
 # bench_bwd with the Hopper backward's timeline hooks: cycles per event of a step (sm_90a only)
 $(BUILD)/bench/bwd_trace: bench/bwd_trace.cu bench/bench_bwd.cu $(HEADERS)
 	@mkdir -p $(dir $@)

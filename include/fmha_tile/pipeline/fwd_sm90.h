@@ -635,6 +635,13 @@ FMHAI_DEVICE void fmhai_fwd90_tma_bias(const fmhai_fwd_params *p, fmhai_smem_t s
 #ifndef FMHAI_FWD90_MARK
 #define FMHAI_FWD90_MARK(ev, it) ((void)0)
 #endif
+/* Block hooks: FMHAI_FWD90_BLOCK_MARK(ev) at events of the whole block
+ * (bench/fwd_blocks.cu: thread 0's SM clock, every block): 0 the body
+ * starts, 1 tile 0 and Q landed, 2 the first S done, 3 the last P V done
+ * (the epilogue starts), 4 O stored. Empty unless defined. */
+#ifndef FMHAI_FWD90_BLOCK_MARK
+#define FMHAI_FWD90_BLOCK_MARK(ev) ((void)0)
+#endif
 
 FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                       const int HDV, const int BM, const int BN, const int NW, const int ST,
@@ -667,6 +674,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     (!(FP8) && (PAGING) == 0 && (HD) == 256 && (HDV) == 256 && (ST) == 2 && (NWG) == 2)
 #endif
     const int SPLIT = FMHAI_FWD90_SPLIT_ON(FP8, PAGING, HD, HDV, ST, NWG);
+    FMHAI_FWD90_BLOCK_MARK(0);
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
     int m_block, h, b;
@@ -1053,6 +1061,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
         if (SPLIT) fmhai_fwd90_split_sync(0, wg, 0);   /* K of tile 0 and Q landed */
         else fmhai_fwd90_full_sync(sFull3, 0, 0, ST, wg, NWG);   /* tile 0 and Q landed */
+        FMHAI_FWD90_BLOCK_MARK(1);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
         fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC, TY,
@@ -1061,6 +1070,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1, BN, t, s_q, s_k);
         fmhai_wg_wait(0);   /* S of tile 0 done */
         fmhai_wg_fence_acc(acc_s, BN / 2);
+        FMHAI_FWD90_BLOCK_MARK(2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, 0, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN, LAZY,
                             SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
@@ -1158,6 +1168,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     if (W.n_iters > 0 && wg == 0) fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + 0, 256);
 
     /* ---- epilogue ------------------------------------------------------------ */
+    FMHAI_FWD90_BLOCK_MARK(3);
     const float LN2 = 0.6931471805599453f;
     char *o_ptr = (char *)p->o + 2 * ((int64_t)b_eff * p->o_batch + (int64_t)(q_start + m0) * p->o_row +
                                       (int64_t)h * p->o_head);
@@ -1230,6 +1241,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             }
         }
     }
+    FMHAI_FWD90_BLOCK_MARK(4);
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)HDV; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
     (void)SOFTCAP; (void)AL; (void)PAGING; (void)KV_VEC; (void)FP8; (void)PDS;
