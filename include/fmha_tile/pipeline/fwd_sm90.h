@@ -31,11 +31,13 @@
  * With tensor maps in the parameters (dispatch/tma.h: contiguous K/V, and
  * LINEAR pages of 32 tokens or more) one thread copies each whole key tile
  * by TMA (a box a 128-byte column block; paged, a box a page) and waits on
- * the tile's mbarrier before the hand-off; the first tile (the only one that
- * may be partial) and Q, and every tile without tensor maps (small or
- * VECTORIZED pages, no encoder), load with cp.async. The epilogue folds in the head's attention sink if
- * any (fmhai_sink_fold), normalises O, writes LSE (-inf for rows that saw
- * no key and have no sink) and stores O from the fragments.
+ * the tile's mbarrier before the hand-off; Q, a partial first tile (the
+ * sequence's last) and every tile without tensor maps (small or VECTORIZED
+ * pages, no encoder) load with cp.async. The epilogue folds in the head's
+ * attention sink if any (fmhai_sink_fold), normalises O, writes LSE (-inf
+ * for rows that saw no key and have no sink) and stores O: 16-bit rows
+ * through each warp's own rows of the Q tile, whole rows in 16-byte
+ * vectors; e4m3 rows from the fragments.
  *
  * FP8 (e4m3 Q, K, V; bf16 O): both products are e4m3 wgmma (k32, operands
  * K-major only); the q and k descales fold into the logit scale, v's into
