@@ -1191,41 +1191,51 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             p->lse[li] = lse;
         }
     }
-    /* 16-bit rows with 16-byte aligned O rows: each warp stages its 16 rows
-     * of O in its own rows of the Q tile (its warpgroup's S products are
-     * done, and nothing refills Q), a row's 16-byte chunks swizzled by row
-     * (the fragment stores and the row reads conflict-free), then stores
-     * whole rows with 16-byte vectors. Stored from the fragments (4 bytes a
-     * thread, 16 of a row a warp instruction), the epilogue took 4,200
-     * cycles of a 2k block's 52,000 (bench/RESULTS.md, session 15). FP8
-     * rows (Q rows narrower than O's) store the fragments. */
-    const int OSM = !FP8 && ((p->o_row | p->o_head | p->o_batch) & 7) == 0 && ((uintptr_t)p->o & 15) == 0;
+    /* O rows 16-byte aligned: each warp stages its 16 rows of O in shared
+     * memory, a row's 16-byte chunks swizzled by row (the fragment stores
+     * and the row reads conflict-free), then stores whole rows with 16-byte
+     * vectors. 16-bit rows stage in the warp's own rows of the Q tile (its
+     * warpgroup's S products are done, and nothing refills Q; block stride
+     * BM x 128 bytes); e4m3 rows, whose Q rows are narrower than O's, in
+     * the V staging tiles (the last transpose is done), in NP passes of PC
+     * columns where those hold less than the block's O (hdim 256: two).
+     * Stored from the fragments (4 bytes a thread, 16 of a row a warp
+     * instruction), the epilogue took 4,200 cycles of a 2k block's 52,000
+     * (bench/RESULTS.md, session 15). */
+    const int NP = FP8 ? (NT / 32 * 16 * HDV * 2 + 2 * kv_bytes - 1) / (2 * kv_bytes) : 1, PC = HDV / NP;
+    const int OSM = (!FP8 || PC % 64 == 0) && ((p->o_row | p->o_head | p->o_batch) & 7) == 0 &&
+                    ((uintptr_t)p->o & 15) == 0;
     if (OSM) {
         const int wrow = row0 - g;   /* the warp's first row */
-        const fmhai_smem_t ob = sQ + (uint32_t)(wrow * 128);
+        const fmhai_smem_t ob = FP8 ? sStage + (uint32_t)(wrow * PC * 2) : sQ + (uint32_t)(wrow * 128);
+        const int RS = FP8 ? PC * 2 : 128, BS = FP8 ? 128 : BM * 128;   /* row and 64-column block strides */
+        const int CH = PC / 8;   /* 16-byte chunks of a row a pass */
 #pragma unroll
-        for (int dt = 0; dt < HDV / 8; ++dt)
+        for (int ps = 0; ps < NP; ++ps) {
+            if (ps > 0) __syncwarp();   /* the previous pass's reads are done */
 #pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-                const int r = g + 8 * hf;
-                fmhai_lds_store4(ob + (uint32_t)((dt >> 3) * BM * 128 + r * 128 + (((dt & 7) ^ (r & 7)) << 4) + 4 * t),
-                                 fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf], acc_o[4 * dt + 2 * hf + 1] * inv[hf],
-                                             is_bf16));
-            }
-        __syncwarp();
-        const int CH = HDV / 8;   /* 16-byte chunks a row */
+            for (int dq = 0; dq < CH; ++dq)
 #pragma unroll
-        for (int i = 0; i < 16 * CH / 32; ++i) {
-            const int k = i * 32 + lane, r = k / CH, c = k % CH, row = wrow + r;
-            uint32_t v[4];
-            fmhai_lds_load16(v, ob + (uint32_t)((c >> 3) * BM * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)));
-            if (m0 + row >= s_q || 8 * c >= p->dv) continue;
-            char *dst = o_ptr + 2 * ((int64_t)row * p->o_row + 8 * c);
-            if (8 * c + 8 <= p->dv) {
-                *(uint4 *)dst = make_uint4(v[0], v[1], v[2], v[3]);
-            } else {   /* the last chunk of a head dim that is not a multiple of 8 */
-                for (int e = 0; 8 * c + e < p->dv; ++e)
-                    *(unsigned short *)(dst + 2 * e) = (unsigned short)(v[e / 2] >> (16 * (e & 1)));
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int r = g + 8 * hf, dt = ps * CH + dq;
+                    fmhai_lds_store4(ob + (uint32_t)((dq >> 3) * BS + r * RS + (((dq & 7) ^ (r & 7)) << 4) + 4 * t),
+                                     fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf],
+                                                 acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8));
+                }
+            __syncwarp();
+#pragma unroll
+            for (int i = 0; i < 16 * CH / 32; ++i) {
+                const int k = i * 32 + lane, r = k / CH, c = k % CH, row = wrow + r, cg = ps * CH + c;
+                uint32_t v[4];
+                fmhai_lds_load16(v, ob + (uint32_t)((c >> 3) * BS + r * RS + (((c & 7) ^ (r & 7)) << 4)));
+                if (m0 + row >= s_q || 8 * cg >= p->dv) continue;
+                char *dst = o_ptr + 2 * ((int64_t)row * p->o_row + 8 * cg);
+                if (8 * cg + 8 <= p->dv) {
+                    *(uint4 *)dst = make_uint4(v[0], v[1], v[2], v[3]);
+                } else {   /* the last chunk of a head dim that is not a multiple of 8 */
+                    for (int e = 0; 8 * cg + e < p->dv; ++e)
+                        *(unsigned short *)(dst + 2 * e) = (unsigned short)(v[e / 2] >> (16 * (e & 1)));
+                }
             }
         }
     } else {
