@@ -78,16 +78,7 @@
 #include "../kernel/bwd_params.h"
 #include "fwd_portable.h"
 
-/* ---- small primitives ------------------------------------------------------ */
-FMHAI_DEVICE void fmhai_st_shared_u32(fmhai_smem_t dst, uint32_t v)
-{
-#if defined(FMHA_PLATFORM_NVIDIA)
-    asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(dst), "r"(v));
-#else
-    *(FMHAI_LDS uint32_t *)dst = v;
-#endif
-}
-
+/* ---- small primitives (fmhai_st_shared_u32: tile/warp_mma.h) --------------- */
 FMHAI_DEVICE float2 fmhai_ld_shared_f2(fmhai_smem_t src)
 {
     float2 v;

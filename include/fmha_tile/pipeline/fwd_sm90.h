@@ -35,9 +35,9 @@
  * sequence's last) and every tile without tensor maps (small or VECTORIZED
  * pages, no encoder) load with cp.async. The epilogue folds in the head's
  * attention sink if any (fmhai_sink_fold), normalises O, writes LSE (-inf
- * for rows that saw no key and have no sink) and stores O: 16-bit rows
- * through each warp's own rows of the Q tile, whole rows in 16-byte
- * vectors; e4m3 rows from the fragments.
+ * for rows that saw no key and have no sink) and stores O through shared
+ * memory in whole rows of 16-byte vectors (16-bit rows: each warp's own
+ * rows of the Q tile; e4m3 rows: the V staging tiles).
  *
  * FP8 (e4m3 Q, K, V; bf16 O): both products are e4m3 wgmma (k32, operands
  * K-major only); the q and k descales fold into the logit scale, v's into
@@ -1218,9 +1218,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
 #pragma unroll
                 for (int hf = 0; hf < 2; ++hf) {
                     const int r = g + 8 * hf, dt = ps * CH + dq;
-                    fmhai_lds_store4(ob + (uint32_t)((dq >> 3) * BS + r * RS + (((dq & 7) ^ (r & 7)) << 4) + 4 * t),
-                                     fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf],
-                                                 acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8));
+                    const uint32_t at = (uint32_t)((dq >> 3) * BS + r * RS + (((dq & 7) ^ (r & 7)) << 4) + 4 * t);
+                    fmhai_st_shared_u32(ob + at, fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf],
+                                                             acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8));
                 }
             __syncwarp();
 #pragma unroll

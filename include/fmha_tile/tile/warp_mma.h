@@ -14,7 +14,8 @@
  *   fmhai_warp_mma_16816(c, a, b, is_bf16)     c[16x8] += a[16x16] * b[16x8]
  *   fmhai_pack2(x, y, is_bf16)                 two floats -> packed fp16/bf16
  *   fmhai_lds_load16 / fmhai_lds_store16       16 bytes shared <-> registers
- *   fmhai_lds_store8 / fmhai_lds_store4        8 / 4 bytes registers -> shared
+ *   fmhai_lds_store8                           8 bytes registers -> shared
+ *   fmhai_st_shared_u32                        4 bytes register -> shared
  *   fmhai_e4m3x4_to_f16(x, y)                  four e4m3 codes -> two f16x2, exact
  *   fmhai_f32_to_e4m3(f)                       float -> e4m3 code (RNE, saturating)
  *   fmhai_warp_ldsm_x4_e4m3(b, addr)           four 8-key e4m3 K tiles from shared,
@@ -172,10 +173,6 @@ FMHAI_DEVICE void fmhai_lds_store16(fmhai_smem_t a, const uint32_t *v)
 FMHAI_DEVICE void fmhai_lds_store8(fmhai_smem_t a, uint32_t x, uint32_t y)
 {
     asm volatile("st.shared.v2.b32 [%0], {%1,%2};\n" :: "r"(a), "r"(x), "r"(y));
-}
-FMHAI_DEVICE void fmhai_lds_store4(fmhai_smem_t a, uint32_t x)
-{
-    asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(a), "r"(x));
 }
 
 /* Four e4m3 codes (byte i = element i) -> f16 pairs y[0] = (0, 1), y[1] =
@@ -482,6 +479,15 @@ FMHAI_DEVICE void fmhai_warp_ldsm_x4_t_e4m3(uint32_t (*b)[2], fmhai_smem_t addr)
 #endif
         fmhai_e4m3x4_to_f16(x, b[i]);
     }
+}
+
+FMHAI_DEVICE void fmhai_st_shared_u32(fmhai_smem_t dst, uint32_t v)
+{
+#if defined(FMHA_PLATFORM_NVIDIA)
+    asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(dst), "r"(v));
+#else
+    *(FMHAI_LDS uint32_t *)dst = v;
+#endif
 }
 
 #endif /* FMHA_TILE_WARP_MMA_H */
