@@ -5,7 +5,10 @@
  * Call fmha_fwd with dtype = FMHA_DTYPE_FP8 and declare an FP8 FWD row (the
  * wildcard row below gives the tuned Hopper kernel; build for sm_90a). Q, K
  * and V hold e4m3 codes; q_descale, k_descale, v_descale are optional device
- * floats (NULL: 1), real = stored * descale. Strides are in elements (bytes
+ * floats (NULL: 1), real = stored * descale: one a tensor, or (as here) one
+ * per (batch entry, KV head) like FlashAttention-3's [batch, nhead_k]
+ * descale tensors, located by descale_batch_stride and descale_head_stride
+ * (a query head takes its KV head's). Strides are in elements (bytes
  * for e4m3) and multiples of 16; the head dim a multiple of 16. Every other
  * forward feature works as with 16-bit inputs (masks, GQA, LSE, group mode,
  * soft cap, ALiBi). P is rounded to e4m3 per key tile for P V, so the result
@@ -14,7 +17,8 @@
  * Other GPUs have no FP8 forward (FMHA_ERR_NO_KERNEL): this prints SKIP.
  *
  * Checked, b=2, GQA 8:2, s_q 300, s_k 700, d=128, causal bottom-right, random
- * e4m3 codes of magnitude 2^-3..7.5, descales 0.5 / 0.37 / 1.9: O within
+ * e4m3 codes of magnitude 2^-3..7.5, descales per (batch entry, KV head)
+ * between 0.3 and 1.9: O within
  * rel-L2 1e-2, LSE within 2e-3 + 2^-11 of the row's score bound.
  */
 #define EX_PROG "fwd_fp8"
@@ -26,20 +30,26 @@ DECL_FMHA_KERNEL_SET(kernels, KERNELS)
 
 enum { B = 2, H = 8, HK = 2, SQ = 300, SK = 700, D = 128 };
 
-/* n random e4m3 codes (exponent fields 4..9: 2^-3..7.5, never 0 or NaN) and
- * the values they mean with this descale */
-static void random_e4m3(fmha_ref_rng *rng, size_t n, float descale, uint8_t *codes, float *f)
+/* random e4m3 codes (exponent fields 4..9: 2^-3..7.5, never 0 or NaN) of a
+ * [B][s][heads][D] tensor and the values they mean, element (b, ., h, .)
+ * with descale ds[b][h / group] (group: query heads per KV head) */
+static void random_e4m3(fmha_ref_rng *rng, int s, int heads, int group, const float (*ds)[HK], uint8_t *codes,
+                        float *f)
 {
-    size_t i;
+    size_t i, n = (size_t)B * s * heads * D;
     for (i = 0; i < n; i++) {
+        const int b = (int)(i / ((size_t)s * heads * D)), h = (int)(i / D) % heads;
         codes[i] = fmha_ref_rng_e4m3(rng, 4, 9);
-        f[i] = fmha_ref_e4m3_to_f32(codes[i]) * descale;
+        f[i] = fmha_ref_e4m3_to_f32(codes[i]) * ds[b][h / group];
     }
 }
 
 int main(void)
 {
-    const float descales[3] = { 0.5f, 0.37f, 1.9f };       /* q, k, v */
+    /* q, k, v descales per (batch entry, KV head): [3][B][HK] */
+    const float descales[3][B][HK] = { { { 0.5f, 0.8f }, { 0.3f, 1.2f } },
+                                       { { 0.37f, 0.6f }, { 1.1f, 0.45f } },
+                                       { { 1.9f, 0.7f }, { 1.3f, 0.9f } } };
     const size_t nq = (size_t)B * SQ * H * D, nk = (size_t)B * SK * HK * D, nrows = (size_t)B * H * SQ;
     const int cc = fx_device();
     fmha_ref_rng rng = fmha_ref_rng_make(80);
@@ -58,9 +68,9 @@ int main(void)
     qf = (float *)fx_host(nq * 4); kf = (float *)fx_host(nk * 4); vf = (float *)fx_host(nk * 4);
     q8 = (uint8_t *)fx_host(nq); k8 = (uint8_t *)fx_host(nk); v8 = (uint8_t *)fx_host(nk);
     oh = (uint16_t *)fx_host(nq * 2); lseh = (float *)fx_host(nrows * 4);
-    random_e4m3(&rng, nq, descales[0], q8, qf);
-    random_e4m3(&rng, nk, descales[1], k8, kf);
-    random_e4m3(&rng, nk, descales[2], v8, vf);
+    random_e4m3(&rng, SQ, H, H / HK, descales[0], q8, qf);
+    random_e4m3(&rng, SK, HK, 1, descales[1], k8, kf);
+    random_e4m3(&rng, SK, HK, 1, descales[2], v8, vf);
     dds = (float *)fx_to_device(descales, sizeof(descales));
 
     memset(&a, 0, sizeof(a));
@@ -74,7 +84,8 @@ int main(void)
     a.stride_v = a.stride_k;      a.nhead_stride_v = D; a.batch_stride_v = a.batch_stride_k;
     a.stride_o = a.stride_q;      a.nhead_stride_o = D; a.batch_stride_o = a.batch_stride_q;
     a.nhead_stride_lse = SQ; a.batch_stride_lse = (int64_t)H * SQ;
-    a.q_descale = dds; a.k_descale = dds + 1; a.v_descale = dds + 2;
+    a.q_descale = dds; a.k_descale = dds + B * HK; a.v_descale = dds + 2 * B * HK;
+    a.descale_batch_stride = HK; a.descale_head_stride = 1;     /* [B][HK] */
     a.scale = 0.25f / sqrtf((float)D);                           /* scores of order 1-10 */
     a.mask_type = FMHA_MASK_BOTTOM_RIGHT; a.window_left = -1; a.window_right = 0;
     FX_OK(fmha_fwd_check(&kernels, &a, &plan));
@@ -95,5 +106,5 @@ int main(void)
     p.scale = a.scale; p.mask_type = FMHA_REF_MASK_BOTTOM_RIGHT; p.window_left = -1; p.window_right = 0;
     fx_check_init(&c);
     fx_check_rows(&c, &p, oh, 1, lseh, 2e-3, plan.kernel->tile_n);
-    return fx_report(&c, 1e-2, "e4m3 Q/K/V, bf16 O, per-tensor descales, GQA 8:2, causal", plan.kernel->name);
+    return fx_report(&c, 1e-2, "e4m3 Q/K/V, bf16 O, descales per (batch, KV head), GQA 8:2, causal", plan.kernel->name);
 }

@@ -94,8 +94,10 @@ typedef enum fmha_arch {
  * are ignored (rows are addressed through seqstart_*).
  * FP8 (dtype FP8): Q, K and V in e4m3, O in BF16; the head dim a multiple
  * of 16 and at most 256; Q/K/V strides multiples of 16 elements (16 bytes).
- * Per-tensor descales q_descale, k_descale, v_descale: device floats, each
- * optional (NULL: 1), real = stored * descale. Computed on the Hopper
+ * Descales q_descale, k_descale, v_descale: device floats, each optional
+ * (NULL: 1), real = stored * descale; one per tensor, or one per (batch
+ * entry, KV head) with descale_batch_stride / descale_head_stride (the
+ * last fields). Computed on the Hopper
  * wgmma pipeline (sm_90a: both products in e4m3, P quantised to e4m3 in
  * [0, 1]); other devices have no FP8 forward (FMHA_ERR_NO_KERNEL).
  * ------------------------------------------------------------------------- */
@@ -181,6 +183,14 @@ typedef struct fmha_fwd_args {
     const void *bias;
     fmha_dtype bias_dtype;
     int64_t stride_bias, nhead_stride_bias, batch_stride_bias;
+    /* FP8 descales per (batch entry, KV head), as FlashAttention-3's
+     * [batch, nhead_k] descale tensors: with either stride non-zero, each
+     * of q_descale, k_descale and v_descale that is given holds the value of
+     * (b, hk) at b * descale_batch_stride + hk * descale_head_stride
+     * elements (group mode: b the sequence), and query head h takes its KV
+     * head's (hk = h / (nhead_q / nhead_k)). 0 and 0: one value per tensor.
+     * Strides >= 0; non-zero only with dtype FP8. */
+    int64_t descale_batch_stride, descale_head_stride;
 } fmha_fwd_args;
 
 /* ----------------------------------------------------------------------------

@@ -18,8 +18,9 @@ Conventions (FlashAttention's Python API where the meaning is the same):
   - scale: default 1 / sqrt(head dim).
   - FP8: q, k and v torch.float8_e4m3fn (head dim a multiple of 16, the
     Hopper pipeline only), output torch.bfloat16; q_descale, k_descale,
-    v_descale: None (1) or 1-element float32 tensors on q's device, real =
-    stored * descale (per tensor).
+    v_descale: None (1), 1-element float32 tensors (per tensor) or
+    [batch, nhead_k] float32 tensors (per batch entry and KV head; varlen:
+    batch = sequences) on q's device, real = stored * descale.
   - dropout_p in [0, 1) drops elements of P (16-bit inputs only); the
     Philox seed and offset are set later (Problem.set_dropout_rng, from
     torch's generator: fmha_tile._dropout).
@@ -217,11 +218,14 @@ def _numel(t):
     return n
 
 
-def check_descales(q, fp8, named):
-    """FP8 per-tensor descales: each of named ((name, value), ...) None (1)
-    or a 1-element float32 tensor on q's device; any only with fp8 inputs.
-    -> their pointers (None for None)."""
-    ptrs = []
+def check_descales(q, fp8, named, batch, nhead_k):
+    """FP8 descales: each of named ((name, value), ...) None (1), a
+    1-element float32 tensor (per tensor) or a [batch, nhead_k] float32
+    tensor (per batch entry and KV head, as FlashAttention-3's) on q's
+    device; any only with fp8 inputs. The given ones are all of one kind,
+    the per-head ones with the same strides (the C API takes one pair).
+    -> (their pointers (None for None), batch stride, head stride)."""
+    ptrs, kind, strides = [], None, (0, 0)
     for name, t in named:
         if t is None:
             ptrs.append(None)
@@ -230,18 +234,30 @@ def check_descales(q, fp8, named):
             raise ValueError("%s needs fp8 inputs (q, k and v torch.float8_e4m3fn), got %s"
                              % (name, q.dtype))
         if not _is_tensor(t):
-            raise TypeError("%s must be a 1-element torch.float32 tensor on q's device or None, got %s"
-                            % (name, type(t).__name__))
+            raise TypeError("%s must be a 1-element torch.float32 tensor (per tensor) or a [batch, nhead_k] "
+                            "one on q's device, or None, got %s" % (name, type(t).__name__))
         if str(t.dtype) != FLOAT32:
             raise TypeError("%s must be torch.float32, got %s" % (name, t.dtype))
-        if _numel(t) != 1:
-            raise ValueError("%s must have one element (a per-tensor descale), got shape %s"
-                             % (name, tuple(t.shape)))
+        if _numel(t) == 1 and len(t.shape) <= 1:
+            k, st = "per tensor", (0, 0)
+        elif len(t.shape) == 2 and tuple(t.shape) == (batch, nhead_k):
+            k = "per (batch, KV head)"
+            st = (t.stride(0) if batch > 1 else 0, t.stride(1) if nhead_k > 1 else 0)
+            if st[0] < 0 or st[1] < 0:
+                raise ValueError("%s must not have negative strides, got %s" % (name, tuple(t.stride())))
+        else:
+            raise ValueError("%s must have one element (a per-tensor descale) or shape [batch, nhead_k] "
+                             "= [%d, %d], got shape %s" % (name, batch, nhead_k, tuple(t.shape)))
+        if kind is not None and (k != kind or st != strides):
+            raise ValueError("the descales must be all per tensor or all [batch, nhead_k] with the same "
+                             "strides: %s is %s with strides %s, an earlier one %s with %s"
+                             % (name, k, st, kind, strides))
+        kind, strides = k, st
         if not getattr(t, "is_cuda", False):
             raise ValueError("%s must be on the CUDA device of q (%s), got %s" % (name, q.device, t.device))
         check_same_device(q, ((name, t),))
         ptrs.append(t.data_ptr())
-    return ptrs
+    return ptrs, strides[0], strides[1]
 
 
 class Problem(object):
@@ -385,8 +401,8 @@ def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhe
     a.dtype = dtype_code(q, k, v)
     p.fp8 = a.dtype == _lib.FMHA_DTYPE_FP8
     a.dropout_p = check_dropout(dropout_p, p.fp8)
-    a.q_descale, a.k_descale, a.v_descale = check_descales(
-        q, p.fp8, zip(("q_descale", "k_descale", "v_descale"), descales))
+    (a.q_descale, a.k_descale, a.v_descale), a.descale_batch_stride, a.descale_head_stride = check_descales(
+        q, p.fp8, zip(("q_descale", "k_descale", "v_descale"), descales), batch, k.shape[-2])
     a.hdim_q = check_size("head dim of q", q.shape[-1])
     a.hdim_v = check_size("head dim of v", v.shape[-1])
     if k.shape[-1] != q.shape[-1]:

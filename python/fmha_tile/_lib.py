@@ -114,6 +114,8 @@ class FmhaFwdArgs(ctypes.Structure):
         ("stride_bias", ctypes.c_int64),
         ("nhead_stride_bias", ctypes.c_int64),
         ("batch_stride_bias", ctypes.c_int64),
+        ("descale_batch_stride", ctypes.c_int64),   # fp8 descales per (b, hk); 0, 0: per tensor
+        ("descale_head_stride", ctypes.c_int64),
     ]
 
 

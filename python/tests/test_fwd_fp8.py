@@ -4,7 +4,8 @@ attention_varlen, against PyTorch on the dequantised inputs.
 Inputs: q, k and v torch.float8_e4m3fn codes with log-uniform magnitudes
 2^-3..7.5 and random signs (never zero or NaN), as tests/gpu/test_fwd_fp8.cu;
 per-tensor descales 0.5 / 0.37 / 1.9 (1-element float32 tensors, one of them
-0-dim) or none. The references get stored * descale.
+0-dim), none, or [batch, nhead_k] descales (FlashAttention-3's, as strided
+views). The references get stored * descale.
 
 The kernel rounds each key tile's P (relative to the running row maximum, the
 tiles from the last visible one down, against the exact running maximum)
@@ -233,6 +234,57 @@ def test_fp8_varlen(d):
                   vv[ks][None] * ds[2], plan, causal=True, scale=scale)
 
 
+def head_descales(b, hk, g):
+    """q, k, v descales per (batch entry, KV head): [b, hk] float32 in [0.3, 2),
+    as views of one [3, hk, b] tensor (batch stride 1, head stride b)."""
+    t = (torch.rand(3, hk, b, generator=g) * 1.7 + 0.3).to(DEV)
+    ds = [t[i].t() for i in range(3)]
+    return dict(q_descale=ds[0], k_descale=ds[1], v_descale=ds[2]), ds
+
+
+@needs_sm90
+@pytest.mark.parametrize("d", [128, 256])
+def test_fp8_head_descales(d):
+    """FlashAttention-3's [batch, nhead_k] descales; the query heads of a KV
+    head share its q descale."""
+    b, s_q, s_k, h, hk = 3, 260, 700, 8, 2
+    g = torch.Generator(device="cpu").manual_seed(11)
+    (q8, qv), (k8, kv), (v8, vv) = batch_case(b, s_q, s_k, h, hk, d, seed=7)
+    kw, ds = head_descales(b, hk, g)
+    scale = 0.25 / math.sqrt(d)
+    plan = fmha_tile.attention_plan(q8, k8, v8, causal=d == 256, scale=scale, **kw)
+    check_plan(plan, d)
+    o, lse = fmha_tile.attention(q8, k8, v8, causal=d == 256, scale=scale, return_lse=True, **kw)
+    qs = ds[0].repeat_interleave(h // hk, dim=1)[:, None, :, None]
+    check_fp8(o, lse, qv * qs, kv * ds[1][:, None, :, None], vv * ds[2][:, None, :, None], plan,
+              causal=d == 256, scale=scale)
+
+
+@needs_sm90
+def test_fp8_head_descales_varlen():
+    """Varlen: one descale per (sequence, KV head)."""
+    lens_q, lens_k = [3, 130, 257], [300, 130, 600]
+    cq, ck = [0], [0]
+    for a, c in zip(lens_q, lens_k):
+        cq.append(cq[-1] + a)
+        ck.append(ck[-1] + c)
+    g = torch.Generator(device="cpu").manual_seed(13)
+    (q8, qv), (k8, kv), (v8, vv) = (codes(s, g) for s in ((cq[-1], 4, 128), (ck[-1], 2, 128), (ck[-1], 2, 128)))
+    cu_q = torch.tensor(cq, dtype=torch.int32, device=DEV)
+    cu_k = torch.tensor(ck, dtype=torch.int32, device=DEV)
+    kw, ds = head_descales(3, 2, g)
+    scale = 0.25 / math.sqrt(128)
+    plan = fmha_tile.attention_varlen_plan(q8, k8, v8, cu_q, cu_k, max(lens_q), max(lens_k), causal=True,
+                                           scale=scale, **kw)
+    o, lse = fmha_tile.attention_varlen(q8, k8, v8, cu_q, cu_k, max(lens_q), max(lens_k), causal=True,
+                                        scale=scale, return_lse=True, **kw)
+    for i in range(3):
+        qsl, ksl = slice(cq[i], cq[i + 1]), slice(ck[i], ck[i + 1])
+        qs = ds[0][i].repeat_interleave(2)[None, :, None]
+        check_fp8(o[qsl][None], lse[:, qsl][None], (qv[qsl] * qs)[None], (kv[ksl] * ds[1][i][None, :, None])[None],
+                  (vv[ksl] * ds[2][i][None, :, None])[None], plan, causal=True, scale=scale)
+
+
 @needs_sm90
 def test_fp8_no_keys():
     (q8, _), (k8, _), (v8, _) = batch_case(2, 10, 0, 4, 4, 128)
@@ -252,6 +304,13 @@ def test_fp8_bad_inputs():
         fmha_tile.attention(q8, k8, v8, k_descale=ok.half())
     with pytest.raises(ValueError, match="one element"):
         fmha_tile.attention(q8, k8, v8, v_descale=torch.ones(2, device=DEV))
+    with pytest.raises(ValueError, match=r"\[batch, nhead_k\]"):          # [b, h_q], not [b, h_k]
+        fmha_tile.attention(q8, k8, v8, v_descale=torch.ones(1, 4, device=DEV))
+    with pytest.raises(ValueError, match="all per tensor or all"):         # one kind for all three
+        fmha_tile.attention(q8, k8, v8, q_descale=ok, k_descale=torch.ones(1, 2, device=DEV))
+    with pytest.raises(ValueError, match="same strides"):
+        fmha_tile.attention(q8, k8, v8, q_descale=torch.ones(1, 2, device=DEV),
+                            k_descale=torch.ones(1, 4, device=DEV)[:, ::2])
     with pytest.raises(ValueError, match="CUDA"):
         fmha_tile.attention(q8, k8, v8, q_descale=ok.cpu())
     with pytest.raises(TypeError, match="tensor"):

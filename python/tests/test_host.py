@@ -347,6 +347,30 @@ def test_fp8_batch_args():
     assert _args.batch_problem(q16, k16, v16).out_dtype(_FakeTorch(), q16) == FP16
 
 
+def test_fp8_head_descale_args():
+    """[batch, nhead_k] descales (FlashAttention-3's): their strides reach the
+    args; a dimension of extent 1 gets stride 0."""
+    q, k, v = qkv(d=128, dtype=FP8)                       # batch 2, nhead_k 2
+    a = _args.batch_problem(q, k, v, q_descale=descale(30 << 20, shape=(2, 2)),
+                            k_descale=descale(31 << 20, shape=(2, 2))).args
+    assert (a.q_descale, a.k_descale, a.v_descale) == (30 << 20, 31 << 20, None)
+    assert (a.descale_batch_stride, a.descale_head_stride) == (2, 1)
+    t = FakeTensor((2, 2), FP32, strides=(1, 2), ptr=32 << 20)
+    a = _args.batch_problem(q, k, v, v_descale=t).args
+    assert (a.descale_batch_stride, a.descale_head_stride) == (1, 2)
+    q1, k1, v1 = qkv(b=1, d=128, dtype=FP8)
+    a = _args.batch_problem(q1, k1, v1, v_descale=FakeTensor((1, 2), FP32, strides=(7, 3), ptr=33 << 20)).args
+    assert (a.descale_batch_stride, a.descale_head_stride) == (0, 3)
+    a = _args.batch_problem(q, k, v, q_descale=descale(30 << 20)).args
+    assert (a.descale_batch_stride, a.descale_head_stride) == (0, 0)
+    with pytest.raises(ValueError, match="all per tensor or all"):
+        _args.batch_problem(q, k, v, q_descale=descale(30 << 20), k_descale=descale(31 << 20, shape=(2, 2)))
+    with pytest.raises(ValueError, match="same strides"):
+        _args.batch_problem(q, k, v, q_descale=descale(30 << 20, shape=(2, 2)), k_descale=t)
+    with pytest.raises(ValueError, match="one element"):   # [batch, nhead_q]
+        _args.batch_problem(q, k, v, q_descale=descale(30 << 20, shape=(2, 8)))
+
+
 def test_fp8_varlen_args():
     q, k, v = (FakeTensor(t.shape, FP8, ptr=t.data_ptr()) for t in varlen(d=64)[:3])
     cq, ck = varlen()[3:]

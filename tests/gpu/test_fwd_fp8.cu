@@ -4,8 +4,11 @@
  *
  * Q, K and V are random e4m3 codes (never zero, magnitudes 2^-3..7.5, random
  * signs), their row padding the e4m3 NaN 0x7F; per-tensor descales 0.5 / 0.37
- * / 1.9, or none (NULL: 1). O is bf16, poisoned before the run (with padded
- * rows whose padding must stay poisoned); the LSE buffer too.
+ * / 1.9, none (NULL: 1), or one per (batch entry, KV head) in [0.3, 2)
+ * (descale_batch_stride nhead_k + 1, descale_head_stride 1: a padded
+ * [batch, nhead_k] table, so a stride mix-up reads the wrong value). O is
+ * bf16, poisoned before the run (with padded rows whose padding must stay
+ * poisoned); the LSE buffer too.
  *
  * The reference. The kernel computes S = Q K^T exactly in e4m3 products, the
  * online softmax in fp32, and quantises each key tile's P (values in [0, 1],
@@ -36,7 +39,8 @@
  * Also: the plan names the wgmma pipeline and the smallest fitting fp8 kernel
  * (d <= 128: the 128 kernel, padded); FP8 bad input (head dim not a multiple
  * of 16, descales on a bf16 call, misaligned descale, an fp8 stride not a
- * multiple of 16) gives the documented status; a set without fp8 rows says
+ * multiple of 16, a negative descale stride, descale strides on a bf16
+ * call) gives the documented status; a set without fp8 rows says
  * FMHA_ERR_NO_KERNEL.
  *
  * Run: build/tests/test_fwd_fp8 [--quick] [--filter SUBSTR] [--list]
@@ -68,7 +72,8 @@ typedef struct cfg {
     fmha_mask_type mask;
     int wl, wr;
     float cap;
-    int alibi, lse, descale, quick;
+    int alibi, lse, quick;
+    int descale;                 /* 0 none, 1 per tensor, 2 per (batch entry, KV head) */
     int peak;                    /* logits spread over ~100: nearly one-hot rows */
 } cfg;
 
@@ -88,7 +93,8 @@ static void add(cfg c)
     if (c.alibi) n += snprintf(c.name + n, sizeof(c.name) - n, "_alibi");
     if (c.lse) n += snprintf(c.name + n, sizeof(c.name) - n, "_lse");
     if (c.peak) n += snprintf(c.name + n, sizeof(c.name) - n, "_peak");
-    snprintf(c.name + n, sizeof(c.name) - n, "%s", c.descale ? "_descale" : "_nodescale");
+    snprintf(c.name + n, sizeof(c.name) - n, "%s",
+             c.descale == 2 ? "_headdescale" : c.descale ? "_descale" : "_nodescale");
     if (g_n < MAXCFG) g_cfgs[g_n++] = c;
 }
 
@@ -129,11 +135,15 @@ static void build(void)
      * its top key's V times that key's P rounded to e4m3, over its exact P */
     c = base(1, 4, 2, 200, 1500, 256); c.peak = 1; add(c);
     c = base(1, 4, 2, 200, 1500, 128); c.peak = 1; add(c);
+    /* descales per (batch entry, KV head), GQA so query heads share them */
+    c = base(3, 8, 2, 260, 700, 128); c.descale = 2; c.quick = 1; add(c);
+    c = base(2, 4, 4, 200, 450, 256); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.descale = 2; add(c);
     {   /* group mode: lengths 0 and 1, a prefix longer than the queries */
         static const int lq[4] = { 0, 1, 130, 257 }, lk[4] = { 5, 1, 600, 257 };
         c = base(4, 4, 2, 0, 0, 128); c.group = 1; memcpy(c.lq, lq, sizeof(lq)); memcpy(c.lk, lk, sizeof(lk));
         c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.quick = 1; add(c);
-        c.d = 256; c.mask = FMHA_MASK_NONE; c.wr = -1; add(c);
+        c.descale = 2; add(c);
+        c.d = 256; c.mask = FMHA_MASK_NONE; c.wr = -1; c.descale = 1; add(c);
     }
 }
 
@@ -172,7 +182,12 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
     const int d = c->d, ld = d + 16, ldo = d + 8;   /* padded rows: 16 bytes of fp8, 16 of bf16 */
     int32_t ssq[MAXB + 1] = { 0 }, ssk[MAXB + 1] = { 0 };
     int b, h, i, e, tq = 0, tk = 0, maxq = 0, rows_q, rows_k;
-    float ds[3] = { 0.5f, 0.37f, 1.9f }, vamp = 0;
+    /* descales: per tensor ds[0..2]; per (b, hk): ds[e * DSE + b * DSB + hk] */
+    const int DSB = c->hk + 1, DSE = MAXB * DSB;
+    float ds[3 * MAXB * (16 + 1)], vamp = 0;
+    ds[0] = 0.5f; ds[1] = 0.37f; ds[2] = 1.9f;
+    if (c->descale == 2)
+        for (e = 0; e < 3 * DSE; e++) ds[e] = fmha_ref_rng_uniform(&rng, 0.3f, 2.f);   /* hk <= 16 */
     for (b = 0; b < c->batch; b++) {
         const int lq = c->group ? c->lq[b] : c->sq, lk = c->group ? c->lk[b] : c->sk;
         ssq[b + 1] = ssq[b] + lq; ssk[b + 1] = ssk[b] + lk;
@@ -192,9 +207,19 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
         uint8_t *h8 = e == 0 ? hq8 : e == 1 ? hk8 : hv8;
         float *f = e == 0 ? fq : e == 1 ? fk : fv;
         const size_t n = e == 0 ? nq : nk;
-        const float s = c->descale ? ds[e] : 1.f;
+        const int heads = e == 0 ? c->hq : c->hk;
+        const int32_t *ss = e == 0 ? ssq : ssk;
+        const float s1 = c->descale == 1 ? ds[e] : 1.f;
         size_t x;
         for (x = 0; x < n; x++) {
+            float s = s1;
+            if (c->descale == 2) {   /* this element's (batch entry, KV head) */
+                const int row = (int)(x / ((size_t)heads * ld)), hh = (int)(x / ld) % heads;
+                int bb = 0;
+                if (c->group) while (bb + 1 < c->batch && row >= ss[bb + 1]) bb++;
+                else bb = row / (e == 0 ? c->sq : c->sk);
+                s = ds[e * DSE + bb * DSB + (e == 0 ? hh / (c->hq / c->hk) : hh)];
+            }
             h8[x] = (int)(x % ld) < d ? rand_code(&rng) : 0x7F;
             f[x] = fmha_ref_e4m3_to_f32(h8[x]) * s;
             if (e == 2 && (int)(x % ld) < d && fabsf(f[x]) > vamp) vamp = fabsf(f[x]);
@@ -219,11 +244,11 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
 
     void *dq = tu_dmalloc(nq + 16), *dk = tu_dmalloc(nk + 16), *dv = tu_dmalloc(nk + 16);
     void *dout = tu_dmalloc(2 * no + 16), *dl = tu_dmalloc(4 * ((size_t)rows_q * c->hq) + 16);
-    void *dss = tu_dmalloc(8 * (MAXB + 1)), *dds = tu_dmalloc(16), *dsl = tu_dmalloc(4 * c->hq);
+    void *dss = tu_dmalloc(8 * (MAXB + 1)), *dds = tu_dmalloc(sizeof(ds)), *dsl = tu_dmalloc(4 * c->hq);
     int32_t *dssq = (int32_t *)dss, *dssk = dssq + MAXB + 1;
     tu_upload(dq, hq8, nq); tu_upload(dk, hk8, nk); tu_upload(dv, hv8, nk);
     tu_upload(dssq, ssq, 4 * (MAXB + 1)); tu_upload(dssk, ssk, 4 * (MAXB + 1));
-    tu_upload(dds, ds, 12); tu_upload(dsl, slopes, 4 * c->hq);
+    tu_upload(dds, ds, sizeof(ds)); tu_upload(dsl, slopes, 4 * c->hq);
     tu_poison16(dout, no, TU_POISON_OUT16);
     tu_poison32(dl, (size_t)rows_q * c->hq, TU_POISON_LSE);
 
@@ -241,7 +266,11 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
     a.scale = rp.scale; a.logits_soft_cap = c->cap;
     a.alibi_slopes = c->alibi ? (const float *)dsl : 0;
     a.mask_type = c->mask; a.window_left = c->wl; a.window_right = c->wr;
-    if (c->descale) { a.q_descale = (const float *)dds; a.k_descale = a.q_descale + 1; a.v_descale = a.q_descale + 2; }
+    if (c->descale == 1) { a.q_descale = (const float *)dds; a.k_descale = a.q_descale + 1; a.v_descale = a.q_descale + 2; }
+    if (c->descale == 2) {
+        a.q_descale = (const float *)dds; a.k_descale = a.q_descale + DSE; a.v_descale = a.q_descale + 2 * DSE;
+        a.descale_batch_stride = DSB; a.descale_head_stride = 1;
+    }
 
     tu_current = c->name;
     fmha_fwd_plan plan;
@@ -355,8 +384,14 @@ static void api_checks(void)
     a.q_descale = (const float *)(buf + 2);
     EXPECT("fp8_api_descale_misaligned", FMHA_ERR_INVALID_ARG, &fp8_set)
     a.q_descale = (const float *)buf;
+    a.descale_head_stride = -1;
+    EXPECT("fp8_api_descale_stride_negative", FMHA_ERR_INVALID_ARG, &fp8_set)
+    a.descale_head_stride = 1;
+    EXPECT("fp8_api_descale_strides_valid", FMHA_OK, &fp8_set)
     a.dtype = FMHA_DTYPE_BF16;
     EXPECT("fp8_api_descale_on_bf16", FMHA_ERR_INVALID_ARG, &bf16_only)
+    a.q_descale = 0;
+    EXPECT("fp8_api_descale_strides_on_bf16", FMHA_ERR_INVALID_ARG, &bf16_only)
 #undef EXPECT
 }
 

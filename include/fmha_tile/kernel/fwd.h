@@ -96,6 +96,11 @@ static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: q/k/v descales need dtype fp8");
     if (((uintptr_t)a->q_descale | (uintptr_t)a->k_descale | (uintptr_t)a->v_descale) & 3u)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: descale pointers must be 4-byte aligned");
+    if (a->descale_batch_stride < 0 || a->descale_head_stride < 0)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: descale strides must be >= 0 (got %lld, %lld)",
+                          (long long)a->descale_batch_stride, (long long)a->descale_head_stride);
+    if (!fp8 && (a->descale_batch_stride || a->descale_head_stride))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: descale strides need dtype fp8");
     /* hdim_v < hdim_q: 16-bit only (the e4m3 forward has Hopper rows of one
      * head dim) */
     st = fmhai_validate_dims("fwd", a->batch, a->nhead_q, a->nhead_k, a->hdim_q, a->hdim_v, a->scale,
@@ -261,6 +266,7 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->m_blocks = (fmhai_fwd_max_seqlen_q(a) + tile_m - 1) / tile_m;
     p->q_fp8 = a->dtype == FMHA_DTYPE_FP8;
     p->q_descale = a->q_descale; p->k_descale = a->k_descale; p->v_descale = a->v_descale;
+    p->desc_batch = a->descale_batch_stride; p->desc_head = a->descale_head_stride;
     fmhai_params_mask_scale(p, a->mask_type, a->window_left, a->window_right, a->scale, a->logits_soft_cap);
     /* batch mode only: in group mode the key counts are on the device, and
      * a group sized without them measured 3% slower (hdim 128 causal prefill

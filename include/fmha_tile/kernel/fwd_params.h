@@ -55,6 +55,9 @@ typedef struct fmhai_fwd_params {
     const float *q_descale, *k_descale, *v_descale;
     const float *k_page_descale, *v_page_descale;   /* NULL: no per-page scale */
     int64_t ds_page, ds_head;    /* per-page descale strides (elements) */
+    /* FP8 forward: q/k/v descale of (b, hk) at b * desc_batch + hk *
+     * desc_head (0, 0: per tensor) */
+    int64_t desc_batch, desc_head;
     /* decode (pipelines built with DEC): the query heads of a KV head are
      * packed into the tile's rows (row r = query r / head_ratio, head
      * hk * head_ratio + r % head_ratio); seqlen_k_ptr (non-NULL) gives a

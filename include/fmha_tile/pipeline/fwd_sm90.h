@@ -1000,13 +1000,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     row_max[0] = row_max[1] = NEG_INF;
     row_sum[0] = row_sum[1] = 0.f;
     fmhai_wg_fence_acc(acc_o, HDV / 2);   /* the zeros in place before any product is in flight */
-    /* FP8: the q and k descales scale the logits, v's the output */
+    /* FP8: the q and k descales scale the logits, v's the output (per
+     * tensor, or this block's (b, hk): batch prefill leaves the strides 0) */
     float scale_log2 = p->scale_log2, softcap_pre = p->softcap_pre, o_scale = 1.f;
     if (FP8) {
-        const float qk = (p->q_descale ? *p->q_descale : 1.f) * (p->k_descale ? *p->k_descale : 1.f);
+        const int64_t di = (int64_t)b * p->desc_batch + (int64_t)hk * p->desc_head;
+        const float qk = (p->q_descale ? p->q_descale[di] : 1.f) * (p->k_descale ? p->k_descale[di] : 1.f);
         scale_log2 *= qk;
         softcap_pre *= qk;
-        o_scale = p->v_descale ? *p->v_descale : 1.f;
+        o_scale = p->v_descale ? p->v_descale[di] : 1.f;
     }
     float vref = 0.f, vratio = 1.f, vinv = 1.f;   /* paged FP8: fmhai_fwd90_vref */
     const float sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, TB, scale_log2);   /* the LSE's scale */
