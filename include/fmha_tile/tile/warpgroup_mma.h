@@ -528,7 +528,9 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_d
 /* acc[64 x N] = A B^T over K columns (one commit group): A is 64 rows at
  * `a` of a tile whose 64-column panels hold a_rows rows, B an N-row tile
  * (N = 64 or 128); both K-major, A in fmhai_wg_load_tile's layout, B too or,
- * b_cmaj, chunk-major (fmhai_wg_desc_cmaj); N = 64, 80, 128 or 192 (e4m3). K counts 16-bit columns (32
+ * b_cmaj, chunk-major (fmhai_wg_desc_cmaj); N = 64, 80, 128 or 192 (e4m3);
+ * another N would run as 64 (wrong), which policy/fwd_tiles.h's
+ * fwd90_tile_n constraint rules out at compile time. K counts 16-bit columns (32
  * bytes a step); e4m3 tiles (ty 2) pass their bytes / 2, each step then a
  * k32 product. */
 /* (acc_in: acc += A B^T, acc holding a start value; else acc = A B^T) */
