@@ -51,8 +51,8 @@
  * forward at hdim 128 takes BN 192 in 3 stages (S as m64n192k32; V^T's
  * keys 128..191 in a 64-byte-swizzled panel, 24 KB a stage). The
  * contiguous e4m3 forward at hdim 256 (no soft cap) keeps each warp's Q
- * rows in registers (fmhai_fwd90_q8_frags) and reads only K for S
- * (fmhai_fwd90_s8_rs): S as m64n64k32 with both operands in shared memory
+ * rows in registers (fmhai_wg_load_afrags) and reads only K for S
+ * (fmhai_wg_gemm_rbt8): S as m64n64k32 with both operands in shared memory
  * needs 128 bytes a clock, all the SM has. The same rows serve batch
  * prefill over 16-bit K/V, and the fp8 rows batch prefill over e4m3 LINEAR
  * pages with e4m3 queries (per-page descales: each score column times its
@@ -629,32 +629,6 @@ FMHAI_DEVICE void fmhai_fwd90_tma_bias(const fmhai_fwd_params *p, fmhai_smem_t s
     for (int c = 0; c < BN / 64; ++c) fmhai_tma_load4(slot + c * BM * 128, p->tma_b, k0 + 64 * c, m0, hb, bb, bar);
 }
 
-/* FP8 hdim 256, 64-key tiles (QREG): with Q and K both read from shared
- * memory, S (m64n64k32: 2 KB of each a k-step) asks 128 bytes a clock, the
- * SM's whole shared-memory bandwidth, against the copies and the P V
- * product. So each warp holds its 16 rows of Q as e4m3 A fragments, [8][4]
- * for the eight k32 steps (32 registers), read once with ldmatrix from the
- * 128-byte-swizzled Q tile (an e4m3 k32 A fragment has the bytes of a
- * 16-bit k16 one), and S reads only K: +1-4% (bench/RESULTS.md, session
- * 16). Not with a soft cap (12-24 bytes spilled) nor paged (224 registers
- * with per-page descales). */
-FMHAI_DEVICE void fmhai_fwd90_q8_frags(uint32_t (*qf)[4], fmhai_smem_t sQ, int wrow0, int lane, int BM)
-{
-    const int r = wrow0 + (lane & 7) + 8 * ((lane >> 3) & 1);
-#pragma unroll
-    for (int kq = 0; kq < 8; ++kq)
-        fmhai_warp_ldsm_x4(qf[kq], sQ + (uint32_t)fmhai_wg_tile_off(r, kq * 2 + (lane >> 4), BM));
-}
-/* S[64 x 64] = Q K^T in e4m3, Q from qf, K a [64][256 bytes] K-major tile */
-FMHAI_DEVICE void fmhai_fwd90_s8_rs(float *acc, const uint32_t (*qf)[4], fmhai_smem_t k)
-{
-    const uint64_t db = fmhai_wg_desc(k, 16, 1024);
-#pragma unroll
-    for (int kq = 0; kq < 8; ++kq)
-        fmhai_wg_mma_rs_n64(acc, qf[kq], db + (uint64_t)(((kq / 4) * 64 * 128 + (kq % 4) * 32) >> 4), kq > 0, 2, 1);
-    fmhai_wg_commit();
-}
-
 /* Timeline hooks: a build may define FMHAI_FWD90_MARK(ev, it) to record
  * when each warp reaches event ev of key tile it (bench/fwd_trace.cu: the
  * SM clock, one block, lane 0; it sees the kernel's warp and lane). MMA
@@ -1073,7 +1047,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * Warpgroup 0 goes first. */
     float acc_s[FMHAI_FWD90_MAX_BN / 2];
     uint32_t pa[FMHAI_FWD90_MAX_BN / 16][4];
-    /* FP8 hdim 256: Q in registers, S reads only K (fmhai_fwd90_q8_frags) */
+    /* FP8 hdim 256, 64-key tiles (QREG): with Q and K both read from shared
+     * memory, S (m64n64k32: 2 KB of each a k-step) asks 128 bytes a clock,
+     * the SM's whole shared-memory bandwidth, against the copies and P V.
+     * So each warp holds its 16 Q rows as e4m3 A fragments (32 registers,
+     * read once Q has landed) and S reads only K: +1-4% (bench/RESULTS.md,
+     * session 16). Not with a soft cap (12-24 bytes spilled) nor paged (224
+     * registers with per-page descales). */
     const int QREG = FP8 && HD == 256 && BN == 64 && !SOFTCAP && !PAGED;
     uint32_t qf[8][4];
     float oa[2];
@@ -1099,11 +1079,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (SPLIT) fmhai_fwd90_split_sync(0, wg, 0);   /* K of tile 0 and Q landed */
         else fmhai_fwd90_full_sync(sFull3, 0, 0, ST, wg, NWG);   /* tile 0 and Q landed */
         FMHAI_FWD90_BLOCK_MARK(1);
-        if (QREG) fmhai_fwd90_q8_frags(qf, sQ, row0 - g, lane, BM);
+        if (QREG) fmhai_wg_load_afrags(qf, sQ, BM, row0 - g, lane, HD / 32);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
         if (QREG)
-            fmhai_fwd90_s8_rs(acc_s, qf, fmhai_opaque_smem(sK));
+            fmhai_wg_gemm_rbt8(acc_s, qf, fmhai_opaque_smem(sK), HD);
         else
             fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC,
                               TY, KV_VEC);
@@ -1149,7 +1129,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
             }
             if (QREG)
-                fmhai_fwd90_s8_rs(acc_s, qf, fmhai_opaque_smem(sK + nbuf * kv_bytes));
+                fmhai_wg_gemm_rbt8(acc_s, qf, fmhai_opaque_smem(sK + nbuf * kv_bytes), HD);
             else
                 fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                                   fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);

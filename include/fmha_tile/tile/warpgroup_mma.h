@@ -44,6 +44,10 @@
  *   fmhai_wg_gemm_rs8                       the register-A product in e4m3
  *                                           (B = V^T, K-major, one or two
  *                                           panels: tile/vt8_layout.h)
+ *   fmhai_wg_load_afrags / fmhai_wg_gemm_rbt8  a warp's rows of a K-major
+ *                                           tile as A fragments (ldmatrix),
+ *                                           and A B^T in e4m3 from them with
+ *                                           B as fmhai_wg_gemm_abt's
  * The type code `ty` (is_bf16 where only 16-bit types pass) is 0
  * fp16, 1 bf16, 2 e4m3: e4m3 products are k32 and read both operands
  * K-major (wgmma has no transpose for 8-bit types).
@@ -534,6 +538,12 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_d
  * bytes a step); e4m3 tiles (ty 2) pass their bytes / 2, each step then a
  * k32 product. */
 /* (acc_in: acc += A B^T, acc holding a start value; else acc = A B^T) */
+/* Byte offset of 32-byte k-step k in a K-major tile of `rows` rows in
+ * fmhai_wg_load_tile's layout (64-column panels of rows x 128 bytes). */
+FMHAI_DEVICE int fmhai_wg_kstep_off(int k, int rows)
+{
+    return (k / 4) * rows * 128 + (k % 4) * 32;
+}
 FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
                                       int ty, int b_cmaj, int acc_in)
 {
@@ -541,8 +551,8 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fm
     const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, 16, 1024);
 #pragma unroll
     for (int k = 0; k < K / 16; ++k) {
-        const uint64_t oa = (uint64_t)(((k / 4) * a_rows * 128 + (k % 4) * 32) >> 4);
-        const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : (k / 4) * N * 128 + (k % 4) * 32) >> 4);
+        const uint64_t oa = (uint64_t)(fmhai_wg_kstep_off(k, a_rows) >> 4);
+        const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : fmhai_wg_kstep_off(k, N)) >> 4);
         if (N == 192) fmhai_wg_mma_ss_kk_n192(acc, da + oa, db + ob, k > 0 || acc_in, ty);
         else if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0 || acc_in, ty);
         else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, da + oa, db + ob, k > 0 || acc_in, ty);
@@ -554,6 +564,31 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmha
                                     int ty, int b_cmaj)
 {
     fmhai_wg_gemm_abt_c(acc, a, a_rows, b, N, K, ty, b_cmaj, 0);
+}
+
+/* A fragments of a warp's 16 rows (wrow0..) of a K-major tile of `rows`
+ * rows in fmhai_wg_load_tile's layout, `steps` 32-byte k-steps: the
+ * mma.sync m16k16 A fragment of each step (also the e4m3 k32 one: the same
+ * bytes), by one ldmatrix.x4 a step. */
+FMHAI_DEVICE void fmhai_wg_load_afrags(uint32_t (*a)[4], fmhai_smem_t tile, int rows, int wrow0, int lane,
+                                       int steps)
+{
+    const int r = wrow0 + (lane & 7) + 8 * ((lane >> 3) & 1);
+#pragma unroll
+    for (int k = 0; k < steps; ++k)
+        fmhai_warp_ldsm_x4(a[k], tile + (uint32_t)fmhai_wg_tile_off(r, k * 2 + (lane >> 4), rows));
+}
+
+/* acc[64 x 64] = A B^T in e4m3 over K bytes (one commit group): A as K/32
+ * register fragments (fmhai_wg_load_afrags), B a 64-row K-major tile read
+ * as fmhai_wg_gemm_abt reads it; only B comes from shared memory. */
+FMHAI_DEVICE void fmhai_wg_gemm_rbt8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int K)
+{
+    const uint64_t db = fmhai_wg_desc(b, 16, 1024);
+#pragma unroll
+    for (int k = 0; k < K / 32; ++k)
+        fmhai_wg_mma_rs_n64(acc, a[k], db + (uint64_t)(fmhai_wg_kstep_off(k, 64) >> 4), k > 0, 2, 1);
+    fmhai_wg_commit();
 }
 
 /* acc[64 x N] += A[64 x K] B (one commit group): A as K/16 register
