@@ -95,12 +95,15 @@
     X(BWD_DET,        dt, 192_128, MASK,   NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_DOT_DO_O,   dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY) \
     X(BWD_CONVERT_DQ, dt, 192_128, NOMASK, NOSOFTCAP, NOALIBI, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+/* a build may predefine the set (a profiling build of a few rows) */
+#ifndef BENCH_BWD_SET
 #define BENCH_BWD_SET(X)                                                   \
     BENCH_BWD_HD(X, BF16, 64) BENCH_BWD_HD(X, BF16, 128)                    \
     BENCH_BWD_HD(X, FP16, 64) BENCH_BWD_HD(X, FP16, 128)                    \
     BENCH_BWD_PLAIN(X, BF16, 32) BENCH_BWD_PLAIN(X, BF16, 96)               \
     BENCH_BWD_PLAIN(X, FP16, 32) BENCH_BWD_PLAIN(X, FP16, 96)               \
     BENCH_BWD_MLA(X, BF16) BENCH_BWD_MLA(X, FP16)
+#endif
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_BWD_SET)
 /* --padded 1: the backward of MLA on the hdim 256 kernels (V padded) */
 #define BENCH_PAD_HD(X, dt)                                                                      \

@@ -535,6 +535,9 @@ static void build_configs(void)
         add(c, 0);
         c.bias = 1; c.det = 1;
         add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 512, 2400, 64);   /* [1, h, s, s] past the L2 (39 MB): launch-order */
+        c.bias = 2; c.bias_dt = F32;                /* groups, units batch entry fastest */
+        add(c, 0);
         c = cfg_batch(B, 2, 16, 1, 1, 77, 64);   /* one query row, MQA 16 */
         c.bias = 2; c.bias_dt = F32;
         add(c, 0);

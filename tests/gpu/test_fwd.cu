@@ -684,6 +684,9 @@ static void build_configs(void)
         cfg_mask(&c, BR, -1, 0);
         c.iperm = c.operm = 1;
         add(c, 0);
+        c = cfg_batch(B, 2, 8, 2, 512, 2400, 64);     /* [1, h, s, s] past the L2 (39 MB): launch-order */
+        c.bias = 2; c.bias_dt = FMHA_DTYPE_FP32;      /* groups, pairs batch entry fastest */
+        add(c, 0);
         c = cfg_batch(B, 2, 4, 2, 257, 257, 128);     /* sinks + bias */
         c.sinks = 1;
         c.bias = 1; c.bias_dt = B;

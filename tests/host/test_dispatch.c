@@ -1014,8 +1014,9 @@ static void test_json(void)
 }
 
 /* The Hopper forward's launch order (fmhai_fwd_block_map): every (tile,
- * head, entry) exactly once for any grid and group size; with groups, the
- * pairs of a group are consecutive and its tiles start from the last down;
+ * head, entry) exactly once for any grid and group size, pairs numbered
+ * head or batch entry fastest; with groups, the pairs of a group are
+ * consecutive and its tiles start from the last down;
  * and the group size a call gets (fmhai_fwd_lpt_pairs). */
 static void test_launch_order(void)
 {
@@ -1026,20 +1027,20 @@ static void test_launch_order(void)
             for (int bi = 0; bi < 3; ++bi) {
                 const int M = Ms[mi], H = Hs[hi], B = Bs[bi], P = H * B;
                 const int Gs[] = { 0, 1, 2, 5, P, P + 3 };
-                for (int gi = 0; gi < 6; ++gi) {
+                for (int gb = 0; gb < 12; ++gb) {
                     static unsigned char seen[16 * 16 * 7];
-                    const int G = Gs[gi];
+                    const int G = Gs[gb % 6], bf = gb / 6;   /* bf: pairs numbered batch entry fastest */
                     int prev_m = M, prev_group = -1;
                     memset(seen, 0, sizeof(seen));
                     for (int lin = 0; lin < M * P; ++lin) {
                         int m, h, b;
-                        fmhai_fwd_block_map(lin, M, H, P, G, &m, &h, &b);
+                        fmhai_fwd_block_map(lin, M, H, P, G, bf, &m, &h, &b);
                         if (m < 0 || m >= M || h < 0 || h >= H || b < 0 || b >= B || seen[(b * H + h) * M + m]++) {
                             bad = 1;
                             continue;
                         }
                         if (G > 0) {   /* tiles never grow inside a group; pairs stay in their group */
-                            const int group = (b * H + h) / G;
+                            const int group = (bf ? h * B + b : b * H + h) / G;
                             if (group == prev_group && m > prev_m) bad = 1;
                             if (group < prev_group) bad = 1;
                             prev_group = group;
@@ -1081,9 +1082,18 @@ static void test_launch_order(void)
         a.seqlen_q = a.seqlen_k = a.stride_bias = 8192;
         fmhai_fwd_make_params(&a, 128, &p);
         CHECK(p.lpt_pairs > 1, "launch order: a shared bias past the L2 takes groups");
-        a.nhead_stride_bias = (int64_t)8192 * 8192;
+        CHECK(!p.pairs_bfast, "launch order: a bias shared by the heads numbers pairs head fastest");
+        a.nhead_stride_bias = (int64_t)8192 * 8192;   /* [1, h, s, s] */
         fmhai_fwd_make_params(&a, 128, &p);
-        CHECK(p.lpt_pairs == 0, "launch order: a bias per head keeps pair after pair");
+        CHECK(p.lpt_pairs > 1 && p.pairs_bfast, "launch order: a bias per head shared by the entries takes groups, "
+                                                "entries fastest");
+        a.batch_stride_bias = (int64_t)8 * 8192 * 8192;   /* [b, h, s, s]: nothing shared */
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs == 0 && !p.pairs_bfast, "launch order: a bias per head and entry keeps pair after pair");
+        a.seqlen_q = a.seqlen_k = a.stride_bias = 256;   /* [1, h, 256, 256]: 1 MB in all, in the L2 */
+        a.nhead_stride_bias = 256 * 256; a.batch_stride_bias = 0;
+        fmhai_fwd_make_params(&a, 128, &p);
+        CHECK(p.lpt_pairs == 0 && !p.pairs_bfast, "launch order: a per-head bias within the L2 keeps pair after pair");
     }
     {   /* the backward's units a group (fmhai_bwd_lpt_units) */
         fmhai_bwd_params q;
@@ -1098,6 +1108,21 @@ static void test_launch_order(void)
         CHECK(fmhai_bwd_lpt_units(&q, 128, 0) == 0, "launch order: deterministic backward keeps unit after unit");
         q.deterministic = 0; q.mask_kind = FMHA_MASK_NONE;
         CHECK(fmhai_bwd_lpt_units(&q, 128, 0) == 0, "launch order: backward without a mask keeps unit after unit");
+        /* a bias [1, h, 2048, 2048] of bf16 (8 MB a head) over 16 heads and 8 entries */
+        q.nhead_q = 16; q.batch = 8; q.seqlen_k = 2048;
+        q.bias = (const void *)0x50000; q.bias_dt = FMHA_DTYPE_BF16;
+        q.bias_row = 2048; q.bias_head = (int64_t)2048 * 2048; q.bias_batch = 0;
+        CHECK(fmhai_bwd_bias_shared(&q) == 2 && fmhai_bwd_lpt_units(&q, 128, 0) == 16,
+              "launch order: backward, a per-head bias shared by the entries past the L2: groups, entries fastest");
+        q.bias_head = 0;   /* [1, 1, s, s]: 8 MB, within the L2 */
+        CHECK(fmhai_bwd_bias_shared(&q) == 0 && fmhai_bwd_lpt_units(&q, 128, 0) == 0,
+              "launch order: backward, a bias shared by all within the L2: unit after unit");
+        q.seqlen_q = q.seqlen_k = 8192;   /* 128 MB */
+        CHECK(fmhai_bwd_bias_shared(&q) == 1 && fmhai_bwd_lpt_units(&q, 128, 0) > 0,
+              "launch order: backward, a bias shared by the heads past the L2: groups, KV heads fastest");
+        q.bias_head = (int64_t)8192 * 8192; q.bias_batch = 16 * q.bias_head;   /* nothing shared */
+        CHECK(fmhai_bwd_bias_shared(&q) == 0 && fmhai_bwd_lpt_units(&q, 128, 0) == 0,
+              "launch order: backward, a bias per head and entry: unit after unit");
     }
 }
 

@@ -470,6 +470,7 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
                                                p.mask_kind != FMHA_MASK_NONE);
     }
     p.lpt_units = fmhai_bwd_lpt_units(&p, (int64_t)args->nhead_k * args->batch, args->is_group_mode);
+    p.units_bfast = p.lpt_units > 1 && fmhai_bwd_bias_shared(&p) == 2;
     if (plan->set_->entries[e1].info.arch == FMHA_ARCH_SM90A) {   /* its kernel takes p90 (p first) */
         memset(&p90, 0, sizeof(p90));
         p90.p = p;

@@ -152,16 +152,33 @@ static inline int fmhai_bwd_det_rows(int64_t units, int gx, int sms, int masked)
     return (int)((units + rounds - 1) / rounds);
 }
 
+/* An elementwise bias that several (KV head, entry) units read and the L2
+ * cannot hold (batch mode): shared by the KV heads (1: units KV head
+ * fastest, as without it) or, per head, by the batch entries (2: units
+ * entry fastest); 0 otherwise. A launch-order group then reads each bias
+ * tile at about the same time, once from DRAM, and its dbias sums meet in
+ * the L2. */
+static inline int fmhai_bwd_bias_shared(const fmhai_bwd_params *p)
+{
+    const int nhk = p->nhead_q / p->head_ratio;
+    const int64_t bytes = p->bias ? (int64_t)p->seqlen_q * p->seqlen_k * fmhai_bias_esize((fmha_dtype)p->bias_dt) : 0;
+    if (!p->bias) return 0;
+    if (p->bias_head == 0 && nhk > 1 && bytes > (int64_t)FMHAI_FWD_LPT_L2) return 1;
+    if (p->bias_batch == 0 && p->batch > 1 && bytes * (p->bias_head ? p->nhead_q : 1) > (int64_t)FMHAI_FWD_LPT_L2)
+        return 2;
+    return 0;
+}
+
 /* Non-deterministic dq_dk_dv in batch mode under a causal-type mask (keys
  * up to a right bound, none on the left: key tile 0 sees the most query
- * tiles): units (KV head, entry) a launch-order group (fmhai_bwd_block_of),
- * as many as keep their Q, dO and dQ sums (s_q rows of each of head_ratio
- * query heads) within the L2 budget (fmhai_lpt_group); 0 (unit after
- * unit) otherwise. */
+ * tiles) or with a shared bias (fmhai_bwd_bias_shared): units (KV head,
+ * entry) a launch-order group (fmhai_bwd_block_of), as many as keep their
+ * Q, dO and dQ sums (s_q rows of each of head_ratio query heads) within the
+ * L2 budget (fmhai_lpt_group); 0 (unit after unit) otherwise. */
 static inline int fmhai_bwd_lpt_units(const fmhai_bwd_params *p, int64_t units, int group_mode)
 {
     if (p->deterministic || group_mode || p->dq_direct || units <= 1) return 0;
-    if (!fmhai_lpt_causal(p->mask_kind, p->window_left, p->window_right)) return 0;
+    if (!fmhai_lpt_causal(p->mask_kind, p->window_left, p->window_right) && !fmhai_bwd_bias_shared(p)) return 0;
     return fmhai_lpt_group((int64_t)(p->seqlen_q > 1 ? p->seqlen_q : 1) * p->head_ratio *
                                ((int64_t)(p->d + p->hdv) * 2 + p->d * 4),
                            units);

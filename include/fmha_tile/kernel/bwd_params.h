@@ -60,6 +60,8 @@ typedef struct fmhai_bwd_params {
                                     of blocks walk the units (deterministic)       */
     int lpt_units;               /* one unit a block: units a launch-order group
                                     (fmhai_bwd_block_of); 0: unit after unit      */
+    int units_bfast;             /* units numbered batch entry fastest (a bias per
+                                    head shared by the entries); else KV head fastest */
     int mask_kind;               /* fmha_mask_type (NONE when the window is (-1,-1)) */
     int window_left, window_right;
     const float *alibi_slopes;   /* ALiBi rows: [nhead_q] or [batch][nhead_q]       */

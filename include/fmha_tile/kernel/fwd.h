@@ -220,10 +220,10 @@ static inline int fmhai_lpt_group(int64_t unit_bytes, int64_t units)
 /* The Hopper forward's groups (fmhai_fwd_block_of; batch mode): (batch,
  * head) pairs, each with its share of a KV head's K/V (s_k keys, esize
  * bytes an element, shared by head_ratio query heads), under a
- * causal-type mask, or with bias_shared (an elementwise bias broadcast
- * over the heads and larger than the budget: the heads of a group then
- * read each bias tile at about the same time, once from DRAM). 0 (pair
- * after pair) otherwise. */
+ * causal-type mask, or with bias_shared (an elementwise bias that several
+ * pairs read, larger than the budget: the pairs of a group that share it
+ * then read each bias tile at about the same time, once from DRAM). 0
+ * (pair after pair) otherwise. */
 static inline int fmhai_fwd_lpt_pairs(const fmhai_fwd_params *p, int pairs, int s_k, int esize, int bias_shared)
 {
     if ((!fmhai_lpt_causal(p->mask_kind, p->window_left, p->window_right) && !bias_shared) || pairs <= 1) return 0;
@@ -272,11 +272,19 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
      * a group sized without them measured 3% slower (hdim 128 causal prefill
      * shape: more pairs at once than the L2 holds) */
     if (!a->is_group_mode) {
-        const int bias_shared = a->bias && a->nhead_stride_bias == 0 && a->nhead_q > 1 &&
-                                (int64_t)a->seqlen_q * a->seqlen_k * fmhai_bias_esize(a->bias_dtype) >
-                                    (int64_t)FMHAI_FWD_LPT_L2;
+        /* an elementwise bias that several pairs read and the L2 cannot
+         * hold: shared by the heads ([b or 1, 1, s, s]), pairs head
+         * fastest; else shared by the batch entries ([1, h, s, s]), pairs
+         * entry fastest, so that the entries of a head read each bias tile
+         * at about the same time */
+        const int64_t bias_bytes = a->bias ? (int64_t)a->seqlen_q * a->seqlen_k * fmhai_bias_esize(a->bias_dtype) : 0;
+        const int over_heads = a->bias && a->nhead_stride_bias == 0 && a->nhead_q > 1 &&
+                               bias_bytes > (int64_t)FMHAI_FWD_LPT_L2;
+        const int over_batch = a->bias && !over_heads && a->batch_stride_bias == 0 && a->batch > 1 &&
+                               bias_bytes * (a->nhead_stride_bias ? a->nhead_q : 1) > (int64_t)FMHAI_FWD_LPT_L2;
         p->lpt_pairs = fmhai_fwd_lpt_pairs(p, a->batch * a->nhead_q, a->seqlen_k, a->dtype == FMHA_DTYPE_FP8 ? 1 : 2,
-                                           bias_shared);
+                                           over_heads || over_batch);
+        p->pairs_bfast = over_batch && p->lpt_pairs > 1;
     }
 }
 

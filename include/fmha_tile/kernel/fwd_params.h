@@ -36,6 +36,8 @@ typedef struct fmhai_fwd_params {
     int m_blocks;                /* grid.x */
     int lpt_pairs;               /* Hopper forward: (batch, head) pairs a launch-order
                                     group (fmhai_fwd_block_of); 0: pair after pair */
+    int pairs_bfast;             /* pairs numbered batch entry fastest (a bias shared
+                                    by the entries, per head); else head fastest */
     int mask_kind;               /* fmha_mask_type */
     int window_left, window_right;
     /* paged KV (batch prefill); k_row/v_row are then token strides within a
@@ -119,28 +121,35 @@ typedef struct fmhai_fwd_params {
  * G <= 0: pair after pair, each pair's tiles from the last down; G > 0:
  * groups of G pairs, each group tile index by tile index from the last, so
  * that every pair's longest tile starts before any pair's shorter one.
+ * Pair k is head k % H of entry k / H, or with bfast entry k % (P / H) of
+ * head k / (P / H) (the entries of a head consecutive, so a group's pairs
+ * that read one bias tile read it at about the same time).
  * Host and device (host tests check it is a bijection). */
 #if defined(__HIP__) || defined(__CUDACC__)
 #  define FMHAI_FWD_HD static inline __host__ __device__
 #else
 #  define FMHAI_FWD_HD static inline
 #endif
-FMHAI_FWD_HD void fmhai_fwd_block_map(int lin, int M, int H, int P, int G, int *m, int *h, int *b)
+FMHAI_FWD_HD void fmhai_fwd_block_map(int lin, int M, int H, int P, int G, int bfast, int *m, int *h, int *b)
 {
     int base, gs, r, pair;
     if (G <= 0) {
         *m = M - 1 - lin % M;
-        *h = lin / M % H;
-        *b = lin / M / H;
-        return;
+        pair = lin / M;
+    } else {
+        base = lin / (G * M) * G;
+        gs = P - base < G ? P - base : G;
+        r = lin - base * M;
+        pair = base + r % gs;
+        *m = M - 1 - r / gs;
     }
-    base = lin / (G * M) * G;
-    gs = P - base < G ? P - base : G;
-    r = lin - base * M;
-    pair = base + r % gs;
-    *m = M - 1 - r / gs;
-    *h = pair % H;
-    *b = pair / H;
+    if (bfast) {
+        *h = pair / (P / H);
+        *b = pair % (P / H);
+    } else {
+        *h = pair % H;
+        *b = pair / H;
+    }
 }
 
 #endif /* FMHA_TILE_FWD_PARAMS_H */

@@ -574,10 +574,11 @@ FMHAI_DEVICE uint32_t fmhai_bwd_dropout_keep(const fmhai_bwd_params *p, uint32_t
 
 /* The first key tile column and the unit of a one-unit block (grid x key
  * tiles, y KV heads, z entries), in the order blocks start (linear index,
- * x fastest): unit after unit, or (lpt_units, causal-type masks) in groups
- * of lpt_units units, every unit's key tile 0 (under such a mask the one
- * with the most query tiles) first, then every unit's tile 1, and so on
- * (fmhai_fwd_block_map; the forward's longest-first order). */
+ * x fastest): unit after unit, or (lpt_units: causal-type masks, a shared
+ * bias) in groups of lpt_units units, every unit's key tile 0 (under such
+ * a mask the one with the most query tiles) first, then every unit's tile
+ * 1, and so on (fmhai_fwd_block_map; the forward's longest-first order),
+ * units KV head or (units_bfast) batch entry fastest. */
 FMHAI_DEVICE void fmhai_bwd_block_of(const fmhai_bwd_params *p, int *x, int *u)
 {
     const int nhk = p->nhead_q / p->head_ratio, GX = (int)gridDim.x, GY = (int)gridDim.y;
@@ -588,7 +589,7 @@ FMHAI_DEVICE void fmhai_bwd_block_of(const fmhai_bwd_params *p, int *x, int *u)
         return;
     }
     fmhai_fwd_block_map((int)blockIdx.x + GX * ((int)blockIdx.y + GY * (int)blockIdx.z), GX, GY, GY * (int)gridDim.z,
-                        p->lpt_units, &m, &h, &b);
+                        p->lpt_units, p->units_bfast, &m, &h, &b);
     *x = GX - 1 - m;
     *u = h + nhk * b;
 }

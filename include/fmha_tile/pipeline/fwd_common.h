@@ -41,7 +41,7 @@ FMHAI_DEVICE void fmhai_fwd_block_of(const fmhai_fwd_params *p, int *m_block, in
 {
     const int M = p->m_blocks, H = (int)gridDim.y;
     fmhai_fwd_block_map((int)blockIdx.x + M * ((int)blockIdx.y + H * (int)blockIdx.z), M, H, H * (int)gridDim.z,
-                        p->lpt_pairs, m_block, h, b);
+                        p->lpt_pairs, p->pairs_bfast, m_block, h, b);
 }
 
 /* Batch entry b: its query rows [q_start, q_start + s_q) and s_k keys; in
