@@ -95,11 +95,14 @@
     X(DECODE,     BF16, 256, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
 #define BENCH_HD_OTHER 1
 #endif
+/* a build may predefine the rows (a tuning build) */
+#ifndef BENCH_ROWS
 #define BENCH_ROWS(X)                                                                            \
     X(DECODE,     BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
     X(DECODE_VEC, BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
     X(DECODE,     FP8,  128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
     BENCH_ROWS_HD(X)
+#endif
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_ROWS)
 
 #define BENCH_MAX_LIST 16
