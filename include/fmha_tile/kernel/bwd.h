@@ -152,21 +152,13 @@ static inline int fmhai_bwd_det_rows(int64_t units, int gx, int sms, int masked)
     return (int)((units + rounds - 1) / rounds);
 }
 
-/* An elementwise bias that several (KV head, entry) units read and the L2
- * cannot hold (batch mode): shared by the KV heads (1: units KV head
- * fastest, as without it) or, per head, by the batch entries (2: units
- * entry fastest); 0 otherwise. A launch-order group then reads each bias
- * tile at about the same time, once from DRAM, and its dbias sums meet in
- * the L2. */
+/* fmhai_bias_sharing over the backward's (KV head, entry) units: a bias
+ * shared by the heads is shared by the KV heads' units; the groups' dbias
+ * sums then also meet in the L2. */
 static inline int fmhai_bwd_bias_shared(const fmhai_bwd_params *p)
 {
-    const int nhk = p->nhead_q / p->head_ratio;
-    const int64_t bytes = p->bias ? (int64_t)p->seqlen_q * p->seqlen_k * fmhai_bias_esize((fmha_dtype)p->bias_dt) : 0;
-    if (!p->bias) return 0;
-    if (p->bias_head == 0 && nhk > 1 && bytes > (int64_t)FMHAI_FWD_LPT_L2) return 1;
-    if (p->bias_batch == 0 && p->batch > 1 && bytes * (p->bias_head ? p->nhead_q : 1) > (int64_t)FMHAI_FWD_LPT_L2)
-        return 2;
-    return 0;
+    return fmhai_bias_sharing(p->bias, (fmha_dtype)p->bias_dt, p->seqlen_q, p->seqlen_k, p->bias_head, p->bias_batch,
+                              p->nhead_q / p->head_ratio, p->nhead_q, p->batch);
 }
 
 /* Non-deterministic dq_dk_dv in batch mode under a causal-type mask (keys

@@ -85,6 +85,7 @@ static inline fmha_status fmhai_validate_strides(const char *fam, const int64_t 
 /* Bytes of one bias element (fp16/bf16: 2, fp32: 4). */
 static inline int fmhai_bias_esize(fmha_dtype dt) { return dt == FMHA_DTYPE_FP32 ? 4 : 2; }
 
+
 static inline fmha_status fmhai_fwd_validate(const fmha_fwd_args *a)
 {
     fmha_status st;
@@ -217,6 +218,23 @@ static inline int fmhai_lpt_group(int64_t unit_bytes, int64_t units)
     return (int)(g < 1 ? 1 : g > units ? units : g);
 }
 
+/* Launch-order groups for an elementwise bias (batch mode; forward and
+ * backward) that several blocks' (head, entry) units read and the L2 budget
+ * cannot hold: 1 shared by the `heads` units of an entry (head stride 0),
+ * units head fastest; 2 a bias per head shared by the batch entries (batch
+ * stride 0; the heads' bias bytes past the budget), units entry fastest, so
+ * that the entries of a head read each bias tile at about the same time;
+ * 0 otherwise. */
+static inline int fmhai_bias_sharing(const void *bias, fmha_dtype dt, int s_q, int s_k, int64_t head_stride,
+                                     int64_t batch_stride, int heads, int nhead_q, int batch)
+{
+    const int64_t bytes = (int64_t)s_q * s_k * fmhai_bias_esize(dt);
+    if (!bias) return 0;
+    if (head_stride == 0 && heads > 1 && bytes > (int64_t)FMHAI_FWD_LPT_L2) return 1;
+    if (batch_stride == 0 && batch > 1 && bytes * (head_stride ? nhead_q : 1) > (int64_t)FMHAI_FWD_LPT_L2) return 2;
+    return 0;
+}
+
 /* The Hopper forward's groups (fmhai_fwd_block_of; batch mode): (batch,
  * head) pairs, each with its share of a KV head's K/V (s_k keys, esize
  * bytes an element, shared by head_ratio query heads), under a
@@ -272,19 +290,11 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
      * a group sized without them measured 3% slower (hdim 128 causal prefill
      * shape: more pairs at once than the L2 holds) */
     if (!a->is_group_mode) {
-        /* an elementwise bias that several pairs read and the L2 cannot
-         * hold: shared by the heads ([b or 1, 1, s, s]), pairs head
-         * fastest; else shared by the batch entries ([1, h, s, s]), pairs
-         * entry fastest, so that the entries of a head read each bias tile
-         * at about the same time */
-        const int64_t bias_bytes = a->bias ? (int64_t)a->seqlen_q * a->seqlen_k * fmhai_bias_esize(a->bias_dtype) : 0;
-        const int over_heads = a->bias && a->nhead_stride_bias == 0 && a->nhead_q > 1 &&
-                               bias_bytes > (int64_t)FMHAI_FWD_LPT_L2;
-        const int over_batch = a->bias && !over_heads && a->batch_stride_bias == 0 && a->batch > 1 &&
-                               bias_bytes * (a->nhead_stride_bias ? a->nhead_q : 1) > (int64_t)FMHAI_FWD_LPT_L2;
+        const int shared = fmhai_bias_sharing(a->bias, a->bias_dtype, a->seqlen_q, a->seqlen_k, a->nhead_stride_bias,
+                                              a->batch_stride_bias, a->nhead_q, a->nhead_q, a->batch);
         p->lpt_pairs = fmhai_fwd_lpt_pairs(p, a->batch * a->nhead_q, a->seqlen_k, a->dtype == FMHA_DTYPE_FP8 ? 1 : 2,
-                                           over_heads || over_batch);
-        p->pairs_bfast = over_batch && p->lpt_pairs > 1;
+                                           shared != 0);
+        p->pairs_bfast = shared == 2 && p->lpt_pairs > 1;
     }
 }
 
