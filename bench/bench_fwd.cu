@@ -16,7 +16,7 @@
  *
  *   bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k] [--causal 0,1]
  *             [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]
- *             [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]
+ *             [--softcap C] [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]
  *
  * --hdim: any multiple of 8 up to 256 (32 and 96 have native kernels;
  * nhead = hidden / hdim, rounded down, e.g. 21 heads at 96).
@@ -38,6 +38,8 @@
  * the bias costs against the same points without it.
  * --sinks 1: one attention-sink logit per head (fmha_fwd_args.sinks), to
  * measure what the sink costs against the same points without it.
+ * --softcap C: logits soft cap C (fmha_fwd_args.logits_soft_cap; the
+ * SOFTCAP rows), e.g. 30, against the same points without it.
  * --prec fp8: Q, K and V in e4m3 (random codes of magnitude below 1, no NaN),
  * per-tensor descales of 1 passed as device pointers, O in bf16 (the Hopper
  * FP8 rows, FMHA_DEFAULT_FWD_FP8_SET; FLOPs counted as for bf16).
@@ -140,6 +142,7 @@ typedef struct bench_opts {
     int quick;
     int fp8;                        /* --prec fp8 */
     int sinks;                      /* --sinks 1: an attention-sink logit per head */
+    float softcap;                  /* --softcap C: logits soft cap (0: off) */
     float dropout;                  /* --dropout P: drop probability (0: off) */
     int bias;                       /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s] */
     int hdim_v;                     /* --hdim_v N: V/O columns (0: hdim) */
@@ -150,6 +153,7 @@ static void bench_usage(FILE *f) {
     fprintf(f,
             "usage: bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k]\n"
             "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]\n"
+            "                 [--softcap C]\n"
             "                 [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]\n"
             "  bf16, total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim),\n"
             "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n"
@@ -211,6 +215,8 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
             }
         } else if (!strcmp(a, "--sinks")) {
             o->sinks = atoi(val) != 0;
+        } else if (!strcmp(a, "--softcap")) {
+            o->softcap = (float)atof(val);
         } else if (!strcmp(a, "--dropout")) {
             o->dropout = (float)atof(val);
         } else if (!strcmp(a, "--bias")) {
@@ -288,6 +294,7 @@ static void bench_launch_dims(size_t n, int *grid, int *block) {
 
 static int g_fp8;   /* --prec fp8 */
 static float *g_sinks;   /* --sinks 1: device logits (NULL: none) */
+static float g_softcap;  /* --softcap C */
 static float g_dropout;  /* --dropout P */
 static int g_bias;       /* --bias 1|2 */
 static uint16_t *g_bias_buf;   /* the bias of the current point (bf16) */
@@ -397,7 +404,7 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     a->nhead_stride_lse = 0;
     a->batch_stride_lse = 0;
     a->scale = 1.0f / sqrtf((float)p->d);
-    a->logits_soft_cap = 0.0f;
+    a->logits_soft_cap = g_softcap;
     a->alibi_slopes = NULL;
     a->alibi_batch_stride = 0;
     a->sinks = g_sinks;
@@ -614,6 +621,7 @@ int main(int argc, char **argv) {
         CUDA_CHECK(cudaMemcpy(g_ones, ones, sizeof(ones), cudaMemcpyHostToDevice));
     }
     g_dropout = opt.dropout;
+    g_softcap = opt.softcap;
     g_bias = opt.bias;
     if (opt.sinks) {
         float h_sinks[BENCH_HIDDEN / 8];   /* nhead <= hidden / 8 */

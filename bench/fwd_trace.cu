@@ -14,6 +14,9 @@
  *
  *   fwd_trace --prec fp8 --hdim 128 --seqlen 8k --causal 0
  *
+ * FWD_TRACE_DUMP=file also writes every warp's raw clocks, one line a
+ * (warp, tile): warp, tile, events 0..7 (0 where not reached).
+ *
  *   make build/bench/fwd_trace   (sm_90a only; not part of make test)
  */
 #define FWD_TRACE_WARPS 16
@@ -47,6 +50,23 @@ int main(int argc, char **argv)
         cudaMemcpyFromSymbol(n, fwd_trace_ntiles, sizeof(n)) != cudaSuccess) {
         fprintf(stderr, "fwd_trace: reading the trace failed\n");
         return 1;
+    }
+    /* FWD_TRACE_DUMP=file: every warp's raw clocks, a line a (warp, tile):
+     * warp tile ev0 .. ev7 (0: not reached), for a timeline of one's own */
+    const char *dump = getenv("FWD_TRACE_DUMP");
+    if (dump) {
+        FILE *f = fopen(dump, "w");
+        if (!f) {
+            fprintf(stderr, "fwd_trace: cannot write %s\n", dump);
+            return 1;
+        }
+        for (int w = 0; w < FWD_TRACE_WARPS; ++w)
+            for (int it = 0; it < n[w] && it < FWD_TRACE_TILES; ++it) {
+                fprintf(f, "%d %d", w, it);
+                for (int e = 0; e < 8; ++e) fprintf(f, " %u", h[(w * FWD_TRACE_TILES + it) * 8 + e]);
+                fprintf(f, "\n");
+            }
+        fclose(f);
     }
     /* MMA warps: tiles 2 .. n - 3 (past the pipeline fill, before the drain) */
     printf("\nfwd_trace: mean SM cycles per key tile, one block (tiles past the first 2 and before the last 2)\n");

@@ -131,6 +131,11 @@ static void build(void)
      * that crosses 128-row query blocks mid-tile */
     c = base(1, 2, 2, 150, 191, 128); add(c);
     c = base(1, 4, 2, 1152, 1152, 128); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.quick = 1; add(c);
+    /* hdim 256's two-stage ring of 128-key tiles (K and V^T handed over
+     * apart): one partial and one whole tile (the ring's ends meet), and
+     * two whole tiles under the causal mask */
+    c = base(1, 2, 2, 100, 200, 256); add(c);
+    c = base(1, 2, 1, 130, 256, 256); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; add(c);
     /* nearly one-hot rows (logits spread over ~100): the row's output is
      * its top key's V times that key's P rounded to e4m3, over its exact P */
     c = base(1, 4, 2, 200, 1500, 256); c.peak = 1; add(c);

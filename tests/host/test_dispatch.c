@@ -536,7 +536,7 @@ static void test_fp8_fwd(void)
     a = fp8_args(64);
     CHECK(starts_with(chosen(&set_fp8, &a), "fmha_fwd_d128_fp8_nmask_nsoftcap_nalibi_"),
           "fp8 hdim 64 unmasked: fmha_fwd_d128_fp8_nmask_nsoftcap_nalibi_... (the leanest kernel)");
-    {   /* the contiguous e4m3 forward's tiles: 192 keys up to hdim 128, 64 at 256 */
+    {   /* the contiguous e4m3 forward's tiles: 192 keys in 3 stages up to hdim 128, 128 in 2 at 256 */
         int tiles_ok = 1;
         const int tds[3] = { 64, 128, 256 };
         for (int i = 0; i < 3; ++i) {
@@ -544,13 +544,13 @@ static void test_fp8_fwd(void)
             a.mask_type = i == 1 ? FMHA_MASK_BOTTOM_RIGHT : FMHA_MASK_NONE;
             a.window_right = i == 1 ? 0 : -1;
             st = fmha_fwd_check(&set_fp8, &a, &plan);
-            if (st != FMHA_OK || plan.kernel->tile_m != 128 || plan.kernel->tile_n != (tds[i] <= 128 ? 192 : 64) ||
-                plan.kernel->warps != 12 || plan.kernel->stages != 3) {
+            if (st != FMHA_OK || plan.kernel->tile_m != 128 || plan.kernel->tile_n != (tds[i] <= 128 ? 192 : 128) ||
+                plan.kernel->warps != 12 || plan.kernel->stages != (tds[i] <= 128 ? 3 : 2)) {
                 printf("  hdim %d: %s\n", tds[i], st == FMHA_OK ? plan.kernel->name : fmha_last_error());
                 tiles_ok = 0;
             }
         }
-        CHECK(tiles_ok, "fp8 fwd tiles: 128 x 192, 12 warps, 3 stages up to hdim 128 (causal too), 128 x 64 at 256");
+        CHECK(tiles_ok, "fp8 fwd tiles: 128 x 192, 12 warps, 3 stages up to hdim 128 (causal too); 128 x 128, 2 stages at 256");
     }
     a = good_args();
     st = fmha_fwd_check(&set_fwd_all, &a, &plan);

@@ -50,10 +50,13 @@
  * 64 on 192 rows, three MMA warpgroups, 16 warps). The contiguous e4m3
  * forward at hdim 128 takes BN 192 in 3 stages (S as m64n192k32; V^T's
  * keys 128..191 in a 64-byte-swizzled panel, 24 KB a stage). The
- * contiguous e4m3 forward at hdim 256 (no soft cap) keeps each warp's Q
- * rows in registers (fmhai_wg_load_afrags) and reads only K for S
- * (fmhai_wg_gemm_rbt8): S as m64n64k32 with both operands in shared memory
- * needs 128 bytes a clock, all the SM has. The same rows serve batch
+ * contiguous e4m3 forward at hdim 256 takes BN 128 in 2 stages (FS2: the
+ * MMA warpgroups at 240 registers, the load warpgroup at 24; K handed over
+ * as it lands and V^T once transposed, on barriers of their own). An e4m3
+ * row of 64 keys at hdim 256 (QREG) keeps each warp's Q rows in registers
+ * (fmhai_wg_load_afrags) and reads only K for S (fmhai_wg_gemm_rbt8): S as
+ * m64n64k32 with both operands in shared memory needs 128 bytes a clock,
+ * all the SM has. The same rows serve batch
  * prefill over 16-bit K/V, and the fp8 rows batch prefill over e4m3 LINEAR
  * pages with e4m3 queries (per-page descales: each score column times its
  * key's K descale, each P column times its key's V descale over the tile's
@@ -148,20 +151,22 @@ FMHAI_DEVICE void fmhai_fwd90_full_arrive(fmhai_smem_t full3, int s, int NWG)
         fmhai_bar_arrive(FMHAI_FWD90_BAR_FULL1 + s, 256);
     }
 }
-/* Split K/V streams (FMHAI_FWD90_SPLIT_ON: hdim 256, two stages): K and V
- * of a tile have their own hand-over and refill barriers, each stream one
- * load warp (32 threads). K of stage s landed: FULL / FULL1 + s; V landed:
+/* Split K/V hand-overs at two stages (FMHAI_FWD90_SPLIT_ON: 16-bit hdim
+ * 256, each stream one load warp, n = 160; the e4m3 hdim-256 row of 128
+ * keys, FS2: K as it lands and V^T once transposed, the whole load
+ * warpgroup, n = 256): K and V of a tile have their own hand-over and
+ * refill barriers. K of stage s landed: FULL / FULL1 + s; V landed:
  * fmhai_fwd90_bar_vfull (ids free at two stages); K slot free: KEMPTY (as
  * FP8's); V slot free: EMPTY + s. */
 FMHAI_DEVICE int fmhai_fwd90_bar_vfull(int s, int wg) { return wg ? (s ? 15 : 14) : (s ? 6 : 3); }
-FMHAI_DEVICE void fmhai_fwd90_split_sync(int s, int wg, int v)
+FMHAI_DEVICE void fmhai_fwd90_split_sync(int s, int wg, int v, int n)
 {
-    fmhai_bar_sync(v ? fmhai_fwd90_bar_vfull(s, wg) : (wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, 160);
+    fmhai_bar_sync(v ? fmhai_fwd90_bar_vfull(s, wg) : (wg ? FMHAI_FWD90_BAR_FULL1 : FMHAI_FWD90_BAR_FULL) + s, n);
 }
-FMHAI_DEVICE void fmhai_fwd90_split_arrive(int s, int v)
+FMHAI_DEVICE void fmhai_fwd90_split_arrive(int s, int v, int n)
 {
-    fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 0) : FMHAI_FWD90_BAR_FULL + s, 160);
-    fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 1) : FMHAI_FWD90_BAR_FULL1 + s, 160);
+    fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 0) : FMHAI_FWD90_BAR_FULL + s, n);
+    fmhai_bar_arrive(v ? fmhai_fwd90_bar_vfull(s, 1) : FMHAI_FWD90_BAR_FULL1 + s, n);
 }
 
 /* e4m3 of four floats, byte i from x_i (saturating; P <= 1: the e4m3 kernels keep the exact max) */
@@ -680,6 +685,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     (!(FP8) && (PAGING) == 0 && (HD) == 256 && (HDV) == 256 && (ST) == 2 && (NWG) == 2)
 #endif
     const int SPLIT = FMHAI_FWD90_SPLIT_ON(FP8, PAGING, HD, HDV, ST, NWG);
+    /* the e4m3 row of two stages (contiguous hdim 256, 128 keys): K and V^T
+     * handed over apart, 240 registers an MMA thread, 24 a load thread */
+    const int FS2 = FP8 && ST == 2;
+    const int SPN = FS2 ? 256 : 160;   /* a split hand-over's threads */
     FMHAI_FWD90_BLOCK_MARK(0);
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
@@ -747,7 +756,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : PDS_ROWS ? 56 : 40);
+        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : FS2 ? 24 : PDS_ROWS ? 56 : 40);
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
         if (FP8) {
@@ -798,6 +807,53 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 else
                     fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
                                          (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
+            }
+            if (FS2) {
+                /* Two stages (contiguous hdim 256, 128 keys): tile t's K is
+                 * handed over as it lands (FULL), its V^T once transposed
+                 * (VFULL). Iteration j: tile j + 1's K; then tile j + 2's
+                 * copies, once both MMA warpgroups' S has read tile j's K
+                 * (KEMPTY; its staging tile was transposed an iteration
+                 * before); then tile j + 1's transpose, once P V of tile
+                 * j - 1 is done with its V^T stage (EMPTY). So neither
+                 * hand-over waits behind a transpose: with one hand-off a
+                 * tile, S of tile j + 1 waited for V^T of tile j + 1, so for
+                 * the other warpgroup's P V of tile j - 1 (20% slower). */
+                for (int j = -1; j < W.n_iters; ++j) {
+                    const int t = j + 1;
+                    if (t < W.n_iters) {
+                        if (TMA && t > 0) {
+                            fmhai_mbar_wait(sBar + 8 * (t & 1), (t >> 1) & 1);
+                        } else {
+                            if (!TMA && t == 0 && W.n_iters > 1) fmhai_copy_wait(1);
+                            else fmhai_copy_wait(0);
+                            fmhai_wg_fence_smem();   /* cp.async'd K (and Q) to the products' proxy */
+                        }
+                        fmhai_fwd90_split_arrive(t & 1, 0, 256);
+                        FMHAI_FWD90_MARK(0, t);
+                    }
+                    if (j >= 0 && j + 2 < W.n_iters) {
+                        fmhai_bar_sync(fmhai_fwd90_bar_kempty(j & 1), ALL);   /* tile j's K read */
+                        FMHAI_FWD90_MARK(3, j);
+                        if (TMA)
+                            fmhai_fwd90_tma_kv(p, sK + (j & 1) * kv_bytes, sStage + (j & 1) * kv_bytes,
+                                               sBar + 8 * (j & 1), S.k_start + (tn - 2 - j) * BN, hk, S.kv_b,
+                                               HDB / 128, HDB / 128, BN, EB, 0, ltid);
+                        else
+                            fmhai_fwd90_load_kv8(sK + (j & 1) * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
+                                                 sPg, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN, ltid, p, 0);
+                    }
+                    if (t < W.n_iters) {
+                        if (t >= 2) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + (t & 1), ALL);   /* P V of tile t - 2 */
+                        FMHAI_FWD90_MARK(1, t);
+                        fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);   /* every thread's copies landed */
+                        fmhai_wg_vt8_transpose(sV + (t & 1) * v_bytes, sStage + (t & 1) * kv_bytes, HD, BN, ltid);
+                        fmhai_wg_fence_smem();
+                        fmhai_fwd90_split_arrive(t & 1, 1, 256);
+                        FMHAI_FWD90_MARK(2, t);
+                    }
+                }
+                return;
             }
             for (int j = 0; j < W.n_iters; ++j) {
                 if (TMA) {
@@ -878,7 +934,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                     fmhai_wg_fence_smem();
                     __syncwarp();
                 }
-                fmhai_fwd90_split_arrive(pt % 2, lw);
+                fmhai_fwd90_split_arrive(pt % 2, lw, 160);
                 if (t < W.n_iters) {
                     const int sl = t % 2, jk = (W.n_hi - 1 - t) * BN;
                     if (t >= 2) fmhai_bar_sync(lw ? FMHAI_FWD90_BAR_EMPTY + sl : fmhai_fwd90_bar_kempty(sl), NT + 32);
@@ -995,7 +1051,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : PDS_ROWS ? 224 : 232);
+    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : FS2 ? 240 : PDS_ROWS ? 224 : 232);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns */
     float row_max[2], row_sum[2];
@@ -1053,7 +1109,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * So each warp holds its 16 Q rows as e4m3 A fragments (32 registers,
      * read once Q has landed) and S reads only K: +1-4% (bench/RESULTS.md,
      * session 16). Not with a soft cap (12-24 bytes spilled) nor paged (224
-     * registers with per-page descales). */
+     * registers with per-page descales). The default contiguous row now takes
+     * 128-key tiles (FS2, 2-6% faster again); a build that predefines
+     * FMHAI_TILES_SM90A_FP8FWDC_256 as the 64-key row gets this. */
     const int QREG = FP8 && HD == 256 && BN == 64 && !SOFTCAP && !PAGED;
     uint32_t qf[8][4];
     float oa[2];
@@ -1067,7 +1125,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
 #define FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) \
     (((FP8) && ((HD) == 256 || !(SOFTCAP))) || (!(FP8) && (HD) == 64 && !(BIAS)))
 #endif
-    const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) && !SPLIT;
+    /* (FS2 with a soft cap: without the overlap it spilled 20 bytes less
+     * and ran 4-5% faster, H100) */
+    const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) && !SPLIT && !(FS2 && SOFTCAP);
     const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS_ROWS);
     /* One branch holds every product (first S, the loop, the peeled last
      * tile) and ends with wait(0): ptxas then sees no path into the epilogue
@@ -1076,7 +1136,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * wgmma (C7515, 25% slower). */
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
-        if (SPLIT) fmhai_fwd90_split_sync(0, wg, 0);   /* K of tile 0 and Q landed */
+        if (SPLIT || FS2) fmhai_fwd90_split_sync(0, wg, 0, SPN);   /* K of tile 0 and Q landed */
         else fmhai_fwd90_full_sync(sFull3, 0, 0, ST, wg, NWG);   /* tile 0 and Q landed */
         FMHAI_FWD90_BLOCK_MARK(1);
         if (QREG) fmhai_wg_load_afrags(qf, sQ, BM, row0 - g, lane, HD / 32);
@@ -1091,6 +1151,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1, BN, t, s_q, s_k);
         fmhai_wg_wait(0);   /* S of tile 0 done */
         fmhai_wg_fence_acc(acc_s, BN / 2);
+        /* FS2: a K slot is free once S has read it (at two stages the load
+         * warpgroup refills it for the tile after next) */
+        if (FS2 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         FMHAI_FWD90_BLOCK_MARK(2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, 0, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN, LAZY,
@@ -1098,7 +1161,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                             softcap_pre, PDS ? sDs8 : 0, vratio);
         fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
         if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 1, BN, g, t);
-        if (FP8 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
+        if (FP8 && !FS2 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         if (SPLIT && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), NT + 32);   /* K slot 0 read */
         /* tiles 0 .. n_iters - 2 issue the next tile's S and their P V in
          * their turn; the last tile (peeled: wgmma issued under a branch
@@ -1113,9 +1176,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
              * data dependency that kept them after P's packing removed
              * those stalls but measured 3% slower at FP8 hdim 128 and 6-8%
              * at bf16 hdim 64: bench/RESULTS.md) */
-            if (SPLIT) {   /* K of tile it + 1 and V of tile it landed */
-                fmhai_fwd90_split_sync(nbuf, wg, 0);
-                fmhai_fwd90_split_sync(buf, wg, 1);
+            if (SPLIT || FS2) {   /* K of tile it + 1 and V of tile it landed */
+                fmhai_fwd90_split_sync(nbuf, wg, 0, SPN);
+                fmhai_fwd90_split_sync(buf, wg, 1, SPN);
             } else {
                 fmhai_fwd90_full_sync(sFull3, nbuf, it + 1, ST, wg, NWG);
             }
@@ -1152,6 +1215,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_wg_wait(1);
             }
             fmhai_wg_fence_acc(acc_s, BN / 2);
+            if (FS2 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
             FMHAI_FWD90_MARK(4, it);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, nbuf, BN, &vref, &vratio);
             fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
@@ -1173,10 +1237,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 2 - it, BN, g, t);
             /* FP8: tile it + 1's K stage and (paged) descales are free for
              * tile it + 1 + ST */
-            if (FP8 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
+            if (FP8 && !FS2 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
         }
         const int it = W.n_iters - 1;
-        if (SPLIT) fmhai_fwd90_split_sync(it % ST, wg, 1);   /* V of the last tile landed */
+        if (SPLIT || FS2) fmhai_fwd90_split_sync(it % ST, wg, 1, SPN);   /* V of the last tile landed */
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HDV / 2);
         fmhai_wg_fence();

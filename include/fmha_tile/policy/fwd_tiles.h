@@ -118,11 +118,11 @@
 /* FP8 (e4m3) rows of the Hopper pipeline: Q, K and V in e4m3, both products
  * e4m3 wgmma (k32), O in bf16; V^T takes 128-byte rows up to 128 keys
  * (tile/vt8_layout.h). Key tiles as the 16-bit rows: hdim 256 at 128 keys
- * (S 64 + O 128 + P 16 registers) spilled and serialised its products
- * (ptxas C7512). A head dim up to 128 runs the 128 kernel (an e4m3 row of
- * 64 bytes has no 128-byte swizzle). These are the batch prefill rows
- * (FP8X, e4m3 pages: their page classes want a power-of-two tile) and the
- * contiguous forward's at hdim 256. */
+ * in 3 stages does not fit (288 KB), and paged its per-page descales leave
+ * the MMA warpgroups 224 registers. A head dim up to 128 runs the 128
+ * kernel (an e4m3 row of 64 bytes has no 128-byte swizzle). These are the
+ * batch prefill rows (FP8X, e4m3 pages: their page classes want a
+ * power-of-two tile). */
 /* The contiguous 16-bit forward at hdim 64: 192 query rows on three MMA
  * warpgroups (16 warps, 160 registers each), whose softmax is long against
  * its products (64 columns), so a third warpgroup keeps the tensor cores
@@ -156,6 +156,17 @@
 #ifndef FMHAI_TILES_SM90A_FP8FWDC_128
 /*                                                      arch   tile_m tile_n warps stages */
 #define FMHAI_TILES_SM90A_FP8FWDC_128(Y, ...) Y(__VA_ARGS__, SM90A,   128,   192,   12,     3)
+#endif
+/* The contiguous e4m3 forward at hdim 256 takes key tiles of 128 in 2
+ * stages (FlashAttention-3's FP8 shape: Q 32 + 2 x (K 32 + V^T 32) + 2
+ * staging tiles x 32 = 224 KB), with the MMA warpgroups at 240 registers
+ * (S 64 + O 128 + P 16 live across a turn; at 232 ptxas serialised the
+ * products) and the load warpgroup at 24. K and V^T are handed over apart
+ * (fmhai_fwd90_split_sync): with one hand-off a tile's S waited for the V
+ * transpose, which waits for the other warpgroup's P V two tiles back. */
+#ifndef FMHAI_TILES_SM90A_FP8FWDC_256
+/*                                                      arch   tile_m tile_n warps stages */
+#define FMHAI_TILES_SM90A_FP8FWDC_256(Y, ...) Y(__VA_ARGS__, SM90A,   128,   128,   12,     2)
 #endif
 
 /* FP8 (e4m3) KV batch prefill rows: the landing tiles and the decode add
@@ -303,7 +314,7 @@
 #  define FMHAI_TILES_FWDCD_192(Y, ...) FMHAI_TILES_FWDC_192(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FWDCD_192_128(Y, ...) FMHAI_TILES_FWDC_192_128(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8FWDC_128(Y, ...) FMHAI_TILES_SM90A_FP8FWDC_128(Y, __VA_ARGS__)
-#  define FMHAI_TILES_FP8FWDC_256(Y, ...) FMHAI_TILES_SM90A_FP8FWD_256(Y, __VA_ARGS__)
+#  define FMHAI_TILES_FP8FWDC_256(Y, ...) FMHAI_TILES_SM90A_FP8FWDC_256(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_64(Y, ...)  FMHAI_TILES_SM80_FP8_64(Y, __VA_ARGS__)
 #  define FMHAI_TILES_FP8X_128(Y, ...) FMHAI_TILES_SM90A_FP8FWD_128(Y, __VA_ARGS__) \
                                        FMHAI_TILES_SM80_FP8_128(Y, __VA_ARGS__)
@@ -496,13 +507,15 @@
       "the wgmma forward's block is 128 rows and 12 warps (hdim 64: or 192 rows and 16 warps), " \
       "2 or 3 stages")                                                                      \
     C(fwd90_tile_n, (bn) == ((hd) == 256 ? 64 : 128) || ((hd) == 256 && (bn) == 80 && !(kv8) && !(pg)) || \
-      ((hd) == 192 && ((bn) == 80 || (bn) == 64)) || ((hd) == 128 && (bn) == 192 && (kv8) && !(pg)), \
+      ((hd) == 192 && ((bn) == 80 || (bn) == 64)) || ((kv8) && !(pg) && (bn) == ((hd) == 128 ? 192 : 128)), \
       "the wgmma forward's key tile is 128 (hdim 64/128, 192_128) or 64 (hdim 256: O takes 128 " \
       "registers; the contiguous forward's may be 80; hdim 192 and 192_128: 80 or 64; the "  \
-      "contiguous e4m3 forward at hdim 128 may take 192)")                                 \
-    C(fwd90_fp8_rows, !(kv8) || (((hd) == 128 || (hd) == 256) && (st) == 3 && !(vec)),    \
+      "contiguous e4m3 forward may take 192 at hdim 128, 128 at hdim 256)")               \
+    C(fwd90_fp8_rows, !(kv8) || (((hd) == 128 || (hd) == 256) && !(vec) &&                \
+                                 ((st) == 3 || ((st) == 2 && (hd) == 256 && (bn) == 128 && !(pg)))), \
       "the wgmma pipeline's fp8 rows have head dim 128 or 256, 3 stages (the load "         \
-      "warpgroup issues tile j + 2 after handing tile j over) and LINEAR pages if paged")   \
+      "warpgroup issues tile j + 2 after handing tile j over; the contiguous hdim-256 row "  \
+      "of 128 keys: 2, K and V^T handed over apart) and LINEAR pages if paged")           \
     C(fwd90_shared_memory_227k, FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8) <= 227 * 1024, \
       "shared memory of the tile must fit in 227 KB")
 /* The fallback rule (CK's "fast pipeline falls back to the portable one"),
