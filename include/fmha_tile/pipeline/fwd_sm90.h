@@ -810,25 +810,24 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             }
             if (FS2) {
                 /* Two stages (contiguous hdim 256, 128 keys): tile t's K is
-                 * handed over as it lands (FULL), its V^T once transposed
-                 * (VFULL). Iteration j: tile j + 1's K; then tile j + 2's
-                 * copies, once both MMA warpgroups' S has read tile j's K
-                 * (KEMPTY; its staging tile was transposed an iteration
-                 * before); then tile j + 1's transpose, once P V of tile
-                 * j - 1 is done with its V^T stage (EMPTY). So neither
-                 * hand-over waits behind a transpose: with one hand-off a
-                 * tile, S of tile j + 1 waited for V^T of tile j + 1, so for
-                 * the other warpgroup's P V of tile j - 1 (20% slower). */
+                 * handed over as it lands, its V^T once transposed (VFULL).
+                 * With tensor maps the MMA warpgroups wait for K of tiles
+                 * 1.. on its TMA mbarrier themselves (a hand-over by this
+                 * warpgroup waited for its previous transpose: 2-4% slower);
+                 * else (and tile 0) FULL. Iteration j: tile j + 2's copies,
+                 * once both MMA warpgroups' S has read tile j's K (KEMPTY;
+                 * its staging tile was transposed an iteration before);
+                 * then tile j + 1's transpose, once P V of tile j - 1 is
+                 * done with its V^T stage (EMPTY) and its copies landed.
+                 * With one hand-off a tile, S of tile j + 1 waited for V^T
+                 * of tile j + 1, so for the other warpgroup's P V of tile
+                 * j - 1 (20% slower). */
                 for (int j = -1; j < W.n_iters; ++j) {
                     const int t = j + 1;
-                    if (t < W.n_iters) {
-                        if (TMA && t > 0) {
-                            fmhai_mbar_wait(sBar + 8 * (t & 1), (t >> 1) & 1);
-                        } else {
-                            if (!TMA && t == 0 && W.n_iters > 1) fmhai_copy_wait(1);
-                            else fmhai_copy_wait(0);
-                            fmhai_wg_fence_smem();   /* cp.async'd K (and Q) to the products' proxy */
-                        }
+                    if (t < W.n_iters && (!TMA || t == 0)) {   /* TMA: the MMA warpgroups wait on its mbarrier */
+                        if (!TMA && t == 0 && W.n_iters > 1) fmhai_copy_wait(1);
+                        else fmhai_copy_wait(0);
+                        fmhai_wg_fence_smem();   /* cp.async'd K (and Q) to the products' proxy */
                         fmhai_fwd90_split_arrive(t & 1, 0, 256);
                         FMHAI_FWD90_MARK(0, t);
                     }
@@ -846,6 +845,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                     if (t < W.n_iters) {
                         if (t >= 2) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + (t & 1), ALL);   /* P V of tile t - 2 */
                         FMHAI_FWD90_MARK(1, t);
+                        if (TMA && t > 0) fmhai_mbar_wait(sBar + 8 * (t & 1), (t >> 1) & 1);
                         fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);   /* every thread's copies landed */
                         fmhai_wg_vt8_transpose(sV + (t & 1) * v_bytes, sStage + (t & 1) * kv_bytes, HD, BN, ltid);
                         fmhai_wg_fence_smem();
@@ -1177,7 +1177,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
              * those stalls but measured 3% slower at FP8 hdim 128 and 6-8%
              * at bf16 hdim 64: bench/RESULTS.md) */
             if (SPLIT || FS2) {   /* K of tile it + 1 and V of tile it landed */
-                fmhai_fwd90_split_sync(nbuf, wg, 0, SPN);
+                if (FS2 && p->tma_kv)   /* tile it + 1 by TMA: its mbarrier */
+                    fmhai_mbar_wait(sBar + 8 * nbuf, ((it + 1) >> 1) & 1);
+                else fmhai_fwd90_split_sync(nbuf, wg, 0, SPN);
                 fmhai_fwd90_split_sync(buf, wg, 1, SPN);
             } else {
                 fmhai_fwd90_full_sync(sFull3, nbuf, it + 1, ST, wg, NWG);
