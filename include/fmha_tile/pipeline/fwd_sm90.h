@@ -1110,7 +1110,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * read once Q has landed) and S reads only K: +1-4% (bench/RESULTS.md,
      * session 16). Not with a soft cap (12-24 bytes spilled) nor paged (224
      * registers with per-page descales). The default contiguous row now takes
-     * 128-key tiles (FS2, 2-6% faster again); a build that predefines
+     * 128-key tiles (FS2, 4-9% faster again); a build that predefines
      * FMHAI_TILES_SM90A_FP8FWDC_256 as the 64-key row gets this. */
     const int QREG = FP8 && HD == 256 && BN == 64 && !SOFTCAP && !PAGED;
     uint32_t qf[8][4];
