@@ -38,7 +38,8 @@ BUILD  ?= build
 # benchmarks are skipped). NVCC_ARCH, when given, overrides the list.
 FMHA_TILE_ARCHS ?= sm_80 sm_90a
 comma := ,
-NVCC_ARCH  ?= $(foreach a,$(FMHA_TILE_ARCHS),-gencode=arch=compute_$(patsubst sm_%,%,$(a))$(comma)code=$(a))
+gencode = $(foreach a,$(1),-gencode=arch=compute_$(patsubst sm_%,%,$(a))$(comma)code=$(a))
+NVCC_ARCH  ?= $(call gencode,$(FMHA_TILE_ARCHS))
 # NVCC_THREADS=N (0: one per core) compiles a unit's archs in parallel: for
 # many cores, where the slowest unit sets the time (2 cores, make -j2 lib:
 # 252 s with 2 threads, 258 s without)
@@ -54,8 +55,7 @@ HAS_SM90A  := $(if $(filter sm_90a,$(FMHA_TILE_ARCHS)),1,)
 # compile every row for each arch. FMHA_TILE_TEST_ARCHS="sm_80 sm_90a" builds
 # them for both; on an Ampere GPU, FMHA_TILE_ARCHS=sm_80.
 FMHA_TILE_TEST_ARCHS ?= $(if $(HAS_SM90A),sm_90a,$(FMHA_TILE_ARCHS))
-NVCC_TEST_FLAGS := -x cu -std=c++17 -O3 -Iinclude -Itests $(NVCC_TFLAG) \
-                   $(foreach a,$(FMHA_TILE_TEST_ARCHS),-gencode=arch=compute_$(patsubst sm_%,%,$(a))$(comma)code=$(a))
+NVCC_TEST_FLAGS := -x cu -std=c++17 -O3 -Iinclude -Itests $(call gencode,$(FMHA_TILE_TEST_ARCHS)) $(NVCC_TFLAG)
 # sm_90a-only units (Hopper tests and benchmarks)
 NVCC90     := -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $(NVCC_TFLAG)
 
