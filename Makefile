@@ -56,6 +56,10 @@ HAS_SM90A  := $(if $(filter sm_90a,$(FMHA_TILE_ARCHS)),1,)
 # them for both; on an Ampere GPU, FMHA_TILE_ARCHS=sm_80.
 FMHA_TILE_TEST_ARCHS ?= $(if $(HAS_SM90A),sm_90a,$(FMHA_TILE_ARCHS))
 NVCC_TEST_FLAGS := -x cu -std=c++17 -O3 -Iinclude -Itests $(call gencode,$(FMHA_TILE_TEST_ARCHS)) $(NVCC_TFLAG)
+# The library's archs: FMHA_TILE_ARCHS unless FMHA_TILE_LIB_ARCHS is given.
+# CI (no GPU) builds it for sm_90a alone, a third less of the build's
+# longest units; the examples still compile every family for each arch.
+LIB_ARCH   := $(if $(FMHA_TILE_LIB_ARCHS),$(call gencode,$(FMHA_TILE_LIB_ARCHS)),$(NVCC_ARCH))
 # sm_90a-only units (Hopper tests and benchmarks)
 NVCC90     := -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $(NVCC_TFLAG)
 
@@ -266,7 +270,7 @@ $(BUILD)/bench/bwd_trace: bench/bwd_trace.cu bench/bench_bwd.cu $(HEADERS)
 CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(realpath $(NVCC))))
 LIB_SO    := $(BUILD)/libfmha_tile.so
 GIT_REV   := $(shell git rev-parse --short HEAD 2>/dev/null)
-LIB_FLAGS := -x cu -std=c++17 -O3 -Iinclude $(NVCC_ARCH) $(NVCC_TFLAG) -Xcompiler -fPIC \
+LIB_FLAGS := -x cu -std=c++17 -O3 -Iinclude $(LIB_ARCH) $(NVCC_TFLAG) -Xcompiler -fPIC \
              -Xcompiler -fvisibility=hidden --compress-mode=size \
              $(if $(GIT_REV),-DFMHA_TILE_LIB_GIT=\"$(GIT_REV)\")
 # parentheses for sed inside $(shell ...), where make would count them
@@ -290,7 +294,7 @@ $(BUILD)/lib/part_%.o: src/fmha_tile_lib_part.cu src/lib_parts.h $(HEADERS)
 	$(Q)$(T0) $(NVCC) $(LIB_FLAGS) -DFMHA_LIB_PART=$* -c $< -o $@ $(T1)
 
 $(LIB_SO): $(LIB_OBJS)
-	$(Q)$(T0) $(NVCC) -shared -cudart shared $(NVCC_ARCH) $(LIB_OBJS) -o $@ $(T1)
+	$(Q)$(T0) $(NVCC) -shared -cudart shared $(LIB_ARCH) $(LIB_OBJS) -o $@ $(T1)
 	@if command -v nm >/dev/null 2>&1; then \
 	    got=" $$(nm -D --defined-only $@ | awk 'NF == 3 { print $$3 }' | tr '\n' ' ')"; \
 	    want=" $(LIB_API) "; missing=; extra=; \
@@ -302,7 +306,7 @@ $(LIB_SO): $(LIB_OBJS)
 	    fi; \
 	    echo "lib: $@ exports exactly the $(words $(LIB_API)) C API functions of api.h"; \
 	else echo "SKIP export check of $@: nm not found"; fi
-	@echo "lib: $@ is $$(( ($$(wc -c < $@) + 524288) / 1048576 )) MB ($(words $(LIB_OBJS)) units: $(LIB_PARTS) and the main and decode units; archs: $(FMHA_TILE_ARCHS))"
+	@echo "lib: $@ is $$(( ($$(wc -c < $@) + 524288) / 1048576 )) MB ($(words $(LIB_OBJS)) units: $(LIB_PARTS) and the main and decode units; archs: $(or $(FMHA_TILE_LIB_ARCHS),$(FMHA_TILE_ARCHS)))"
 
 # the joined default set lists exactly what one unit of FMHA_LIB_DEFAULT_SET builds
 $(BUILD)/host/test_lib_registry: tests/host/test_lib_registry.c src/lib_parts.h $(HEADERS) $(LIB_SO)
@@ -330,20 +334,21 @@ $(BUILD)/tests/test_bwd: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/f
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC_TEST_FLAGS) -Xptxas -v $< -o $@ 2> $@.ptxas.log || { cat $@.ptxas.log; exit 1; } $(T1)
 
-# the same tests with one dq_acc slice: every deterministic problem with two
-# or more key tiles runs the ordered-dQ chains at their longest (sm_90a only)
-$(BUILD)/tests/test_bwd_chain: tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
+# variants of test_bwd.cu, each built from the rows its schedule serves and
+# running the problems those rows take (sm_90a only). One dq_acc slice: every
+# unmasked deterministic problem with two or more key tiles runs the
+# ordered-dQ chain at its longest
+$(BUILD)/tests/test_bwd_chain: tests/gpu/test_bwd_chain.cu tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests \
-	    -DFMHAI_BWD_MAX_SPLITS=1 $< -o $@ $(T1)
+	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)
 
-# the same tests with every row single-buffered (the one-stage schedule)
+# the portable rows single-buffered (the one-stage schedule)
 $(BUILD)/tests/test_bwd_stage1: tests/gpu/test_bwd_stage1.cu tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)
 
-# the same tests without the Hopper rows: the portable pipeline's tuned rows
-# on an sm_90 GPU (sm_90a only)
+# without the Hopper rows: the portable pipeline's tuned rows of head dims 64
+# and 128 on an sm_90 GPU
 $(BUILD)/tests/test_bwd_portable: tests/gpu/test_bwd_portable.cu tests/gpu/test_bwd.cu tests/gpu/test_util.h tests/ref/fmha_ref.h tests/ref/fmha_ref_bwd.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) -Itests $< -o $@ $(T1)

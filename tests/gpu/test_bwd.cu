@@ -62,6 +62,26 @@
 #include "test_util.h"
 #include "../ref/fmha_ref_bwd.h"
 
+/* A variant build (test_bwd_chain.cu, test_bwd_stage1.cu, test_bwd_portable.cu)
+ * runs one schedule: its default set is TEST_BWD_VARIANT_SET, the rows that
+ * schedule serves (or the default set's rows TEST_BWD_VARIANT_ROW keeps); the named sets below are not built (their problems and
+ * the API checks run in test_bwd itself); only the problems
+ * TEST_BWD_VARIANT_KEEP accepts run, and each plan must pass
+ * TEST_BWD_VARIANT_PLAN (the row the variant is about). */
+#if defined(TEST_BWD_VARIANT_ROW)
+/* the default set's rows through the variant's filter:
+ * TEST_BWD_VARIANT_ROW(X, fam, dt, hd, ...) is X(fam, dt, hd, ...) or nothing */
+#define TBV_FMHAI_XDEF(...) TEST_BWD_VARIANT_ROW(FMHAI_XDEF, __VA_ARGS__)
+#define TBV_FMHAI_XENT(...) TEST_BWD_VARIANT_ROW(FMHAI_XENT, __VA_ARGS__)
+#define TEST_BWD_VARIANT_SET(X) FMHA_DEFAULT_BWD_SET(TBV_##X)
+#endif
+#if defined(TEST_BWD_VARIANT_SET)
+DECL_FMHA_KERNEL_SET(bwd_default, TEST_BWD_VARIANT_SET)
+#define no_dot_set bwd_default
+#define hd192_set bwd_default
+#define explicit_set bwd_default
+#define MLA_S1 ((const fmha_kernel_set *)0x1)   /* never a kept problem's set */
+#else
 DECL_FMHA_KERNEL_SET(bwd_default, FMHA_DEFAULT_BWD_SET)
 
 #define NO_DOT_SET(X)                                                                          \
@@ -104,6 +124,7 @@ DECL_FMHA_KERNEL_SET(mla_s1_set, MLA_S1_SET)
     X(BWD_DOT_DO_O,   BF16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 0, 4, 1)                  \
     X(BWD_CONVERT_DQ, BF16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 0, 4, 1)
 DECL_FMHA_KERNEL_SET(explicit_set, EXPLICIT_SET)
+#endif /* TEST_BWD_VARIANT_SET */
 
 /* Gradient tolerances of the backward (rel-L2 per tensor). */
 static double tol_grad(int is_bf16) { return is_bf16 ? 2e-2 : 5e-3; }
@@ -152,6 +173,13 @@ static bwd_cfg g_cfgs[MAXCFG];
 static int g_ncfg;
 
 static int cfg_dv(const bwd_cfg *c) { return c->dv ? c->dv : c->d; }
+
+/* the head dim of the portable rows that pad least for a problem of equal dims */
+static int cfg_pad_hd(const bwd_cfg *c)
+{
+    const int need = c->d > cfg_dv(c) ? c->d : cfg_dv(c);
+    return need <= 32 ? 32 : need <= 64 ? 64 : need <= 96 ? 96 : need <= 128 ? 128 : 256;
+}
 
 static bwd_cfg cfg_batch(fmha_dtype dt, int b, int hq, int hk, int sq, int sk, int d)
 {
@@ -1487,10 +1515,16 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         return;
     }
 #endif
+#if defined(TEST_BWD_VARIANT_SET)
+    if (!TEST_BWD_VARIANT_PLAN(&plan)) {
+        tu_fail(c->name, "plan took %s, not a row this variant build tests", plan.dq_dk_dv->name);
+        run_free(&r);
+        return;
+    }
+#endif
     if (!c->set && cfg_dv(c) == c->d) {   /* default set, equal dims: the portable stages pad least (head dims
                                             * 32, 64, 96, 128, 256; unequal ones: the 192_128 check above) */
-        const int need = c->d > cfg_dv(c) ? c->d : cfg_dv(c);
-        const int want = need <= 32 ? 32 : need <= 64 ? 64 : need <= 96 ? 96 : need <= 128 ? 128 : 256;
+        const int want = cfg_pad_hd(c);
         if (plan.dot_do_o->hdim != want || plan.convert_dq->hdim != want ||
             (plan.dq_dk_dv->arch == FMHA_ARCH_SM80 && plan.dq_dk_dv->hdim != want)) {
             tu_fail(c->name, "plan took %s / %s, want the portable hdim %d kernels", plan.dq_dk_dv->name,
@@ -2105,6 +2139,15 @@ int main(int argc, char **argv)
 {
     tu_suite s = { "test_bwd", usage_extra, { 0, cfg_name_at, cfg_quick_at, cfg_work_at }, checks, run_at, NULL };
     build_configs();
+#if defined(TEST_BWD_VARIANT_SET)
+    {
+        int i, n = 0;
+        for (i = 0; i < g_ncfg; i++)
+            if (TEST_BWD_VARIANT_KEEP(&g_cfgs[i])) g_cfgs[n++] = g_cfgs[i];
+        g_ncfg = n;
+        s.checks = NULL;
+    }
+#endif
     s.cfgs.n = g_ncfg;
     return tu_main(argc, argv, &s);
 }
