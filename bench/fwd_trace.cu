@@ -29,7 +29,7 @@ __device__ int fwd_trace_ntiles[FWD_TRACE_WARPS];
             unsigned int c_;                                                                      \
             asm volatile("mov.u32 %0, %%clock;" : "=r"(c_)::"memory");                           \
             fwd_trace_buf[(warp * FWD_TRACE_TILES + (it)) * 8 + (ev)] = c_;                       \
-            if ((ev) == 0) atomicMax(&fwd_trace_ntiles[warp], (it) + 1);                          \
+            atomicMax(&fwd_trace_ntiles[warp], (it) + 1);                                         \
         }                                                                                         \
     } while (0)
 
@@ -76,10 +76,14 @@ int main(int argc, char **argv)
     for (int w = 0; w < FWD_TRACE_WARPS; ++w) {
         const int nt = n[w] < FWD_TRACE_TILES ? n[w] : FWD_TRACE_TILES;
         if (nt < 6) continue;
-        if (h[(w * FWD_TRACE_TILES + 2) * 8 + 7] == 0u) {   /* a load warp: its tile period only */
+        if (h[(w * FWD_TRACE_TILES + 2) * 8 + 7] == 0u) {   /* a load warp: its tile period only, on the
+                                                              * first event it records a tile (FP8 with
+                                                              * TMA: no event 0 past tile 0) */
+            int e0 = 0;
+            while (e0 < 7 && h[(w * FWD_TRACE_TILES + 2) * 8 + e0] == 0u) ++e0;
             double per = 0;
-            for (int it = 2; it + 3 < nt; ++it) per += (double)(h[(w * FWD_TRACE_TILES + it + 1) * 8] -
-                                                                h[(w * FWD_TRACE_TILES + it) * 8]);
+            for (int it = 2; it + 3 < nt; ++it) per += (double)(h[(w * FWD_TRACE_TILES + it + 1) * 8 + e0] -
+                                                                h[(w * FWD_TRACE_TILES + it) * 8 + e0]);
             printf("%4d  %5d  %6.0f  (load warp)\n", w, nt, per / (nt - 5));
             continue;
         }
