@@ -16,7 +16,7 @@
  *
  *   bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k] [--causal 0,1]
  *             [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]
- *             [--softcap C] [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]
+ *             [--softcap C] [--vkmajor 1|2] [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]
  *
  * --hdim: any multiple of 8 up to 256 (32 and 96 have native kernels;
  * nhead = hidden / hdim, rounded down, e.g. 21 heads at 96).
@@ -43,6 +43,10 @@
  * --prec fp8: Q, K and V in e4m3 (random codes of magnitude below 1, no NaN),
  * per-tensor descales of 1 passed as device pointers, O in bf16 (the Hopper
  * FP8 rows, FMHA_DEFAULT_FWD_FP8_SET; FLOPs counted as for bf16).
+ * --vkmajor 1|2 (fp8): V given K-major (fmha_fwd_args.v_kmajor); 1: each
+ * launch runs fmha_fp8_v_kmajor on its V first, timed with the forward (a
+ * caller with V as rows), 2: V^T written once before timing (a caller that
+ * keeps V^T, e.g. in its cache).
  *
  * --quick is hdim 128, seqlen 2k and 8k (both causal values unless --causal says).
  * Output: one line per point and, with --json, a list of
@@ -143,6 +147,7 @@ typedef struct bench_opts {
     int fp8;                        /* --prec fp8 */
     int sinks;                      /* --sinks 1: an attention-sink logit per head */
     float softcap;                  /* --softcap C: logits soft cap (0: off) */
+    int vkmajor;                    /* --vkmajor 1|2: V^T given (fp8) */
     float dropout;                  /* --dropout P: drop probability (0: off) */
     int bias;                       /* --bias 1: [1, 1, s, s]; 2: [1, h, s, s] */
     int hdim_v;                     /* --hdim_v N: V/O columns (0: hdim) */
@@ -153,7 +158,7 @@ static void bench_usage(FILE *f) {
     fprintf(f,
             "usage: bench_fwd [--hdim 64,128,256] [--seqlen 512,1k,2k,4k,8k,16k]\n"
             "                 [--causal 0,1] [--prec bf16|fp8] [--sinks 0|1] [--dropout P] [--bias 0|1|2]\n"
-            "                 [--softcap C]\n"
+            "                 [--softcap C] [--vkmajor 1|2]\n"
             "                 [--hdim_v N] [--kernel A,B,..] [--json out.json] [--quick]\n"
             "  bf16, total tokens %d (batch = %d / seqlen), hidden %d (nhead = %d / hdim),\n"
             "  bshd contiguous, nhead_k = nhead_q. --quick: hdim 128, seqlen 2k,8k.\n"
@@ -217,6 +222,12 @@ static int bench_parse_opts(int argc, char **argv, bench_opts *o) {
             o->sinks = atoi(val) != 0;
         } else if (!strcmp(a, "--softcap")) {
             o->softcap = (float)atof(val);
+        } else if (!strcmp(a, "--vkmajor")) {
+            o->vkmajor = atoi(val);
+            if (o->vkmajor < 0 || o->vkmajor > 2) {
+                fprintf(stderr, "bench_fwd: --vkmajor takes 0, 1 or 2\n");
+                return -1;
+            }
         } else if (!strcmp(a, "--dropout")) {
             o->dropout = (float)atof(val);
         } else if (!strcmp(a, "--bias")) {
@@ -295,6 +306,8 @@ static void bench_launch_dims(size_t n, int *grid, int *block) {
 static int g_fp8;   /* --prec fp8 */
 static float *g_sinks;   /* --sinks 1: device logits (NULL: none) */
 static float g_softcap;  /* --softcap C */
+static int g_vk;         /* --vkmajor */
+static void *g_vt[BENCH_MAX_SETS];   /* V^T of each input set (--vkmajor) */
 static float g_dropout;  /* --dropout P */
 static int g_bias;       /* --bias 1|2 */
 static uint16_t *g_bias_buf;   /* the bias of the current point (bf16) */
@@ -429,11 +442,34 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     }
 }
 
+/* --vkmajor: args of set si's V^T (dense, from fmha_fp8_v_kmajor) */
+static void bench_vt_args(fmha_fwd_args *a, int si) {
+    a->v = g_vt[si];
+    a->v_kmajor = 1;
+    a->stride_v = fmha_fp8_v_kmajor_keys(a->seqlen_k);
+    a->nhead_stride_v = (int64_t)a->hdim_v * a->stride_v;
+    a->batch_stride_v = (int64_t)a->nhead_k * a->nhead_stride_v;
+}
+
+/* --vkmajor 2: every set's V^T written once, before a point is timed */
+static void bench_vt_prepare(const bench_point *p, const bench_bufs *bufs, cudaStream_t st) {
+    fmha_fwd_args args;
+    int si;
+    for (si = 0; g_vk == 2 && si < bufs->nsets; si++) {
+        bench_make_args(&args, p, &bufs->set[si]);
+        FMHA_CHECK(fmha_fp8_v_kmajor(&args, g_vt[si], (void *)st));
+    }
+}
+
 /* Launch on set `si` (fills `args` for it). */
 static void bench_launch(const bench_point *p, const bench_bufs *bufs, int si,
                          cudaStream_t st) {
     fmha_fwd_args args;
     bench_make_args(&args, p, &bufs->set[si]);
+    if (g_vk) {
+        if (g_vk == 1) FMHA_CHECK(fmha_fp8_v_kmajor(&args, g_vt[si], (void *)st));
+        bench_vt_args(&args, si);
+    }
     FMHA_CHECK(fmha_fwd(g_set, &args, (void *)st));
 }
 
@@ -474,6 +510,7 @@ static int bench_time_point(bench_point *p, const bench_bufs *bufs, cudaStream_t
     int i, nwarm, runs, set = 0;
     double per_ms;
 
+    bench_vt_prepare(p, bufs, st);
     if (bench_check_output(p, bufs, st) != 0) return -1;
 
     /* estimate: 3 back-to-back launches under one event pair */
@@ -630,6 +667,9 @@ int main(int argc, char **argv) {
         CUDA_CHECK(cudaMemcpy(g_sinks, h_sinks, sizeof(h_sinks), cudaMemcpyHostToDevice));
     }
     bench_alloc(&bufs, max_elems, (size_t)l2, st);
+    g_vk = opt.fp8 ? opt.vkmajor : 0;
+    for (i = 0; g_vk && i < bufs.nsets; i++)   /* V^T: keys padded to 16, at most 15 more a d row */
+        CUDA_CHECK(cudaMalloc(&g_vt[i], max_elems + (max_elems / 16) + (1 << 20)));
     printf("bench_fwd: %d input sets of %zu MB (Q, K, V, O), rotated per launch\n", bufs.nsets,
            (4 * max_elems * sizeof(uint16_t)) >> 20);
     printf("%-5s %-6s %-6s %-4s %-4s %10s %10s %9s  %s\n", "hdim", "seqlen", "causal", "b", "h",

@@ -66,7 +66,7 @@
  * stops the build with "fmha_tile constraint <name> violated: <why>".
  *
  * Functions (include/fmha_tile/api.h): fmha_fwd, fmha_fwd_check,
- * fmha_batch_prefill[_check], fmha_decode_plan_make, fmha_decode_run,
+ * fmha_fp8_v_kmajor, fmha_batch_prefill[_check], fmha_decode_plan_make, fmha_decode_run,
  * fmha_decode, fmha_appendkv, the backward's fmha_bwd_*,
  * fmha_set_size, fmha_set_kernel, fmha_set_json, fmha_status_str,
  * fmha_last_error. Selection rules: include/fmha_tile/dispatch/registry.h.
@@ -103,6 +103,7 @@
 #include "fmha_tile/kernel/fwd.h"
 #include "fmha_tile/dispatch/registry.h"
 #include "fmha_tile/dispatch/kernel_set.h"
+#include "fmha_tile/kernel/fp8_vt.h"   /* fmha_fp8_v_kmajor: V^T for the e4m3 forward */
 
 /* backward: dot_do_o, dq_dk_dv, convert_dq (fmha_bwd_plan_make, fmha_bwd) */
 #if !defined(FMHA_PLATFORM_HOST_ONLY)

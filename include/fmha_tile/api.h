@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "tile/vt8_layout.h"   /* fmhai_vt8_kpos: the key order of fmha_fwd_args.v_kmajor */
 
 #ifdef __cplusplus
 extern "C" {
@@ -191,7 +192,31 @@ typedef struct fmha_fwd_args {
      * head's (hk = h / (nhead_q / nhead_k)). 0 and 0: one value per tensor.
      * Strides >= 0; non-zero only with dtype FP8. */
     int64_t descale_batch_stride, descale_head_stride;
+    /* e4m3 V given K-major (FP8, batch mode; 0: V rows as q and k): v holds
+     * V^T as fmha_fp8_v_kmajor writes it, element (b, hk, dd, key) at
+     * v + b * batch_stride_v + hk * nhead_stride_v + dd * stride_v +
+     * fmha_fp8_v_kmajor_pos(key), keys seqlen_k .. fmha_fp8_v_kmajor_keys()
+     * - 1 zero. The Hopper e4m3 rows of two stages (hdim 256, 128 keys) then
+     * copy V^T tiles by TMA where they transpose V in shared memory (10-12%
+     * faster at 8k-16k, H100; bench/RESULTS.md); other rows, group mode and
+     * a device or build without tensor maps refuse it (FMHA_ERR_UNSUPPORTED). */
+    int v_kmajor;
 } fmha_fwd_args;
+
+/* e4m3 V^T for fmha_fwd_args.v_kmajor: the keys a d row holds (seqlen_k
+ * rounded up to 16), the byte of key `key` in its d row (the keys of each
+ * group of 16 in the order the e4m3 P fragments hold them: key 16c + 2t +
+ * {0, 1, 8, 9}[e] at byte 16c + 4t + e), and the bytes of a dense V^T
+ * [batch][nhead_k][hdim_v][keys] of a problem (0 for a call it cannot take:
+ * not FP8 or group mode). */
+static inline int fmha_fp8_v_kmajor_keys(int seqlen_k) { return (seqlen_k + 15) / 16 * 16; }
+static inline int fmha_fp8_v_kmajor_pos(int key) { return fmhai_vt8_kpos(key); }
+static inline size_t fmha_fp8_v_kmajor_bytes(const fmha_fwd_args *a)
+{
+    if (!a || a->dtype != FMHA_DTYPE_FP8 || a->is_group_mode || a->batch < 0 || a->nhead_k < 0 || a->hdim_v < 0)
+        return 0;
+    return (size_t)a->batch * (size_t)a->nhead_k * (size_t)a->hdim_v * (size_t)fmha_fp8_v_kmajor_keys(a->seqlen_k);
+}
 
 /* ----------------------------------------------------------------------------
  * Batch prefill over a paged KV cache (group mode queries, K/V from pages).
@@ -625,6 +650,12 @@ FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set,
 /* Validates, selects and launches. */
 FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set,
                               const fmha_fwd_args *args, void *stream);
+/* Writes e4m3 V (args->v with args' strides, as for v_kmajor 0) as the dense
+ * V^T of fmha_fwd_args.v_kmajor into vt (fmha_fp8_v_kmajor_bytes(args)
+ * bytes, 16-byte aligned) on stream: then v = vt, v_kmajor = 1, stride_v =
+ * fmha_fp8_v_kmajor_keys(seqlen_k), nhead_stride_v = hdim_v * stride_v,
+ * batch_stride_v = nhead_k * nhead_stride_v. Batch mode, FP8, NVIDIA. */
+FMHA_API fmha_status fmha_fp8_v_kmajor(const fmha_fwd_args *args, void *vt, void *stream);
 
 /* Batch prefill over a paged KV cache: "supported?" and launch. */
 FMHA_API fmha_status fmha_batch_prefill_check(const fmha_kernel_set *set,

@@ -116,6 +116,7 @@ class FmhaFwdArgs(ctypes.Structure):
         ("batch_stride_bias", ctypes.c_int64),
         ("descale_batch_stride", ctypes.c_int64),   # fp8 descales per (b, hk); 0, 0: per tensor
         ("descale_head_stride", ctypes.c_int64),
+        ("v_kmajor", ctypes.c_int),          # 1: v holds e4m3 V^T (fmha_fp8_v_kmajor's layout)
     ]
 
 

@@ -244,12 +244,12 @@ def test_struct_fields_in_order():
     # the C layout itself is compared in test_host.py; here the order the
     # header gives: dropout_rng right after dropout_offset, then (both
     # structs) the elementwise bias appended after it (and the fp8 descale
-    # strides after that in the forward's)
+    # strides and v_kmajor after that in the forward's)
     f = [n for n, _ in _lib.FmhaFwdArgs._fields_]
     i = f.index("dropout_p")
     assert f[i:i + 4] == ["dropout_p", "dropout_seed", "dropout_offset", "dropout_rng"]
     assert f[i + 4:] == ["bias", "bias_dtype", "stride_bias", "nhead_stride_bias", "batch_stride_bias",
-                         "descale_batch_stride", "descale_head_stride"]
+                         "descale_batch_stride", "descale_head_stride", "v_kmajor"]
     b = [n for n, _ in _lib.FmhaBwdArgs._fields_]
     i = b.index("alibi_batch_stride")
     assert b[i:i + 5] == ["alibi_batch_stride", "dropout_p", "dropout_seed", "dropout_offset",

@@ -75,6 +75,8 @@ typedef struct cfg {
     int alibi, lse, quick;
     int descale;                 /* 0 none, 1 per tensor, 2 per (batch entry, KV head) */
     int peak;                    /* logits spread over ~100: nearly one-hot rows */
+    int vk;                      /* V given K-major (v_kmajor): 1 written by fmha_fp8_v_kmajor (dense),
+                                    2 built here by fmha_fp8_v_kmajor_pos with padded strides */
 } cfg;
 
 #define MAXCFG 64
@@ -93,6 +95,7 @@ static void add(cfg c)
     if (c.alibi) n += snprintf(c.name + n, sizeof(c.name) - n, "_alibi");
     if (c.lse) n += snprintf(c.name + n, sizeof(c.name) - n, "_lse");
     if (c.peak) n += snprintf(c.name + n, sizeof(c.name) - n, "_peak");
+    if (c.vk) n += snprintf(c.name + n, sizeof(c.name) - n, c.vk == 1 ? "_vkmajor" : "_vkmajor_strided");
     snprintf(c.name + n, sizeof(c.name) - n, "%s",
              c.descale == 2 ? "_headdescale" : c.descale ? "_descale" : "_nodescale");
     if (g_n < MAXCFG) g_cfgs[g_n++] = c;
@@ -143,6 +146,18 @@ static void build(void)
     /* descales per (batch entry, KV head), GQA so query heads share them */
     c = base(3, 8, 2, 260, 700, 128); c.descale = 2; c.quick = 1; add(c);
     c = base(2, 4, 4, 200, 450, 256); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.descale = 2; add(c);
+    /* V given K-major (hdim 256: V^T tiles by TMA into three stages, no
+     * transpose): one partial and one whole tile, the stages' wrap over
+     * 6 and 12 tiles, causal, a window, soft cap (the P V wait of the
+     * rows without the overlap), per-head descales, nearly one-hot rows, no
+     * keys; written by fmha_fp8_v_kmajor (1) or by hand with padded strides (2) */
+    c = base(1, 2, 2, 100, 200, 256); c.vk = 1; c.quick = 1; add(c);
+    c = base(2, 4, 4, 257, 700, 256); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.vk = 1; add(c);
+    c = base(1, 4, 2, 200, 1500, 256); c.peak = 1; c.vk = 1; add(c);
+    c = base(1, 2, 2, 77, 0, 256); c.vk = 1; add(c);
+    c = base(2, 4, 2, 300, 517, 256); c.mask = FMHA_MASK_TOP_LEFT; c.wl = 150; c.wr = 40; c.descale = 2; c.vk = 2;
+    add(c);
+    c = base(1, 2, 2, 600, 1000, 256); c.cap = 20.f; c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.vk = 2; add(c);
     {   /* group mode: lengths 0 and 1, a prefix longer than the queries */
         static const int lq[4] = { 0, 1, 130, 257 }, lk[4] = { 5, 1, 600, 257 };
         c = base(4, 4, 2, 0, 0, 128); c.group = 1; memcpy(c.lq, lq, sizeof(lq)); memcpy(c.lk, lk, sizeof(lk));
@@ -277,10 +292,51 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
         a.descale_batch_stride = DSB; a.descale_head_stride = 1;
     }
 
+    /* V given K-major: [b][hk][d][keys + pad] */
+    const int vkeys = fmha_fp8_v_kmajor_keys(c->sk), vrow = c->vk == 2 ? vkeys + 48 : vkeys;
+    const int64_t vhead = (int64_t)d * vrow + (c->vk == 2 ? 32 : 0), vbatch = (int64_t)c->hk * vhead + (c->vk == 2 ? 16 : 0);
+    const size_t nvt = c->vk ? (size_t)c->batch * vbatch + 16 : 0;
+    void *dvt = c->vk ? tu_dmalloc(nvt) : 0;
+    const char *tma_env = getenv("FMHA_TILE_TMA");
+    const int no_tma = c->vk && tma_env && tma_env[0] == '0';
     tu_current = c->name;
+    if (c->vk) {   /* padding NaN (0x7F): keys past seqlen_k must come out zero, stride padding never read */
+        uint8_t *hvt = (uint8_t *)tu_hmalloc(nvt);
+        memset(hvt, 0x7F, nvt);
+        for (b = 0; b < c->batch; b++)
+            for (h = 0; h < c->hk; h++)
+                for (e = 0; e < d; e++)
+                    for (i = 0; i < vkeys; i++)
+                        hvt[b * vbatch + h * vhead + (int64_t)e * vrow + fmha_fp8_v_kmajor_pos(i)] =
+                            i < c->sk ? hv8[((size_t)b * c->sk + i) * c->hk * ld + (size_t)h * ld + e] : 0;
+        if (c->vk == 2) {
+            tu_upload(dvt, hvt, nvt);
+        } else {
+            fmha_status sv;
+            TU_CUDA(cudaMemset(dvt, 0x7F, nvt));   /* NaN: the kernel must write every byte of the layout */
+            sv = fmha_fp8_v_kmajor(&a, dvt, st);
+            if (sv != FMHA_OK) tu_fail(c->name, "fp8_v_kmajor: %d %s", (int)sv, fmha_last_error());
+            else {   /* its bytes equal the layout's definition */
+                uint8_t *got = (uint8_t *)tu_hmalloc(nvt);
+                size_t x, bad = 0;
+                TU_CUDA(cudaStreamSynchronize(st));
+                tu_download(got, dvt, nvt);
+                for (x = 0; x + 16 < nvt; x++) bad += got[x] != hvt[x];
+                if (bad) tu_fail(c->name, "fp8_v_kmajor: %zu bytes differ from the layout", bad);
+                free(got);
+            }
+        }
+        free(hvt);
+        a.v = dvt; a.v_kmajor = 1;
+        a.stride_v = vrow; a.nhead_stride_v = vhead; a.batch_stride_v = vbatch;
+    }
     fmha_fwd_plan plan;
     fmha_status s = fmha_fwd_check(&fp8_set, &a, &plan);
-    if (s != FMHA_OK) {
+    if (no_tma) {   /* V^T needs tensor maps: refused, nothing launched */
+        if (s == FMHA_ERR_UNSUPPORTED) tu_pass(c->name);
+        else tu_fail(c->name, "v_kmajor without TMA: status %d, want FMHA_ERR_UNSUPPORTED", (int)s);
+        s = FMHA_ERR_UNSUPPORTED;
+    } else if (s != FMHA_OK) {
         tu_fail(c->name, "check: %d %s", (int)s, fmha_last_error());
     } else {
         const int want_hd = d <= 128 ? 128 : 256;
@@ -356,6 +412,7 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
         }
         free(sc);
     }
+    if (dvt) tu_dfree(dvt);
     tu_dfree(dq); tu_dfree(dk); tu_dfree(dv); tu_dfree(dout); tu_dfree(dl); tu_dfree(dss); tu_dfree(dds); tu_dfree(dsl);
     free(hq8); free(hk8); free(hv8); free(fq); free(fk); free(fv); free(ro); free(go); free(gl); free(slopes);
 }
@@ -393,6 +450,32 @@ static void api_checks(void)
     EXPECT("fp8_api_descale_stride_negative", FMHA_ERR_INVALID_ARG, &fp8_set)
     a.descale_head_stride = 1;
     EXPECT("fp8_api_descale_strides_valid", FMHA_OK, &fp8_set)
+    a.descale_head_stride = 0;
+    /* V given K-major: only the hdim-256 rows of two stages read it */
+    a.v_kmajor = 1;
+    EXPECT("fp8_api_vkmajor_hdim128", FMHA_ERR_UNSUPPORTED, &fp8_set)
+    a.hdim_q = a.hdim_v = 256; a.stride_q = a.stride_k = 256; a.stride_o = 256; a.stride_v = 16;
+    if (!(getenv("FMHA_TILE_TMA") && getenv("FMHA_TILE_TMA")[0] == '0')) EXPECT("fp8_api_vkmajor_valid", FMHA_OK, &fp8_set)
+    a.stride_v = 0;
+    EXPECT("fp8_api_vkmajor_stride_below_keys", FMHA_ERR_INVALID_ARG, &fp8_set)
+    a.stride_v = 16; a.v_kmajor = 2;
+    EXPECT("fp8_api_vkmajor_2", FMHA_ERR_INVALID_ARG, &fp8_set)
+    a.v_kmajor = 1; a.is_group_mode = 1; a.max_seqlen_q = 16; a.seqstart_q = a.seqstart_k = (const int32_t *)buf;
+    EXPECT("fp8_api_vkmajor_group", FMHA_ERR_UNSUPPORTED, &fp8_set)
+    if (tu_selected("fp8_api_vkmajor_prepass_refusals")) {
+        fmha_status s1 = fmha_fp8_v_kmajor(&a, buf, 0), s2, s3;   /* group mode */
+        a.is_group_mode = 0; a.v_kmajor = 0; a.stride_v = 256;
+        s2 = fmha_fp8_v_kmajor(&a, buf + 8, 0);                   /* misaligned vt */
+        a.dtype = FMHA_DTYPE_BF16; a.q_descale = 0;
+        s3 = fmha_fp8_v_kmajor(&a, buf, 0);                       /* not fp8 */
+        a.dtype = FMHA_DTYPE_FP8; a.q_descale = (const float *)buf;
+        if (s1 == FMHA_ERR_UNSUPPORTED && s2 == FMHA_ERR_INVALID_ARG && s3 == FMHA_ERR_UNSUPPORTED)
+            tu_pass("fp8_api_vkmajor_prepass_refusals");
+        else tu_fail("fp8_api_vkmajor_prepass_refusals", "statuses %d %d %d", (int)s1, (int)s2, (int)s3);
+    }
+    a.is_group_mode = 0; a.v_kmajor = 0; a.seqstart_q = a.seqstart_k = 0;
+    a.hdim_q = a.hdim_v = 128; a.stride_q = a.stride_k = a.stride_v = a.stride_o = 128;
+    a.descale_head_stride = 1;
     a.dtype = FMHA_DTYPE_BF16;
     EXPECT("fp8_api_descale_on_bf16", FMHA_ERR_INVALID_ARG, &bf16_only)
     a.q_descale = 0;

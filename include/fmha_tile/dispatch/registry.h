@@ -395,6 +395,28 @@ static inline int fmhai_fwd_masked(const fmha_fwd_args *a)
 }
 
 /* Validate a forward call, then select. */
+/* V given K-major (fmha_fwd_args.v_kmajor): only the e4m3 rows of two
+ * stages (FS2 in pipeline/fwd_sm90.h: hdim 256, 128 keys) read it, through
+ * a tensor map; the dense V^T rows must hold the padded keys. */
+static inline fmha_status fmhai_fwd_vt_check(const fmha_kernel_info *k, const fmha_fwd_args *a)
+{
+    if (a->v_kmajor != 1)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: v_kmajor must be 0 or 1 (got %d)", a->v_kmajor);
+    if (a->dtype != FMHA_DTYPE_FP8 || a->is_group_mode || a->hdim_v != a->hdim_q)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: v_kmajor needs dtype fp8, batch mode and hdim_v == hdim_q");
+    if (k->arch != FMHA_ARCH_SM90A || k->stages != 2 || k->tile_n != 128 || k->hdim != a->hdim_q)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED,
+                          "fwd: v_kmajor: kernel %s does not read V^T (the e4m3 rows of two stages do: "
+                          "hdim 256, 128 keys, sm_90a)", k->name);
+    if (a->stride_v < fmha_fp8_v_kmajor_keys(a->seqlen_k))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: v_kmajor: stride_v %lld is below the padded keys %d",
+                          (long long)a->stride_v, fmha_fp8_v_kmajor_keys(a->seqlen_k));
+    if (!fmhai_tma_unit_ok())
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: v_kmajor needs tensor maps (TMA), which this build or "
+                                                "FMHA_TILE_TMA=0 turns off");
+    return FMHA_OK;
+}
+
 static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmha_fwd_args *a,
                                            fmhai_problem *problem, int *chosen)
 {
@@ -417,7 +439,9 @@ static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmh
     pb.dropout = fmhai_dropout_threshold(a->dropout_p) > 0u;   /* p below 1/512 drops nothing */
     pb.bias = a->bias != 0;
     *problem = pb;
-    return fmhai_select(set, &pb, chosen);
+    st = fmhai_select(set, &pb, chosen);
+    if (st == FMHA_OK && a->v_kmajor) st = fmhai_fwd_vt_check(&set->entries[*chosen].info, a);
+    return st;
 }
 
 /* Validate a batch prefill call, then select. */
@@ -537,6 +561,10 @@ FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set, const fmha_fwd_args *a
     if (fmhai_fwd_is_empty(args)) return FMHA_OK;
     fmhai_fwd_make_params(args, set->entries[i].info.tile_m, &p);
     fmhai_fwd_tma_prepare(&set->entries[i].info, args, &p);
+    if (p.v_kmajor && !p.tma_kv && args->seqlen_k == 0) p.v_kmajor = 0;   /* no keys: V is never read */
+    if (p.v_kmajor && !p.tma_kv)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: v_kmajor: the driver refused the K or V^T tensor map "
+                                                "(base or strides TMA cannot take)");
     return fmhai_launch(set, i, &p, args->nhead_q, args->batch, stream);
 }
 

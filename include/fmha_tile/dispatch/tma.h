@@ -95,6 +95,28 @@ static inline int fmhai_tma_encode_kv(uint64_t *map, const void *base, int eb, i
                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
 }
 
+/* e4m3 V given K-major (fmha_fwd_args.v_kmajor, batch mode): V^T as 4-D
+ * (keys, d, nhead_k, batch), the keys' extent seqlen_k rounded up to 16
+ * (fmha_fp8_v_kmajor_keys: the padding is part of the layout), a box of
+ * tile_n keys x hd rows with the 128-byte swizzle, which is the V^T stage's
+ * layout (tile/vt8_layout.h: the keys already in its order). 0 when encoded. */
+static inline int fmhai_tma_encode_vt(uint64_t *map, const fmha_fwd_args *a, int hd, int tile_n)
+{
+    fmhai_tma_encode_fn enc = fmhai_tma_encoder();
+    cuuint64_t dims[4], strides[3];
+    cuuint32_t box[4], one[4] = { 1, 1, 1, 1 };
+    if (!enc || a->is_group_mode || hd > 256 || tile_n > 128) return -1;
+    dims[0] = (cuuint64_t)((a->seqlen_k + 15) / 16 * 16); dims[1] = (cuuint64_t)a->hdim_v;
+    dims[2] = (cuuint64_t)a->nhead_k; dims[3] = (cuuint64_t)a->batch;
+    strides[0] = (cuuint64_t)a->stride_v;
+    strides[1] = (cuuint64_t)(a->nhead_k > 1 ? a->nhead_stride_v : a->stride_v);
+    strides[2] = (cuuint64_t)(a->batch > 1 ? a->batch_stride_v : a->stride_v);
+    box[0] = (cuuint32_t)tile_n; box[1] = (cuuint32_t)hd; box[2] = 1; box[3] = 1;
+    return enc((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)a->v, dims, strides, box, one,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
+}
+
 /* The elementwise bias of a Hopper BIAS row (batch mode, 16-bit): 4-D
  * (s_k, s_q, heads, batch) with the caller's strides, a broadcast dimension
  * (stride 0) of extent 1, boxes of 128 bytes x tile_m rows with the
@@ -146,9 +168,11 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
      * zero-fill those columns, in place of boxes wholly outside V */
     if (fmhai_tma_blocks(p->dv, eb) < fmhai_tma_blocks(fmhai_kernel_hdv(k), eb)) return;
     if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, rows, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
-                            k->tile_n) ||
-        fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->dv, rows, a->nhead_k, batch, p->v_row, p->v_head, p->v_batch,
                             k->tile_n))
+        return;
+    if (p->v_kmajor ? fmhai_tma_encode_vt(p->tma_v, a, k->hdim, k->tile_n)
+                    : fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->dv, rows, a->nhead_k, batch, p->v_row, p->v_head,
+                                          p->v_batch, k->tile_n))
         return;
     p->tma_kv = 1;
 }

@@ -264,6 +264,7 @@ static inline void fmhai_fwd_make_params(const fmha_fwd_args *a, int tile_m, fmh
     p->q_row = a->stride_q; p->q_head = a->nhead_stride_q; p->q_batch = a->batch_stride_q;
     p->k_row = a->stride_k; p->k_head = a->nhead_stride_k; p->k_batch = a->batch_stride_k;
     p->v_row = a->stride_v; p->v_head = a->nhead_stride_v; p->v_batch = a->batch_stride_v;
+    p->v_kmajor = a->v_kmajor != 0;
     p->o_row = a->stride_o; p->o_head = a->nhead_stride_o; p->o_batch = a->batch_stride_o;
     p->lse_head = a->nhead_stride_lse; p->lse_batch = a->batch_stride_lse;
     p->alibi_batch = a->alibi_batch_stride;

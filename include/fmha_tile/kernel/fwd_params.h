@@ -91,6 +91,9 @@ typedef struct fmhai_fwd_params {
      * Batch prefill over VECTORIZED pages: no maps, tma_kv set when V^T
      * may take bulk copies */
     int tma_kv;
+    /* e4m3 V given K-major (fmha_fwd_args.v_kmajor): tma_v maps V^T (keys,
+     * d, nhead_k, batch) and the FS2 rows copy V^T tiles, no transpose */
+    int v_kmajor;
     /* dropout (contiguous forward, portable pipeline): keep a P element
      * whose Philox byte >= dropout_thr (0: no dropout), scaled by
      * dropout_scale; seed and offset from dropout_rng (device {seed,

@@ -623,6 +623,17 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
     }
 }
 
+/* TMA (one thread, v_kmajor): V^T of key tile [key0, key0 + BN) of KV head
+ * hk, batch entry b (the map: keys, d, nhead_k, batch; one box of BN keys x
+ * hd rows, the 128-byte swizzle: the V^T stage's layout) into a V^T stage,
+ * counted on bar. */
+FMHAI_DEVICE void fmhai_fwd90_tma_vt(const fmhai_fwd_params *p, fmhai_smem_t dst, fmhai_smem_t bar, int key0,
+                                     int hk, int b, int hd, int BN)
+{
+    fmhai_mbar_expect_tx(bar, hd * BN);
+    fmhai_tma_load4(dst, p->tma_v, key0, 0, hk, b, bar);
+}
+
 /* TMA (one thread): the bias tile of query rows [m0, m0 + BM) and keys
  * [k0, k0 + BN) into a slot of BN / 64 column blocks, counted on bar;
  * rows past s_q and keys past s_k land as zeros (the map's extents). */
@@ -689,6 +700,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * handed over apart, 240 registers an MMA thread, 24 a load thread */
     const int FS2 = FP8 && ST == 2;
     const int SPN = FS2 ? 256 : 160;   /* a split hand-over's threads */
+    /* FS2 with V given K-major (fmhai_fwd_params.v_kmajor: V^T in global
+     * memory in the V^T stages' own key order, kernel/fp8_vt.h): V^T tiles
+     * land by TMA straight into three V^T stages (the second staging tile's
+     * room is the third), each on an mbarrier of its own that the MMA
+     * warpgroups wait on (sBar + 32 + 8 s); no transpose. Stage s is free
+     * again after P V of the tile that read it (EMPTY + s, 4..6: id 6 is a
+     * V^T hand-over barrier only without VT). The host gives it only with
+     * tensor maps (dispatch/tma.h). */
+    const int VT = FS2 && p->v_kmajor;
     FMHAI_FWD90_BLOCK_MARK(0);
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
@@ -797,16 +817,49 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
              * land on mbarrier j % 2, phase (j / 2) % 2; barrier 0's phase 0
              * is completed at once for tile 0 */
             const int TMA = p->tma_kv;
+            if (VT && ltid == 0)
+                for (int s3 = 0; s3 < 3; ++s3) fmhai_mbar_init(sBar + 32 + 8 * s3, 1);
             if (TMA) fmhai_fwd90_tma_init(sBar, 2, 1, ltid);
             for (int i = 0; i < 2 && i < W.n_iters; ++i) {
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
                 if (TMA && i > 0)
                     fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i,
                                        (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HDB / 128,
-                                       HDB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid);
-                else
+                                       VT ? 0 : HDB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid);
+                else if (VT) {   /* K rows of tile 0 (V^T comes by TMA) */
+                    fmhai_wg_load_kv(sK, &ks, 0, tn * BN, s_k, p->d / 2, HDC, BN, 128, ltid, 0, 0,
+                                     FMHAI_WG_KV_CONTIG);
+                    fmhai_copy_commit();
+                } else
                     fmhai_fwd90_load_kv8(sK + i * kv_bytes, sStage + i * kv_bytes, &ks, &vs, sPg + i * BN,
                                          (tn - i) * BN, s_k, p->d / 2, HDC, BN, ltid, p, PAGED);
+            }
+            if (VT && ltid == 0)   /* V^T of tiles 0..2: every stage is free */
+                for (int i = 0; i < 3 && i < W.n_iters; ++i)
+                    fmhai_fwd90_tma_vt(p, sV + i * v_bytes, sBar + 32 + 8 * i, (tn - i) * BN, hk, S.kv_b, HD, BN);
+            if (VT) {
+                /* V given K-major (TMA only): iteration j, tile j + 2's K
+                 * once both MMA warpgroups' S has read tile j's (KEMPTY),
+                 * then V^T of tile j + 3 once P V of tile j is done with its
+                 * stage (EMPTY); tile 0's K (cp.async) handed over first. A
+                 * loop of its own: as a branch of the transposing loop, the
+                 * kernels without V^T hung on problems of three tiles or
+                 * more (H100), a fault not found. */
+                fmhai_copy_wait(0);
+                fmhai_wg_fence_smem();
+                fmhai_fwd90_split_arrive(0, 0, 256);
+                for (int j = 0; j + 2 < W.n_iters; ++j) {
+                    fmhai_bar_sync(fmhai_fwd90_bar_kempty(j & 1), ALL);   /* tile j's K read */
+                    fmhai_fwd90_tma_kv(p, sK + (j & 1) * kv_bytes, sStage, sBar + 8 * (j & 1),
+                                       S.k_start + (tn - 2 - j) * BN, hk, S.kv_b, HDB / 128, 0, BN, EB, 0, ltid);
+                    if (j + 3 < W.n_iters) {
+                        fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % 3, ALL);   /* P V of tile j */
+                        if (ltid == 0)
+                            fmhai_fwd90_tma_vt(p, sV + (j % 3) * v_bytes, sBar + 32 + 8 * (j % 3),
+                                               (tn - 3 - j) * BN, hk, S.kv_b, HD, BN);
+                    }
+                }
+                return;
             }
             if (FS2) {
                 /* Two stages (contiguous hdim 256, 128 keys): tile t's K is
@@ -1168,7 +1221,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
          * serialises the pipeline) only its P V */
 #pragma unroll 1
         for (int it = 0; it + 1 < W.n_iters; ++it) {
-            const int buf = it % ST, nbuf = (it + 1) % ST;
+            const int buf = it % ST, nbuf = (it + 1) % ST, vbuf = VT ? it % 3 : buf;   /* vbuf: V^T stage */
             FMHAI_FWD90_MARK(0, it);
             /* ---- this warpgroup's turn: S of tile it + 1 and O += P V -------- */
             /* tile it + 1 landed. (ptxas moves this barrier and the turn's
@@ -1180,7 +1233,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 if (FS2 && p->tma_kv)   /* tile it + 1 by TMA: its mbarrier */
                     fmhai_mbar_wait(sBar + 8 * nbuf, ((it + 1) >> 1) & 1);
                 else fmhai_fwd90_split_sync(nbuf, wg, 0, SPN);
-                fmhai_fwd90_split_sync(buf, wg, 1, SPN);
+                if (VT) fmhai_mbar_wait(sBar + 32 + 8 * vbuf, (it / 3) & 1);
+                else fmhai_fwd90_split_sync(buf, wg, 1, SPN);
             } else {
                 fmhai_fwd90_full_sync(sFull3, nbuf, it + 1, ST, wg, NWG);
             }
@@ -1190,7 +1244,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             fmhai_wg_fence_acc(acc_o, HDV / 2);
             fmhai_wg_fence();
             if (!OVL) {
-                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + buf * v_bytes, HD, BN);
+                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + vbuf * v_bytes, HD, BN);
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
             }
             if (QREG)
@@ -1199,7 +1253,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                                   fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);
             if (OVL) {
-                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + buf * v_bytes, HD, BN);
+                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + vbuf * v_bytes, HD, BN);
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
             }
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
@@ -1209,7 +1263,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (!OVL) {   /* P V of tile it done, then S of tile it + 1 */
                 fmhai_wg_wait(1);
                 fmhai_wg_fence_acc(acc_o, HDV / 2);
-                if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, SPLIT ? NT + 32 : ALL);
+                if (it + (VT ? 3 : ST) < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, SPLIT ? NT + 32 : ALL);
                 fmhai_wg_wait(0);
                 /* split streams: tile it + 1's K slot is read */
                 if (SPLIT && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), NT + 32);
@@ -1230,7 +1284,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_wg_fence_acc(acc_o, HDV / 2);
                 /* tile it's stage is free for tile it + ST (the load
                  * warpgroup waits only for the stages it refills) */
-                if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + buf, ALL);
+                if (it + (VT ? 3 : ST) < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, ALL);
             }
             FMHAI_FWD90_MARK(6, it);
             fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY,
@@ -1242,11 +1296,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (FP8 && !FS2 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
         }
         const int it = W.n_iters - 1;
-        if (SPLIT || FS2) fmhai_fwd90_split_sync(it % ST, wg, 1, SPN);   /* V of the last tile landed */
+        if (VT) fmhai_mbar_wait(sBar + 32 + 8 * (it % 3), (it / 3) & 1);   /* V^T of the last tile landed */
+        else if (SPLIT || FS2) fmhai_fwd90_split_sync(it % ST, wg, 1, SPN);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HDV / 2);
         fmhai_wg_fence();
-        if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + (it % ST) * v_bytes, HD, BN);
+        if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HD, BN);
         else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * v_bytes, HDV, BN, is_bf16, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
