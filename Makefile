@@ -190,7 +190,7 @@ $(BUILD)/examples/%_one: examples/%.cu examples/example_util.h tests/ref/fmha_re
 # one line ending in valid:y / valid:n; `make examples-run` runs them
 # (examples/features/run_all.sh). fwd_fp8 is Hopper-only: sm_90a, and only
 # when the archs include it.
-FEATURES := $(filter-out $(if $(HAS_SM90A),,fwd_fp8),$(basename $(notdir $(wildcard examples/features/*.cu))))
+FEATURES := $(filter-out $(if $(HAS_SM90A),,fwd_fp8 fwd_fp8_vkmajor),$(basename $(notdir $(wildcard examples/features/*.cu))))
 FEATURE_BINS := $(patsubst %,$(BUILD)/examples/features/%,$(FEATURES))
 FEATURE_DEPS := examples/features/features.h examples/example_util.h tests/ref/fmha_ref.h \
                 tests/ref/fmha_ref_bwd.h tests/ref/fmha_ref_decode.h $(HEADERS)

@@ -650,7 +650,8 @@ FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set,
 /* Validates, selects and launches. */
 FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set,
                               const fmha_fwd_args *args, void *stream);
-/* Writes e4m3 V (args->v with args' strides, as for v_kmajor 0) as the dense
+/* Writes e4m3 V (args->v with its strides, as for v_kmajor 0; of args only
+ * batch, nhead_k, seqlen_k, hdim_v and V are read) as the dense
  * V^T of fmha_fwd_args.v_kmajor into vt (fmha_fp8_v_kmajor_bytes(args)
  * bytes, 16-byte aligned) on stream: then v = vt, v_kmajor = 1, stride_v =
  * fmha_fp8_v_kmajor_keys(seqlen_k), nhead_stride_v = hdim_v * stride_v,

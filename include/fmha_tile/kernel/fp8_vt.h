@@ -58,13 +58,20 @@ fmhai_fp8_vt_kernel(const uint8_t *v, uint8_t *vt, int s_k, int keys, int d, int
 
 FMHA_API fmha_status fmha_fp8_v_kmajor(const fmha_fwd_args *a, void *vt, void *stream)
 {
-    fmha_status st = fmhai_fwd_validate(a);
-    if (st != FMHA_OK) return st;
+    /* only V's fields are read: batch, nhead_k, seqlen_k, hdim_v, v and its strides */
+    if (!a) return fmhai_fail(FMHA_ERR_INVALID_ARG, "fp8_v_kmajor: args is NULL");
     if (a->dtype != FMHA_DTYPE_FP8 || a->is_group_mode || a->v_kmajor)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fp8_v_kmajor: needs dtype fp8, batch mode and V as rows "
                                                 "(v_kmajor 0)");
-    if (!vt || ((uintptr_t)vt & 15u))
-        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fp8_v_kmajor: vt must be a 16-byte aligned device pointer");
+    if (a->batch < 0 || a->nhead_k < 1 || a->seqlen_k < 0 || a->hdim_v < 16 || a->hdim_v > 256 || a->hdim_v % 16)
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fp8_v_kmajor: batch %d, nhead_k %d, seqlen_k %d, hdim_v %d "
+                                                "(hdim_v a multiple of 16 up to 256)",
+                          a->batch, a->nhead_k, a->seqlen_k, a->hdim_v);
+    if (!a->v || ((uintptr_t)a->v & 15u) || !vt || ((uintptr_t)vt & 15u))
+        return fmhai_fail(FMHA_ERR_INVALID_ARG, "fp8_v_kmajor: v and vt must be 16-byte aligned device pointers");
+    if (a->stride_v % 16 || a->nhead_stride_v % 16 || a->batch_stride_v % 16 || a->stride_v < 0 ||
+        a->nhead_stride_v < 0 || a->batch_stride_v < 0)
+        return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fp8_v_kmajor: V strides must be non-negative multiples of 16");
     if ((int64_t)a->batch * a->nhead_k > 65535)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fp8_v_kmajor: at most 65535 (batch entry, KV head) pairs");
     if (a->batch == 0 || a->seqlen_k == 0) return FMHA_OK;
