@@ -8,9 +8,9 @@
  * fmha_fp8_v_kmajor (dense [batch][nhead_k][hdim][keys], keys = seqlen_k
  * rounded up to 16, fmha_fp8_v_kmajor_bytes of them) and passes it with
  * v_kmajor = 1 and V^T's strides; the kernel then copies V^T tiles by TMA
- * (10-12% faster at 8k-16k on an H100, bench/RESULTS.md). Batch mode, the
- * hdim-256 rows; other rows, group mode and builds without tensor maps
- * refuse it (FMHA_ERR_UNSUPPORTED).
+ * (10-14% faster at 8k-16k on an H100, bench/RESULTS.md). Batch mode,
+ * head dims 128 and 256; other head dims, group mode and builds without
+ * tensor maps refuse it (FMHA_ERR_UNSUPPORTED).
  *
  * Checked, b=2, GQA 8:2, s_q 300, s_k 700 (keys padded to 704), d=256, causal
  * bottom-right, random e4m3 codes, per-tensor descales: O with V^T the same

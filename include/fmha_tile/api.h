@@ -196,10 +196,12 @@ typedef struct fmha_fwd_args {
      * V^T as fmha_fp8_v_kmajor writes it, element (b, hk, dd, key) at
      * v + b * batch_stride_v + hk * nhead_stride_v + dd * stride_v +
      * fmha_fp8_v_kmajor_pos(key), keys seqlen_k .. fmha_fp8_v_kmajor_keys()
-     * - 1 zero. The Hopper e4m3 rows of two stages (hdim 256, 128 keys) then
-     * copy V^T tiles by TMA where they transpose V in shared memory (10-12%
-     * faster at 8k-16k, H100; bench/RESULTS.md); other rows, group mode and
-     * a device or build without tensor maps refuse it (FMHA_ERR_UNSUPPORTED). */
+     * - 1 zero. The Hopper e4m3 rows of head dims 128 and 256 then copy V^T
+     * tiles by TMA where they transpose V in shared memory (8k-16k on an
+     * H100: hdim 256 10-14%, hdim 128 5-8% faster; bench/RESULTS.md); other
+     * head dims (a head dim below 128 runs the 128 rows padded), group mode
+     * and a device or build without tensor maps refuse it
+     * (FMHA_ERR_UNSUPPORTED). */
     int v_kmajor;
 } fmha_fwd_args;
 

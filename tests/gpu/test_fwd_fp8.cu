@@ -158,6 +158,17 @@ static void build(void)
     c = base(2, 4, 2, 300, 517, 256); c.mask = FMHA_MASK_TOP_LEFT; c.wl = 150; c.wr = 40; c.descale = 2; c.vk = 2;
     add(c);
     c = base(1, 2, 2, 600, 1000, 256); c.cap = 20.f; c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.vk = 2; add(c);
+    /* and hdim 128's 192-key tiles (keys 128..191 by a second map into the
+     * 64-byte panel): one partial tile, 6 causal tiles over 128-row query
+     * blocks, a window over 517 keys with per-head descales, nearly one-hot
+     * rows, no keys */
+    c = base(1, 2, 2, 150, 191, 128); c.vk = 2; c.quick = 1; add(c);
+    c = base(1, 4, 2, 1152, 1152, 128); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.vk = 1; add(c);
+    c = base(3, 8, 2, 260, 517, 128); c.mask = FMHA_MASK_TOP_LEFT; c.wl = 100; c.wr = 50; c.descale = 2; c.vk = 1;
+    add(c);
+    c = base(1, 4, 2, 200, 1500, 128); c.peak = 1; c.vk = 2; add(c);
+    c = base(1, 2, 2, 77, 0, 128); c.vk = 1; add(c);
+    c = base(2, 4, 2, 130, 292, 128); c.vk = 1; c.quick = 1; add(c);   /* a partial tile of 100 keys */
     {   /* group mode: lengths 0 and 1, a prefix longer than the queries */
         static const int lq[4] = { 0, 1, 130, 257 }, lk[4] = { 5, 1, 600, 257 };
         c = base(4, 4, 2, 0, 0, 128); c.group = 1; memcpy(c.lq, lq, sizeof(lq)); memcpy(c.lk, lk, sizeof(lk));
@@ -451,9 +462,11 @@ static void api_checks(void)
     a.descale_head_stride = 1;
     EXPECT("fp8_api_descale_strides_valid", FMHA_OK, &fp8_set)
     a.descale_head_stride = 0;
-    /* V given K-major: only the hdim-256 rows of two stages read it */
+    /* V given K-major: the rows of head dims 128 and 256 read it (64 runs
+     * the 128 kernel padded: refused) */
     a.v_kmajor = 1;
-    EXPECT("fp8_api_vkmajor_hdim128", FMHA_ERR_UNSUPPORTED, &fp8_set)
+    a.hdim_q = a.hdim_v = 64;
+    EXPECT("fp8_api_vkmajor_hdim64", FMHA_ERR_UNSUPPORTED, &fp8_set)
     a.hdim_q = a.hdim_v = 256; a.stride_q = a.stride_k = 256; a.stride_o = 256; a.stride_v = 16;
     if (!(getenv("FMHA_TILE_TMA") && getenv("FMHA_TILE_TMA")[0] == '0')) EXPECT("fp8_api_vkmajor_valid", FMHA_OK, &fp8_set)
     a.stride_v = 0;

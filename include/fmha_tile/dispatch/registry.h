@@ -395,19 +395,22 @@ static inline int fmhai_fwd_masked(const fmha_fwd_args *a)
 }
 
 /* Validate a forward call, then select. */
-/* V given K-major (fmha_fwd_args.v_kmajor): only the e4m3 rows of two
- * stages (FS2 in pipeline/fwd_sm90.h: hdim 256, 128 keys) read it, through
- * a tensor map; the dense V^T rows must hold the padded keys. */
+/* V given K-major (fmha_fwd_args.v_kmajor): only the contiguous e4m3 rows
+ * (pipeline/fwd_sm90.h: hdim 256 with 128 keys in two stages, FS2; hdim 128
+ * with 192 keys in three) read it, through tensor maps; the V^T rows must
+ * hold the padded keys. */
 static inline fmha_status fmhai_fwd_vt_check(const fmha_kernel_info *k, const fmha_fwd_args *a)
 {
     if (a->v_kmajor != 1)
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: v_kmajor must be 0 or 1 (got %d)", a->v_kmajor);
     if (a->dtype != FMHA_DTYPE_FP8 || a->is_group_mode || a->hdim_v != a->hdim_q)
         return fmhai_fail(FMHA_ERR_UNSUPPORTED, "fwd: v_kmajor needs dtype fp8, batch mode and hdim_v == hdim_q");
-    if (k->arch != FMHA_ARCH_SM90A || k->stages != 2 || k->tile_n != 128 || k->hdim != a->hdim_q)
+    if (k->arch != FMHA_ARCH_SM90A || k->hdim != a->hdim_q ||
+        !((k->hdim == 256 && k->tile_n == 128 && k->stages == 2) ||
+          (k->hdim == 128 && k->tile_n == 192 && k->stages == 3)))
         return fmhai_fail(FMHA_ERR_UNSUPPORTED,
-                          "fwd: v_kmajor: kernel %s does not read V^T (the e4m3 rows of two stages do: "
-                          "hdim 256, 128 keys, sm_90a)", k->name);
+                          "fwd: v_kmajor: kernel %s does not read V^T (the contiguous e4m3 rows do: hdim 256 with "
+                          "128 keys in 2 stages, hdim 128 with 192 keys in 3; head dims 128 and 256 only)", k->name);
     if (a->stride_v < fmha_fp8_v_kmajor_keys(a->seqlen_k))
         return fmhai_fail(FMHA_ERR_INVALID_ARG, "fwd: v_kmajor: stride_v %lld is below the padded keys %d",
                           (long long)a->stride_v, fmha_fp8_v_kmajor_keys(a->seqlen_k));

@@ -105,7 +105,10 @@ static inline int fmhai_tma_encode_vt(uint64_t *map, const fmha_fwd_args *a, int
     fmhai_tma_encode_fn enc = fmhai_tma_encoder();
     cuuint64_t dims[4], strides[3];
     cuuint32_t box[4], one[4] = { 1, 1, 1, 1 };
-    if (!enc || a->is_group_mode || hd > 256 || tile_n > 128) return -1;
+    /* keys 0..127 of a tile: 128-byte rows; keys 128..191 of a 192-key
+     * tile: the second map's 64-byte rows with the 64-byte swizzle */
+    const int w64 = tile_n == 64;
+    if (!enc || a->is_group_mode || hd > 256 || (tile_n != 128 && tile_n != 64)) return -1;
     dims[0] = (cuuint64_t)((a->seqlen_k + 15) / 16 * 16); dims[1] = (cuuint64_t)a->hdim_v;
     dims[2] = (cuuint64_t)a->nhead_k; dims[3] = (cuuint64_t)a->batch;
     strides[0] = (cuuint64_t)a->stride_v;
@@ -113,8 +116,8 @@ static inline int fmhai_tma_encode_vt(uint64_t *map, const fmha_fwd_args *a, int
     strides[2] = (cuuint64_t)(a->batch > 1 ? a->batch_stride_v : a->stride_v);
     box[0] = (cuuint32_t)tile_n; box[1] = (cuuint32_t)hd; box[2] = 1; box[3] = 1;
     return enc((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)a->v, dims, strides, box, one,
-               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
+               CU_TENSOR_MAP_INTERLEAVE_NONE, w64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
 }
 
 /* The elementwise bias of a Hopper BIAS row (batch mode, 16-bit): 4-D
@@ -170,7 +173,8 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
     if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, rows, a->nhead_k, batch, p->k_row, p->k_head, p->k_batch,
                             k->tile_n))
         return;
-    if (p->v_kmajor ? fmhai_tma_encode_vt(p->tma_v, a, k->hdim, k->tile_n)
+    if (p->v_kmajor ? fmhai_tma_encode_vt(p->tma_v, a, k->hdim, k->tile_n > 128 ? 128 : k->tile_n) ||
+                          (k->tile_n > 128 && fmhai_tma_encode_vt(p->tma_v2, a, k->hdim, k->tile_n - 128))
                     : fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->dv, rows, a->nhead_k, batch, p->v_row, p->v_head,
                                           p->v_batch, k->tile_n))
         return;

@@ -116,6 +116,8 @@ typedef struct fmhai_fwd_params {
     FMHAI_ALIGN64 uint64_t tma_k[16];
     FMHAI_ALIGN64 uint64_t tma_v[16];
     FMHAI_ALIGN64 uint64_t tma_b[16];
+    /* v_kmajor with 192-key tiles: V^T's keys 128..191 (the 64-byte panel) */
+    FMHAI_ALIGN64 uint64_t tma_v2[16];
 } fmhai_fwd_params;
 
 /* The Hopper forward's launch order (fmhai_fwd_block_of): the block of

@@ -634,6 +634,22 @@ FMHAI_DEVICE void fmhai_fwd90_tma_vt(const fmhai_fwd_params *p, fmhai_smem_t dst
     fmhai_tma_load4(dst, p->tma_v, key0, 0, hk, b, bar);
 }
 
+/* TMA (one thread, v_kmajor, 192-key tiles): K of key tile [key0, key0 +
+ * BN) (kblocks boxes as fmhai_fwd90_tma_kv; 0: none) and its V^T, keys
+ * 0..127 by tma_v into the 128-byte panel and 128..191 by tma_v2 into the
+ * 64-byte one (tile/vt8_layout.h), all counted on bar. */
+FMHAI_DEVICE void fmhai_fwd90_tma_kvt(const fmhai_fwd_params *p, fmhai_smem_t dk, fmhai_smem_t dvt, fmhai_smem_t bar,
+                                      int tok, int key0, int kext, int hk, int b, int kblocks, int hd, int BN)
+{
+    fmhai_mbar_expect_tx(bar, kblocks * BN * 128 + hd * BN);
+    for (int c = 0; c < kblocks; ++c) fmhai_tma_load4(dk + c * BN * 128, p->tma_k, c * 128, tok, hk, b, bar);
+    fmhai_tma_load4(dvt, p->tma_v, key0, 0, hk, b, bar);
+    /* a box wholly past the keys (a partial tile of at most 128 keys):
+     * V^T's last 64 keys in its place, finite, under P = 0 */
+    if (BN > 128)
+        fmhai_tma_load4(dvt + hd * 128, p->tma_v2, key0 + 128 < kext ? key0 + 128 : max(kext - 64, 0), 0, hk, b, bar);
+}
+
 /* TMA (one thread): the bias tile of query rows [m0, m0 + BM) and keys
  * [k0, k0 + BN) into a slot of BN / 64 column blocks, counted on bar;
  * rows past s_q and keys past s_k land as zeros (the map's extents). */
@@ -708,7 +724,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * again after P V of the tile that read it (EMPTY + s, 4..6: id 6 is a
      * V^T hand-over barrier only without VT). The host gives it only with
      * tensor maps (dispatch/tma.h). */
-    const int VT = FS2 && p->v_kmajor;
+    const int VTK = FP8 && !PAGED && p->v_kmajor;   /* V^T given: FS2 or the hdim-128 rows */
+    const int VT = FS2 && VTK;
     FMHAI_FWD90_BLOCK_MARK(0);
 
     /* ---- which rows, which keys (as the portable pipeline) --------------- */
@@ -819,14 +836,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             const int TMA = p->tma_kv;
             if (VT && ltid == 0)
                 for (int s3 = 0; s3 < 3; ++s3) fmhai_mbar_init(sBar + 32 + 8 * s3, 1);
-            if (TMA) fmhai_fwd90_tma_init(sBar, 2, 1, ltid);
+            /* (V^T at hdim 128: tile 0's V^T lands by TMA on barrier 0) */
+            if (TMA) fmhai_fwd90_tma_init(sBar, 2, !(VTK && !FS2), ltid);
             for (int i = 0; i < 2 && i < W.n_iters; ++i) {
                 if (i == 0) fmhai_wg_load_tile(sQ, q_ptr, p->q_row, BM, s_q - m0, p->d / 2, HDC, 128, ltid);
-                if (TMA && i > 0)
+                if (TMA && i > 0 && VTK && !FS2) {   /* tile 1: below */
+                } else if (TMA && i > 0)
                     fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i,
                                        (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HDB / 128,
                                        VT ? 0 : HDB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid);
-                else if (VT) {   /* K rows of tile 0 (V^T comes by TMA) */
+                else if (VTK) {   /* K rows of tile 0 (V^T comes by TMA) */
                     fmhai_wg_load_kv(sK, &ks, 0, tn * BN, s_k, p->d / 2, HDC, BN, 128, ltid, 0, 0,
                                      FMHAI_WG_KV_CONTIG);
                     fmhai_copy_commit();
@@ -904,6 +923,44 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                         fmhai_wg_fence_smem();
                         fmhai_fwd90_split_arrive(t & 1, 1, 256);
                         FMHAI_FWD90_MARK(2, t);
+                    }
+                }
+                return;
+            }
+            if (VTK) {
+                /* V given K-major, 192-key tiles (TMA only): tile j's K and
+                 * V^T on barrier j % 2 (tile 0's K by cp.async), handed over
+                 * together once landed (FULL); tile j + 2's copies once both
+                 * MMA warpgroups are past S of tile j - 1 (KEMPTY) and P V
+                 * of tile j - 1 (EMPTY), whose stage they refill. */
+                const int kext = (s_k + 15) / 16 * 16;   /* V^T's keys (fmha_fp8_v_kmajor_keys) */
+                if (ltid == 0) {
+                    fmhai_fwd90_tma_kvt(p, sK, sV, sBar, 0, tn * BN, kext, hk, S.kv_b, 0, HD, BN);
+                    if (W.n_iters > 1)
+                        fmhai_fwd90_tma_kvt(p, sK + kv_bytes, sV + v_bytes, sBar + 8, S.k_start + (tn - 1) * BN,
+                                            (tn - 1) * BN, kext, hk, S.kv_b, HDB / 128, HD, BN);
+                }
+                for (int j = 0; j < W.n_iters; ++j) {
+                    if (j == 0) fmhai_copy_wait(0);
+                    fmhai_mbar_wait(sBar + 8 * (j & 1), (j >> 1) & 1);
+                    if (j == 0) fmhai_wg_fence_smem();   /* cp.async'd K and Q to the products' proxy */
+                    fmhai_fwd90_full_arrive(sFull3, j % ST, NWG);
+                    if (j + 2 < W.n_iters) {
+                        const int st = (j + 2) % ST;
+                        if (j + 2 >= ST) {
+                            fmhai_bar_sync(fmhai_fwd90_bar_kempty(st), ALL);   /* tile j - 1's K read */
+                            fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);   /* P V of tile j - 1 */
+                        } else {
+                            /* every load thread past its wait for tile j before the
+                             * barrier is armed for tile j + 2: else a thread still
+                             * polling phase parity 0 could see the barrier two
+                             * phases on and wait for good */
+                            fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+                        }
+                        if (ltid == 0)
+                            fmhai_fwd90_tma_kvt(p, sK + st * kv_bytes, sV + st * v_bytes, sBar + 8 * (j & 1),
+                                                S.k_start + (tn - 2 - j) * BN, (tn - 2 - j) * BN, kext, hk,
+                                                S.kv_b, HDB / 128, HD, BN);
                     }
                 }
                 return;
@@ -1263,7 +1320,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (!OVL) {   /* P V of tile it done, then S of tile it + 1 */
                 fmhai_wg_wait(1);
                 fmhai_wg_fence_acc(acc_o, HDV / 2);
-                if (it + (VT ? 3 : ST) < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, SPLIT ? NT + 32 : ALL);
+                if (it + (VT ? 3 : ST) < W.n_iters)
+                    fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, SPLIT ? NT + 32 : ALL);
                 fmhai_wg_wait(0);
                 /* split streams: tile it + 1's K slot is read */
                 if (SPLIT && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), NT + 32);
