@@ -442,15 +442,6 @@ static void bench_make_args(fmha_fwd_args *a, const bench_point *p, const bench_
     }
 }
 
-/* --vkmajor: args of set si's V^T (dense, from fmha_fp8_v_kmajor) */
-static void bench_vt_args(fmha_fwd_args *a, int si) {
-    a->v = g_vt[si];
-    a->v_kmajor = 1;
-    a->stride_v = fmha_fp8_v_kmajor_keys(a->seqlen_k);
-    a->nhead_stride_v = (int64_t)a->hdim_v * a->stride_v;
-    a->batch_stride_v = (int64_t)a->nhead_k * a->nhead_stride_v;
-}
-
 /* --vkmajor 2: every set's V^T written once, before a point is timed */
 static void bench_vt_prepare(const bench_point *p, const bench_bufs *bufs, cudaStream_t st) {
     fmha_fwd_args args;
@@ -468,7 +459,7 @@ static void bench_launch(const bench_point *p, const bench_bufs *bufs, int si,
     bench_make_args(&args, p, &bufs->set[si]);
     if (g_vk) {
         if (g_vk == 1) FMHA_CHECK(fmha_fp8_v_kmajor(&args, g_vt[si], (void *)st));
-        bench_vt_args(&args, si);
+        fmha_fp8_v_kmajor_use(&args, g_vt[si]);
     }
     FMHA_CHECK(fmha_fwd(g_set, &args, (void *)st));
 }

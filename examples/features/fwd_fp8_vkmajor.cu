@@ -93,11 +93,7 @@ int main(void)
     vt_bytes = fmha_fp8_v_kmajor_bytes(&a);
     CHECK_CUDA(cudaMalloc(&vt, vt_bytes));
     FX_OK(fmha_fp8_v_kmajor(&a, vt, NULL));
-    a.v = vt;
-    a.v_kmajor = 1;
-    a.stride_v = fmha_fp8_v_kmajor_keys(SK);                     /* between d rows */
-    a.nhead_stride_v = (int64_t)D * a.stride_v;
-    a.batch_stride_v = (int64_t)HK * a.nhead_stride_v;
+    fmha_fp8_v_kmajor_use(&a, vt);                               /* v, v_kmajor and V^T's strides */
     FX_OK(fmha_fwd_check(&kernels, &a, &plan));
     FX_OK(fmha_fwd(&kernels, &a, NULL));
     CHECK_CUDA(cudaDeviceSynchronize());

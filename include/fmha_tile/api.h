@@ -219,6 +219,16 @@ static inline size_t fmha_fp8_v_kmajor_bytes(const fmha_fwd_args *a)
         return 0;
     return (size_t)a->batch * (size_t)a->nhead_k * (size_t)a->hdim_v * (size_t)fmha_fp8_v_kmajor_keys(a->seqlen_k);
 }
+/* Points args at a dense V^T (as fmha_fp8_v_kmajor writes it): v = vt,
+ * v_kmajor = 1 and the V strides of [batch][nhead_k][hdim_v][keys]. */
+static inline void fmha_fp8_v_kmajor_use(fmha_fwd_args *a, const void *vt)
+{
+    a->v = vt;
+    a->v_kmajor = 1;
+    a->stride_v = fmha_fp8_v_kmajor_keys(a->seqlen_k);
+    a->nhead_stride_v = (int64_t)a->hdim_v * a->stride_v;
+    a->batch_stride_v = (int64_t)a->nhead_k * a->nhead_stride_v;
+}
 
 /* ----------------------------------------------------------------------------
  * Batch prefill over a paged KV cache (group mode queries, K/V from pages).
@@ -653,11 +663,10 @@ FMHA_API fmha_status fmha_fwd_check(const fmha_kernel_set *set,
 FMHA_API fmha_status fmha_fwd(const fmha_kernel_set *set,
                               const fmha_fwd_args *args, void *stream);
 /* Writes e4m3 V (args->v with its strides, as for v_kmajor 0; of args only
- * batch, nhead_k, seqlen_k, hdim_v and V are read) as the dense
- * V^T of fmha_fwd_args.v_kmajor into vt (fmha_fp8_v_kmajor_bytes(args)
- * bytes, 16-byte aligned) on stream: then v = vt, v_kmajor = 1, stride_v =
- * fmha_fp8_v_kmajor_keys(seqlen_k), nhead_stride_v = hdim_v * stride_v,
- * batch_stride_v = nhead_k * nhead_stride_v. Batch mode, FP8, NVIDIA. */
+ * batch, nhead_k, seqlen_k, hdim_v and V are read) as the dense V^T of
+ * fmha_fwd_args.v_kmajor into vt (fmha_fp8_v_kmajor_bytes(args) bytes,
+ * 16-byte aligned) on stream; fmha_fp8_v_kmajor_use(args, vt) then points
+ * args at it. Batch mode, FP8, NVIDIA. */
 FMHA_API fmha_status fmha_fp8_v_kmajor(const fmha_fwd_args *args, void *vt, void *stream);
 
 /* Batch prefill over a paged KV cache: "supported?" and launch. */

@@ -62,21 +62,18 @@
 #include "test_util.h"
 #include "../ref/fmha_ref_bwd.h"
 
-/* A variant build (test_bwd_chain.cu, test_bwd_stage1.cu, test_bwd_portable.cu)
- * runs one schedule: its default set is TEST_BWD_VARIANT_SET, the rows that
- * schedule serves (or the default set's rows TEST_BWD_VARIANT_ROW keeps); the named sets below are not built (their problems and
- * the API checks run in test_bwd itself); only the problems
- * TEST_BWD_VARIANT_KEEP accepts run, and each plan must pass
+/* A variant build (test_bwd_chain.cu, test_bwd_stage1.cu,
+ * test_bwd_portable.cu) runs one schedule: its default set is the default
+ * set's rows that schedule serves (TEST_BWD_VARIANT_ROW(X, fam, dt, hd, ...)
+ * is X(fam, dt, hd, ...) or nothing); the named sets below are not built
+ * (their problems and the API checks run in test_bwd itself); only the
+ * problems TEST_BWD_VARIANT_KEEP accepts run, and each plan must pass
  * TEST_BWD_VARIANT_PLAN (the row the variant is about). */
 #if defined(TEST_BWD_VARIANT_ROW)
-/* the default set's rows through the variant's filter:
- * TEST_BWD_VARIANT_ROW(X, fam, dt, hd, ...) is X(fam, dt, hd, ...) or nothing */
 #define TBV_FMHAI_XDEF(...) TEST_BWD_VARIANT_ROW(FMHAI_XDEF, __VA_ARGS__)
 #define TBV_FMHAI_XENT(...) TEST_BWD_VARIANT_ROW(FMHAI_XENT, __VA_ARGS__)
-#define TEST_BWD_VARIANT_SET(X) FMHA_DEFAULT_BWD_SET(TBV_##X)
-#endif
-#if defined(TEST_BWD_VARIANT_SET)
-DECL_FMHA_KERNEL_SET(bwd_default, TEST_BWD_VARIANT_SET)
+#define TBV_SET(X) FMHA_DEFAULT_BWD_SET(TBV_##X)
+DECL_FMHA_KERNEL_SET(bwd_default, TBV_SET)
 #define no_dot_set bwd_default
 #define hd192_set bwd_default
 #define explicit_set bwd_default
@@ -124,7 +121,7 @@ DECL_FMHA_KERNEL_SET(mla_s1_set, MLA_S1_SET)
     X(BWD_DOT_DO_O,   BF16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 0, 4, 1)                  \
     X(BWD_CONVERT_DQ, BF16, 64, NOMASK, NOSOFTCAP, NOALIBI, 64, 0, 4, 1)
 DECL_FMHA_KERNEL_SET(explicit_set, EXPLICIT_SET)
-#endif /* TEST_BWD_VARIANT_SET */
+#endif /* TEST_BWD_VARIANT_ROW */
 
 /* Gradient tolerances of the backward (rel-L2 per tensor). */
 static double tol_grad(int is_bf16) { return is_bf16 ? 2e-2 : 5e-3; }
@@ -1515,7 +1512,7 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         return;
     }
 #endif
-#if defined(TEST_BWD_VARIANT_SET)
+#if defined(TEST_BWD_VARIANT_ROW)
     if (!TEST_BWD_VARIANT_PLAN(&plan)) {
         tu_fail(c->name, "plan took %s, not a row this variant build tests", plan.dq_dk_dv->name);
         run_free(&r);
@@ -2139,7 +2136,7 @@ int main(int argc, char **argv)
 {
     tu_suite s = { "test_bwd", usage_extra, { 0, cfg_name_at, cfg_quick_at, cfg_work_at }, checks, run_at, NULL };
     build_configs();
-#if defined(TEST_BWD_VARIANT_SET)
+#if defined(TEST_BWD_VARIANT_ROW)
     {
         int i, n = 0;
         for (i = 0; i < g_ncfg; i++)

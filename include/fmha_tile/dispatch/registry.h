@@ -394,7 +394,6 @@ static inline int fmhai_fwd_masked(const fmha_fwd_args *a)
            (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);
 }
 
-/* Validate a forward call, then select. */
 /* V given K-major (fmha_fwd_args.v_kmajor): only the contiguous e4m3 rows
  * (pipeline/fwd_sm90.h: hdim 256 with 128 keys in two stages, FS2; hdim 128
  * with 192 keys in three) read it, through tensor maps; the V^T rows must
@@ -420,6 +419,7 @@ static inline fmha_status fmhai_fwd_vt_check(const fmha_kernel_info *k, const fm
     return FMHA_OK;
 }
 
+/* Validate a forward call, then select. */
 static inline fmha_status fmhai_fwd_select(const fmha_kernel_set *set, const fmha_fwd_args *a,
                                            fmhai_problem *problem, int *chosen)
 {

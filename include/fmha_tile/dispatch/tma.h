@@ -98,18 +98,17 @@ static inline int fmhai_tma_encode_kv(uint64_t *map, const void *base, int eb, i
 /* e4m3 V given K-major (fmha_fwd_args.v_kmajor, batch mode): V^T as 4-D
  * (keys, d, nhead_k, batch), the keys' extent seqlen_k rounded up to 16
  * (fmha_fp8_v_kmajor_keys: the padding is part of the layout), a box of
- * tile_n keys x hd rows with the 128-byte swizzle, which is the V^T stage's
- * layout (tile/vt8_layout.h: the keys already in its order). 0 when encoded. */
+ * tile_n keys x hd rows: 128 keys with the 128-byte swizzle, or 64 (keys
+ * 128..191 of a 192-key tile) with the 64-byte one, the V^T stage's panels
+ * (tile/vt8_layout.h: the keys already in its order). 0 when encoded. */
 static inline int fmhai_tma_encode_vt(uint64_t *map, const fmha_fwd_args *a, int hd, int tile_n)
 {
     fmhai_tma_encode_fn enc = fmhai_tma_encoder();
     cuuint64_t dims[4], strides[3];
     cuuint32_t box[4], one[4] = { 1, 1, 1, 1 };
-    /* keys 0..127 of a tile: 128-byte rows; keys 128..191 of a 192-key
-     * tile: the second map's 64-byte rows with the 64-byte swizzle */
     const int w64 = tile_n == 64;
     if (!enc || a->is_group_mode || hd > 256 || (tile_n != 128 && tile_n != 64)) return -1;
-    dims[0] = (cuuint64_t)((a->seqlen_k + 15) / 16 * 16); dims[1] = (cuuint64_t)a->hdim_v;
+    dims[0] = (cuuint64_t)fmha_fp8_v_kmajor_keys(a->seqlen_k); dims[1] = (cuuint64_t)a->hdim_v;
     dims[2] = (cuuint64_t)a->nhead_k; dims[3] = (cuuint64_t)a->batch;
     strides[0] = (cuuint64_t)a->stride_v;
     strides[1] = (cuuint64_t)(a->nhead_k > 1 ? a->nhead_stride_v : a->stride_v);
