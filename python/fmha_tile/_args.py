@@ -396,15 +396,17 @@ def check_sinks(sinks, q, nhead):
 
 
 def _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, batch, nhead_q, descales,
-            sinks=None, dropout_p=0.0):
+            sinks=None, dropout_p=0.0, v_kmajor=False):
     a = p.args
     a.dtype = dtype_code(q, k, v)
     p.fp8 = a.dtype == _lib.FMHA_DTYPE_FP8
+    if v_kmajor and not p.fp8:
+        raise ValueError("v_kmajor=True needs fp8 inputs (q, k and v torch.float8_e4m3fn), got %s" % q.dtype)
     a.dropout_p = check_dropout(dropout_p, p.fp8)
     (a.q_descale, a.k_descale, a.v_descale), a.descale_batch_stride, a.descale_head_stride = check_descales(
         q, p.fp8, zip(("q_descale", "k_descale", "v_descale"), descales), batch, k.shape[-2])
     a.hdim_q = check_size("head dim of q", q.shape[-1])
-    a.hdim_v = check_size("head dim of v", v.shape[-1])
+    a.hdim_v = check_size("head dim of v", v.shape[-2] if v_kmajor else v.shape[-1])
     if k.shape[-1] != q.shape[-1]:
         raise ValueError("k has head dim %d but q has %d: they must be equal"
                          % (k.shape[-1], q.shape[-1]))
@@ -426,20 +428,32 @@ def _heads(hq, hk):
                          "number of KV heads (%d)" % (hq, hk))
 
 
+def v_kmajor_keys(s_k):
+    """The keys of a V^T row (fmha_fp8_v_kmajor_keys): s_k rounded up to 16."""
+    return (s_k + 15) // 16 * 16
+
+
 def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None,
                   scale=None, q_descale=None, k_descale=None, v_descale=None, sinks=None,
-                  dropout_p=0.0):
-    """Checks of attention(); q [b, s_q, h, d], k/v [b, s_k, h_k, d]."""
+                  dropout_p=0.0, v_kmajor=False):
+    """Checks of attention(); q [b, s_q, h, d], k/v [b, s_k, h_k, d]; with
+    v_kmajor, v is V^T [b, h_k, d_v, keys] (fp8_v_kmajor's layout)."""
     what = "[batch, seqlen, nheads, headdim]"
+    v_kmajor = bool(v_kmajor)
     check_tensor("q", q, 4, what)
     check_tensor("k", k, 4, what)
-    check_tensor("v", v, 4, what)
+    check_tensor("v", v, 4, "[batch, nheads_k, headdim, keys] (v_kmajor)" if v_kmajor else what)
     check_same_device(q, (("k", k), ("v", v)))
     b, s_q, hq, _ = q.shape
     bk, s_k, hk, _ = k.shape
     if bk != b or v.shape[0] != b:
         raise ValueError("batch sizes differ: q %d, k %d, v %d" % (b, bk, v.shape[0]))
-    if v.shape[1] != s_k or v.shape[2] != hk:
+    if v_kmajor:
+        if v.shape[1] != hk or v.shape[3] < v_kmajor_keys(s_k):
+            raise ValueError("v_kmajor: v must be V^T [batch, nheads_k, headdim, keys] with keys >= %d "
+                             "(seqlen of k rounded up to 16; fmha_tile.fp8_v_kmajor writes it): k %s, v %s"
+                             % (v_kmajor_keys(s_k), tuple(k.shape), tuple(v.shape)))
+    elif v.shape[1] != s_k or v.shape[2] != hk:
         raise ValueError("k and v must have the same seqlen and heads: k %s, v %s"
                          % (tuple(k.shape), tuple(v.shape)))
     _heads(hq, hk)
@@ -453,14 +467,16 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
     a.seqlen_k = check_size("seqlen of k", s_k)
     a.max_seqlen_q = a.seqlen_q
     _common(p, q, k, v, causal, window, softcap, alibi_slopes, scale, b, hq,
-            (q_descale, k_descale, v_descale), sinks, dropout_p)
+            (q_descale, k_descale, v_descale), sinks, dropout_p, v_kmajor)
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
         setattr(a, name, t.data_ptr() or None)
         setattr(a, "batch_stride_" + name, s[0])
-        setattr(a, "stride_" + name, s[1])
-        setattr(a, "nhead_stride_" + name, s[2])
-    p.out_shape = (b, s_q, hq, v.shape[-1])
+        # V^T: a row of keys per head-dim index (stride_v), heads apart by nhead_stride_v
+        setattr(a, "stride_" + name, s[2] if name == "v" and v_kmajor else s[1])
+        setattr(a, "nhead_stride_" + name, s[1] if name == "v" and v_kmajor else s[2])
+    a.v_kmajor = int(v_kmajor)
+    p.out_shape = (b, s_q, hq, a.hdim_v)
     p.lse_shape = (b, hq, s_q)
     p.empty_q = b == 0 or s_q == 0
     p.empty_k = s_k == 0

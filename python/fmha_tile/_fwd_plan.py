@@ -125,7 +125,7 @@ class ForwardPlan(object):
 
 def forward_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
                  return_lse=False, *, out=None, out_lse=None, q_descale=None, k_descale=None, v_descale=None,
-                 kernels=None, sinks=None):
+                 kernels=None, sinks=None, v_kmajor=False):
     """A ForwardPlan for calls shaped like attention(q, k, v, ...) (batch
     mode, inference): the arguments as attention()'s, sample tensors (their
     shapes, strides, dtypes and device are the plan's); out / out_lse:
@@ -135,7 +135,7 @@ def forward_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slop
 
     return_lse = bool(return_lse) or out_lse is not None
     p = batch_problem(q, k, v, causal, window, softcap, alibi_slopes, scale, q_descale, k_descale, v_descale,
-                      sinks, 0.0)
+                      sinks, 0.0, v_kmajor)
     if p.empty_q or p.empty_k:
         raise ValueError("forward_plan: no query rows or no keys (shapes %s, %s): nothing to plan, call "
                          "fmha_tile.attention" % (tuple(q.shape), tuple(k.shape)))

@@ -326,6 +326,8 @@ def _declare(lib):
     lib.fmha_fwd_check.restype = _c_enum
     lib.fmha_fwd.argtypes = [ctypes.c_void_p, P(FmhaFwdArgs), ctypes.c_void_p]
     lib.fmha_fwd.restype = _c_enum
+    lib.fmha_fp8_v_kmajor.argtypes = [P(FmhaFwdArgs), ctypes.c_void_p, ctypes.c_void_p]
+    lib.fmha_fp8_v_kmajor.restype = _c_enum
     lib.fmha_set_size.argtypes = [ctypes.c_void_p]
     lib.fmha_set_size.restype = ctypes.c_int
     lib.fmha_set_kernel.argtypes = [ctypes.c_void_p, ctypes.c_int]

@@ -205,6 +205,69 @@ def test_fp8_views_and_out():
     check_fp8(o, None, qv * ds[0], kv * ds[1], vv * ds[2], plan, causal=True, scale=scale)
 
 
+def v_kmajor_reference(v8):
+    """fp8_v_kmajor's layout built with torch: [b, s_k, h_k, d] -> [b, h_k, d,
+    keys], position i of each group of 16 keys holding key 2 (i // 4) + (i & 1)
+    + 8 ((i >> 1) & 1) of the group, the padding keys zero."""
+    b, s_k, hk, d = v8.shape
+    keys = (s_k + 15) // 16 * 16
+    rows = torch.zeros(b, keys, hk, d, dtype=torch.uint8, device=v8.device)
+    rows[:, :s_k] = v8.view(torch.uint8)
+    i = torch.arange(keys, device=v8.device)
+    src = i // 16 * 16 + 2 * (i % 16 // 4) + (i & 1) + 8 * ((i >> 1) & 1)
+    return rows[:, src].permute(0, 2, 3, 1).contiguous()
+
+
+@needs_sm90
+@pytest.mark.parametrize("case", [(2, 256, 700, 4, 2, 256, False), (1, 300, 517, 4, 2, 256, True),
+                                  (2, 130, 292, 4, 2, 128, False), (1, 1152, 1152, 4, 2, 128, True)],
+                         ids=lambda c: "b%d-q%d-k%d-h%d_%d-d%d%s" % (c[:6] + ("-causal" if c[6] else "",)))
+def test_fp8_v_kmajor(case):
+    """V given K-major: fp8_v_kmajor() writes the documented layout (against a
+    torch gather), and attention(..., v_kmajor=True) over it gives bitwise the
+    output and LSE of V rows (the same products in the same order), also over
+    a V^T with padded key rows; the plan names the same kernel."""
+    b, s_q, s_k, h, hk, d, causal = case
+    (q8, qv), (k8, kv), (v8, vv) = batch_case(b, s_q, s_k, h, hk, d, seed=11)
+    kw, ds = descale_tensors(True)
+    scale = 0.25 / math.sqrt(d)
+    vt = fmha_tile.fp8_v_kmajor(v8)
+    keys = (s_k + 15) // 16 * 16
+    assert vt.dtype == FP8 and vt.shape == (b, hk, d, keys) and vt.is_contiguous()
+    assert torch.equal(vt.view(torch.uint8), v_kmajor_reference(v8))
+    plan = fmha_tile.attention_plan(q8, k8, vt, causal=causal, scale=scale, v_kmajor=True, **kw)
+    assert plan["kernel"] == fmha_tile.attention_plan(q8, k8, v8, causal=causal, scale=scale, **kw)["kernel"]
+    o_rows, lse_rows = fmha_tile.attention(q8, k8, v8, causal=causal, scale=scale, return_lse=True, **kw)
+    o, lse = fmha_tile.attention(q8, k8, vt, causal=causal, scale=scale, return_lse=True, v_kmajor=True, **kw)
+    check_fp8(o, lse, qv * ds[0], kv * ds[1], vv * ds[2], plan, causal=causal, scale=scale)
+    assert torch.equal(o, o_rows) and torch.equal(lse, lse_rows)
+    # a caller-owned V^T (out=), and V^T rows padded by 48 keys of NaN codes (never read)
+    buf = torch.full_like(vt.view(torch.uint8), 0x7f).view(FP8)
+    assert fmha_tile.fp8_v_kmajor(v8, out=buf) is buf and torch.equal(buf.view(torch.uint8), vt.view(torch.uint8))
+    wide = torch.full((b, hk, d, keys + 48), 0x7f, dtype=torch.uint8, device=DEV)
+    wide[..., :keys] = vt.view(torch.uint8)
+    o2 = fmha_tile.attention(q8, k8, wide.view(FP8), causal=causal, scale=scale, v_kmajor=True, **kw)
+    assert torch.equal(o2, o_rows)
+
+
+@needs_sm90
+def test_fp8_v_kmajor_refusals():
+    """What v_kmajor refuses: 16-bit inputs, too few keys (Python), and a head
+    dim its rows lack (hdim 64 runs the 128 rows padded: FmhaError)."""
+    (q8, _), (k8, _), (v8, _) = batch_case(1, 64, 100, 2, 2, 64)
+    vt = fmha_tile.fp8_v_kmajor(v8)
+    with pytest.raises(fmha_tile.FmhaError, match="v_kmajor"):
+        fmha_tile.attention(q8, k8, vt, v_kmajor=True)
+    with pytest.raises(ValueError, match="keys >= 112"):
+        fmha_tile.attention(q8, k8, vt[..., :100], v_kmajor=True)
+    with pytest.raises(ValueError, match="needs fp8"):
+        fmha_tile.attention(q8.to(BF16), k8.to(BF16), vt.to(BF16), v_kmajor=True)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        fmha_tile.fp8_v_kmajor(v8.to(BF16))
+    with pytest.raises(ValueError, match="contiguous"):
+        fmha_tile.fp8_v_kmajor(v8, out=torch.empty(1, 2, 64, 96, dtype=FP8, device=DEV))
+
+
 @needs_sm90
 @pytest.mark.parametrize("d", [128, 256])
 def test_fp8_varlen(d):

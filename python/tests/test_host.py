@@ -371,6 +371,32 @@ def test_fp8_head_descale_args():
         _args.batch_problem(q, k, v, q_descale=descale(30 << 20, shape=(2, 8)))
 
 
+def test_fp8_v_kmajor_args():
+    """v_kmajor: v is V^T [b, h_k, d, keys]; hdim_v is its third dim, the V
+    strides are its d-row, head and batch strides; padded key rows accepted."""
+    q, k, _ = qkv(sk=130, d=128, dtype=FP8)              # keys 130 -> 144
+    vt = FakeTensor((2, 2, 128, 160), FP8, ptr=3 << 20)   # 16 keys of row padding
+    p = _args.batch_problem(q, k, vt, v_kmajor=True)
+    a = p.args
+    assert (a.v_kmajor, a.hdim_v, a.v) == (1, 128, 3 << 20)
+    assert (a.stride_v, a.nhead_stride_v, a.batch_stride_v) == (160, 128 * 160, 2 * 128 * 160)
+    assert (a.stride_k, a.nhead_stride_k) == (2 * 128, 128)   # K unchanged
+    assert p.out_shape == (2, 100, 8, 128)
+    assert _args.batch_problem(q, k, FakeTensor((2, 2, 128, 144), FP8), v_kmajor=True).args.stride_v == 144
+    assert _args.batch_problem(*qkv(d=128, dtype=FP8)).args.v_kmajor == 0
+    with pytest.raises(ValueError, match="keys >= 144"):
+        _args.batch_problem(q, k, FakeTensor((2, 2, 128, 130), FP8), v_kmajor=True)
+    with pytest.raises(ValueError, match="keys >= 144"):
+        _args.batch_problem(q, k, FakeTensor((2, 1, 128, 144), FP8), v_kmajor=True)   # heads
+    with pytest.raises(ValueError, match="batch sizes differ"):
+        _args.batch_problem(q, k, FakeTensor((1, 2, 128, 144), FP8), v_kmajor=True)
+    with pytest.raises(ValueError, match="unit stride"):
+        _args.batch_problem(q, k, FakeTensor((2, 2, 128, 144), FP8).transpose(2, 3), v_kmajor=True)
+    q16, k16, _ = qkv(sk=130, d=128)
+    with pytest.raises(ValueError, match="v_kmajor=True needs fp8"):
+        _args.batch_problem(q16, k16, FakeTensor((2, 2, 128, 144), BF16), v_kmajor=True)
+
+
 def test_fp8_varlen_args():
     q, k, v = (FakeTensor(t.shape, FP8, ptr=t.data_ptr()) for t in varlen(d=64)[:3])
     cq, ck = varlen()[3:]

@@ -158,6 +158,13 @@ static void build(void)
     c = base(2, 4, 2, 300, 517, 256); c.mask = FMHA_MASK_TOP_LEFT; c.wl = 150; c.wr = 40; c.descale = 2; c.vk = 2;
     add(c);
     c = base(1, 2, 2, 600, 1000, 256); c.cap = 20.f; c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.vk = 2; add(c);
+    /* and without a mask: one partial key tile, three (the prologue's V^T
+     * stages exactly), 8 tiles over 4 query tiles with padded strides,
+     * soft cap with ALiBi */
+    c = base(1, 2, 2, 256, 100, 256); c.vk = 1; c.quick = 1; add(c);
+    c = base(1, 2, 1, 250, 384, 256); c.vk = 1; add(c);
+    c = base(2, 4, 2, 512, 1000, 256); c.vk = 2; c.quick = 1; add(c);
+    c = base(1, 4, 2, 256, 700, 256); c.cap = 20.f; c.alibi = 1; c.vk = 1; add(c);
     /* and hdim 128's 192-key tiles (keys 128..191 by a second map into the
      * 64-byte panel): one partial tile, 6 causal tiles over 128-row query
      * blocks, a window over 517 keys with per-head descales, nearly one-hot
