@@ -23,7 +23,8 @@ window=(left, right) is two ints and kernels= is a kernel set's name):
     fwd(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
         alibi_slopes=None, scale=None, sinks=None, deterministic=False,
         q_descale=None, k_descale=None, v_descale=None, kernels=None,
-        dropout_p=0.0, dropout_seed=0, dropout_offset=0, dropout_rng=None, bias=None) -> (out, lse)
+        dropout_p=0.0, dropout_seed=0, dropout_offset=0, dropout_rng=None, bias=None,
+        v_kmajor=False) -> (out, lse)
         fmha_tile.attention: q [b, s_q, h, d], k/v [b, s_k, h_k, d]; out
         [b, s_q, h, d_v] (bf16 for fp8 inputs), lse fp32 [b, h, s_q] (always
         computed: the backward needs it). Differentiable in q, k, v and sinks;
@@ -36,7 +37,11 @@ window=(left, right) is two ints and kernels= is a kernel set's name):
         generator per call (fmha_tile._dropout); a caller of the op itself
         must pass fresh ones per call. The backward gets the same ones.
         bias: the elementwise bias of fmha_tile.attention (differentiable:
-        its gradient summed to its shape).
+        its gradient summed to its shape). v_kmajor: v is e4m3 V^T as
+        fp8_v_kmajor returns it (fp8 only; not in fwd_varlen).
+    fp8_v_kmajor(v) -> vt
+        fmha_tile.fp8_v_kmajor: e4m3 V [b, s_k, h_k, d] -> V^T [b, h_k, d,
+        keys] (keys = s_k rounded up to 16). No autograd.
     fwd_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, <fwd's tail>)
         fmha_tile.attention_varlen: q [total_q, h, d] ...; out [total_q, h, d_v],
         lse fp32 [h, total_q]. Differentiable as fwd.
@@ -97,7 +102,7 @@ from . import _args, _bwd, _decode, _dropout, _lib, _prefill
 from . import _run as _run_forward
 
 __all__ = ["fwd", "fwd_varlen", "bwd", "bwd_varlen", "batch_prefill_op", "decode", "decode_append",
-           "attention", "attention_varlen", "batch_prefill", "attention_with_kvcache"]
+           "attention", "attention_varlen", "batch_prefill", "attention_with_kvcache", "fp8_v_kmajor"]
 
 NS = "fmha_tile"
 FP8 = getattr(torch, "float8_e4m3fn", None)
@@ -134,10 +139,11 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, window_left: int 
         q_descale: Optional[Tensor] = None, k_descale: Optional[Tensor] = None,
         v_descale: Optional[Tensor] = None, kernels: Optional[str] = None, dropout_p: float = 0.0,
         dropout_seed: int = 0, dropout_offset: int = 0,
-        dropout_rng: Optional[Tensor] = None, bias: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        dropout_rng: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+        v_kmajor: bool = False) -> Tuple[Tensor, Tensor]:
     """fmha_tile.attention as a custom op -> (out, lse); see the module docstring."""
     p = _args.batch_problem(q, k, v, causal, (window_left, window_right), softcap, alibi_slopes,
-                            scale, q_descale, k_descale, v_descale, sinks, dropout_p)
+                            scale, q_descale, k_descale, v_descale, sinks, dropout_p, v_kmajor)
     _args.set_bias(p, bias, q)
     _set_dropout(p, q, dropout_seed, dropout_offset, dropout_rng)
     return _run_forward(torch, p, q, None, None, True, "fmha_tile::fwd", _lib.handle(kernels))
@@ -147,9 +153,9 @@ def fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, window_left: int 
 def _fwd_fake(q, k, v, causal=False, window_left=-1, window_right=-1, softcap=0.0,
               alibi_slopes=None, scale=None, sinks=None, deterministic=False, q_descale=None,
               k_descale=None, v_descale=None, kernels=None, dropout_p=0.0, dropout_seed=0,
-              dropout_offset=0, dropout_rng=None, bias=None):
+              dropout_offset=0, dropout_rng=None, bias=None, v_kmajor=False):
     b, s_q, h = q.shape[0], q.shape[1], q.shape[2]
-    out = q.new_empty((b, s_q, h, v.shape[-1]), dtype=_out_dtype(q))
+    out = q.new_empty((b, s_q, h, v.shape[-2] if v_kmajor else v.shape[-1]), dtype=_out_dtype(q))
     lse = q.new_empty((b, h, s_q), dtype=torch.float32)
     return out, lse
 
@@ -263,6 +269,20 @@ def _bwd_varlen_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_se
     return _bwd_fake_outputs(q, k, v, sinks, bias, want_dbias)
 
 
+@torch.library.custom_op(NS + "::fp8_v_kmajor", mutates_args=())
+def fp8_v_kmajor(v: Tensor) -> Tensor:
+    """fmha_tile.fp8_v_kmajor as a custom op: e4m3 V [b, s_k, h_k, d] -> V^T
+    [b, h_k, d, keys] for fwd(..., v_kmajor=True)."""
+    from . import fp8_v_kmajor as _vt
+    return _vt(v)
+
+
+@fp8_v_kmajor.register_fake
+def _fp8_v_kmajor_fake(v):
+    b, s_k, hk, d = v.shape
+    return v.new_empty((b, hk, d, _args.v_kmajor_keys(s_k)))
+
+
 # ---- autograd of the forward ops -------------------------------------------------------------
 # Positions of the arguments in the schemas above (inputs arrive positionally,
 # defaults filled in).
@@ -321,6 +341,8 @@ def _grads(ctx, dout):
         if name == "bias" and want_dbias:
             g = dbias
         grads.append(g)
+    if ctx.max_seqlens is None:
+        grads.append(None)   # fwd's v_kmajor (fp8 only: never differentiated)
     return tuple(grads)
 
 
@@ -493,15 +515,16 @@ def _dropout_args(q, dropout_p, generator):
 
 def attention(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slopes=None, scale=None,
               return_lse=False, *, deterministic=False, q_descale=None, k_descale=None,
-              v_descale=None, kernels=None, sinks=None, dropout_p=0.0, generator=None):
+              v_descale=None, kernels=None, sinks=None, dropout_p=0.0, generator=None, v_kmajor=False):
     """fmha_tile.attention through the custom op fmha_tile::fwd (no out= /
     out_lse=: custom ops allocate their outputs). Differentiable in q, k, v
-    and sinks. dropout_p / generator: as in fmha_tile.attention."""
+    and sinks. dropout_p / generator / v_kmajor: as in fmha_tile.attention
+    (V^T from fmha_tile.ops.fp8_v_kmajor, the op, under torch.compile)."""
     wl, wr = _pair(window)
     dp, seed, offset, rng = _dropout_args(q, dropout_p, generator)
     o, lse = torch.ops.fmha_tile.fwd(q, k, v, causal, wl, wr, softcap, alibi_slopes, scale, sinks,
                                      deterministic, q_descale, k_descale, v_descale,
-                                     _kernels_name(kernels), dp, seed, offset, rng)
+                                     _kernels_name(kernels), dp, seed, offset, rng, v_kmajor=bool(v_kmajor))
     return (o, lse) if return_lse else o
 
 

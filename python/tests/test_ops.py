@@ -122,7 +122,8 @@ def cache_case(b=3, s_q=1, cap=96, h=8, hk=2, d=64, lens=(50, 1, 90), s_new=0, d
 
 # ---- registration and eager equality ------------------------------------------------------------
 def test_registered():
-    for name in ("fwd", "fwd_varlen", "bwd", "bwd_varlen", "batch_prefill", "decode", "decode_append"):
+    for name in ("fwd", "fwd_varlen", "bwd", "bwd_varlen", "batch_prefill", "decode", "decode_append",
+                 "fp8_v_kmajor"):
         assert hasattr(torch.ops.fmha_tile, name), name
     assert fmha_tile.ops is ops
 
@@ -294,9 +295,35 @@ def test_fake_shapes():
         if hasattr(torch, "float8_e4m3fn"):
             q8 = torch.empty(2, 7, 8, 64, device=DEV, dtype=torch.float8_e4m3fn)
             assert torch.ops.fmha_tile.fwd(q8, q8, q8)[0].dtype == BF16
+            v8 = torch.empty(2, 9, 2, 128, device=DEV, dtype=torch.float8_e4m3fn)
+            vt = torch.ops.fmha_tile.fp8_v_kmajor(v8)
+            assert vt.shape == (2, 2, 128, 16) and vt.dtype == torch.float8_e4m3fn
+            q8 = torch.empty(2, 7, 8, 128, device=DEV, dtype=torch.float8_e4m3fn)
+            o, _ = torch.ops.fmha_tile.fwd(q8, v8, vt, v_kmajor=True)
+            assert o.shape == (2, 7, 8, 128) and o.dtype == BF16
 
 
 # ---- torch.compile -------------------------------------------------------------------------------
+@pytest.mark.skipif(torch.cuda.get_device_capability() != (9, 0) or not hasattr(torch, "float8_e4m3fn"),
+                    reason="the fp8 forward runs on Hopper (sm_90) only")
+def test_compile_fp8_v_kmajor():
+    """fp8_v_kmajor and fwd(v_kmajor=True) as ops: one graph under
+    torch.compile(fullgraph=True), the same bits as the package's eager call
+    with V rows."""
+    g = torch.Generator(device="cpu").manual_seed(7)
+    q8, k8, v8 = ((torch.randn(s, generator=g) * 2).to(torch.float8_e4m3fn).to(DEV)
+                  for s in ((2, 200, 4, 256), (2, 300, 2, 256), (2, 300, 2, 256)))
+
+    def fn(q, k, v):
+        return ops.attention(q, k, ops.fp8_v_kmajor(v), causal=True, v_kmajor=True, return_lse=True)
+
+    want = fmha_tile.attention(q8, k8, v8, causal=True, return_lse=True)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="aot_eager", fullgraph=True)(q8, k8, v8)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    no_graph_breaks(fn, q8, k8, v8)
+
+
 def _fn_fwd(q, k, v):
     o, lse = ops.attention(q * 1.0, k, v, causal=True, window=(16, 0), return_lse=True)
     return o + 1, lse
