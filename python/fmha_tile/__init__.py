@@ -385,6 +385,8 @@ def fp8_v_kmajor(v, *, out=None, kernels=None):
           out.device != v.device or not out.is_contiguous()):
         raise ValueError("fp8_v_kmajor: out must be a contiguous torch.float8_e4m3fn tensor of shape %s on "
                          "%s" % (shape, v.device))
+    if out.numel() == 0:   # no keys (or an empty batch): nothing to write
+        return out
     a = _lib.FmhaFwdArgs()
     a.dtype = _lib.FMHA_DTYPE_FP8
     a.batch, a.nhead_k, a.seqlen_k, a.hdim_v = b, hk, s_k, d

@@ -470,6 +470,8 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
             (q_descale, k_descale, v_descale), sinks, dropout_p, v_kmajor)
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
+        if name == "v" and v_kmajor and _numel(t) == 0:
+            s = (0, 0, 0, 0)   # a V^T of no keys: never read (PyTorch's strides of it may be odd)
         setattr(a, name, t.data_ptr() or None)
         setattr(a, "batch_stride_" + name, s[0])
         # V^T: a row of keys per head-dim index (stride_v), heads apart by nhead_stride_v

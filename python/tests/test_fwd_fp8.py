@@ -266,6 +266,12 @@ def test_fp8_v_kmajor_refusals():
         fmha_tile.fp8_v_kmajor(v8.to(BF16))
     with pytest.raises(ValueError, match="contiguous"):
         fmha_tile.fp8_v_kmajor(v8, out=torch.empty(1, 2, 64, 96, dtype=FP8, device=DEV))
+    # no keys: an empty V^T, and the output of a row that sees nothing (0, LSE -inf)
+    (q8, _), (k8, _), (v8, _) = batch_case(1, 64, 0, 2, 2, 256)
+    vt = fmha_tile.fp8_v_kmajor(v8)
+    assert vt.shape == (1, 2, 256, 0)
+    o, lse = fmha_tile.attention(q8, k8, vt, v_kmajor=True, return_lse=True)
+    assert (o == 0).all() and (lse == -math.inf).all()
 
 
 @needs_sm90
