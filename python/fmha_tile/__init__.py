@@ -366,9 +366,9 @@ def fp8_v_kmajor(v, *, out=None, kernels=None):
     aligned, strides multiples of 16, headdim a multiple of 16 up to 256).
     Returns V^T [batch, nheads_k, headdim, keys], keys = seqlen_k rounded up
     to 16: row (b, h, c) holds V[b, :, h, c] with each group of 16 keys in
-    the order the kernel's e4m3 P fragments hold them (key k at position
-    fmha_fp8_v_kmajor_pos(k): within a group, 2 (i // 4) + (i & 1) + 8 ((i
-    >> 1) & 1) at position i), the padding keys zero. out=: a tensor of that
+    the order the kernel's e4m3 P fragments hold them (fmha_fp8_v_kmajor_pos:
+    within a group, position i holds key 2 (i // 4) + (i & 1) + 8 ((i >> 1)
+    & 1)), the padding keys zero. out=: a tensor of that
     shape and dtype, contiguous. Runs on the current stream (one copy of V,
     about 25 us for 34 MB on an H100); kernels: as in attention()."""
     torch = _torch()
