@@ -224,6 +224,22 @@ typedef struct fx_fwd {
     size_t nq, nk;           /* elements of Q (and O), of K (and V)            */
 } fx_fwd;
 
+/* Shape and "bshd" strides of a batch-mode forward (pointers untouched);
+ * scale 1/sqrt(d), no mask. */
+static inline void fx_fwd_shape(fmha_fwd_args *a, fmha_dtype dt, int b, int h, int hk, int sq, int sk, int d)
+{
+    a->dtype = dt;
+    a->batch = b; a->nhead_q = h; a->nhead_k = hk;
+    a->seqlen_q = sq; a->seqlen_k = sk; a->hdim_q = a->hdim_v = d;
+    a->stride_q = (int64_t)h * d;  a->nhead_stride_q = d; a->batch_stride_q = (int64_t)sq * h * d;
+    a->stride_k = (int64_t)hk * d; a->nhead_stride_k = d; a->batch_stride_k = (int64_t)sk * hk * d;
+    a->stride_v = a->stride_k;     a->nhead_stride_v = d; a->batch_stride_v = a->batch_stride_k;
+    a->stride_o = a->stride_q;     a->nhead_stride_o = d; a->batch_stride_o = a->batch_stride_q;
+    a->nhead_stride_lse = sq; a->batch_stride_lse = (int64_t)h * sq;
+    a->scale = 1.0f / sqrtf((float)d);
+    a->mask_type = FMHA_MASK_NONE; a->window_left = a->window_right = -1;
+}
+
 static inline void fx_fwd_make(fx_fwd *f, fmha_dtype dt, int b, int h, int hk, int sq, int sk, int d, uint64_t seed)
 {
     const int bf = dt == FMHA_DTYPE_BF16;
@@ -241,16 +257,7 @@ static inline void fx_fwd_make(fx_fwd *f, fmha_dtype dt, int b, int h, int hk, i
     free(bits);
     f->a.o = fx_poisoned(f->nq * 2);
     f->lse_buf = (float *)fx_poisoned((size_t)b * h * sq * 4);
-    f->a.dtype = dt;
-    f->a.batch = b; f->a.nhead_q = h; f->a.nhead_k = hk;
-    f->a.seqlen_q = sq; f->a.seqlen_k = sk; f->a.hdim_q = f->a.hdim_v = d;
-    f->a.stride_q = (int64_t)h * d;  f->a.nhead_stride_q = d; f->a.batch_stride_q = (int64_t)sq * h * d;
-    f->a.stride_k = (int64_t)hk * d; f->a.nhead_stride_k = d; f->a.batch_stride_k = (int64_t)sk * hk * d;
-    f->a.stride_v = f->a.stride_k;   f->a.nhead_stride_v = d; f->a.batch_stride_v = f->a.batch_stride_k;
-    f->a.stride_o = f->a.stride_q;   f->a.nhead_stride_o = d; f->a.batch_stride_o = f->a.batch_stride_q;
-    f->a.nhead_stride_lse = sq; f->a.batch_stride_lse = (int64_t)h * sq;
-    f->a.scale = 1.0f / sqrtf((float)d);
-    f->a.mask_type = FMHA_MASK_NONE; f->a.window_left = f->a.window_right = -1;
+    fx_fwd_shape(&f->a, dt, b, h, hk, sq, sk, d);
 }
 
 /* The backward's traits and arguments for forward problem f (its shape,
@@ -280,16 +287,16 @@ static inline void fx_bwd_of(const fx_fwd *f, fmha_bwd_traits *t, fmha_bwd_args 
     a->mask_type = q->mask_type; a->window_left = q->window_left; a->window_right = q->window_right;
 }
 
-/* The reference problem of f's current arguments (mask, soft cap, ALiBi with
- * the host copy of the slopes). */
-static inline fmha_ref_fwd fx_fwd_ref(const fx_fwd *f, const float *slopes_host)
+/* The reference problem of arguments a (shape, strides, mask, soft cap,
+ * ALiBi with the host copy of the slopes) over the host values qf, kf, vf. */
+static inline fmha_ref_fwd fx_ref_of(const fmha_fwd_args *a, const float *qf, const float *kf, const float *vf,
+                                     const float *slopes_host)
 {
-    const fmha_fwd_args *a = &f->a;
     fmha_ref_fwd p;
     memset(&p, 0, sizeof(p));
     p.batch = a->batch; p.nhead_q = a->nhead_q; p.nhead_k = a->nhead_k;
     p.seqlen_q = a->seqlen_q; p.seqlen_k = a->seqlen_k; p.hdim_q = a->hdim_q; p.hdim_v = a->hdim_v;
-    p.q = f->qf; p.k = f->kf; p.v = f->vf;
+    p.q = qf; p.k = kf; p.v = vf;
     p.stride_q = a->stride_q; p.nhead_stride_q = a->nhead_stride_q; p.batch_stride_q = a->batch_stride_q;
     p.stride_k = a->stride_k; p.nhead_stride_k = a->nhead_stride_k; p.batch_stride_k = a->batch_stride_k;
     p.stride_v = a->stride_v; p.nhead_stride_v = a->nhead_stride_v; p.batch_stride_v = a->batch_stride_v;
@@ -299,6 +306,12 @@ static inline fmha_ref_fwd fx_fwd_ref(const fx_fwd *f, const float *slopes_host)
     p.alibi_slopes = slopes_host; p.alibi_batch_stride = a->alibi_batch_stride;
     p.mask_type = (int)a->mask_type; p.window_left = a->window_left; p.window_right = a->window_right;
     return p;
+}
+
+/* The reference problem of f's current arguments. */
+static inline fmha_ref_fwd fx_fwd_ref(const fx_fwd *f, const float *slopes_host)
+{
+    return fx_ref_of(&f->a, f->qf, f->kf, f->vf, slopes_host);
 }
 
 static inline void fx_fwd_free(fx_fwd *f)

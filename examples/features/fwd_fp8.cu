@@ -74,16 +74,10 @@ int main(void)
     dds = (float *)fx_to_device(descales, sizeof(descales));
 
     memset(&a, 0, sizeof(a));
-    a.dtype = FMHA_DTYPE_FP8;
-    a.batch = B; a.nhead_q = H; a.nhead_k = HK; a.seqlen_q = SQ; a.seqlen_k = SK; a.hdim_q = a.hdim_v = D;
+    fx_fwd_shape(&a, FMHA_DTYPE_FP8, B, H, HK, SQ, SK, D);
     a.q = fx_to_device(q8, nq); a.k = fx_to_device(k8, nk); a.v = fx_to_device(v8, nk);
     a.o = fx_poisoned(nq * 2);                                   /* bf16 */
     a.lse = (float *)fx_poisoned(nrows * 4);
-    a.stride_q = (int64_t)H * D;  a.nhead_stride_q = D; a.batch_stride_q = (int64_t)SQ * H * D;
-    a.stride_k = (int64_t)HK * D; a.nhead_stride_k = D; a.batch_stride_k = (int64_t)SK * HK * D;
-    a.stride_v = a.stride_k;      a.nhead_stride_v = D; a.batch_stride_v = a.batch_stride_k;
-    a.stride_o = a.stride_q;      a.nhead_stride_o = D; a.batch_stride_o = a.batch_stride_q;
-    a.nhead_stride_lse = SQ; a.batch_stride_lse = (int64_t)H * SQ;
     a.q_descale = dds; a.k_descale = dds + B * HK; a.v_descale = dds + 2 * B * HK;
     a.descale_batch_stride = HK; a.descale_head_stride = 1;     /* [B][HK] */
     a.scale = 0.25f / sqrtf((float)D);                           /* scores of order 1-10 */
@@ -95,15 +89,7 @@ int main(void)
     fx_to_host(lseh, a.lse, nrows * 4);
 
     /* the reference on the dequantised values, P rounded per key tile of the kernel */
-    memset(&p, 0, sizeof(p));
-    p.batch = B; p.nhead_q = H; p.nhead_k = HK; p.seqlen_q = SQ; p.seqlen_k = SK; p.hdim_q = p.hdim_v = D;
-    p.q = qf; p.k = kf; p.v = vf;
-    p.stride_q = a.stride_q; p.nhead_stride_q = a.nhead_stride_q; p.batch_stride_q = a.batch_stride_q;
-    p.stride_k = a.stride_k; p.nhead_stride_k = a.nhead_stride_k; p.batch_stride_k = a.batch_stride_k;
-    p.stride_v = a.stride_v; p.nhead_stride_v = a.nhead_stride_v; p.batch_stride_v = a.batch_stride_v;
-    p.stride_o = a.stride_o; p.nhead_stride_o = a.nhead_stride_o; p.batch_stride_o = a.batch_stride_o;
-    p.nhead_stride_lse = a.nhead_stride_lse; p.batch_stride_lse = a.batch_stride_lse;
-    p.scale = a.scale; p.mask_type = FMHA_REF_MASK_BOTTOM_RIGHT; p.window_left = -1; p.window_right = 0;
+    p = fx_ref_of(&a, qf, kf, vf, NULL);
     fx_check_init(&c);
     fx_check_rows(&c, &p, oh, 1, lseh, 2e-3, plan.kernel->tile_n);
     return fx_report(&c, 1e-2, "e4m3 Q/K/V, bf16 O, descales per (batch, KV head), GQA 8:2, causal", plan.kernel->name);

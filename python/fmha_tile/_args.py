@@ -470,13 +470,14 @@ def batch_problem(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_slo
             (q_descale, k_descale, v_descale), sinks, dropout_p, v_kmajor)
     for name, t in (("q", q), ("k", k), ("v", v)):
         s = strides(t)
-        if name == "v" and v_kmajor and _numel(t) == 0:
-            s = (0, 0, 0, 0)   # a V^T of no keys: never read (PyTorch's strides of it may be odd)
+        if name == "v" and v_kmajor:
+            # V^T [b, h_k, d, keys]: stride_v between d rows, heads nhead_stride_v apart;
+            # one of no keys is never read (PyTorch's strides of it may be odd)
+            s = (0, 0, 0) if _numel(t) == 0 else (s[0], s[2], s[1])
         setattr(a, name, t.data_ptr() or None)
         setattr(a, "batch_stride_" + name, s[0])
-        # V^T: a row of keys per head-dim index (stride_v), heads apart by nhead_stride_v
-        setattr(a, "stride_" + name, s[2] if name == "v" and v_kmajor else s[1])
-        setattr(a, "nhead_stride_" + name, s[1] if name == "v" and v_kmajor else s[2])
+        setattr(a, "stride_" + name, s[1])
+        setattr(a, "nhead_stride_" + name, s[2])
     a.v_kmajor = int(v_kmajor)
     p.out_shape = (b, s_q, hq, a.hdim_v)
     p.lse_shape = (b, hq, s_q)
