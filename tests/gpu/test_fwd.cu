@@ -603,6 +603,14 @@ static void build_configs(void)
         c.bias = 1; c.bias_dt = B;
         cfg_mask(&c, BR, -1, 0);
         add(c, 1);
+        /* hdim 128 in group mode with an empty entry, fp16, a window */
+        {
+            static const int lq[3] = { 300, 0, 129 }, lk[3] = { 700, 5, 129 };
+            c = cfg_group(F, 3, lq, lk, 4, 2, 128);
+            c.dropout = 0.35f;
+            cfg_mask(&c, BR, 200, 0);
+            add(c, 1);
+        }
     }
 
     /* 15. elementwise bias (BIAS rows): fp16/bf16/fp32 bias, per head or
