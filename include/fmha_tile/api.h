@@ -211,7 +211,7 @@ typedef struct fmha_fwd_args {
  * {0, 1, 8, 9}[e] at byte 16c + 4t + e), and the bytes of a dense V^T
  * [batch][nhead_k][hdim_v][keys] of a problem (0 for a call it cannot take:
  * not FP8 or group mode). */
-static inline int fmha_fp8_v_kmajor_keys(int seqlen_k) { return (seqlen_k + 15) / 16 * 16; }
+static inline int fmha_fp8_v_kmajor_keys(int seqlen_k) { return fmhai_vt8_keys(seqlen_k); }
 static inline int fmha_fp8_v_kmajor_pos(int key) { return fmhai_vt8_kpos(key); }
 static inline size_t fmha_fp8_v_kmajor_bytes(const fmha_fwd_args *a)
 {

@@ -623,21 +623,12 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
     }
 }
 
-/* TMA (one thread, v_kmajor): V^T of key tile [key0, key0 + BN) of KV head
- * hk, batch entry b (the map: keys, d, nhead_k, batch; one box of BN keys x
- * hd rows, the 128-byte swizzle: the V^T stage's layout) into a V^T stage,
- * counted on bar. */
-FMHAI_DEVICE void fmhai_fwd90_tma_vt(const fmhai_fwd_params *p, fmhai_smem_t dst, fmhai_smem_t bar, int key0,
-                                     int hk, int b, int hd, int BN)
-{
-    fmhai_mbar_expect_tx(bar, hd * BN);
-    fmhai_tma_load4(dst, p->tma_v, key0, 0, hk, b, bar);
-}
-
-/* TMA (one thread, v_kmajor, 192-key tiles): K of key tile [key0, key0 +
- * BN) (kblocks boxes as fmhai_fwd90_tma_kv; 0: none) and its V^T, keys
- * 0..127 by tma_v into the 128-byte panel and 128..191 by tma_v2 into the
- * 64-byte one (tile/vt8_layout.h), all counted on bar. */
+/* TMA (one thread, v_kmajor): K of key tile [key0, key0 + BN) (kblocks
+ * boxes as fmhai_fwd90_tma_kv; 0: none) and its V^T (the map: keys, d,
+ * nhead_k, batch; the 128-byte swizzle of the V^T stage), keys 0..127 by
+ * tma_v into the 128-byte panel and, for 192-key tiles, 128..191 by tma_v2
+ * into the 64-byte one (tile/vt8_layout.h), all counted on bar. kext: V^T's
+ * keys (fmhai_vt8_keys). */
 FMHAI_DEVICE void fmhai_fwd90_tma_kvt(const fmhai_fwd_params *p, fmhai_smem_t dk, fmhai_smem_t dvt, fmhai_smem_t bar,
                                       int tok, int key0, int kext, int hk, int b, int kblocks, int hd, int BN)
 {
@@ -855,7 +846,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             }
             if (VT && ltid == 0)   /* V^T of tiles 0..2: every stage is free */
                 for (int i = 0; i < 3 && i < W.n_iters; ++i)
-                    fmhai_fwd90_tma_vt(p, sV + i * v_bytes, sBar + 32 + 8 * i, (tn - i) * BN, hk, S.kv_b, HD, BN);
+                    fmhai_fwd90_tma_kvt(p, 0u, sV + i * v_bytes, sBar + 32 + 8 * i, 0, (tn - i) * BN, 0, hk, S.kv_b, 0,
+                                        HD, BN);
             if (VT) {
                 /* V given K-major (TMA only): iteration j, tile j + 2's K
                  * once both MMA warpgroups' S has read tile j's (KEMPTY),
@@ -874,8 +866,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                     if (j + 3 < W.n_iters) {
                         fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % 3, ALL);   /* P V of tile j */
                         if (ltid == 0)
-                            fmhai_fwd90_tma_vt(p, sV + (j % 3) * v_bytes, sBar + 32 + 8 * (j % 3),
-                                               (tn - 3 - j) * BN, hk, S.kv_b, HD, BN);
+                            fmhai_fwd90_tma_kvt(p, 0u, sV + (j % 3) * v_bytes, sBar + 32 + 8 * (j % 3), 0,
+                                                (tn - 3 - j) * BN, 0, hk, S.kv_b, 0, HD, BN);
                     }
                 }
                 return;
@@ -933,7 +925,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                  * together once landed (FULL); tile j + 2's copies once both
                  * MMA warpgroups are past S of tile j - 1 (KEMPTY) and P V
                  * of tile j - 1 (EMPTY), whose stage they refill. */
-                const int kext = (s_k + 15) / 16 * 16;   /* V^T's keys (fmha_fp8_v_kmajor_keys) */
+                const int kext = fmhai_vt8_keys(s_k);
                 if (ltid == 0) {
                     fmhai_fwd90_tma_kvt(p, sK, sV, sBar, 0, tn * BN, kext, hk, S.kv_b, 0, HD, BN);
                     if (W.n_iters > 1)

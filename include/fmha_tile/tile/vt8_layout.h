@@ -27,6 +27,7 @@
  * two stages only.
  *
  *   FMHAI_VT8_ROWB(bn)            bytes of V^T a d row: 128, or 192 (bn > 128)
+ *   fmhai_vt8_keys(s_k)           keys of a d row of V^T given in global memory
  *   fmhai_vt8_kpos(key)           byte of key's slot in its row's logical order
  *   fmhai_vt8_off(dd, key, hd)    byte offset of (d row dd, tile key) in a stage
  *   fmhai_vt8_kstep_start(kq, hd) where k-step kq's descriptor starts (bytes
@@ -49,6 +50,10 @@
 
 /* bytes of V^T a d row: one 128-byte panel up to 128 keys, + a 64-byte one */
 #define FMHAI_VT8_ROWB(bn) ((bn) > 128 ? 192 : 128)
+
+/* keys a d row of a V^T given in global memory holds (fmha_fwd_args.
+ * v_kmajor): seqlen_k rounded up to a whole group of 16 */
+FMHAI_VT8_FN int fmhai_vt8_keys(int s_k) { return (s_k + 15) / 16 * 16; }
 
 /* logical byte of tile key `key` in its V^T row (P's fragment order) */
 FMHAI_VT8_FN int fmhai_vt8_kpos(int key)
