@@ -386,8 +386,13 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
                     double sabs;
                     int cc, empty;
                     /* a lazy running max, where the build's kernels take one
-                     * (FMHAI_FWD90_LAZY_ON: none on e4m3 P by default) */
-                    rp.p8_lazy = FMHAI_FWD90_LAZY_ON(plan.kernel->hdim, 1, 0) ? 8.0 * 0.6931471805599453 : 0.0;
+                     * (FMHAI_FWD90_LAZY_ON: none on e4m3 P by default; the
+                     * hdim-256 row of 2 stages without a soft cap with
+                     * FMHAI_FWD90_QSUM_ON, whose O takes the rounded P's sum) */
+                    rp.p8_qsum = FMHAI_FWD90_QSUM_ON && plan.kernel->hdim == 256 && plan.kernel->stages == 2 &&
+                                 !plan.kernel->has_softcap;
+                    rp.p8_lazy = FMHAI_FWD90_LAZY_ON(plan.kernel->hdim, 1, 0) || rp.p8_qsum
+                                     ? 8.0 * 0.6931471805599453 : 0.0;
                     ref_row(&rp, b, h, i, plan.kernel->tile_n, sc, acc, ro + oo, &lse, &sabs);
                     sabs_f = (float)sabs;
                     empty = lse == -INFINITY;

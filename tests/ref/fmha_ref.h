@@ -297,6 +297,10 @@ typedef struct fmha_ref_fwd {
      * (FMHAI_FWD90_LAZY, 8 in log2 units: 8 ln 2); P is then rounded
      * relative to the old max (P < e^p8_lazy). */
     double p8_lazy;
+    /* fmha_ref_fwd_row_p8 only: 0, O is divided by the sum of the unrounded
+     * P; 1, by the sum of the rounded P (the e4m3 kernels' QSUM:
+     * FMHAI_FWD90_QSUM_ON). The LSE takes the unrounded sum either way. */
+    int p8_qsum;
 
     /* attention sinks (optional, host [nhead_q]): one more logit in every
      * row's softmax, with no value; a row that sees no key then has O = 0
@@ -472,7 +476,7 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
 {
     int s_q, s_k, lo, hi, n, t, j, c;
     int hk = h / (p->nhead_q / p->nhead_k);
-    double slope = 0.0, m = -INFINITY, l = 0.0, amax = 0.0;
+    double slope = 0.0, m = -INFINITY, l = 0.0, lq = 0.0, amax = 0.0;
     const float *qrow, *vs = 0;
 
     fmha_ref_lengths(p, b, &s_q, &s_k);
@@ -504,6 +508,7 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
         alpha = m == -INFINITY ? 0.0 : exp(m - mt);
         for (c = 0; c < p->hdim_v; c++) o_row[c] *= alpha;
         l *= alpha;
+        lq *= alpha;
         /* the V reference: every key of the tile, visible or not */
         for (j = t * tile_n; vs && j < t * tile_n + tile_n && j < s_k; j++)
             vref = fabs((double)vs[(int64_t)j * p->nhead_k]) > vref ? fabs((double)vs[(int64_t)j * p->nhead_k]) : vref;
@@ -516,12 +521,16 @@ static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i
                                              (vref / v);
             const float *vrow = p->v + fmha_ref_off_v(p, b, hk, j);
             l += e;
+            lq += pq;
             for (c = 0; c < p->hdim_v; c++) o_row[c] += pq * (double)vrow[c];
         }
         m = mt;
     }
-    if (p->sinks) l += exp((double)p->sinks[h] - m);   /* after the tiles, as the kernels fold it */
-    for (c = 0; c < p->hdim_v; c++) o_row[c] /= l;
+    if (p->sinks) {   /* after the tiles, as the kernels fold it */
+        l += exp((double)p->sinks[h] - m);
+        lq += exp((double)p->sinks[h] - m);
+    }
+    for (c = 0; c < p->hdim_v; c++) o_row[c] /= p->p8_qsum ? lq : l;
     *lse = m + log(l);
     return n;
 }

@@ -123,6 +123,11 @@
 #ifndef FMHAI_FWD90_LAZY_ON
 #define FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS) (!(FP8) && ((HDV) == 256 || (HDV) == 128))
 #endif
+/* The e4m3 hdim-256 row's lazy max with P's row sum on the tensor cores
+ * (QSUM in fmhai_fwd_sm90_body): off unless a build defines it to 1. */
+#ifndef FMHAI_FWD90_QSUM_ON
+#define FMHAI_FWD90_QSUM_ON 0
+#endif
 
 /* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
  * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
@@ -358,7 +363,8 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
                                       int s_q, int s_k, float slope, int t, int BN, int LAZY,
                                       int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
                                       const uint32_t (*bw)[FMHAI_FWD90_MAX_BN / 8], fmhai_smem_t sbias, int BM,
-                                      float scale_log2, float softcap_pre, const float *kds, float vratio)
+                                      float scale_log2, float softcap_pre, const float *kds, float vratio,
+                                      float *lse_sum)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
     /* a bias alone from shared memory folds into the raw scores (in units
@@ -471,7 +477,12 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
                 acc_s[4 * nt + 2 * hf + e] = pv;
                 sum += pv;
             }
-        row_sum[hf] = row_sum[hf] * alpha + sum;
+        if (lse_sum) {   /* QSUM: the exact sum for the LSE; O's sum of the rounded P comes from the tensor cores */
+            lse_sum[hf] = lse_sum[hf] * alpha + sum;
+            row_sum[hf] *= alpha;
+        } else {
+            row_sum[hf] = row_sum[hf] * alpha + sum;
+        }
         oa[hf] = alpha * vratio;   /* O in units of this tile's V reference */
     }
 }
@@ -1230,7 +1241,27 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* (FS2 with a soft cap: without the overlap it spilled 20 bytes less
      * and ran 4-5% faster, H100) */
     const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) && !SPLIT && !(FS2 && SOFTCAP);
-    const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS_ROWS);
+    /* QSUM (off unless a build defines FMHAI_FWD90_QSUM_ON to 1): the
+     * contiguous e4m3 hdim-256 row without a soft cap on the lazy max, with
+     * O's row sum that of the rounded P, from the tensor cores (P times 256
+     * bytes of e4m3 ones after the staging tiles, an m64n8 beside each P V
+     * k-step, tsum), so that O's numerator and sum agree however P rounds
+     * (with the exact sum a nearly one-hot row's O took the top P's
+     * rounding, up to 2^-4, at P up to 2^8: why the e4m3 rows keep the exact
+     * max); the LSE keeps the exact sum (lse_sum). Measured +1.5-5% with V^T
+     * given, level with V rows (bench/RESULTS.md, session 21); off because
+     * the e4m3 references (tests, examples, Python) model the exact max: the
+     * C reference models QSUM (fmha_ref_fwd.p8_qsum, test_fwd_fp8 sets it
+     * with the macro), the others do not yet. */
+    const int QSUM = FMHAI_FWD90_QSUM_ON && FS2 && !SOFTCAP && !PAGED && OVL;
+    const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS_ROWS) || QSUM;
+    const fmhai_smem_t sOnes = sStage + 2 * kv_bytes;
+    const uint64_t ones = QSUM ? fmhai_wg_desc_ones(sOnes) : 0;
+    float tsum[4] = { 0.f, 0.f, 0.f, 0.f }, lse_sum[2] = { 0.f, 0.f };
+    if (QSUM) {
+        if (tid < 64) fmhai_st_shared_u32(sOnes + 4 * tid, 0x38383838u);   /* e4m3 1.0 */
+        fmhai_wg_fence_smem();
+    }
     /* One branch holds every product (first S, the loop, the peeled last
      * tile) and ends with wait(0): ptxas then sees no path into the epilogue
      * with a product in flight. Split over separate branches it either
@@ -1260,7 +1291,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, 0, BN, &vref, &vratio);
         fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN, LAZY,
                             SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
-                            softcap_pre, PDS ? sDs8 : 0, vratio);
+                            softcap_pre, PDS ? sDs8 : 0, vratio, QSUM ? lse_sum : 0);
         fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
         if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 1, BN, g, t);
         if (FP8 && !FS2 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
@@ -1291,6 +1322,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
             FMHAI_FWD90_MARK(2, it);
             fmhai_wg_fence_acc(acc_o, HDV / 2);
+            if (QSUM) fmhai_wg_fence_acc(tsum, 4);
             fmhai_wg_fence();
             if (!OVL) {
                 if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + vbuf * v_bytes, HD, BN);
@@ -1302,7 +1334,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                                   fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);
             if (OVL) {
-                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + vbuf * v_bytes, HD, BN);
+                if (FP8) fmhai_wg_gemm_rs8_sum(acc_o, QSUM ? tsum : 0, pa, sV + vbuf * v_bytes, HD, BN, ones);
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
             }
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
@@ -1327,11 +1359,19 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
                                 BN, LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
                                 TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2, softcap_pre,
-                                PDS ? sDs8 + nbuf * 2 * BN : 0, vratio);
+                                PDS ? sDs8 + nbuf * 2 * BN : 0, vratio, QSUM ? lse_sum : 0);
             FMHAI_FWD90_MARK(5, it);
             if (OVL) {    /* P V of tile it done: O and P's registers are free */
                 fmhai_wg_wait(0);
                 fmhai_wg_fence_acc(acc_o, HDV / 2);
+                /* QSUM: tile it's sum of the rounded P, in units of tile it +
+                 * 1's max as O after its rescale (oa: alpha, vratio 1); one
+                 * lane of the quad adds the row's whole sum */
+                if (QSUM) {
+                    fmhai_wg_fence_acc(tsum, 4);
+                    row_sum[0] += t == 0 ? tsum[0] * oa[0] : 0.f;
+                    row_sum[1] += t == 0 ? tsum[2] * oa[1] : 0.f;
+                }
                 /* tile it's stage is free for tile it + ST (the load
                  * warpgroup waits only for the stages it refills) */
                 if (it + (VT ? 3 : ST) < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, ALL);
@@ -1350,12 +1390,19 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         else if (SPLIT || FS2) fmhai_fwd90_split_sync(it % ST, wg, 1, SPN);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence_acc(acc_o, HDV / 2);
+        if (QSUM) fmhai_wg_fence_acc(tsum, 4);
         fmhai_wg_fence();
-        if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HD, BN);
+        if (FP8)
+            fmhai_wg_gemm_rs8_sum(acc_o, QSUM ? tsum : 0, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HD, BN, ones);
         else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * v_bytes, HDV, BN, is_bf16, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_o, HDV / 2);
+        if (QSUM) {   /* the last tile's sum of the rounded P */
+            fmhai_wg_fence_acc(tsum, 4);
+            row_sum[0] += t == 0 ? tsum[0] : 0.f;
+            row_sum[1] += t == 0 ? tsum[2] : 0.f;
+        }
     }
     if (PDS) o_scale *= vref;
     if (DROP) o_scale *= p->dropout_scale;   /* the kept elements' 256 / (256 - thr) */
@@ -1373,12 +1420,25 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         float sum = row_sum[hf];
         sum += fmhai_shfl_xor(sum, 1);
         sum += fmhai_shfl_xor(sum, 2);
+        float lsum = sum;   /* QSUM: O's sum is the rounded P's, the LSE's the exact one */
+        if (QSUM) {
+            lsum = lse_sum[hf];
+            lsum += fmhai_shfl_xor(lsum, 1);
+            lsum += fmhai_shfl_xor(lsum, 2);
+        }
         float m_ln = row_max[hf] * sl2 * LN2, f = 1.f;   /* the LSE's offset, natural log */
-        if (p->sinks) f = fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &sum, &m_ln);
+        if (p->sinks) {
+            if (QSUM) {
+                float m2;
+                (void)fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &lsum, &m2);
+            }
+            f = fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &sum, &m_ln);
+            if (!QSUM) lsum = sum;
+        }
         inv[hf] = sum > 0.f ? f * o_scale / sum : 0.f;
         const int row = row0 + 8 * hf;
         if (p->lse && t == 0 && m0 + row < s_q) {
-            const float lse = sum > 0.f ? m_ln + logf(sum) : NEG_INF;
+            const float lse = lsum > 0.f ? m_ln + logf(lsum) : NEG_INF;
             const int64_t li = p->seqstart_q ? (int64_t)h * p->lse_head + q_start + m0 + row
                                              : (int64_t)b * p->lse_batch + (int64_t)h * p->lse_head + m0 + row;
             p->lse[li] = lse;

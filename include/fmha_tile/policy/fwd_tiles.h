@@ -357,13 +357,19 @@
 /* Hopper: the tiles (fp8: Q, K stages, V^T stages of FMHAI_VT8_ROWB(bn)
  * bytes a d row (128-byte rows, + 64-byte rows for keys 128..191:
  * tile/vt8_layout.h), two V staging tiles), 128 bytes of mbarriers and
- * 1024 of alignment, paged: the row pages (16-bit:
+ * 1024 of alignment, the e4m3 ones of FMHAI_FWD90_ONES_BYTES, paged: the
+ * row pages (16-bit:
  * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
  * [3][4] fp32). */
 #define FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8)                             \
     (((kv8) ? ((bm) + (st) * (bn) + (st) * FMHAI_VT8_ROWB(bn) + 2 * (bn)) * (hd)                \
             : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1152 +                            \
-     ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0))
+     ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0) +                          \
+     FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8))
+/* the contiguous e4m3 hdim-256 row of 2 stages: 256 bytes of e4m3 ones
+ * after its staging tiles (P's row sums on the tensor cores where
+ * FMHAI_FWD90_QSUM_ON, QSUM in pipeline/fwd_sm90.h) */
+#define FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8) (((kv8) && (pg) == 0 && (hd) == 256 && (st) == 2) ? 256 : 0)
 /* A row's shared memory with its bias column (bias 1: a BIAS row): the
  * Hopper pipeline adds a [BM][BN] 16-bit bias slot a stage where it
  * carries the bias (the 16-bit contiguous forward up to hdim 128). */

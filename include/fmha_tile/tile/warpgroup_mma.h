@@ -42,6 +42,8 @@
  *   fmhai_wg_gemm_abt / fmhai_wg_gemm_rs    a whole product over K of the two
  *                                           kinds above, one commit group
  *   fmhai_wg_gemm_rs8                       the register-A product in e4m3
+ *   fmhai_wg_gemm_rs8_sum                   the same, and P's row sums (a
+ *                                           row of ones, fmhai_wg_desc_ones)
  *                                           (B = V^T, K-major, one or two
  *                                           panels: tile/vt8_layout.h)
  *   fmhai_wg_load_afrags / fmhai_wg_gemm_rbt8  a warp's rows of a K-major
@@ -626,6 +628,24 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
     fmhai_wg_commit();
 }
 
+/* d[64x8] (+)= A ones (e4m3): each column of d the row sums of A (B the
+ * all-ones K-major tile of `ones`, fmhai_wg_desc_ones) */
+FMHAI_DEVICE void fmhai_wg_mma_rs8_n8(float *d, const uint32_t *a, uint64_t ones, int accumulate)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(ones), "r"(accumulate));
+#else
+    (void)d; (void)a; (void)ones; (void)accumulate;
+#endif
+}
+/* The no-swizzle descriptor of 256 bytes of e4m3 ones (0x38): an [8][32]
+ * K-major B, its two 8 x 16-byte core matrices 128 bytes apart; every
+ * k-step reads the same bytes. */
+FMHAI_DEVICE uint64_t fmhai_wg_desc_ones(fmhai_smem_t ones) { return fmhai_wg_desc_mode(ones, 128, 256, 0); }
+
 /* acc[64 x N] += P[64 x K] V in e4m3 (one commit group): P as K/32 register
  * fragments (wgmma's e4m3 A layout: row g and g + 8 of each warp's 16, bytes
  * 4t..4t+3 and 16 + 4t..), V as V^T [N][K] in the layout of
@@ -635,23 +655,31 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
  * of 64 bytes), k-steps 4 and 5 at its bytes 0 and 32. The fragments' byte
  * order need not be the keys' order: the V^T loader stores the keys of each
  * k-step in the order the score accumulator hands them over
- * (fmhai_wg_vt8_transpose). */
-FMHAI_DEVICE void fmhai_wg_gemm_rs8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K)
+ * (fmhai_wg_vt8_transpose).
+ * With sum given (fmhai_wg_gemm_rs8_sum), also P's row sums into sum[4]
+ * (set, not added: an m64n8 of ones beside each k-step; sum[0] row g,
+ * sum[2] row g + 8), in the same commit group. */
+FMHAI_DEVICE void fmhai_wg_gemm_rs8_sum(float *acc, float *sum, const uint32_t (*a)[4], fmhai_smem_t b, int N,
+                                        int K, uint64_t ones)
 {
     const uint64_t d0 = fmhai_wg_desc(b, 16, 1024);
     const uint64_t d1 = fmhai_wg_desc_mode(b + N * 128, 16, 512, 2);
 #pragma unroll
     for (int kq = 0; kq < K / 32; ++kq) {
-        /* the k-step's start (fmhai_vt8_kstep_start), as an offset of its
-         * panel's descriptor */
         const int at = fmhai_vt8_kstep_start(kq, N);
         const uint64_t dk = fmhai_vt8_kstep_width(kq) == 128 ? d0 + (uint64_t)(at >> 4)
                                                              : d1 + (uint64_t)((at - N * 128) >> 4);
         if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, 2, 1);
         else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, 2, 1);
         else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, 2, 1);
+        if (sum) fmhai_wg_mma_rs8_n8(sum, a[kq], ones, kq > 0);
     }
     fmhai_wg_commit();
+}
+
+FMHAI_DEVICE void fmhai_wg_gemm_rs8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K)
+{
+    fmhai_wg_gemm_rs8_sum(acc, 0, a, b, N, K, 0);
 }
 
 #endif /* FMHA_PLATFORM_NVIDIA */
