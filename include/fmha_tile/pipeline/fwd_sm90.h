@@ -271,6 +271,17 @@ FMHAI_DEVICE void fmhai_fwd90_dropout(uint32_t (*pa)[4], const fmhai_fwd_params 
     fmhai_fwd90_drop_apply(pa, fl, BN);
 }
 
+/* QSUM: a tile's sums of the rounded P (tsum, landed with its P V: [0] row
+ * g, [2] row g + 8, whole rows) into the running row sums, times a0 / a1
+ * (the next tile's alpha when it has rescaled them already); lane t == 0 of
+ * the quad only, as the epilogue adds the quad's partial sums. */
+FMHAI_DEVICE void fmhai_fwd90_qsum_add(float *row_sum, float *tsum, float a0, float a1, int t)
+{
+    fmhai_wg_fence_acc(tsum, 4);
+    row_sum[0] += t == 0 ? tsum[0] * a0 : 0.f;
+    row_sum[1] += t == 0 ? tsum[2] * a1 : 0.f;
+}
+
 /* Scores of key tile n (acc_s, this thread's rows row0 and row0 + 8 of
  * the block at m0) -> P as A fragments (pa): soft cap, ALiBi, mask (only on
  * tiles outside the mask-free range), online softmax in base 2 (running max
@@ -1367,11 +1378,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 /* QSUM: tile it's sum of the rounded P, in units of tile it +
                  * 1's max as O after its rescale (oa: alpha, vratio 1); one
                  * lane of the quad adds the row's whole sum */
-                if (QSUM) {
-                    fmhai_wg_fence_acc(tsum, 4);
-                    row_sum[0] += t == 0 ? tsum[0] * oa[0] : 0.f;
-                    row_sum[1] += t == 0 ? tsum[2] * oa[1] : 0.f;
-                }
+                if (QSUM) fmhai_fwd90_qsum_add(row_sum, tsum, oa[0], oa[1], t);
                 /* tile it's stage is free for tile it + ST (the load
                  * warpgroup waits only for the stages it refills) */
                 if (it + (VT ? 3 : ST) < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, ALL);
@@ -1398,11 +1405,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_o, HDV / 2);
-        if (QSUM) {   /* the last tile's sum of the rounded P */
-            fmhai_wg_fence_acc(tsum, 4);
-            row_sum[0] += t == 0 ? tsum[0] : 0.f;
-            row_sum[1] += t == 0 ? tsum[2] : 0.f;
-        }
+        if (QSUM) fmhai_fwd90_qsum_add(row_sum, tsum, 1.f, 1.f, t);   /* the last tile's */
     }
     if (PDS) o_scale *= vref;
     if (DROP) o_scale *= p->dropout_scale;   /* the kept elements' 256 / (256 - thr) */
@@ -1420,21 +1423,19 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         float sum = row_sum[hf];
         sum += fmhai_shfl_xor(sum, 1);
         sum += fmhai_shfl_xor(sum, 2);
-        float lsum = sum;   /* QSUM: O's sum is the rounded P's, the LSE's the exact one */
+        /* QSUM: O's sum is the rounded P's, the LSE's the exact one (lsum) */
+        float lsum = QSUM ? lse_sum[hf] : 0.f;
         if (QSUM) {
-            lsum = lse_sum[hf];
             lsum += fmhai_shfl_xor(lsum, 1);
             lsum += fmhai_shfl_xor(lsum, 2);
         }
         float m_ln = row_max[hf] * sl2 * LN2, f = 1.f;   /* the LSE's offset, natural log */
         if (p->sinks) {
-            if (QSUM) {
-                float m2;
-                (void)fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &lsum, &m2);
-            }
+            float m_same;   /* the sink joins both sums alike (both > 0 or both 0) */
+            if (QSUM) (void)fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &lsum, &m_same);
             f = fmhai_sink_fold(p->sinks[h], row_max[hf] * sl2, &sum, &m_ln);
-            if (!QSUM) lsum = sum;
         }
+        if (!QSUM) lsum = sum;
         inv[hf] = sum > 0.f ? f * o_scale / sum : 0.f;
         const int row = row0 + 8 * hf;
         if (p->lse && t == 0 && m0 + row < s_q) {

@@ -666,6 +666,8 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs8_sum(float *acc, float *sum, const uint32_t (
     const uint64_t d1 = fmhai_wg_desc_mode(b + N * 128, 16, 512, 2);
 #pragma unroll
     for (int kq = 0; kq < K / 32; ++kq) {
+        /* the k-step's start (fmhai_vt8_kstep_start), as an offset of its
+         * panel's descriptor */
         const int at = fmhai_vt8_kstep_start(kq, N);
         const uint64_t dk = fmhai_vt8_kstep_width(kq) == 128 ? d0 + (uint64_t)(at >> 4)
                                                              : d1 + (uint64_t)((at - N * 128) >> 4);
