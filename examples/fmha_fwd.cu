@@ -40,7 +40,8 @@
  * problems compare an evenly spaced subset of rows, which the output says.
  * fp8: random e4m3 codes of magnitude 2^-6..1.875 (never zero or NaN), the reference
  * on the dequantised values (stored * descale) rounding P to e4m3 per key tile as
- * the kernel does (fmha_ref_fwd_row_p8 with the kernel's tile_n); O within the bf16
+ * the kernel does (fmha_ref_fwd_row_p8 with the kernel's tile_n and its running max
+ * and row sum: fmha_kernel_info.p8_qsum); O within the bf16
  * rel-L2 1e-2 of it (an exact reference would be about 3e-2 off: P's 3-bit
  * mantissa), LSE within 2e-3 + 2^-11 * max_j scale * sum_c |q_c k_jc| (the fp32
  * accumulation of the e4m3 products), the bounds of tests/gpu/test_fwd_fp8.cu.
@@ -408,6 +409,7 @@ int main(int argc, char **argv)
     p.scale = o.scale; p.logits_soft_cap = o.cap;
     p.alibi_slopes = o.alibi ? hslopes : NULL; p.alibi_batch_stride = 0;
     p.mask_type = (int)o.mask; p.window_left = o.wl; p.window_right = o.wr;
+    if (is_fp8) fmha_ref_p8_qsum(&p, plan.kernel->p8_qsum);   /* the kernel's e4m3 softmax */
 
     /* ---- FLOPs and bytes ------------------------------------------------------ */
     {

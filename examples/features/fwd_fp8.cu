@@ -90,6 +90,7 @@ int main(void)
 
     /* the reference on the dequantised values, P rounded per key tile of the kernel */
     p = fx_ref_of(&a, qf, kf, vf, NULL);
+    fmha_ref_p8_qsum(&p, plan.kernel->p8_qsum);   /* and its running max and row sum */
     fx_check_init(&c);
     fx_check_rows(&c, &p, oh, 1, lseh, 2e-3, plan.kernel->tile_n);
     return fx_report(&c, 1e-2, "e4m3 Q/K/V, bf16 O, descales per (batch, KV head), GQA 8:2, causal", plan.kernel->name);

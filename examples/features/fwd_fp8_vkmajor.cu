@@ -16,7 +16,8 @@
  * bottom-right, random e4m3 codes, per-tensor descales: O with V^T the same
  * bits as with V rows (same arithmetic, only where V^T comes from differs),
  * and within rel-L2 1e-2 of the reference that rounds P to e4m3 per key
- * tile as the kernel does; LSE within 2e-3 + 2^-11 of the row's score bound.
+ * tile as the kernel does (this row: a lazy running max, O over the rounded
+ * P's sum, fmha_kernel_info.p8_qsum); LSE within 2e-3 + 2^-11 of the row's score bound.
  */
 #define EX_PROG "fwd_fp8_vkmajor"
 #include "features.h"
@@ -101,6 +102,7 @@ int main(void)
 
     /* the reference on the dequantised values (V as rows), P rounded per key tile */
     p = fx_ref_of(&rows, qf, kf, vf, NULL);
+    fmha_ref_p8_qsum(&p, plan.kernel->p8_qsum);   /* the kernel's running max and row sum */
     fx_check_init(&c);
     c.bad += (long)differ;   /* V^T must not change a bit */
     fx_check_rows(&c, &p, oh, 1, lseh, 2e-3, plan.kernel->tile_n);

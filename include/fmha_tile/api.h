@@ -449,6 +449,12 @@ typedef struct fmha_kernel_info {
     int has_dropout;         /* dropout compiled in (DROPOUT rows: the
                                 wgmma pipeline's hdim-64 kernel; elsewhere
                                 dropout is decided at run time)             */
+    int p8_qsum;             /* e4m3 rows: 1 where the kernel's running max
+                                is lazy (it moves only by more than 2^8) and
+                                O is divided by the sum of the rounded P
+                                (the LSE keeps the unrounded sum); 0: the
+                                exact max and the unrounded sum (README,
+                                "FP8 forward")                              */
 } fmha_kernel_info;
 
 /* What selection picked for a problem (fmha_fwd_check). */

@@ -232,7 +232,7 @@ def kernels(kernels=None):
     """The library's default kernel set (or the one kernels= names, as in
     attention()) as parsed JSON (fmha_set_json()):
     {"set": name, "kernels": [{"name", "family", "dtype", "hdim_q", "hdim_v",
-    "mask", "softcap", "alibi", "tile", "warps", "stages", "pipeline", "arch",
+    "mask", "softcap", "alibi", "bias", "dropout", "p8_qsum", "tile", "warps", "stages", "pipeline", "arch",
     "smem_bytes"}, ...]}."""
     h = _lib.handle(kernels)
     n = h.cdll.fmha_set_json(h.set, None, 0)
@@ -529,9 +529,10 @@ def attention_plan(q, k, v, causal=False, window=(-1, -1), softcap=0.0, alibi_sl
     """Is attention(q, k, v, ...) supported, and by which kernel? Validates and
     selects (fmha_fwd_check) without launching or allocating; returns a dict
     {"kernel", "pipeline", "hdim", "hdim_v", "page_size", "tile", "warps", "stages", "grid",
-    "block", "workspace_size", "why"} ("why": the pipeline picked and the reason, e.g.
+    "block", "workspace_size", "why", "p8_qsum"} ("why": the pipeline picked and the reason, e.g.
     why the fast wgmma pipeline does not serve it; fp8 inputs: an fmha_fwd_d*_fp8_*
-    wgmma kernel) or raises (TypeError, ValueError, FmhaError). kernels: as
+    wgmma kernel; "p8_qsum": that e4m3 kernel takes a lazy running max and divides O
+    by the sum of the rounded P, README "FP8 forward") or raises (TypeError, ValueError, FmhaError). kernels: as
     in attention(); dropout_p: as in attention() (it may change the kernel
     chosen), the generator untouched; v_kmajor: as in attention()."""
     _torch()

@@ -141,6 +141,7 @@ class FmhaKernelInfo(ctypes.Structure):
         ("has_bias", ctypes.c_int),
         ("hdim_v", ctypes.c_int),
         ("has_dropout", ctypes.c_int),
+        ("p8_qsum", ctypes.c_int),
     ]
 
 
@@ -165,7 +166,7 @@ def plan_dict(plan):
         "kernel": k.name.decode(), "pipeline": k.pipeline.decode(), "hdim": k.hdim,
         "hdim_v": k.hdim_v or k.hdim, "page_size": k.page_size, "tile": (k.tile_m, k.tile_n), "warps": k.warps, "stages": k.stages,
         "grid": (plan.grid_x, plan.grid_y, plan.grid_z), "block": plan.block,
-        "workspace_size": plan.workspace_size, "why": plan.why.decode(),
+        "workspace_size": plan.workspace_size, "why": plan.why.decode(), "p8_qsum": bool(k.p8_qsum),
     }
 
 

@@ -385,14 +385,12 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
                     float lse, sabs_f;
                     double sabs;
                     int cc, empty;
-                    /* a lazy running max, where the build's kernels take one
-                     * (FMHAI_FWD90_LAZY_ON: none on e4m3 P by default; the
-                     * hdim-256 row of 2 stages without a soft cap with
-                     * FMHAI_FWD90_QSUM_ON, whose O takes the rounded P's sum) */
-                    rp.p8_qsum = FMHAI_FWD90_QSUM_ON && plan.kernel->hdim == 256 && plan.kernel->stages == 2 &&
-                                 !plan.kernel->has_softcap;
-                    rp.p8_lazy = FMHAI_FWD90_LAZY_ON(plan.kernel->hdim, 1, 0) || rp.p8_qsum
-                                     ? 8.0 * 0.6931471805599453 : 0.0;
+                    /* the kernel's running max and row sum (its info's
+                     * p8_qsum: the hdim-256 row of 2 stages without a soft
+                     * cap takes the lazy max, O over the rounded P's sum); a
+                     * build's FMHAI_FWD90_LAZY_ON may make other rows lazy */
+                    fmha_ref_p8_qsum(&rp, plan.kernel->p8_qsum);
+                    if (FMHAI_FWD90_LAZY_ON(plan.kernel->hdim, 1, 0)) rp.p8_lazy = 8.0 * 0.6931471805599453;
                     ref_row(&rp, b, h, i, plan.kernel->tile_n, sc, acc, ro + oo, &lse, &sabs);
                     sabs_f = (float)sabs;
                     empty = lse == -INFINITY;

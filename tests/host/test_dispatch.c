@@ -552,6 +552,29 @@ static void test_fp8_fwd(void)
         }
         CHECK(tiles_ok, "fp8 fwd tiles: 128 x 192, 12 warps, 3 stages up to hdim 128 (causal too); 128 x 128, 2 stages at 256");
     }
+    {   /* the e4m3 softmax each row runs (p8_qsum): the lazy max and the rounded P's sum on the
+         * hdim-256 rows without a soft cap only; every 16-bit row 0 */
+        int qsum_ok = 1, n_qsum = 0;
+        for (i = 0; i < fmha_set_size(&set_fwd_all); ++i) {
+            const fmha_kernel_info *k = fmha_set_kernel(&set_fwd_all, i);
+            const int want = FMHAI_FWD90_QSUM_ON && k->dtype == FMHA_DTYPE_FP8 && k->hdim == 256 && !k->has_softcap;
+            n_qsum += k->p8_qsum != 0;
+            if ((k->p8_qsum != 0) != want) {
+                printf("  %s: p8_qsum %d\n", k->name, k->p8_qsum);
+                qsum_ok = 0;
+            }
+        }
+        CHECK(qsum_ok && n_qsum == (FMHAI_FWD90_QSUM_ON ? 4 : 0),
+              "p8_qsum: the 4 fp8 hdim-256 rows without a soft cap, no other row");
+        {
+            static char js[65536];
+            const char *k;
+            fmha_set_json(&set_fwd_all, js, sizeof(js));
+            k = strstr(js, "\"name\": \"fmha_fwd_d256_fp8_nmask_nsoftcap_");
+            CHECK(k && in_object(k, strchr(k, '}'), FMHAI_FWD90_QSUM_ON ? "\"p8_qsum\": true" : "\"p8_qsum\": false"),
+                  "json: the fp8 hdim-256 row's p8_qsum");
+        }
+    }
     a = good_args();
     st = fmha_fwd_check(&set_fwd_all, &a, &plan);
     CHECK(st == FMHA_OK && plan.kernel->dtype == FMHA_DTYPE_BF16 && !strstr(plan.kernel->name, "_fp8_"),

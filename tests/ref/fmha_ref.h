@@ -298,8 +298,9 @@ typedef struct fmha_ref_fwd {
      * relative to the old max (P < e^p8_lazy). */
     double p8_lazy;
     /* fmha_ref_fwd_row_p8 only: 0, O is divided by the sum of the unrounded
-     * P; 1, by the sum of the rounded P (the e4m3 kernels' QSUM:
-     * FMHAI_FWD90_QSUM_ON). The LSE takes the unrounded sum either way. */
+     * P; 1, by the sum of the rounded P (the e4m3 kernels' QSUM, which
+     * their kernel info's p8_qsum names: fmha_ref_p8_qsum sets both fields).
+     * The LSE takes the unrounded sum either way. */
     int p8_qsum;
 
     /* attention sinks (optional, host [nhead_q]): one more logit in every
@@ -471,6 +472,15 @@ static inline int fmha_ref_fwd_row(const fmha_ref_fwd *p, int b, int h, int i,
  * *sabs (may be NULL): the
  * largest scale * sum_c |q_c k_c| over the visible keys, which bounds the
  * accumulation error of a score. Arguments otherwise as fmha_ref_fwd_row. */
+/* The e4m3 softmax a kernel runs (its kernel info's p8_qsum): 1, the lazy
+ * running max of 2^8 with O divided by the rounded P's sum; 0, the exact
+ * running max with the unrounded sum. */
+static inline void fmha_ref_p8_qsum(fmha_ref_fwd *p, int qsum)
+{
+    p->p8_qsum = qsum != 0;
+    p->p8_lazy = qsum ? 8.0 * 0.6931471805599453 : 0.0;
+}
+
 static inline int fmha_ref_fwd_row_p8(const fmha_ref_fwd *p, int b, int h, int i, int tile_n,
                                       double *scores, double *o_row, double *lse, double *sabs)
 {

@@ -159,7 +159,7 @@
         FMHAI_DT_##dt, FMHAI_HDQ(hd), FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ON_##al & 1, bm, bn, w, st, \
         FMHAI_CAT(FMHAI_BWD_PIPE_, arch),                                                          \
         FMHAI_CAT(FMHA_ARCH_, arch), 0, FMHA_KV_LAYOUT_LINEAR, FMHAI_ON_##al == FMHAI_ON_BIAS,      \
-        FMHAI_HDV(hd), 0 },                                                                        \
+        FMHAI_HDV(hd), 0, 0 },                                                                      \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch, al),                                                    \
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },

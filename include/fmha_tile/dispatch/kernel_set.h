@@ -263,7 +263,9 @@ enum fmha_wildcard { FMHA_ANY = -1 };
         FMHAI_DT_##dt, FMHAI_HDQ(hd), FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al) & 1,   \
         bm, bn, w, st, FMHAI_CAT(FMHAI_FWD_PIPE_, arch), FMHAI_CAT(FMHA_ARCH_, arch), pg,            \
         FMHAI_LAYOUT_##fam, FMHAI_ON_##al == FMHAI_ON_BIAS, FMHAI_HDV(hd),                          \
-        FMHAI_ON_##al == FMHAI_ON_DROPOUT },                        \
+        FMHAI_ON_##al == FMHAI_ON_DROPOUT,                                                        \
+        FMHAI_CAT(FMHA_ARCH_, arch) == FMHA_ARCH_SM90A && !FMHAI_DEC_##fam &&                      \
+            FMHAI_FWD90_QSUM_ROW(FMHAI_HDQ(hd), st, pg, FMHAI_KV8(dt), FMHAI_ON_##sc) },             \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
       FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg, FMHAI_VEC_##fam, \
                                         FMHAI_KV8(dt), FMHAI_ON_##al == FMHAI_ON_BIAS),                \

@@ -640,13 +640,13 @@ FMHA_API size_t fmha_set_json(const fmha_kernel_set *set, char *buf, size_t cap)
         fmhai_json_put(buf, cap, &len,
                        "%s\n  {\"name\": \"%s\", \"family\": \"%s\", \"dtype\": \"%s\", \"hdim_q\": %d, "
                        "\"hdim_v\": %d, \"mask\": %s, \"softcap\": %s, \"alibi\": %s, \"bias\": %s, "
-                       "\"dropout\": %s, \"tile\": [%d, %d], "
+                       "\"dropout\": %s, \"p8_qsum\": %s, \"tile\": [%d, %d], "
                        "\"warps\": %d, \"stages\": %d, \"pipeline\": \"%s\", \"arch\": \"%s\", "
                        "\"page_size\": %d, \"kv_layout\": \"%s\", \"smem_bytes\": %d}",
                        first ? "" : ",", k->name, fams[k->family], dts[k->dtype], k->hdim, fmhai_info_hdv(k),
                        k->has_mask ? "true" : "false", k->has_softcap ? "true" : "false",
                        k->has_alibi ? "true" : "false", k->has_bias ? "true" : "false",
-                       k->has_dropout ? "true" : "false", k->tile_m, k->tile_n,
+                       k->has_dropout ? "true" : "false", k->p8_qsum ? "true" : "false", k->tile_m, k->tile_n,
                        k->warps, k->stages,
                        k->pipeline, fmhai_arch_name(k->arch), k->page_size,
                        k->kv_layout == FMHA_KV_LAYOUT_VECTORIZED ? "vectorized" : "linear",

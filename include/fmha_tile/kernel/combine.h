@@ -55,7 +55,7 @@ static const fmha_kernel_info fmhai_combine_info = {
 #else
     FMHA_ARCH_SM80,
 #endif
-    0, FMHA_KV_LAYOUT_LINEAR, 0, 256, 0 };
+    0, FMHA_KV_LAYOUT_LINEAR, 0, 256, 0, 0 };
 
 #if defined(FMHAI_AUX_KERNELS)
 FMHA_STATIC_ASSERT(FMHA_SPLITKV_MAX_SPLITS <= FMHAI_COMBINE_GROUPS * 32, "one LSE per thread");

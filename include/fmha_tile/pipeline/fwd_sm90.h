@@ -123,11 +123,6 @@
 #ifndef FMHAI_FWD90_LAZY_ON
 #define FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS) (!(FP8) && ((HDV) == 256 || (HDV) == 128))
 #endif
-/* The e4m3 hdim-256 row's lazy max with P's row sum on the tensor cores
- * (QSUM in fmhai_fwd_sm90_body): off unless a build defines it to 1. */
-#ifndef FMHAI_FWD90_QSUM_ON
-#define FMHAI_FWD90_QSUM_ON 0
-#endif
 
 /* FP8: stage s's K tile free (the MMA warpgroups are past S and the softmax
  * of the tile that used it; EMPTY + s then frees its V^T). The ids left over
@@ -1252,19 +1247,19 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* (FS2 with a soft cap: without the overlap it spilled 20 bytes less
      * and ran 4-5% faster, H100) */
     const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) && !SPLIT && !(FS2 && SOFTCAP);
-    /* QSUM (off unless a build defines FMHAI_FWD90_QSUM_ON to 1): the
+    /* QSUM (the row: FMHAI_FWD90_QSUM_ROW, policy/fwd_tiles.h): the
      * contiguous e4m3 hdim-256 row without a soft cap on the lazy max, with
      * O's row sum that of the rounded P, from the tensor cores (P times 256
      * bytes of e4m3 ones after the staging tiles, an m64n8 beside each P V
      * k-step, tsum), so that O's numerator and sum agree however P rounds
      * (with the exact sum a nearly one-hot row's O took the top P's
-     * rounding, up to 2^-4, at P up to 2^8: why the e4m3 rows keep the exact
-     * max); the LSE keeps the exact sum (lse_sum). Measured +1.5-5% with V^T
-     * given, level with V rows (bench/RESULTS.md, session 21); off because
-     * the e4m3 references (tests, examples, Python) model the exact max: the
-     * C reference models QSUM (fmha_ref_fwd.p8_qsum, test_fwd_fp8 sets it
-     * with the macro), the others do not yet. */
-    const int QSUM = FMHAI_FWD90_QSUM_ON && FS2 && !SOFTCAP && !PAGED && OVL;
+     * rounding, up to 2^-4, at P up to 2^8: why the other e4m3 rows keep
+     * the exact max); the LSE keeps the exact sum (lse_sum). Measured
+     * +1.5-5% with V^T given, level with V rows (bench/RESULTS.md, session
+     * 21). The kernel info says so (p8_qsum) and every e4m3 reference
+     * follows it (fmha_ref_fwd.p8_qsum; the Python plan's "p8_qsum"). The
+     * row always has the overlap (FMHAI_FWD90_OVL). */
+    const int QSUM = FMHAI_FWD90_QSUM_ROW(HD, ST, PAGING, FP8, SOFTCAP) && OVL;
     const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS_ROWS) || QSUM;
     const fmhai_smem_t sOnes = sStage + 2 * kv_bytes;
     const uint64_t ones = QSUM ? fmhai_wg_desc_ones(sOnes) : 0;

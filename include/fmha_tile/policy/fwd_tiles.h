@@ -370,6 +370,15 @@
  * after its staging tiles (P's row sums on the tensor cores where
  * FMHAI_FWD90_QSUM_ON, QSUM in pipeline/fwd_sm90.h) */
 #define FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8) (((kv8) && (pg) == 0 && (hd) == 256 && (st) == 2) ? 256 : 0)
+/* QSUM, the rule in one place (the pipeline's QSUM and the kernel info's
+ * p8_qsum read it): that row without a soft cap takes the lazy running max
+ * and divides O by the sum of the rounded P (pipeline/fwd_sm90.h says why).
+ * On by default; a build may define FMHAI_FWD90_QSUM_ON to 0. */
+#ifndef FMHAI_FWD90_QSUM_ON
+#define FMHAI_FWD90_QSUM_ON 1
+#endif
+#define FMHAI_FWD90_QSUM_ROW(hd, st, pg, kv8, sc) \
+    (FMHAI_FWD90_QSUM_ON && FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8) > 0 && !(sc))
 /* A row's shared memory with its bias column (bias 1: a BIAS row): the
  * Hopper pipeline adds a [BM][BN] 16-bit bias slot a stage where it
  * carries the bias (the 16-bit contiguous forward up to hdim 128). */
