@@ -1472,18 +1472,29 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                                                              acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8));
                 }
             __syncwarp();
+            /* every load of the pass first, then the stores, and constant
+             * indices only: with the chunk's last-column case indexing v at
+             * run time, v went through the stack and each chunk waited for
+             * its load before the next was issued (the e4m3 hdim-256
+             * epilogue took 6,400 cycles; bench/RESULTS.md, session 22) */
+            uint32_t v[16 * FMHAI_FWD_MAX_HD / 8 / 32][4];
+#pragma unroll
+            for (int i = 0; i < 16 * CH / 32; ++i) {
+                const int k = i * 32 + lane, r = k / CH, c = k % CH;
+                fmhai_lds_load16(v[i], ob + (uint32_t)((c >> 3) * BS + r * RS + (((c & 7) ^ (r & 7)) << 4)));
+            }
 #pragma unroll
             for (int i = 0; i < 16 * CH / 32; ++i) {
                 const int k = i * 32 + lane, r = k / CH, c = k % CH, row = wrow + r, cg = ps * CH + c;
-                uint32_t v[4];
-                fmhai_lds_load16(v, ob + (uint32_t)((c >> 3) * BS + r * RS + (((c & 7) ^ (r & 7)) << 4)));
                 if (m0 + row >= s_q || 8 * cg >= p->dv) continue;
                 char *dst = o_ptr + 2 * ((int64_t)row * p->o_row + 8 * cg);
                 if (8 * cg + 8 <= p->dv) {
-                    *(uint4 *)dst = make_uint4(v[0], v[1], v[2], v[3]);
+                    *(uint4 *)dst = make_uint4(v[i][0], v[i][1], v[i][2], v[i][3]);
                 } else {   /* the last chunk of a head dim that is not a multiple of 8 */
-                    for (int e = 0; 8 * cg + e < p->dv; ++e)
-                        *(unsigned short *)(dst + 2 * e) = (unsigned short)(v[e / 2] >> (16 * (e & 1)));
+#pragma unroll
+                    for (int e = 0; e < 8; ++e)
+                        if (8 * cg + e < p->dv)
+                            *(unsigned short *)(dst + 2 * e) = (unsigned short)(v[i][e / 2] >> (16 * (e & 1)));
                 }
             }
         }
