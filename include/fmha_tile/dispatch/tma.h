@@ -7,7 +7,8 @@
  * map for each (fmhai_fwd_params.tma_k / tma_v, tma_kv set). They are built
  * here at launch: K and V as 4-D tensors (d, rows, nhead_k, batch) with the
  * caller's strides, one box a 128-byte column block of tile_n rows, the
- * 128-byte swizzle of the GEMM tiles. Columns past d read as zeros; rows
+ * 128-byte swizzle of the GEMM tiles (and O for the epilogue's stores,
+ * fmhai_fwd_tma_out). Columns past d read as zeros; rows
  * past the tensor are never asked for (the pipeline copies the partial last
  * key tile of a sequence with cp.async, which zero-fills, and only whole
  * tiles through TMA), so group mode (seqstart_k) uses one map over all
@@ -154,6 +155,25 @@ static inline int fmhai_tma_blocks(int d, int eb) { return (d * eb + 127) / 128;
 /* A kernel's V/O head dim (0 in tables without the field: its hdim). */
 static inline int fmhai_kernel_hdv(const fmha_kernel_info *k) { return k->hdim_v ? k->hdim_v : k->hdim; }
 
+/* O for the Hopper epilogue's TMA stores (16-bit O, pipeline/fwd_sm90.h):
+ * 4-D (dv, rows, nhead_q, batch) with the caller's strides, a box a warp's
+ * 16 rows x 128 bytes with the 128-byte swizzle of its staging. With
+ * seqstart_q (group mode, batch prefill) one map over every sequence's
+ * rows: the kernel stores by TMA only a warp whose 16 rows lie inside its
+ * sequence (the rest, and strides TMA cannot take, with st.global). */
+static inline void fmhai_fwd_tma_out(const fmha_kernel_info *k, fmhai_fwd_params *p, int nhead_q, int batch,
+                                     int seqlen_q)
+{
+    const int64_t rows = p->seqstart_q ? ((int64_t)1 << 31) - 1 : seqlen_q;
+    const int nb = p->seqstart_q ? 1 : batch;
+    p->tma_out = 0;
+    if (k->arch != FMHA_ARCH_SM90A || rows <= 0 || nb <= 0 || nhead_q <= 0 || ((p->o_row | p->o_head | p->o_batch) & 7) ||
+        ((uintptr_t)p->o & 15))
+        return;
+    p->tma_out = fmhai_tma_encode_kv(p->tma_o, p->o, 2, p->dv, rows, nhead_q, nb, p->o_row, p->o_head, p->o_batch,
+                                     16) == 0;
+}
+
 /* Sets p->tma_kv and the maps for a contiguous forward on a Hopper row. */
 static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_fwd_args *a, fmhai_fwd_params *p)
 {
@@ -163,7 +183,9 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
     const int batch = a->seqstart_k ? 1 : a->batch;
     p->tma_kv = 0;
     p->tma_bias = 0;
+    p->tma_out = 0;
     if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_FWD || rows <= 0 || batch <= 0) return;
+    fmhai_fwd_tma_out(k, p, a->nhead_q, a->batch, a->seqlen_q);
     fmhai_fwd_tma_bias(k, a, p);
     /* V narrower than the kernel's by a whole 128-byte column block (hdim_v
      * below hdim_q in a kernel of one head dim): cp.async, whose copies
@@ -195,7 +217,9 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     const int box = a->page_size < k->tile_n ? a->page_size : k->tile_n;
     const int64_t pages = a->num_total_pages > 0 ? a->num_total_pages : ((int64_t)1 << 31) - 1;
     p->tma_kv = 0;
+    p->tma_out = 0;
     if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_BATCH_PREFILL || a->batch <= 0) return;
+    fmhai_fwd_tma_out(k, p, a->nhead_q, a->batch, 0);
     /* VECTORIZED pages: no map, V^T by bulk copies where the TMA unit may
      * be used (not with FMHA_TILE_TMA=0: every copy cp.async) */
     if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) {
@@ -288,12 +312,14 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
 {
     (void)k; (void)a;
     p->tma_kv = 0;
+    p->tma_out = 0;
 }
 static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_fwd_args *a, fmhai_fwd_params *p)
 {
     (void)k; (void)a;
     p->tma_kv = 0;
     p->tma_bias = 0;
+    p->tma_out = 0;
 }
 #endif /* FMHA_PLATFORM_NVIDIA */
 #endif /* FMHA_TILE_DISPATCH_TMA_H */

@@ -118,6 +118,11 @@ typedef struct fmhai_fwd_params {
     FMHAI_ALIGN64 uint64_t tma_b[16];
     /* v_kmajor with 192-key tiles: V^T's keys 128..191 (the 64-byte panel) */
     FMHAI_ALIGN64 uint64_t tma_v2[16];
+    /* Hopper forward and batch prefill: O as a TMA tensor map (dims (dv,
+     * rows, nhead_q, batch), boxes of 128 bytes x 16 rows; dispatch/tma.h)
+     * for the epilogue's stores, valid when tma_out is set */
+    int tma_out;
+    FMHAI_ALIGN64 uint64_t tma_o[16];
 } fmhai_fwd_params;
 
 /* The Hopper forward's launch order (fmhai_fwd_block_of): the block of

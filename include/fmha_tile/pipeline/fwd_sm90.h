@@ -1441,24 +1441,28 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         }
     }
     /* O rows 16-byte aligned: each warp stages its 16 rows of O in shared
-     * memory, a row's 16-byte chunks swizzled by row (the fragment stores
-     * and the row reads conflict-free), then stores whole rows with 16-byte
-     * vectors. 16-bit rows stage in the warp's own rows of the Q tile (its
-     * warpgroup's S products are done, and nothing refills Q; block stride
-     * BM x 128 bytes); e4m3 rows, whose Q rows are narrower than O's, in
-     * the V staging tiles (the last transpose is done), in NP passes of PC
-     * columns where those hold less than the block's O (hdim 256: two).
+     * memory in 128-byte column blocks of 16 rows with the 128-byte swizzle
+     * (the fragment stores and the row reads conflict-free; a TMA box),
+     * then one lane stores them by TMA (tma_out, the warp's rows inside the
+     * sequence) or the warp stores whole rows with 16-byte vectors. 16-bit
+     * rows stage in the warp's own rows of the Q tile (its warpgroup's S
+     * products are done, and nothing refills Q; block stride BM x 128
+     * bytes); e4m3 rows, whose Q rows are narrower than O's, in the V
+     * staging tiles (the last transpose is done; block stride 16 x 128), in
+     * NP passes of PC columns where those hold less than the block's O.
      * Stored from the fragments (4 bytes a thread, 16 of a row a warp
      * instruction), the epilogue took 4,200 cycles of a 2k block's 52,000
-     * (bench/RESULTS.md, session 15). */
+     * (bench/RESULTS.md, session 15); the vector stores were a warp's
+     * slowest part, ~150 cycles each (session 22: TMA). */
     const int NP = FP8 ? (NT / 32 * 16 * HDV * 2 + 2 * kv_bytes - 1) / (2 * kv_bytes) : 1, PC = HDV / NP;
     const int OSM = (!FP8 || PC % 64 == 0) && ((p->o_row | p->o_head | p->o_batch) & 7) == 0 &&
                     ((uintptr_t)p->o & 15) == 0;
     if (OSM) {
         const int wrow = row0 - g;   /* the warp's first row */
         const fmhai_smem_t ob = FP8 ? sStage + (uint32_t)(wrow * PC * 2) : sQ + (uint32_t)(wrow * 128);
-        const int RS = FP8 ? PC * 2 : 128, BS = FP8 ? 128 : BM * 128;   /* row and 64-column block strides */
+        const int RS = 128, BS = FP8 ? 16 * 128 : BM * 128;   /* row and 64-column block strides */
         const int CH = PC / 8;   /* 16-byte chunks of a row a pass */
+        const int TMO = p->tma_out && m0 + wrow + 16 <= s_q;   /* the warp's rows by TMA */
 #pragma unroll
         for (int ps = 0; ps < NP; ++ps) {
             if (ps > 0) __syncwarp();   /* the previous pass's reads are done */
@@ -1471,6 +1475,21 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                     fmhai_st_shared_u32(ob + at, fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf],
                                                              acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8));
                 }
+            if (TMO) {
+                fmhai_wg_fence_smem();   /* the lanes' stores, seen by the TMA unit */
+                __syncwarp();
+                if (lane == 0) {
+#pragma unroll
+                    for (int c = 0; c < (PC + 63) / 64; ++c)
+                        if (ps * PC + 64 * c < p->dv)
+                            fmhai_tma_store4(p->tma_o, ob + (uint32_t)(c * BS), ps * PC + 64 * c, q_start + m0 + wrow, h,
+                                             b_eff);
+                    fmhai_bulk_commit();
+                    fmhai_bulk_wait_read();   /* the staging is free again (and may be left) */
+                }
+                __syncwarp();
+                continue;
+            }
             __syncwarp();
             /* every load of the pass first, then the stores, and constant
              * indices only: with the chunk's last-column case indexing v at

@@ -21,6 +21,12 @@
  *   fmhai_bulk_load(dst, src, bytes, bar) a contiguous run of bytes (a
  *                                        multiple of 16, both ends 16-byte
  *                                        aligned), no tensor map
+ *   fmhai_tma_store4(map, src, c0..c3)   one box from shared memory to the
+ *                                        tensor (the threads' writes made
+ *                                        visible first: fmhai_wg_fence_smem)
+ *   fmhai_bulk_commit(), fmhai_bulk_wait_read()  close the stores issued so
+ *                                        far into a group; wait until every
+ *                                        group has read its shared memory
  *
  * Everything here is NVIDIA sm_90a only; elsewhere the functions are empty.
  */
@@ -92,6 +98,30 @@ FMHAI_DEVICE void fmhai_bulk_load(fmhai_smem_t dst, const void *src, int bytes, 
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 #else
     (void)dst; (void)src; (void)bytes; (void)bar;
+#endif
+}
+
+FMHAI_DEVICE void fmhai_tma_store4(const void *map, fmhai_smem_t src, int c0, int c1, int c2, int c3)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+                 :: "l"(map), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+#else
+    (void)map; (void)src; (void)c0; (void)c1; (void)c2; (void)c3;
+#endif
+}
+
+FMHAI_DEVICE void fmhai_bulk_commit(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+FMHAI_DEVICE void fmhai_bulk_wait_read(void)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #endif
 }
 
