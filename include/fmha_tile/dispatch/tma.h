@@ -160,15 +160,13 @@ static inline int fmhai_kernel_hdv(const fmha_kernel_info *k) { return k->hdim_v
  * 16 rows x 128 bytes with the 128-byte swizzle of its staging. With
  * seqstart_q (group mode, batch prefill) one map over every sequence's
  * rows: the kernel stores by TMA only a warp whose 16 rows lie inside its
- * sequence (the rest, and strides TMA cannot take, with st.global). */
-static inline void fmhai_fwd_tma_out(const fmha_kernel_info *k, fmhai_fwd_params *p, int nhead_q, int batch,
-                                     int seqlen_q)
+ * sequence (the rest, and strides TMA cannot take, with st.global).
+ * Hopper rows only: the callers check the row and clear tma_out first. */
+static inline void fmhai_fwd_tma_out(fmhai_fwd_params *p, int nhead_q, int batch, int seqlen_q)
 {
     const int64_t rows = p->seqstart_q ? ((int64_t)1 << 31) - 1 : seqlen_q;
     const int nb = p->seqstart_q ? 1 : batch;
-    p->tma_out = 0;
-    if (k->arch != FMHA_ARCH_SM90A || rows <= 0 || nb <= 0 || nhead_q <= 0 || ((p->o_row | p->o_head | p->o_batch) & 7) ||
-        ((uintptr_t)p->o & 15))
+    if (rows <= 0 || nb <= 0 || nhead_q <= 0 || ((p->o_row | p->o_head | p->o_batch) & 7) || ((uintptr_t)p->o & 15))
         return;
     p->tma_out = fmhai_tma_encode_kv(p->tma_o, p->o, 2, p->dv, rows, nhead_q, nb, p->o_row, p->o_head, p->o_batch,
                                      16) == 0;
@@ -185,7 +183,7 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
     p->tma_bias = 0;
     p->tma_out = 0;
     if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_FWD || rows <= 0 || batch <= 0) return;
-    fmhai_fwd_tma_out(k, p, a->nhead_q, a->batch, a->seqlen_q);
+    fmhai_fwd_tma_out(p, a->nhead_q, a->batch, a->seqlen_q);
     fmhai_fwd_tma_bias(k, a, p);
     /* V narrower than the kernel's by a whole 128-byte column block (hdim_v
      * below hdim_q in a kernel of one head dim): cp.async, whose copies
@@ -219,7 +217,7 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     p->tma_kv = 0;
     p->tma_out = 0;
     if (k->arch != FMHA_ARCH_SM90A || k->family != FMHA_FAMILY_BATCH_PREFILL || a->batch <= 0) return;
-    fmhai_fwd_tma_out(k, p, a->nhead_q, a->batch, 0);
+    fmhai_fwd_tma_out(p, a->nhead_q, a->batch, 0);
     /* VECTORIZED pages: no map, V^T by bulk copies where the TMA unit may
      * be used (not with FMHA_TILE_TMA=0: every copy cp.async) */
     if (a->kv_layout == FMHA_KV_LAYOUT_VECTORIZED) {

@@ -1484,8 +1484,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                         if (ps * PC + 64 * c < p->dv)
                             fmhai_tma_store4(p->tma_o, ob + (uint32_t)(c * BS), ps * PC + 64 * c, q_start + m0 + wrow, h,
                                              b_eff);
-                    fmhai_bulk_commit();
-                    fmhai_bulk_wait_read();   /* the staging is free again (and may be left) */
+                    fmhai_tma_store_wait_read();   /* the staging is free again (and may be left) */
                 }
                 __syncwarp();
                 continue;

@@ -24,9 +24,9 @@
  *   fmhai_tma_store4(map, src, c0..c3)   one box from shared memory to the
  *                                        tensor (the threads' writes made
  *                                        visible first: fmhai_wg_fence_smem)
- *   fmhai_bulk_commit(), fmhai_bulk_wait_read()  close the stores issued so
- *                                        far into a group; wait until every
- *                                        group has read its shared memory
+ *   fmhai_tma_store_wait_read()          close the stores issued so far into
+ *                                        a group and wait until they have
+ *                                        read their shared memory
  *
  * Everything here is NVIDIA sm_90a only; elsewhere the functions are empty.
  */
@@ -111,17 +111,10 @@ FMHAI_DEVICE void fmhai_tma_store4(const void *map, fmhai_smem_t src, int c0, in
 #endif
 }
 
-FMHAI_DEVICE void fmhai_bulk_commit(void)
+FMHAI_DEVICE void fmhai_tma_store_wait_read(void)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-
-FMHAI_DEVICE void fmhai_bulk_wait_read(void)
-{
-#if defined(FMHAI_DEVICE_HAS_SM90A)
-    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #endif
 }
 
