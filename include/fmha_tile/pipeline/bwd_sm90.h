@@ -14,6 +14,8 @@
  * Per query tile (BM rows):
  *     S^T  = K Q^T        SS, K-major A (K rows) and B (Q rows)     async
  *     dP^T = V dO^T       SS, same operand roles                    async
+ *                         (hdim 64: RS, the K and V rows held as A
+ *                         fragments over the key tile, KVR)
  *     P^T from S^T (wait for S^T only; dP^T still runs)
  *     dV  += P^T dO       RS: P^T from registers, dO MN-major        async
  *     dS^T = P^T (dP^T - D) (wait for dP^T; dV still runs); dS^T -> shared
@@ -401,6 +403,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int BIAS = ALIBI == 2;
     const int FOLD = BIAS && !SOFTCAP;   /* the bias as S^T's start value (fmhai_bwd90_bias_fold) */
     const int QS = FMHAI_BWD90_QS(HD, BIAS);   /* fp32 row stride of a dQ buffer (fmhai_bwd90_dq_swz) */
+    /* KVR (hdim 64): each warp keeps its 16 K and V rows as wgmma A
+     * fragments (32 registers) and S^T and dP^T read only Q and dO from
+     * shared memory: +2-4% without a mask (bench/RESULTS.md, session 23);
+     * at hdim 128 the 64 registers are not there */
+    const int KVR = HD == 64;
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
     (void)ST; (void)NW;
@@ -487,6 +494,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 #pragma unroll
         for (int i = 0; i < HD / 2; ++i) { acc_dv[i] = 0.f; acc_dk[i] = 0.f; }
 
+        uint32_t ka[4][4], va[4][4];   /* KVR: this warp's K and V rows (four k-steps) */
         int mi = 0, hq = 0;
 #pragma unroll 1
         for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
@@ -535,10 +543,31 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             /* ---- S^T and dP^T, both in flight -------------------------------- */
             float acc_p[FMHAI_BWD90_MAX_BM / 2];
             if (FOLD) fmhai_wg_fence_acc(acc_s, BM / 2);   /* the start values written before the fence */
-            fmhai_wg_fence();
-            fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD, is_bf16,
-                                0, FOLD);
-            fmhai_wg_gemm_abt(acc_p, fmhai_opaque_smem(sV + wg * 64 * 128), BN, fmhai_opaque_smem(do_s), BM, HD, is_bf16, 0);
+            if (KVR) {   /* K and V from registers (read at the tile's first step), Q and dO from shared memory */
+                if (jt == 0) {
+                    fmhai_wg_load_afrags(ka, sK, BN, key0, lane, HD / 16);
+                    fmhai_wg_load_afrags(va, sV, BN, key0, lane, HD / 16);
+                }
+                const uint64_t dq = fmhai_wg_desc(fmhai_opaque_smem(q_s), 16, 1024);
+                const uint64_t dd = fmhai_wg_desc(fmhai_opaque_smem(do_s), 16, 1024);
+                fmhai_wg_fence();
+#pragma unroll
+                for (int k = 0; k < HD / 16; ++k)
+                    fmhai_wg_mma_rs_n64(acc_s, ka[k], dq + (uint64_t)(fmhai_wg_kstep_off(k, BM) >> 4), k > 0 || FOLD,
+                                        is_bf16, 1);
+                fmhai_wg_commit();
+#pragma unroll
+                for (int k = 0; k < HD / 16; ++k)
+                    fmhai_wg_mma_rs_n64(acc_p, va[k], dd + (uint64_t)(fmhai_wg_kstep_off(k, BM) >> 4), k > 0, is_bf16,
+                                        1);
+                fmhai_wg_commit();
+            } else {
+                fmhai_wg_fence();
+                fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD,
+                                    is_bf16, 0, FOLD);
+                fmhai_wg_gemm_abt(acc_p, fmhai_opaque_smem(sV + wg * 64 * 128), BN, fmhai_opaque_smem(do_s), BM, HD,
+                                  is_bf16, 0);
+            }
             FMHAI_BWD90_MARK(3, tau);
             fmhai_wg_wait(1);
             FMHAI_BWD90_MARK(4, tau);
