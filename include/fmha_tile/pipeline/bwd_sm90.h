@@ -405,7 +405,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const int QS = FMHAI_BWD90_QS(HD, BIAS);   /* fp32 row stride of a dQ buffer (fmhai_bwd90_dq_swz) */
     /* KVR (hdim 64): each warp keeps its 16 K and V rows as wgmma A
      * fragments (32 registers) and S^T and dP^T read only Q and dO from
-     * shared memory: +2-4% without a mask (bench/RESULTS.md, session 23);
+     * shared memory: +1-4% without a mask (bench/RESULTS.md, session 23);
      * at hdim 128 the 64 registers are not there */
     const int KVR = HD == 64;
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -548,19 +548,9 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                     fmhai_wg_load_afrags(ka, sK, BN, key0, lane, HD / 16);
                     fmhai_wg_load_afrags(va, sV, BN, key0, lane, HD / 16);
                 }
-                const uint64_t dq = fmhai_wg_desc(fmhai_opaque_smem(q_s), 16, 1024);
-                const uint64_t dd = fmhai_wg_desc(fmhai_opaque_smem(do_s), 16, 1024);
-                fmhai_wg_fence();
-#pragma unroll
-                for (int k = 0; k < HD / 16; ++k)
-                    fmhai_wg_mma_rs_n64(acc_s, ka[k], dq + (uint64_t)(fmhai_wg_kstep_off(k, BM) >> 4), k > 0 || FOLD,
-                                        is_bf16, 1);
-                fmhai_wg_commit();
-#pragma unroll
-                for (int k = 0; k < HD / 16; ++k)
-                    fmhai_wg_mma_rs_n64(acc_p, va[k], dd + (uint64_t)(fmhai_wg_kstep_off(k, BM) >> 4), k > 0, is_bf16,
-                                        1);
-                fmhai_wg_commit();
+                fmhai_wg_fence();   /* (BM = 64: the Q and dO tiles are the 64 rows rbt reads) */
+                fmhai_wg_gemm_rbt(acc_s, ka, fmhai_opaque_smem(q_s), 2 * HD, is_bf16, FOLD);
+                fmhai_wg_gemm_rbt(acc_p, va, fmhai_opaque_smem(do_s), 2 * HD, is_bf16, 0);
             } else {
                 fmhai_wg_fence();
                 fmhai_wg_gemm_abt_c(acc_s, fmhai_opaque_smem(sK + wg * 64 * 128), BN, fmhai_opaque_smem(q_s), BM, HD,

@@ -54,7 +54,7 @@
  * MMA warpgroups at 240 registers, the load warpgroup at 24; K handed over
  * as it lands and V^T once transposed, on barriers of their own). An e4m3
  * row of 64 keys at hdim 256 (QREG) keeps each warp's Q rows in registers
- * (fmhai_wg_load_afrags) and reads only K for S (fmhai_wg_gemm_rbt8): S as
+ * (fmhai_wg_load_afrags) and reads only K for S (fmhai_wg_gemm_rbt): S as
  * m64n64k32 with both operands in shared memory needs 128 bytes a clock,
  * all the SM has. The same rows serve batch
  * prefill over 16-bit K/V, and the fp8 rows batch prefill over e4m3 LINEAR
@@ -1282,7 +1282,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
         fmhai_wg_fence();
         if (QREG)
-            fmhai_wg_gemm_rbt8(acc_s, qf, fmhai_opaque_smem(sK), HD);
+            fmhai_wg_gemm_rbt(acc_s, qf, fmhai_opaque_smem(sK), HD, 2, 0);
         else
             fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC,
                               TY, KV_VEC);
@@ -1335,7 +1335,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
             }
             if (QREG)
-                fmhai_wg_gemm_rbt8(acc_s, qf, fmhai_opaque_smem(sK + nbuf * kv_bytes), HD);
+                fmhai_wg_gemm_rbt(acc_s, qf, fmhai_opaque_smem(sK + nbuf * kv_bytes), HD, 2, 0);
             else
                 fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                                   fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);

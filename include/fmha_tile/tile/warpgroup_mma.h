@@ -46,10 +46,10 @@
  *                                           row of ones, fmhai_wg_desc_ones)
  *                                           (B = V^T, K-major, one or two
  *                                           panels: tile/vt8_layout.h)
- *   fmhai_wg_load_afrags / fmhai_wg_gemm_rbt8  a warp's rows of a K-major
+ *   fmhai_wg_load_afrags / fmhai_wg_gemm_rbt   a warp's rows of a K-major
  *                                           tile as A fragments (ldmatrix),
- *                                           and A B^T in e4m3 from them with
- *                                           B as fmhai_wg_gemm_abt's
+ *                                           and A B^T from them with B as
+ *                                           fmhai_wg_gemm_abt's
  * The type code `ty` (is_bf16 where only 16-bit types pass) is 0
  * fp16, 1 bf16, 2 e4m3: e4m3 products are k32 and read both operands
  * K-major (wgmma has no transpose for 8-bit types).
@@ -581,15 +581,18 @@ FMHAI_DEVICE void fmhai_wg_load_afrags(uint32_t (*a)[4], fmhai_smem_t tile, int 
         fmhai_warp_ldsm_x4(a[k], tile + (uint32_t)fmhai_wg_tile_off(r, k * 2 + (lane >> 4), rows));
 }
 
-/* acc[64 x 64] = A B^T in e4m3 over K bytes (one commit group): A as K/32
- * register fragments (fmhai_wg_load_afrags), B a 64-row K-major tile read
- * as fmhai_wg_gemm_abt reads it; only B comes from shared memory. */
-FMHAI_DEVICE void fmhai_wg_gemm_rbt8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int K)
+/* acc[64 x 64] = A B^T over kbytes bytes of each row (one commit group;
+ * acc_in: acc += A B^T, acc holding a start value): A as kbytes / 32
+ * register fragments (fmhai_wg_load_afrags; a 32-byte k-step is k16 in
+ * 16 bits, k32 in e4m3), B a 64-row K-major tile read as fmhai_wg_gemm_abt
+ * reads it; only B comes from shared memory. ty as fmhai_wg_mma_rs_n64. */
+FMHAI_DEVICE void fmhai_wg_gemm_rbt(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int kbytes, int ty,
+                                    int acc_in)
 {
     const uint64_t db = fmhai_wg_desc(b, 16, 1024);
 #pragma unroll
-    for (int k = 0; k < K / 32; ++k)
-        fmhai_wg_mma_rs_n64(acc, a[k], db + (uint64_t)(fmhai_wg_kstep_off(k, 64) >> 4), k > 0, 2, 1);
+    for (int k = 0; k < kbytes / 32; ++k)
+        fmhai_wg_mma_rs_n64(acc, a[k], db + (uint64_t)(fmhai_wg_kstep_off(k, 64) >> 4), k > 0 || acc_in, ty, 1);
     fmhai_wg_commit();
 }
 
