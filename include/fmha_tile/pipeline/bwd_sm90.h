@@ -319,7 +319,10 @@ FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (
  * additions is fixed and the sums are reproducible; each of its 4 warps
  * then publishes its adds with a release add (4 arrivals a tile). The MMA
  * warpgroups only wait for the writer when both buffers are full. It keeps
- * no walk state (24 registers, setmaxnreg). */
+ * no walk state (24 registers, setmaxnreg). Its atomics cost the kernel
+ * 5-9% at hdim 128, in the L2: the rows as bulk reductions, or the query
+ * sweeps rotated so that the key tiles of a head add to different rows,
+ * measured level (bench/RESULTS.md, session 24). */
 FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
                                         const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int QS,
                                         int det, int wtid)

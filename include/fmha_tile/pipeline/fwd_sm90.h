@@ -1239,7 +1239,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * the 192-key FP8 tiles and the lazy max) it gains the FP8 kernels
      * (hdim 256 +1-4%, hdim 128 +1.5-2%) and bf16 hdim 64 (+1-3%), and
      * costs bf16 hdim 128 (0 to -2%) and 256 (-12%); the BIAS rows spilled
-     * 40-48 bytes with it, the FP8 hdim-128 SOFTCAP rows 24. */
+     * 40-48 bytes with it, the FP8 hdim-128 SOFTCAP rows 24. ptxas puts
+     * the wait for P V at the softmax's top all the same, so the gain is
+     * the products' order; the wait held below the softmax (an anchor
+     * product after it) measured 4-14% slower at e4m3 hdim 128, and a
+     * second P buffer cannot be had (ptxas gives both the same registers:
+     * bench/RESULTS.md, session 24). */
 #ifndef FMHAI_FWD90_OVL
 #define FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) \
     (((FP8) && ((HD) == 256 || !(SOFTCAP))) || (!(FP8) && (HD) == 64 && !(BIAS)))
