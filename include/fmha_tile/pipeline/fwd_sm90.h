@@ -704,7 +704,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     const int ALL = NT + 128;        /* + the load warpgroup's */
     const float NEG_INF = -__int_as_float(0x7f800000);
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int g = lane / 4, t = lane % 4, wg = warp / 4;
+    const int g = lane / 4, t = lane % 4;
+    /* hdim 256: the warpgroup from lane 0, which the compiler then keeps,
+     * and the Q tile's wgmma descriptors made from it, in uniform registers
+     * (from the thread index it moved each k-step's descriptor into them
+     * with R2UR): +1-2% (bench/RESULTS.md, session 26); at hdim 64 -2%,
+     * at 128 level */
+    const int wg = HD == 256 ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4;
     const int PAGED = PAGING != 0;
     /* FP8: e4m3 Q, K, V (bytes per element EB); a row of hd e4m3 bytes is
      * laid out as a 16-bit row of hd / 2 (HDC columns) */

@@ -88,6 +88,16 @@ FMHAI_DEVICE uint64_t fmhai_wg_desc(fmhai_smem_t addr, uint32_t lbo, uint32_t sb
 {
     return fmhai_wg_desc_mode(addr, lbo, sbo, 1);
 }
+/* Descriptor d with its start moved `bytes` on (a multiple of 16): a 32-bit
+ * add to the low word (a start stays under the 256 KB the 14-bit field
+ * holds, so nothing carries out of it). A 64-bit add made the compiler
+ * move the k-steps' descriptors through vector registers (an add with
+ * carry and two R2UR each); this one it keeps in uniform registers. */
+FMHAI_DEVICE uint64_t fmhai_wg_desc_add(uint64_t d, uint32_t bytes)
+{
+    const uint32_t lo = (uint32_t)d + (bytes >> 4), hi = (uint32_t)(d >> 32);
+    return ((uint64_t)hi << 32) | lo;
+}
 
 /* No-swizzle descriptor of a chunk-major K-major tile (fmhai_cmaj's layout:
  * 16-byte chunk c of row r at (c * rows + r) * 16): each 8-row x 16-byte core
@@ -553,12 +563,12 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fm
     const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, 16, 1024);
 #pragma unroll
     for (int k = 0; k < K / 16; ++k) {
-        const uint64_t oa = (uint64_t)(fmhai_wg_kstep_off(k, a_rows) >> 4);
-        const uint64_t ob = (uint64_t)((b_cmaj ? k * 2 * N * 16 : fmhai_wg_kstep_off(k, N)) >> 4);
-        if (N == 192) fmhai_wg_mma_ss_kk_n192(acc, da + oa, db + ob, k > 0 || acc_in, ty);
-        else if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, da + oa, db + ob, k > 0 || acc_in, ty);
-        else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, da + oa, db + ob, k > 0 || acc_in, ty);
-        else fmhai_wg_mma_ss_kk_n64(acc, da + oa, db + ob, k > 0 || acc_in, ty);
+        const uint64_t dak = fmhai_wg_desc_add(da, (uint32_t)fmhai_wg_kstep_off(k, a_rows));
+        const uint64_t dbk = fmhai_wg_desc_add(db, (uint32_t)(b_cmaj ? k * 2 * N * 16 : fmhai_wg_kstep_off(k, N)));
+        if (N == 192) fmhai_wg_mma_ss_kk_n192(acc, dak, dbk, k > 0 || acc_in, ty);
+        else if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, dak, dbk, k > 0 || acc_in, ty);
+        else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, dak, dbk, k > 0 || acc_in, ty);
+        else fmhai_wg_mma_ss_kk_n64(acc, dak, dbk, k > 0 || acc_in, ty);
     }
     fmhai_wg_commit();
 }
@@ -592,7 +602,8 @@ FMHAI_DEVICE void fmhai_wg_gemm_rbt(float *acc, const uint32_t (*a)[4], fmhai_sm
     const uint64_t db = fmhai_wg_desc(b, 16, 1024);
 #pragma unroll
     for (int k = 0; k < kbytes / 32; ++k)
-        fmhai_wg_mma_rs_n64(acc, a[k], db + (uint64_t)(fmhai_wg_kstep_off(k, 64) >> 4), k > 0 || acc_in, ty, 1);
+        fmhai_wg_mma_rs_n64(acc, a[k], fmhai_wg_desc_add(db, (uint32_t)fmhai_wg_kstep_off(k, 64)), k > 0 || acc_in, ty,
+                            1);
     fmhai_wg_commit();
 }
 
@@ -609,14 +620,14 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_sme
     for (int kq = 0; kq < K / 16; ++kq) {
         /* a 16-deep k-step: 16 rows of 128 bytes on (MN-major), or two
          * chunk columns of N rows on (chunk-major) */
-        const uint64_t dk = db + (uint64_t)((b_cmaj ? kq * 2 * N * 16 : kq * 2048) >> 4);
+        const uint64_t dk = fmhai_wg_desc_add(db, (uint32_t)(b_cmaj ? kq * 2 * N * 16 : kq * 2048));
         if (N == 256) {
             fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
         } else if (N == 192) {
             /* n128, then n64 for columns 128..191 (n-tiles 16..23, acc + 64):
              * two 64-column panels on, or 128 chunk-major rows */
             fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
-            fmhai_wg_mma_rs_n64(acc + 64, a[kq], dk + (uint64_t)((b_cmaj ? 128 * 16 : 2 * K * 128) >> 4), 1,
+            fmhai_wg_mma_rs_n64(acc + 64, a[kq], fmhai_wg_desc_add(dk, (uint32_t)(b_cmaj ? 128 * 16 : 2 * K * 128)), 1,
                                 is_bf16, b_cmaj);
         } else if (N == 128) {
             fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
@@ -672,8 +683,8 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs8_sum(float *acc, float *sum, const uint32_t (
         /* the k-step's start (fmhai_vt8_kstep_start), as an offset of its
          * panel's descriptor */
         const int at = fmhai_vt8_kstep_start(kq, N);
-        const uint64_t dk = fmhai_vt8_kstep_width(kq) == 128 ? d0 + (uint64_t)(at >> 4)
-                                                             : d1 + (uint64_t)((at - N * 128) >> 4);
+        const uint64_t dk = fmhai_vt8_kstep_width(kq) == 128 ? fmhai_wg_desc_add(d0, (uint32_t)at)
+                                                             : fmhai_wg_desc_add(d1, (uint32_t)(at - N * 128));
         if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, 2, 1);
         else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, 2, 1);
         else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, 2, 1);
