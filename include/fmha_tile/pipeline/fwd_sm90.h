@@ -705,12 +705,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     const float NEG_INF = -__int_as_float(0x7f800000);
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
-    /* hdim 256: the warpgroup from lane 0, which the compiler then keeps,
-     * and the Q tile's wgmma descriptors made from it, in uniform registers
-     * (from the thread index it moved each k-step's descriptor into them
-     * with R2UR): +1-2% (bench/RESULTS.md, session 26); at hdim 64 -2%,
-     * at 128 level */
-    const int wg = HD == 256 ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4;
+    /* 16-bit hdim 256: the warpgroup from lane 0, which the compiler then
+     * keeps, and the Q tile's wgmma descriptors made from it, in uniform
+     * registers (from the thread index it moved each k-step's descriptor
+     * into them with R2UR): +1-2% (bench/RESULTS.md, session 26); at hdim
+     * 64 -2%, at 128 and e4m3 256 level (the latter's load warpgroup spilled
+     * 16 bytes more) */
+    const int wg = HD == 256 && !FP8 ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4;
     const int PAGED = PAGING != 0;
     /* FP8: e4m3 Q, K, V (bytes per element EB); a row of hd e4m3 bytes is
      * laid out as a 16-bit row of hd / 2 (HDC columns) */
@@ -1284,10 +1285,32 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * with a product in flight. Split over separate branches it either
      * injected a wait (C7517) or, with the wait after them, serialised every
      * wgmma (C7515, 25% slower). */
+    /* Causal-type masks: the block's first key tile (its last keys) may see
+     * none of this warpgroup's 64 rows (192-row blocks, or 80-key tiles: a
+     * warpgroup's rows end up to a tile before the block's). The warpgroup
+     * then takes that tile's turn without products (k0 = 1): processing it
+     * would leave its rows' max, sum and O as they are. 16-bit rows without
+     * a split ring or bias tiles, whose stages are handed over apart. */
+    int k0 = 0;
+    if (HAS_MASK && !FP8 && !SPLIT && !FS2 && !TB && W.n_iters > 1 && m0 + wg * 64 < s_q) {
+        fmhai_fwd_keys Ww;
+        fmhai_fwd_keys_of(p, HAS_MASK, m0 + wg * 64, min(m0 + wg * 64 + 64, s_q) - 1, s_q, s_k, BN, &Ww);
+        k0 = Ww.n_iters > 0 && Ww.n_hi < W.n_hi;
+    }
+    /* from lane 0, so that the key loop that starts at it stays uniform (its
+     * stage addresses and wgmma descriptors in uniform registers; from the
+     * warpgroup index it cost the loop 32 R2UR and 3-6%) */
+    if (HAS_MASK && !FP8 && !SPLIT && !FS2) k0 = __shfl_sync(0xffffffffu, k0, 0);
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
+        if (k0) {   /* tile 0: its turn and its stage, no products */
+            fmhai_fwd90_full_sync(sFull3, 0, 0, ST, wg, NWG);
+            fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
+            fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
+            if (ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + 0, ALL);
+        }
         if (SPLIT || FS2) fmhai_fwd90_split_sync(0, wg, 0, SPN);   /* K of tile 0 and Q landed */
-        else fmhai_fwd90_full_sync(sFull3, 0, 0, ST, wg, NWG);   /* tile 0 and Q landed */
+        else fmhai_fwd90_full_sync(sFull3, k0, k0, ST, wg, NWG);   /* tile k0 and Q landed */
         FMHAI_FWD90_BLOCK_MARK(1);
         if (QREG) fmhai_wg_load_afrags(qf, sQ, BM, row0 - g, lane, HD / 32);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
@@ -1295,10 +1318,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (QREG)
             fmhai_wg_gemm_rbt(acc_s, qf, fmhai_opaque_smem(sK), HD, 2, 0);
         else
-            fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM, fmhai_opaque_smem(sK), BN, HDC,
-                              TY, KV_VEC);
+            fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
+                              fmhai_opaque_smem(sK + k0 * kv_bytes), BN, HDC, TY, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
-        if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1, BN, t, s_q, s_k);
+        if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1 - k0, BN, t, s_q, s_k);
         fmhai_wg_wait(0);   /* S of tile 0 done */
         fmhai_wg_fence_acc(acc_s, BN / 2);
         /* FS2: a K slot is free once S has read it (at two stages the load
@@ -1306,18 +1329,18 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (FS2 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         FMHAI_FWD90_BLOCK_MARK(2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, 0, BN, &vref, &vratio);
-        fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1, m0, row0, s_q, s_k, slope, t, BN, LAZY,
+        fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1 - k0, m0, row0, s_q, s_k, slope, t, BN, LAZY,
                             SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
                             softcap_pre, PDS ? sDs8 : 0, vratio, QSUM ? lse_sum : 0);
         fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
-        if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 1, BN, g, t);
+        if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 1 - k0, BN, g, t);
         if (FP8 && !FS2 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         if (SPLIT && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), NT + 32);   /* K slot 0 read */
         /* tiles 0 .. n_iters - 2 issue the next tile's S and their P V in
          * their turn; the last tile (peeled: wgmma issued under a branch
          * serialises the pipeline) only its P V */
 #pragma unroll 1
-        for (int it = 0; it + 1 < W.n_iters; ++it) {
+        for (int it = k0; it + 1 < W.n_iters; ++it) {
             const int buf = it % ST, nbuf = (it + 1) % ST, vbuf = VT ? it % 3 : buf;   /* vbuf: V^T stage */
             FMHAI_FWD90_MARK(0, it);
             /* ---- this warpgroup's turn: S of tile it + 1 and O += P V -------- */
