@@ -16,7 +16,9 @@
  * one runs its softmax while another's products use the tensor cores
  * (FlashAttention-3's ping-pong), and each starts the softmax of the next
  * tile as soon as its S has landed, under its own P V (intra-warpgroup
- * overlap; O is rescaled and P packed once P V is done). Per key tile:
+ * overlap; O is rescaled and P packed once P V is done). Under a causal
+ * mask a warpgroup whose 64 rows see none of the block's first key tile
+ * takes that tile's turn without products. Per key tile:
  *     S  = Q K^T      SS: Q (this warpgroup's 64 rows) and K, K-major
  *     soft cap / ALiBi / mask (mask only on tiles that need it)
  *     online softmax; P -> 16-bit A fragments (dropout: dropped elements
