@@ -1282,27 +1282,30 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (tid < 64) fmhai_st_shared_u32(sOnes + 4 * tid, 0x38383838u);   /* e4m3 1.0 */
         fmhai_wg_fence_smem();
     }
-    /* One branch holds every product (first S, the loop, the peeled last
-     * tile) and ends with wait(0): ptxas then sees no path into the epilogue
-     * with a product in flight. Split over separate branches it either
-     * injected a wait (C7517) or, with the wait after them, serialised every
-     * wgmma (C7515, 25% slower). */
     /* Causal-type masks: the block's first key tile (its last keys) may see
      * none of this warpgroup's 64 rows (192-row blocks, or 80-key tiles: a
      * warpgroup's rows end up to a tile before the block's). The warpgroup
      * then takes that tile's turn without products (k0 = 1): processing it
      * would leave its rows' max, sum and O as they are. 16-bit rows without
-     * a split ring or bias tiles, whose stages are handed over apart. */
+     * a split ring or bias tiles, whose stages are handed over apart. k0
+     * comes from lane 0, so that the key loop that starts at it stays
+     * uniform (stage addresses and wgmma descriptors in uniform registers;
+     * from the warpgroup index it cost the loop 32 R2UR and 3-6%). */
+    const int SKIP0 = HAS_MASK && !FP8 && !SPLIT && !FS2;
     int k0 = 0;
-    if (HAS_MASK && !FP8 && !SPLIT && !FS2 && !TB && W.n_iters > 1 && m0 + wg * 64 < s_q) {
-        fmhai_fwd_keys Ww;
-        fmhai_fwd_keys_of(p, HAS_MASK, m0 + wg * 64, min(m0 + wg * 64 + 64, s_q) - 1, s_q, s_k, BN, &Ww);
-        k0 = Ww.n_iters > 0 && Ww.n_hi < W.n_hi;
+    if (SKIP0) {
+        if (!TB && W.n_iters > 1 && m0 + wg * 64 < s_q) {
+            fmhai_fwd_keys Ww;
+            fmhai_fwd_keys_of(p, HAS_MASK, m0 + wg * 64, min(m0 + wg * 64 + 64, s_q) - 1, s_q, s_k, BN, &Ww);
+            k0 = Ww.n_iters > 0 && Ww.n_hi < W.n_hi;
+        }
+        k0 = __shfl_sync(0xffffffffu, k0, 0);
     }
-    /* from lane 0, so that the key loop that starts at it stays uniform (its
-     * stage addresses and wgmma descriptors in uniform registers; from the
-     * warpgroup index it cost the loop 32 R2UR and 3-6%) */
-    if (HAS_MASK && !FP8 && !SPLIT && !FS2) k0 = __shfl_sync(0xffffffffu, k0, 0);
+    /* One branch holds every product (first S, the loop, the peeled last
+     * tile) and ends with wait(0): ptxas then sees no path into the epilogue
+     * with a product in flight. Split over separate branches it either
+     * injected a wait (C7517) or, with the wait after them, serialised every
+     * wgmma (C7515, 25% slower). */
     if (W.n_iters > 0) {
         if (wg == NWG - 1) fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + 0, 256);
         if (k0) {   /* tile 0: its turn and its stage, no products */
@@ -1324,7 +1327,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                               fmhai_opaque_smem(sK + k0 * kv_bytes), BN, HDC, TY, KV_VEC);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1 - k0, BN, t, s_q, s_k);
-        fmhai_wg_wait(0);   /* S of tile 0 done */
+        fmhai_wg_wait(0);   /* S of tile k0 done */
         fmhai_wg_fence_acc(acc_s, BN / 2);
         /* FS2: a K slot is free once S has read it (at two stages the load
          * warpgroup refills it for the tile after next) */
