@@ -40,6 +40,10 @@ __device__ int bwd_trace_nsteps[BWD_TRACE_WARPS];
 static const char *const trace_mma_phase[BWD_TRACE_EV] = {
     "landed", "step bar", "S,dP iss", "S wait", "P^T,dV", "dP,dV wt", "dS^T,dK", "dS bar", "dQ", "dQ buf", "dQ out",
     "to next" };
+/* rows whose third warpgroup computes dQ (FMHAI_BWD90_DQW: hdim 64) mark
+ * events 0..9 only */
+static const char *const trace_mma_phase_dqw[10] = {
+    "landed", "step bar", "S,dP iss", "S wait", "P^T,dV", "dP,dV wt", "dS^T", "dK iss", "dK wait", "to next" };
 
 int main(int argc, char **argv)
 {
@@ -55,13 +59,14 @@ int main(int argc, char **argv)
     /* steps 2 .. n - 3 (past the fill, before the drain); a column is the
      * time from the event before it to its own (the last: to the next step) */
     printf("\nbwd_trace: mean SM cycles per step, one block (steps past the first 2 and before the last 2)\n");
+    const int mma_evs = h[(0 * BWD_TRACE_STEPS + 2) * 16 + 10] != 0u ? BWD_TRACE_EV : 10;
     printf("warp  steps  period");
-    for (int e = 0; e < BWD_TRACE_EV; ++e) printf("  %8s", trace_mma_phase[e]);
+    for (int e = 0; e < mma_evs; ++e) printf("  %8s", mma_evs == 10 ? trace_mma_phase_dqw[e] : trace_mma_phase[e]);
     printf("\n");
     for (int w = 0; w < BWD_TRACE_WARPS; ++w) {
         const int nt = n[w] < BWD_TRACE_STEPS ? n[w] : BWD_TRACE_STEPS;
         if (nt < 6) continue;
-        const int evs = h[(w * BWD_TRACE_STEPS + 2) * 16 + 3] != 0u ? BWD_TRACE_EV : 3;   /* writer: 3 */
+        const int evs = h[(w * BWD_TRACE_STEPS + 2) * 16 + 3] != 0u ? mma_evs : 3;   /* third warpgroup: 3 */
         double per = 0, ph[BWD_TRACE_EV] = { 0 };
         int cnt = 0;
         for (int it = 2; it + 3 < nt; ++it, ++cnt) {
@@ -72,7 +77,9 @@ int main(int argc, char **argv)
         }
         printf("%4d  %5d  %6.0f", w, nt, per / cnt);
         for (int e = 0; e < evs; ++e) printf("  %8.0f", ph[e] / cnt);
-        printf(evs == 3 ? "  (writer: FULL wait, adds, to next)\n" : "\n");
+        printf(evs == 3 ? (mma_evs == 10 ? "  (dQ warpgroup: FULL wait, dQ and adds, to next)\n"
+                                         : "  (writer: FULL wait, adds, to next)\n")
+                        : "\n");
     }
     return 0;
 }

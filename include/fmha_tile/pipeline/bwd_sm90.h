@@ -18,14 +18,21 @@
  *                         fragments over the key tile, KVR)
  *     P^T from S^T (wait for S^T only; dP^T still runs)
  *     dV  += P^T dO       RS: P^T from registers, dO MN-major        async
- *     dS^T = P^T (dP^T - D) (wait for dP^T; dV still runs); dS^T -> shared
+ *     dS^T = P^T (dP^T - D) (wait for dP^T and dV); dS^T -> shared
  *     dK  += dS^T Q       RS: dS^T from registers, Q MN-major        async
- *     barrier (every warp's dS^T in shared memory)
- *     dQ   = dS K         SS, both MN-major: dS^T [keys][rows] as A, K as
- *                         B; warpgroup g computes head-dim columns
- *                         g*hd/2 .. (g+1)*hd/2 - 1 over all 128 keys
- *     wait for everything; dQ -> dq_acc (fp32 atomics, the deterministic
- *     ordered adds of the portable pipeline, or dQ itself when direct)
+ * and then dQ = dS K (SS, both MN-major: dS^T [keys][rows] as A, K as B,
+ * over all 128 keys) by one of two hands (FMHAI_BWD90_DQW, policy/
+ * bwd_tiles.h):
+ *   - hdim 64 without bias: the third warpgroup (warps 8..11) computes it
+ *     from dS^T buffer tau & 1 once both MMA warpgroups have handed theirs
+ *     over, and adds it to dq_acc from its registers (fmhai_bwd90_dq_wg), so
+ *     the product runs beside the MMA warpgroups' next step (+1-6%);
+ *   - else: after a barrier on every warp's dS^T, warpgroup g computes
+ *     head-dim columns g*hd/2 .. (g+1)*hd/2 - 1 and stores them, fp32, into
+ *     the buffer tau & 1 of the third warpgroup, which adds them
+ *     (fmhai_bwd90_dq_writer).
+ * dq_acc takes fp32 atomics, the deterministic ordered adds of the
+ * portable pipeline, or dQ itself when direct.
  * Tiles land in the 128-byte-swizzled layout of tile/warpgroup_mma.h (the
  * K and Q tiles are read K-major by S^T and MN-major by dQ and dK without a
  * second copy). Q and dO are double-buffered: the next step's tiles load
@@ -42,7 +49,7 @@
  * cp.async gives and the group-mode map, running on into the next
  * sequence, does not. LSE and D (a row a thread) stay on cp.async, so the
  * step still starts with cp.async.wait_group and the MMA warpgroups'
- * barrier, which also frees the other buffer and the dS^T tile. Without
+ * barrier, which also frees the other buffer (and the single dS^T tile). Without
  * tensor maps (no encoder, or FMHA_TILE_TMA=0) every copy is cp.async and
  * no mbarrier is used.
  *
@@ -67,12 +74,12 @@
  * bwd_tiles.h); other head dims use the portable pipeline.
  *
  * Shared memory (1024-byte aligned from the dynamic base): K [BN][hd], V
- * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM], BIAS rows the
- * bias tile [BN / 64][BM][64] (16-bit, 128-byte swizzle), LSE and D
- * [2][BM], the writer's dQ tiles [2][BM][QS] (fp32; QS = hd + 8, or hd
- * with swizzled rows on BIAS rows at hdim 128: fmhai_bwd90_dq_swz) and
- * records [4], the TMA mbarriers [3] (after everything, so the tiles keep
- * their alignment).
+ * [BN][hd], Q [2][BM][hd], dO [2][BM][hd], dS^T [BN][BM] ([2] with the dQ
+ * warpgroup), BIAS rows the bias tile [BN / 64][BM][64] (16-bit, 128-byte
+ * swizzle), LSE and D [2][BM], else the writer's dQ tiles [2][BM][QS]
+ * (fp32; QS = hd + 8, or hd with swizzled rows on BIAS rows at hdim 128:
+ * fmhai_bwd90_dq_swz), the records [4], the TMA mbarriers [3] (after
+ * everything, so the tiles keep their alignment).
  */
 #ifndef FMHA_TILE_PIPELINE_BWD_SM90_H
 #define FMHA_TILE_PIPELINE_BWD_SM90_H
@@ -125,13 +132,14 @@ FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd90_params *P, const fmhai
     fmhai_bwd_load_rowstats(p, s, tau, h, m0, sLse, sD, is_bf16, HD, BM, NT, tid);
 }
 
-/* Named barriers of the pipeline (0 is __syncthreads, unused here). The dQ
- * buffers are handed between the MMA warpgroups and the writer (all 384
- * threads meet at FULL and EMPTY). */
+/* Named barriers of the pipeline (0 is __syncthreads, unused here). The
+ * dS^T buffers are handed between the MMA warpgroups and the dQ warpgroup
+ * (all 384 threads meet at FULL, EMPTY and KFREE). */
 #define FMHAI_BWD90_BAR_MMA 1        /* the two MMA warpgroups (256 threads)    */
-#define FMHAI_BWD90_BAR_FULL 3       /* + buffer: dQ tile written               */
-#define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dQ tile consumed              */
-#define FMHAI_BWD90_BAR_WRITER 7     /* the writer warpgroup (128)              */
+#define FMHAI_BWD90_BAR_FULL 3       /* + buffer: dS^T tile and record written  */
+#define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dS^T or dQ tile read          */
+#define FMHAI_BWD90_BAR_DQWG 7       /* the third warpgroup (128)               */
+#define FMHAI_BWD90_BAR_KFREE 8      /* a key tile's last dQ product done: K free */
 
 /* dst[0..3] += v with one fp32 vector reduction (no return value). */
 FMHAI_DEVICE void fmhai_red_add_f4(float *dst, float4 v)
@@ -142,6 +150,16 @@ FMHAI_DEVICE void fmhai_red_add_f4(float *dst, float4 v)
                  : "memory");
 #else
     (void)dst; (void)v;
+#endif
+}
+
+/* dst[0..1] += (x, y) with one fp32 vector reduction (no return value). */
+FMHAI_DEVICE void fmhai_red_add_f2(float *dst, float x, float y)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(x), "f"(y) : "memory");
+#else
+    (void)dst; (void)x; (void)y;
 #endif
 }
 
@@ -280,8 +298,8 @@ FMHAI_DEVICE int fmhai_bwd90_dbias_vec(const fmhai_bwd_params *p)
            ((uintptr_t)p->dbias & (uintptr_t)(4 * es - 1)) == 0;
 }
 
-/* What the writer needs of a step, written by the MMA warpgroups with the
- * step's dQ tile (rows < 0: the walk is over). Four slots: slot
+/* What the dQ warpgroup needs of a step, written by the MMA warpgroups
+ * with the step's dS^T tile (rows < 0: the walk is over). Four slots: slot
  * tau & 3 was last read two hand-backs of its buffer ago. */
 typedef struct fmhai_bwd90_rec {
     float *acc;      /* dq_acc row m0 of the step's slice                     */
@@ -289,6 +307,7 @@ typedef struct fmhai_bwd90_rec {
     char *dq;        /* dq_direct: dQ row m0                                  */
     int rows;        /* valid rows (<= BM)                                    */
     int need;        /* deterministic: arrivals to wait for                   */
+    int last;        /* the key tile's last step: K is handed back after it   */
 } fmhai_bwd90_rec;
 
 /* The dQ buffers' rows: QS = FMHAI_BWD90_QS floats apart. Padded (QS =
@@ -304,9 +323,9 @@ FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (
  * clock, one block, lane 0; it sees the kernel's warp and lane). MMA
  * warpgroups: 0 step top, 1 the step's tiles landed, 2 step-start barrier
  * passed, 3 S^T and dP^T issued, 4 S^T done, 5 P^T formed (dV issued), 6
- * dP^T and dV done, 7 dS^T formed (dK issued), 8 every warp's dS^T stored,
- * 9 dQ done, 10 a dQ buffer free, 11 dQ tile handed over. The writer: 0
- * loop top, 1 its tile handed over, 2 added. Empty unless defined. */
+ * dP^T and dV done, 7 dS^T formed (its buffer free, dK issued), 8 dS^T
+ * handed over, 9 dK done. The dQ warpgroup: 0 loop top, 1 its dS^T
+ * handed over, 2 dQ computed and added. Empty unless defined. */
 #ifndef FMHAI_BWD90_MARK
 #define FMHAI_BWD90_MARK(ev, k) ((void)0)
 #endif
@@ -348,7 +367,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
                 while (fmhai_ld_relaxed(sem) < need) { }
                 (void)fmhai_ld_acquire(sem);
             }
-            fmhai_bar_sync(FMHAI_BWD90_BAR_WRITER, 128);
+            fmhai_bar_sync(FMHAI_BWD90_BAR_DQWG, 128);
         }
         /* a thread keeps one 16-byte column piece and walks the rows: a
          * warp covers 32 consecutive pieces (whole 512-byte rows at hdim
@@ -394,6 +413,107 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
     }
 }
 
+/* The dQ warpgroup (warps 8..11, FMHAI_BWD90_DQW rows): step tau's dQ =
+ * dS K, from dS^T buffer tau & 1 (both MMA warpgroups' rows, handed over
+ * on FULL + buffer) and the key tile's K, both in shared memory (SS,
+ * MN-major), in panels of 64 head-dim columns over all 128 keys (32
+ * accumulators a thread: 58 registers, so the MMA warpgroups keep 216),
+ * each added to dq_acc from the registers with fp32 vector atomics (8
+ * bytes a lane: a warp instruction covers 8 rows x 32 bytes), or written
+ * as dQ itself (dq_direct). Once its last panel's product is done it
+ * hands the buffer back (EMPTY + buffer) and, at a key tile's last step,
+ * K (KFREE). Deterministic, it first waits until the slice's earlier key
+ * tiles that see the query tile have added theirs (the counter), as the
+ * writer does. The MMA warpgroups only wait for it when both dS^T buffers
+ * are full. Instead of the writer's flow (each MMA warpgroup issuing and
+ * waiting for half of dQ a step, then staging the fp32 tile: 700-1,200
+ * cycles of a step with both warpgroups' tensor work idle, session 22) it
+ * measured +1-6% at hdim 64; panels of 16 or 32 columns fit fewer
+ * registers but read dS^T from shared memory once a panel and ran 1-3%
+ * slower (bench/RESULTS.md, session 27). */
+FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, fmhai_smem_t sdS,
+                                    const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int BN,
+                                    int det, int wtid)
+{
+    const int lane = wtid % 32, g = lane / 4, t = lane % 4;
+    const int r0 = 16 * (wtid / 32) + g;   /* this thread's rows r0 and r0 + 8 of the tile */
+    const int DQP = 64;   /* a panel's columns */
+    fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, 384);
+    fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, 384);
+    for (int k = 0;; ++k) {   /* step k: dS^T buffer k & 1, record k & 3 */
+        const int b = k & 1;
+        const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
+        FMHAI_BWD90_MARK(0, k);
+        fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, 384);
+        const int rows = rk->rows;
+        if (rows < 0) break;
+        FMHAI_BWD90_MARK(1, k);
+        const uint64_t da = fmhai_wg_desc(sdS + (uint32_t)(b * BN * BM * 2), BN * 128, 1024);
+#pragma unroll 1
+        for (int c0 = 0; c0 < HD; c0 += DQP) {
+            float acc[DQP / 2];
+            const uint64_t db = fmhai_wg_desc(sK + (uint32_t)((c0 / 64) * BN * 128 + (c0 % 64) * 2), BN * 128, 1024);
+            fmhai_wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; ++kk)
+                fmhai_wg_mma_ss_tt_n64(acc, fmhai_wg_desc_add(da, kk * 2048), fmhai_wg_desc_add(db, kk * 2048),
+                                       kk > 0, is_bf16);
+            fmhai_wg_commit();
+            fmhai_wg_wait(0);
+            fmhai_wg_fence_acc(acc, DQP / 2);
+            if (c0 + DQP >= HD) {   /* the buffer (and at a tile's last step K) read: handed back */
+                fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
+                if (rk->last) fmhai_bar_arrive(FMHAI_BWD90_BAR_KFREE, 384);
+            }
+            if (det && c0 == 0) {
+                if (wtid == 0) {
+                    int32_t *sem = rk->sem;
+                    const int need = 4 * rk->need;   /* each warp arrives */
+                    while (fmhai_ld_relaxed(sem) < need) { }
+                    (void)fmhai_ld_acquire(sem);
+                }
+                fmhai_bar_sync(FMHAI_BWD90_BAR_DQWG, 128);
+            }
+            /* the record's pointers are read here, not held across the
+             * products (the slot stays until two hand-backs later) */
+            /* this thread's column pair c + 8 nt; the panel's first nv
+             * column groups lie inside the head dim (a multiple of 8) */
+            const int c = c0 + 2 * t, nv = min(DQP / 8, (p->d - c0) >> 3);
+            if (p->dq_direct) {
+                char *dst = rk->dq;
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int r = r0 + 8 * hf;
+                    if (r >= rows) continue;
+                    char *drow = dst + 2 * ((int64_t)r * p->dq_row + c);
+#pragma unroll
+                    for (int nt = 0; nt < DQP / 8; ++nt)
+                        if (nt < nv)
+                            *(uint32_t *)(drow + 16 * nt) = fmhai_pack2(acc[4 * nt + 2 * hf] * p->scale,
+                                                                        acc[4 * nt + 2 * hf + 1] * p->scale, is_bf16);
+                }
+            } else {
+                float *dst = rk->acc;
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int r = r0 + 8 * hf;
+                    if (r >= rows) continue;
+                    float *drow = dst + (int64_t)r * p->d + c;
+#pragma unroll
+                    for (int nt = 0; nt < DQP / 8; ++nt)
+                        if (nt < nv) fmhai_red_add_f2(drow + 8 * nt, acc[4 * nt + 2 * hf], acc[4 * nt + 2 * hf + 1]);
+                }
+            }
+        }
+        FMHAI_BWD90_MARK(2, k);
+        if (det) {   /* each warp publishes its own adds */
+            int32_t *sem = rk->sem;
+            fmhai_sync_warp();
+            if (lane == 0) fmhai_add_release(sem, 1);
+        }
+    }
+}
+
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
                                           const int HD, const int BM, const int BN, const int NW, const int ST,
                                           const int HAS_MASK, const int SOFTCAP, const int ALIBI, const int DET,
@@ -402,15 +522,20 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     const int NT = 256;       /* threads of the two MMA warpgroups */
     const int BIG = 1 << 30;
-    const int DQN = HD / 2;   /* dQ columns of a warpgroup */
     const int BIAS = ALIBI == 2;
     const int FOLD = BIAS && !SOFTCAP;   /* the bias as S^T's start value (fmhai_bwd90_bias_fold) */
-    const int QS = FMHAI_BWD90_QS(HD, BIAS);   /* fp32 row stride of a dQ buffer (fmhai_bwd90_dq_swz) */
     /* KVR (hdim 64): each warp keeps its 16 K and V rows as wgmma A
      * fragments (32 registers) and S^T and dP^T read only Q and dO from
      * shared memory: +1-4% without a mask (bench/RESULTS.md, session 23);
      * at hdim 128 the 64 registers are not there */
     const int KVR = HD == 64;
+    /* DQW (FMHAI_BWD90_DQW, policy/bwd_tiles.h): the third warpgroup
+     * computes dQ (fmhai_bwd90_dq_wg) from a double-buffered dS^T; else each
+     * MMA warpgroup computes half of it and the third only adds the tiles
+     * (fmhai_bwd90_dq_writer) */
+    const int DQW = FMHAI_BWD90_DQW(HD, BIAS);
+    const int DQN = HD / 2;   /* !DQW: the dQ columns of an MMA warpgroup */
+    const int QS = FMHAI_BWD90_QS(HD, BIAS);   /* !DQW: fp32 row stride of a dQ buffer (fmhai_bwd90_dq_swz) */
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4, wg = warp / 4;
     (void)ST; (void)NW;
@@ -420,17 +545,18 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const fmhai_smem_t sK = (raw + 1023u) & ~1023u;
     const int kv_bytes = BN * HD * 2, q_bytes = BM * HD * 2;
     const fmhai_smem_t sV = sK + kv_bytes, sQ = sV + kv_bytes, sdO = sQ + 2 * q_bytes, sdS = sdO + 2 * q_bytes;
-    const fmhai_smem_t sB = sdS + BN * BM * 2;   /* BIAS: the step's bias tile [BN / 64][BM][64] */
+    const fmhai_smem_t sB = sdS + (DQW ? 2 : 1) * BN * BM * 2;   /* BIAS: the step's bias tile [BN / 64][BM][64] */
     float *sLse = (float *)(smem_raw + (sB - raw) + (BIAS ? BM * BN * 2 : 0));   /* [2][BM] */
     float *sD = sLse + 2 * BM;                                        /* [2][BM] */
-    float *sdQ = sD + 2 * BM;                                         /* [2][BM][QS] */
-    volatile fmhai_bwd90_rec *rec = (volatile fmhai_bwd90_rec *)(sdQ + 2 * BM * QS);   /* [4] */
+    float *sdQ = sD + 2 * BM;                                         /* !DQW: [2][BM][QS] */
+    volatile fmhai_bwd90_rec *rec = (volatile fmhai_bwd90_rec *)(sdQ + (DQW ? 0 : 2 * BM * QS));   /* [4] */
     const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
     /* TMA mbarriers (8-aligned): Q/dO (and K/V) of buffer 0 and 1, the bias */
     const fmhai_smem_t sBar = fmhai_smem_addr((const void *)(rec + 4)), sBarB = sBar + 16;
 
-    if (drop < 0) {   /* the dQ writer warpgroup (its registers set by the caller) */
-        fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, tid - NT);
+    if (drop < 0) {   /* the third warpgroup (its registers set by the caller) */
+        if (DQW) fmhai_bwd90_dq_wg(p, sK, sdS, rec, is_bf16, HD, BM, BN, DET && !p->dq_direct, tid - NT);
+        else fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, tid - NT);
         return;
     }
 
@@ -611,10 +737,12 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
 
             /* ---- dS^T = P^T (dP^T - D): registers and shared; dK += dS^T Q ---- */
             uint32_t dsa[FMHAI_BWD90_MAX_BM / 16][4];
-            /* this thread's dS^T row in shared memory (fmhai_wg_tile_off: row
+            /* this thread's dS^T row in buffer tau & 1 (fmhai_wg_tile_off: row
              * key0 + g (+ 8), chunk nt at (nt ^ g) * 16), formed here: held
-             * across the step, its 16 store addresses were spilled */
-            const fmhai_smem_t ds_row = fmhai_opaque_smem(sdS + (key0 + g) * 128 + 4 * t);
+             * across the step, its 16 store addresses were spilled; the dQ
+             * warpgroup has read the buffer's step two back (DQW) */
+            if (DQW) fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + buf, 384);
+            const fmhai_smem_t ds_row = fmhai_opaque_smem(sdS + (DQW ? buf : 0) * BN * BM * 2 + (key0 + g) * 128 + 4 * t);
             const int64_t dbias_b =   /* elementwise bias: dbias of (entry, head h) */
                 BIAS && p->dbias ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
             float dx[2][4];   /* dbias: the n-tile pair's dS^T, [hf][2 (nt & 1) + e] */
@@ -650,51 +778,56 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                     }
                 }
             }
-            fmhai_wg_fence();
-            fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16, 0);
-            FMHAI_BWD90_MARK(7, tau);
-            fmhai_wg_fence_smem();
-            fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);   /* dS^T of every warp in shared memory */
-            FMHAI_BWD90_MARK(8, tau);
 
-            /* ---- dQ = dS K: this warpgroup's DQN columns ---------------------- */
-            float acc_q[FMHAI_FWD_MAX_HD / 4];
-            {
-                const int c0 = wg * DQN;
-                const uint64_t da = fmhai_wg_desc(fmhai_opaque_smem(sdS), BN * 128, 1024);
-                const uint64_t db =
-                    fmhai_wg_desc(fmhai_opaque_smem(sK + (c0 / 64) * BN * 128 + (c0 % 64) * 2), BN * 128, 1024);
+            if (!DQW) {
                 fmhai_wg_fence();
-#pragma unroll
-                for (int kk = 0; kk < BN / 16; ++kk) {
-                    const uint64_t step = (uint64_t)(kk * 2048 >> 4);
-                    if (DQN == 64) fmhai_wg_mma_ss_tt_n64(acc_q, da + step, db + step, kk > 0, is_bf16);
-                    else fmhai_wg_mma_ss_tt_n32(acc_q, da + step, db + step, kk > 0, is_bf16);
-                }
-                fmhai_wg_commit();
-            }
-            fmhai_wg_wait(0);
-            FMHAI_BWD90_MARK(9, tau);
-            fmhai_wg_fence_acc(acc_q, DQN / 2);
-            fmhai_wg_fence_acc(acc_dv, HD / 2);
-            fmhai_wg_fence_acc(acc_dk, HD / 2);
+                fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16, 0);
+                FMHAI_BWD90_MARK(7, tau);
+                fmhai_wg_fence_smem();
+                fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);   /* dS^T of every warp in shared memory */
+                FMHAI_BWD90_MARK(8, tau);
 
-            /* ---- dQ tile -> the writer's buffer ------------------------------ */
-            fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + (tau & 1), 384);
-            FMHAI_BWD90_MARK(10, tau);
-            {
-                const fmhai_smem_t qb = sdQ_a + (tau & 1) * BM * QS * 4;
+                /* ---- dQ = dS K: this warpgroup's DQN columns ------------------ */
+                float acc_q[FMHAI_FWD_MAX_HD / 4];
+                {
+                    const int c0 = wg * DQN;
+                    const uint64_t da = fmhai_wg_desc(fmhai_opaque_smem(sdS), BN * 128, 1024);
+                    const uint64_t db =
+                        fmhai_wg_desc(fmhai_opaque_smem(sK + (c0 / 64) * BN * 128 + (c0 % 64) * 2), BN * 128, 1024);
+                    fmhai_wg_fence();
+#pragma unroll
+                    for (int kk = 0; kk < BN / 16; ++kk) {
+                        const uint64_t step = (uint64_t)(kk * 2048 >> 4);
+                        if (DQN == 64) fmhai_wg_mma_ss_tt_n64(acc_q, da + step, db + step, kk > 0, is_bf16);
+                        else fmhai_wg_mma_ss_tt_n32(acc_q, da + step, db + step, kk > 0, is_bf16);
+                    }
+                    fmhai_wg_commit();
+                }
+                fmhai_wg_wait(0);
+                FMHAI_BWD90_MARK(9, tau);
+                fmhai_wg_fence_acc(acc_q, DQN / 2);
+                fmhai_wg_fence_acc(acc_dv, HD / 2);
+                fmhai_wg_fence_acc(acc_dk, HD / 2);
+
+                /* ---- dQ tile -> the writer's buffer -------------------------- */
+                fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + buf, 384);
+                FMHAI_BWD90_MARK(10, tau);
+                const fmhai_smem_t qb = sdQ_a + buf * BM * QS * 4;
 #pragma unroll
                 for (int nt = 0; nt < DQN / 8; ++nt)
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {   /* piece col / 4 of row r at its swizzled place */
                         const int r = 16 * (warp % 4) + g + 8 * hf, col = wg * DQN + nt * 8 + 2 * t;
-                        fmhai_lds_store8(qb + r * QS * 4 + (((col >> 2) ^ fmhai_bwd90_dq_swz(r, QS, HD)) << 4) + (col & 3) * 4,
+                        fmhai_lds_store8(qb + r * QS * 4 + (((col >> 2) ^ fmhai_bwd90_dq_swz(r, QS, HD)) << 4) +
+                                             (col & 3) * 4,
                                          __float_as_uint(acc_q[4 * nt + 2 * hf]),
                                          __float_as_uint(acc_q[4 * nt + 2 * hf + 1]));
                     }
+            } else {
+                fmhai_wg_fence_smem();   /* dS^T -> the dQ warpgroup's products */
             }
-            if (tid == 0) {   /* the step's record */
+            /* ---- the step's record; its dS^T or dQ tile handed over --------- */
+            if (tid == 0) {
                 volatile fmhai_bwd90_rec *r = rec + (tau & 3);
                 if (p->dq_direct) {
                     r->dq = (char *)p->dq + 2 * fmhai_bwd_row_off(&s, p->dq_row, p->dq_head, p->dq_batch, h, m0);
@@ -708,9 +841,21 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                     r->acc = p->dq_acc + s.acc_off + ((int64_t)h * s.nsplits * s.s_q + m0) * p->d;
                 }
                 r->rows = min(BM, s.s_q - m0);
+                r->last = jt + 1 == T.n_steps;
             }
-            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
-            FMHAI_BWD90_MARK(11, tau);
+            fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + buf, 384);
+            if (DQW) {   /* dK += dS^T Q beside the dQ warpgroup's product */
+                FMHAI_BWD90_MARK(7, tau);
+                fmhai_wg_fence();
+                fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16, 0);
+                FMHAI_BWD90_MARK(8, tau);
+                fmhai_wg_wait(0);   /* dK done: the Q buffer is refilled at the next step's top */
+                FMHAI_BWD90_MARK(9, tau);
+                fmhai_wg_fence_acc(acc_dv, HD / 2);
+                fmhai_wg_fence_acc(acc_dk, HD / 2);
+            } else {
+                FMHAI_BWD90_MARK(11, tau);
+            }
         }
 
         /* ---- dK (times scale) and dV of the tile ----------------------------- */
@@ -722,6 +867,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                            HD, lane);
         fmhai_bwd_store_kv(dk, p->dk_row, (const float (*)[4])acc_dk, p->scale, key0, s.s_k - j0, p->d, is_bf16, HD,
                            lane);
+        /* the dQ warpgroup's last product of the tile has read K */
+        if (DQW && T.n_steps > 0) fmhai_bar_sync(FMHAI_BWD90_BAR_KFREE, 384);
     }
     }
     /* end of the walk: an end record in the next buffer; the other
@@ -743,8 +890,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
  * none of its code. With one body and uniform branches on the threshold,
  * the backward without dropout ran 4-9% slower; specialised, it is 2-6%
  * faster than before dropout existed (bench/RESULTS.md). The warpgroups
- * split and set their registers here, before the copies (drop -1: the dQ
- * writer's one): with setmaxnreg and the writer inside each copy, ptxas
+ * split and set their registers here, before the copies (drop -1: the
+ * third warpgroup's one): with setmaxnreg and the writer inside each copy, ptxas
  * spilled the two hdim-128 BIAS copies together 432-540 bytes, here 256-360
  * (each alone: 60-184). */
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90_any(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
@@ -753,11 +900,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90_any(const fmhai_bwd_params *p, char *s
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     if (threadIdx.x >= 256) {   /* warps 8..11 */
-        fmhai_wg_setmaxnreg_dec(24);
+        fmhai_wg_setmaxnreg_dec(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 72 : 24);
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, -1);
         return;
     }
-    fmhai_wg_setmaxnreg_inc(240);
+    fmhai_wg_setmaxnreg_inc(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 216 : 240);
 #endif
     if (p->dropout_thr)
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, 1);

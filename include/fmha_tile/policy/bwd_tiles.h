@@ -236,18 +236,29 @@
       "kernel hdim_v must be the head dim, or 64, 128 or 192 below it")
 
 /* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
+/* Who computes dQ in a dq_dk_dv row of the Hopper pipeline (pipeline/
+ * bwd_sm90.h): at hdim 64 the third warpgroup, from a second dS^T tile
+ * (the MMA warpgroups give it registers: 2 x 216 + 72 a thread, 128
+ * threads each); at hdim 128 the MMA warpgroups need 240 registers (at
+ * 232 ptxas serialises their products), and the hdim-64 BIAS rows spill
+ * 132 bytes at 216 (5-7% slower), so there each MMA warpgroup computes
+ * half of dQ and the third warpgroup, at 24, only adds the tiles
+ * (bench/RESULTS.md, session 27). */
+#define FMHAI_BWD90_DQW(hd, bias) ((hd) == 64 && !(bias))
 /* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
- * layout, 1024 bytes to align the swizzle atoms, and two fp32 dQ tiles of
- * FMHAI_BWD90_QS floats a row with their records (128 bytes), handed to
- * the writer warpgroup, then the TMA mbarriers (64 bytes: three used).
- * BIAS rows (bias 1) add the step's [tm][tn] 16-bit bias tile; at hdim 128
- * that fits only with the dQ rows unpadded (16-byte pieces swizzled by row
- * instead, pipeline/bwd_sm90.h: 231,616 of the 232,448 bytes); the other
- * rows keep 8 floats of padding a row (the swizzle's addresses cost the
- * no-bias hdim-128 kernel 100-200 bytes of spill). */
+ * layout, 1024 bytes to align the swizzle atoms, then with FMHAI_BWD90_DQW
+ * a second [tn][tm] dS^T tile, else two fp32 dQ tiles of FMHAI_BWD90_QS
+ * floats a row, then the third warpgroup's records (160 bytes) and the
+ * TMA mbarriers (32 bytes: three used). BIAS rows (bias 1) add the step's
+ * [tm][tn] 16-bit bias tile; at hdim 128 that fits only with the dQ rows
+ * unpadded (16-byte pieces swizzled by row instead, pipeline/bwd_sm90.h:
+ * 231,616 of the 232,448 bytes); the other rows keep 8 floats of padding
+ * a row (the swizzle's addresses cost the no-bias hdim-128 kernel 100-200
+ * bytes of spill). */
 #define FMHAI_BWD90_QS(hd, bias) ((bias) && (hd) > 64 ? (hd) : (hd) + 8)
-#define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st, bias)                                     \
-    (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024 + 2 * (bm) * FMHAI_BWD90_QS(hd, bias) * 4 + 192 + \
+#define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st, bias)                                          \
+    (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024 +                                               \
+     (FMHAI_BWD90_DQW(hd, bias) ? (bn) * (bm) * 2 : 2 * (bm) * FMHAI_BWD90_QS(hd, bias) * 4) + 192 + \
      ((bias) ? (bm) * (bn) * 2 : 0))
 
 #define FMHAI_BWD90_CONSTRAINTS(C, hd, bm, bn, w, st)                                      \

@@ -210,12 +210,13 @@ FMHAI_DEVICE void fmhai_bar_arrive(int id, int count)
  * pipelines use (a constant at every call site: the branch folds away).
  * The warpgroups must keep the block's launch total, or the increase never
  * completes: a 384-thread block starts at 168 a thread (2 x 240 + 24, or
- * 2 x 232 + 40 or 2 x 224 + 56 when the third warpgroup needs more), a 512-thread block at
+ * 2 x 232 + 40, 2 x 224 + 56 or 2 x 216 + 72 when the third warpgroup needs more), a 512-thread block at
  * 128 (3 x 160 + 32). */
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc(int n)   /* 240, 232, 224 or 160 */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc(int n)   /* 240, 232, 224, 216 or 160 */
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     if (n == 224) asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    else if (n == 216) asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
     else if (n == 240) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
     else if (n == 232) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     else asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n" ::: "memory");
@@ -223,10 +224,11 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_inc(int n)   /* 240, 232, 224 or 160 */
     (void)n;
 #endif
 }
-FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40, 56 or 32 */
+FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40, 56, 72 or 32 */
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     if (n == 56) asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    else if (n == 72) asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
     else if (n == 24) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     else if (n == 40) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
