@@ -41,9 +41,9 @@ static const char *const trace_mma_phase[BWD_TRACE_EV] = {
     "landed", "step bar", "S,dP iss", "S wait", "P^T,dV", "dP,dV wt", "dS^T,dK", "dS bar", "dQ", "dQ buf", "dQ out",
     "to next" };
 /* rows whose third warpgroup computes dQ (FMHAI_BWD90_DQW: hdim 64) mark
- * events 0..9 only */
+ * events 0..9 only, and wait for the previous step's dK with its tiles */
 static const char *const trace_mma_phase_dqw[10] = {
-    "landed", "step bar", "S,dP iss", "S wait", "P^T,dV", "dP,dV wt", "dS^T", "dK iss", "dK wait", "to next" };
+    "landed,dK", "step bar", "S,dP iss", "S wait", "P^T,dV", "dP,dV wt", "dS^T", "dK iss", "-", "to next" };
 
 int main(int argc, char **argv)
 {

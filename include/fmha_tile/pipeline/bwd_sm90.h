@@ -26,7 +26,9 @@
  *   - hdim 64 without bias: the third warpgroup (warps 8..11) computes it
  *     from dS^T buffer tau & 1 once both MMA warpgroups have handed theirs
  *     over, and adds it to dq_acc from its registers (fmhai_bwd90_dq_wg), so
- *     the product runs beside the MMA warpgroups' next step (+1-6%);
+ *     the product runs beside the MMA warpgroups' next step, and they wait
+ *     for dK only at the next step's top, under the wait for its tiles
+ *     (+2-9% together);
  *   - else: after a barrier on every warp's dS^T, warpgroup g computes
  *     head-dim columns g*hd/2 .. (g+1)*hd/2 - 1 and stores them, fp32, into
  *     the buffer tau & 1 of the third warpgroup, which adds them
@@ -428,9 +430,9 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
  * are full. Instead of the writer's flow (each MMA warpgroup issuing and
  * waiting for half of dQ a step, then staging the fp32 tile: 700-1,200
  * cycles of a step with both warpgroups' tensor work idle, session 22) it
- * measured +1-6% at hdim 64; panels of 16 or 32 columns fit fewer
- * registers but read dS^T from shared memory once a panel and ran 1-3%
- * slower (bench/RESULTS.md, session 27). */
+ * measured +1-6% at hdim 64, +4-9% with dK waited for a step later;
+ * panels of 16 or 32 columns fit fewer registers but read dS^T from shared
+ * memory once a panel and ran 1-3% slower (bench/RESULTS.md, session 27). */
 FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, fmhai_smem_t sdS,
                                     const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int BN,
                                     int det, int wtid)
@@ -637,6 +639,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * buffers and its dS^T tile */
             fmhai_copy_wait(0);
             if (TMA) fmhai_mbar_wait(sBar + 8 * buf, (tau >> 1) & 1);
+            if (DQW) {   /* the previous step's dK ran under these waits; its Q buffer is refilled below */
+                fmhai_wg_wait(0);
+                fmhai_wg_fence_acc(acc_dv, HD / 2);
+                fmhai_wg_fence_acc(acc_dk, HD / 2);
+            }
             FMHAI_BWD90_MARK(1, tau);
             /* BIAS (folded): S^T starts from the step's bias over the scale
              * (fmhai_bwd90_bias_fold), read before the barrier, which then
@@ -849,15 +856,17 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 fmhai_wg_fence();
                 fmhai_wg_gemm_rs(acc_dk, dsa, q_s, HD, BM, is_bf16, 0);
                 FMHAI_BWD90_MARK(8, tau);
-                fmhai_wg_wait(0);   /* dK done: the Q buffer is refilled at the next step's top */
-                FMHAI_BWD90_MARK(9, tau);
-                fmhai_wg_fence_acc(acc_dv, HD / 2);
-                fmhai_wg_fence_acc(acc_dk, HD / 2);
+                FMHAI_BWD90_MARK(9, tau);   /* (dK is waited for at the next step's top) */
             } else {
                 FMHAI_BWD90_MARK(11, tau);
             }
         }
 
+        if (DQW) {   /* the last step's dK */
+            fmhai_wg_wait(0);
+            fmhai_wg_fence_acc(acc_dv, HD / 2);
+            fmhai_wg_fence_acc(acc_dk, HD / 2);
+        }
         /* ---- dK (times scale) and dV of the tile ----------------------------- */
         char *dk = (char *)p->dk + 2 * ((int64_t)s.b_eff * p->dk_batch + (int64_t)(s.k_start + j0) * p->dk_row +
                                         (int64_t)hk * p->dk_head);
