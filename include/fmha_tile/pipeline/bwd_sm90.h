@@ -135,8 +135,9 @@ FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd90_params *P, const fmhai
 }
 
 /* Named barriers of the pipeline (0 is __syncthreads, unused here). The
- * dS^T buffers are handed between the MMA warpgroups and the dQ warpgroup
- * (all 384 threads meet at FULL, EMPTY and KFREE). */
+ * third warpgroup's buffers (dS^T tiles for the dQ warpgroup, fp32 dQ
+ * tiles for the writer) are handed between it and the MMA warpgroups (all
+ * 384 threads meet at FULL, EMPTY and KFREE). */
 #define FMHAI_BWD90_BAR_MMA 1        /* the two MMA warpgroups (256 threads)    */
 #define FMHAI_BWD90_BAR_FULL 3       /* + buffer: dS^T tile and record written  */
 #define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dS^T or dQ tile read          */
