@@ -478,8 +478,8 @@ FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, 
                 fmhai_bar_sync(FMHAI_BWD90_BAR_DQWG, 128);
             }
             /* the record's pointers are read here, not held across the
-             * products (the slot stays until two hand-backs later) */
-            /* this thread's column pair c + 8 nt; the panel's first nv
+             * products (the slot stays until two hand-backs later); this
+             * thread's column pairs are c + 8 nt, and the panel's first nv
              * column groups lie inside the head dim (a multiple of 8) */
             const int c = c0 + 2 * t, nv = min(DQP / 8, (p->d - c0) >> 3);
             if (p->dq_direct) {
