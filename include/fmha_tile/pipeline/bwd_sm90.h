@@ -333,6 +333,35 @@ FMHAI_DEVICE int fmhai_bwd90_dq_swz(int r, int QS, int HD) { return QS == HD ? (
 #define FMHAI_BWD90_MARK(ev, k) ((void)0)
 #endif
 
+/* The third warpgroup's side of a step's hand-off (writer and dQ
+ * warpgroup alike). fmhai_bwd90_take: waits for step k's buffer and record
+ * (FULL) and returns its valid rows (< 0: the walk is over).
+ * fmhai_bwd90_det_turn (deterministic): waits until the slice's earlier
+ * key tiles that see the query tile have added theirs (the counter), so
+ * the order of the additions is fixed; fmhai_bwd90_det_done: each of the 4
+ * warps publishes its adds with a release add (4 arrivals a tile). */
+FMHAI_DEVICE int fmhai_bwd90_take(const volatile fmhai_bwd90_rec *rk, int k)
+{
+    FMHAI_BWD90_MARK(0, k);
+    fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + (k & 1), 384);
+    return rk->rows;
+}
+FMHAI_DEVICE void fmhai_bwd90_det_turn(const volatile fmhai_bwd90_rec *rk, int wtid)
+{
+    if (wtid == 0) {
+        int32_t *sem = rk->sem;
+        const int need = 4 * rk->need;   /* each warp arrives */
+        while (fmhai_ld_relaxed(sem) < need) { }
+        (void)fmhai_ld_acquire(sem);
+    }
+    fmhai_bar_sync(FMHAI_BWD90_BAR_DQWG, 128);
+}
+FMHAI_DEVICE void fmhai_bwd90_det_done(int32_t *sem, int lane)
+{
+    fmhai_sync_warp();
+    if (lane == 0) fmhai_add_release(sem, 1);
+}
+
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
  * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
  * atomics, or writes dQ itself (dq_direct). Deterministic, it first waits
@@ -356,22 +385,12 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
     for (int k = 0;; ++k) {   /* step k: buffer k & 1, record k & 3 */
         const int b = k & 1;
         const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
-        FMHAI_BWD90_MARK(0, k);
-        fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, 384);
-        const int rows = rk->rows;
+        const int rows = fmhai_bwd90_take(rk, k);
         if (rows < 0) break;
         FMHAI_BWD90_MARK(1, k);
         /* the record's pointers are read where they are used, not held
          * across the adds (the slot stays until the hand-back below) */
-        if (det) {
-            if (wtid == 0) {
-                int32_t *sem = rk->sem;
-                const int need = 4 * rk->need;   /* each warp arrives */
-                while (fmhai_ld_relaxed(sem) < need) { }
-                (void)fmhai_ld_acquire(sem);
-            }
-            fmhai_bar_sync(FMHAI_BWD90_BAR_DQWG, 128);
-        }
+        if (det) fmhai_bwd90_det_turn(rk, wtid);
         /* a thread keeps one 16-byte column piece and walks the rows: a
          * warp covers 32 consecutive pieces (whole 512-byte rows at hdim
          * 128); piece c of row r sits at c ^ fmhai_bwd90_dq_swz(r) */
@@ -409,10 +428,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         /* the buffer and record are read (the adds took their values at issue) */
         FMHAI_BWD90_MARK(2, k);
         fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
-        if (det) {   /* each warp publishes its own adds */
-            fmhai_sync_warp();
-            if (lane == 0) fmhai_add_release(sem, 1);
-        }
+        if (det) fmhai_bwd90_det_done(sem, lane);
     }
 }
 
@@ -446,16 +462,14 @@ FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, 
     for (int k = 0;; ++k) {   /* step k: dS^T buffer k & 1, record k & 3 */
         const int b = k & 1;
         const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
-        FMHAI_BWD90_MARK(0, k);
-        fmhai_bar_sync(FMHAI_BWD90_BAR_FULL + b, 384);
-        const int rows = rk->rows;
+        const int rows = fmhai_bwd90_take(rk, k);
         if (rows < 0) break;
         FMHAI_BWD90_MARK(1, k);
         const uint64_t da = fmhai_wg_desc(sdS + (uint32_t)(b * BN * BM * 2), BN * 128, 1024);
 #pragma unroll 1
         for (int c0 = 0; c0 < HD; c0 += DQP) {
             float acc[DQP / 2];
-            const uint64_t db = fmhai_wg_desc(sK + (uint32_t)((c0 / 64) * BN * 128 + (c0 % 64) * 2), BN * 128, 1024);
+            const uint64_t db = fmhai_wg_desc(sK + (uint32_t)((c0 / 64) * BN * 128), BN * 128, 1024);
             fmhai_wg_fence();
 #pragma unroll
             for (int kk = 0; kk < BN / 16; ++kk)
@@ -468,15 +482,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, 
                 fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
                 if (rk->last) fmhai_bar_arrive(FMHAI_BWD90_BAR_KFREE, 384);
             }
-            if (det && c0 == 0) {
-                if (wtid == 0) {
-                    int32_t *sem = rk->sem;
-                    const int need = 4 * rk->need;   /* each warp arrives */
-                    while (fmhai_ld_relaxed(sem) < need) { }
-                    (void)fmhai_ld_acquire(sem);
-                }
-                fmhai_bar_sync(FMHAI_BWD90_BAR_DQWG, 128);
-            }
+            if (det && c0 == 0) fmhai_bwd90_det_turn(rk, wtid);
             /* the record's pointers are read here, not held across the
              * products (the slot stays until two hand-backs later); this
              * thread's column pairs are c + 8 nt, and the panel's first nv
@@ -509,11 +515,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, 
             }
         }
         FMHAI_BWD90_MARK(2, k);
-        if (det) {   /* each warp publishes its own adds */
-            int32_t *sem = rk->sem;
-            fmhai_sync_warp();
-            if (lane == 0) fmhai_add_release(sem, 1);
-        }
+        if (det) fmhai_bwd90_det_done(rk->sem, lane);
     }
 }
 

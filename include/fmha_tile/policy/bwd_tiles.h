@@ -235,7 +235,6 @@
     C(bwd_hdim_v_64_to_hdim, (hdv) == (hd) || ((hdv) % 64 == 0 && (hdv) >= 64 && (hdv) < (hd)), \
       "kernel hdim_v must be the head dim, or 64, 128 or 192 below it")
 
-/* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
 /* Who computes dQ in a dq_dk_dv row of the Hopper pipeline (pipeline/
  * bwd_sm90.h): at hdim 64 the third warpgroup, from a second dS^T tile
  * (the MMA warpgroups give it registers: 2 x 216 + 72 a thread, 128
@@ -261,6 +260,7 @@
      (FMHAI_BWD90_DQW(hd, bias) ? (bn) * (bm) * 2 : 2 * (bm) * FMHAI_BWD90_QS(hd, bias) * 4) + 192 + \
      ((bias) ? (bm) * (bn) * 2 : 0))
 
+/* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
 #define FMHAI_BWD90_CONSTRAINTS(C, hd, bm, bn, w, st)                                      \
     C(bwd90_hdim_64_128, (hd) == 64 || (hd) == 128, "the wgmma pipeline has head dims 64 and 128") \
     C(bwd90_block_64x128_w12_s2, (bm) == 64 && (bn) == 128 && (w) == 12 && (st) == 2,       \
