@@ -12,7 +12,9 @@
  * e4m3 queries take an optional q_descale (NULL: 1). Kernel-set rows use the
  * dtype FP8: X(PREFILL, FP8, ...). On an H100 e4m3 queries run the Hopper
  * pipeline in e4m3 (P rounded to e4m3 per key tile, as the FP8 forward);
- * bf16 queries, and other GPUs, run the portable pipeline (in fp16).
+ * bf16 queries run it in fp16 on pages widened in shared memory under
+ * per-tensor descales, and (as here, per page) the portable pipeline, as
+ * other GPUs do (in fp16).
  *
  * Checked, GQA 8:2, d=128, causal bottom-right, 3 sequences of 37/1/200 new
  * tokens over 100/64/700 keys in shuffled pages of 16 with per-page descales,

@@ -38,17 +38,18 @@ DEV = "cuda"
 SM90 = torch.cuda.get_device_capability() == (9, 0)
 
 
-def check_plan(plan, fp8, q8=False, d=0):
+def check_plan(plan, fp8, q8=False, d=0, per_page=False):
     """batch_prefill_plan names the pipeline and why: the Hopper one on sm_90 for
-    16-bit KV and for fp8 KV with fp8 queries (head dim above 64: the e4m3
-    kernels are 128 and 256, d <= 64 takes the portable 64 one), the portable
-    one otherwise (fp8 KV with bf16 queries by the fallback rule)."""
-    if SM90 and (not fp8 or (q8 and d > 64)):
+    16-bit KV and for fp8 KV with fp8 queries, or with bf16 queries without
+    per-page descales (head dim above 64: the e4m3 kernels are 128 and 256,
+    d <= 64 takes the portable 64 one), the portable one otherwise (fp8 KV with
+    bf16 queries and per-page descales by the fallback rule)."""
+    if SM90 and (not fp8 or ((q8 or not per_page) and d > 64)):
         assert plan["pipeline"] == "wgmma" and plan["why"].startswith("fast pipeline"), plan
     else:
         assert plan["pipeline"] == "portable_mma" and plan["why"].startswith("portable pipeline"), plan
-        if SM90 and fp8 and not q8:
-            assert plan["why"].startswith("portable pipeline: fp8 KV with bf16 queries"), plan
+        if SM90 and fp8 and not q8 and d > 64:
+            assert plan["why"].startswith("portable pipeline: fp8 KV with bf16 queries and per-page"), plan
     assert plan["kernel"] in [k["name"] for k in fmha_tile.kernels()["kernels"]]
     return plan
 
@@ -298,13 +299,14 @@ def test_batch_prefill_fp8(case):
         kw["block_table"], kw["seqlens_k"] = bt.to(DEV), torch.tensor(s_ks, dtype=torch.int32, device=DEV)
     scale = d ** -0.5
     plan = check_plan(fmha_tile.batch_prefill_plan(q, kc, vc, cu_q, max(s_qs), kv_layout=layout, causal=causal,
-                                                   window=window or (-1, -1), **kw), fp8=True, q8=qdt == "fp8", d=d)
+                                                   window=window or (-1, -1), **kw), fp8=True, q8=qdt == "fp8", d=d,
+                      per_page=scale_mode in ("page", "page_strided"))
     out, lse = fmha_tile.batch_prefill(q, kc, vc, cu_q, max(s_qs), kv_layout=layout, causal=causal,
                                        window=window or (-1, -1), return_lse=True, **kw)
     torch.cuda.synchronize()
     assert out.dtype == BF16
     lse_tol = torch.full((h, sum(s_qs)), LSE_TOL, device=DEV)
-    if plan["pipeline"] == "wgmma":
+    if plan["pipeline"] == "wgmma" and qdt == "fp8":
         # e4m3 P V: the reference rounds P per key tile as the kernel does (each
         # key's V descale first, over the tile's largest), and the LSE tolerance
         # grows with sum |q k| (test_fwd_fp8's rules)

@@ -22,9 +22,10 @@
  *
  * Two pipelines, one suite: this file builds as test_prefill, where an sm_90
  * device runs every 16-bit problem on the Hopper wgmma pipeline (one kernel per
- * variant serves every page size), and fp8 KV with e4m3 queries and head dims
- * above 64 too (e4m3 products; fp8 KV with bf16 queries falls back to the
- * portable pipeline),
+ * variant serves every page size), and fp8 KV with head dims above 64 too:
+ * with e4m3 queries as e4m3 products, with bf16 queries as f16 products of
+ * the pages widened in shared memory (with per-page descales these fall back
+ * to the portable pipeline),
  * and as test_prefill_portable (test_prefill_portable.cu: the default set without
  * its Hopper rows), where every problem runs on the portable pipeline.
  *
@@ -56,7 +57,7 @@
  * padding, unreferenced pages), and every descale nobody may read holds a float
  * NaN. The reference gets the dequantised K/V (and Q): stored * descale. The
  * tolerance is the bf16 one (the output is bf16), the max-abs bound scaled by the
- * largest |V| the problem holds. On the wgmma pipeline (e4m3 P V) the reference
+ * largest |V| the problem holds. With e4m3 queries on the wgmma pipeline (e4m3 P V) the reference
  * rounds P to e4m3 per key tile as the kernel does, after scaling it by each
  * key's V descale over the tile's largest (per-page descales; fmha_ref_fwd_row_p8),
  * and the LSE tolerance adds 2^-11 of the row's sum |q k| * scale (the fp8
@@ -121,12 +122,13 @@ static int fast16(void)
     }
     return g_fast16;
 }
-/* The pipeline a default-set problem runs on: 16-bit KV and e4m3 KV with
- * e4m3 queries on the wgmma pipeline (whose e4m3 kernels have head dims 128
- * and 256: d <= 64 takes the portable 64 kernel, the least padding). */
-static int expect_wgmma(fmha_dtype kv_dt, int q8, int d)
+/* The pipeline a default-set problem runs on: 16-bit KV, e4m3 KV with
+ * e4m3 queries, and e4m3 KV with bf16 queries but no per-page descales (pds)
+ * on the wgmma pipeline (whose e4m3 kernels have head dims 128 and 256: d <=
+ * 64 takes the portable 64 kernel, the least padding). */
+static int expect_wgmma(fmha_dtype kv_dt, int q8, int pds, int d)
 {
-    return fast16() && (kv_dt != FMHA_DTYPE_FP8 || (q8 && d > 64));
+    return fast16() && (kv_dt != FMHA_DTYPE_FP8 || ((q8 || !pds) && d > 64));
 }
 
 /* Explicit page columns: page 4 (not a tuned class; staged per-row offsets, serves
@@ -1320,7 +1322,7 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     }
     want_hd = expected_kernel_hdim(set, c->dtype, a.kv_layout, c->d);
     want_pg = expected_page_class(set, plan.kernel, P);
-    want_fast = set == &prefill_set ? expect_wgmma(c->dtype, c->q8, c->d) : plan.kernel->arch == FMHA_ARCH_SM90A;
+    want_fast = set == &prefill_set ? expect_wgmma(c->dtype, c->q8, c->kvs == FMHA_KV_SCALE_PER_PAGE, c->d) : plan.kernel->arch == FMHA_ARCH_SM90A;
     if (plan.kernel->family != FMHA_FAMILY_BATCH_PREFILL || plan.kernel->dtype != c->dtype ||
         plan.kernel->kv_layout != a.kv_layout ||
         plan.kernel->hdim != want_hd || plan.kernel->has_softcap != (c->cap > 0) ||
@@ -1374,9 +1376,11 @@ static void run_config(const pf_cfg *c, cudaStream_t stream, uint64_t seed)
     tu_download(r.oh_all, r.dout_all, (r.n_o + 2 * GUARD) * 2);
     tu_download(r.lseh_all, r.dlse_all, (r.n_lse + 2 * GUARD) * 4);
 
-    /* e4m3 kernels: the reference rounds P as they do (per-page V descales
-     * included); 16-bit and fp8-KV portable kernels: the exact one */
-    p8 = kv8 && plan.kernel->arch == FMHA_ARCH_SM90A;
+    /* e4m3 products (e4m3 queries on the wgmma pipeline): the reference
+     * rounds P as they do (per-page V descales included); 16-bit, fp8-KV
+     * portable kernels and bf16 queries on the wgmma pipeline (f16
+     * products of the widened pages): the exact one */
+    p8 = kv8 && c->q8 && plan.kernel->arch == FMHA_ARCH_SM90A;
     if (p8 && c->kvs == FMHA_KV_SCALE_PER_PAGE) p.p8_vscale = r.pool.vsk;
     if ((p8 ? ref_run_p8(c, &r, &p, plan.kernel->tile_n) : fmha_ref_fwd_run(&p)) != 0) {
         tu_fail(c->name, "reference: out of memory");
@@ -1945,7 +1949,7 @@ static void test_plans(void)
     for (m = 0; m < 3; m++)
         for (i = 0; i < 11; i++) {
             /* 16-bit KV: the wgmma kernel (page 1) where this run has one */
-            const int want = expect_wgmma(FMHA_DTYPE_FP16, 0, 64) ? 1 : pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
+            const int want = expect_wgmma(FMHA_DTYPE_FP16, 0, 0, 64) ? 1 : pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
             if (m == 2 && pages[i] < 8) continue;
             a = m == 1 ? e.vl : e.sg;
             a.page_size = pages[i];
@@ -1971,7 +1975,7 @@ static void test_plans(void)
      * has one); the explicit set's fp8 rows 4 and 128 */
     for (m = 0; m < 2; m++)
         for (i = 0; i < 11; i++) {
-            const int want = m && expect_wgmma(FMHA_DTYPE_FP8, 1, 128) ? 1
+            const int want = m && expect_wgmma(FMHA_DTYPE_FP8, 1, 0, 128) ? 1
                              : pages[i] >= 64 ? 64 : pages[i] >= 16 ? 16 : 1;
             a = e.f8;
             a.page_size = pages[i];

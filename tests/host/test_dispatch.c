@@ -366,16 +366,33 @@ static void test_prefill_classes(void)
                                      st == FMHA_OK ? plan.why : "");
                     ok = 0;
                 }
-                if (!lay) {   /* fp8 KV, bf16 queries: the portable classes on either device */
+                if (!lay) {   /* fp8 KV, bf16 queries: on sm_90 the wgmma e4m3 kernel (page 1), which widens
+                               * the pages to f16, without descales or per tensor; the portable classes
+                               * with per-page descales and on sm_80 */
+                    static float ds[4];
                     const int want8 = P >= 64 ? 64 : P >= 16 ? 16 : 1;
+                    int sc;
                     a.kv_dtype = FMHA_DTYPE_FP8;
                     a.page_stride_k = a.page_stride_v = (int64_t)P * 2 * 128;
-                    st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
-                    if (st != FMHA_OK || plan.kernel->page_size != want8 || plan.kernel->dtype != FMHA_DTYPE_FP8 ||
-                        plan.kernel->arch != FMHA_ARCH_SM80 ||
-                        !starts_with(plan.why, fast ? "portable pipeline: fp8 KV with bf16 queries"
-                                                    : "portable pipeline: the device"))
-                        ok8 = 0;
+                    for (sc = 0; sc < 3; ++sc) {
+                        const int fast8 = fast && sc < 2;
+                        a.kv_scale = (fmha_kv_scale)sc;
+                        a.k_descale = a.v_descale = sc == 1 ? ds : 0;
+                        a.k_page_descale = a.v_page_descale = sc == 2 ? ds : 0;
+                        a.descale_page_stride = sc == 2 ? 2 : 0;
+                        a.descale_nhead_stride = sc == 2 ? 1 : 0;
+                        st = fmha_batch_prefill_check(&set_prefill, &a, &plan);
+                        if (st != FMHA_OK || plan.kernel->page_size != (fast8 ? 1 : want8) ||
+                            plan.kernel->dtype != FMHA_DTYPE_FP8 ||
+                            plan.kernel->arch != (fast8 ? FMHA_ARCH_SM90A : FMHA_ARCH_SM80) ||
+                            !starts_with(plan.why, fast8 ? "fast pipeline (wgmma)"
+                                                   : fast ? "portable pipeline: fp8 KV with bf16 queries and per-page"
+                                                          : "portable pipeline: the device"))
+                            ok8 = 0;
+                    }
+                    a.kv_scale = FMHA_KV_SCALE_NONE;
+                    a.k_page_descale = a.v_page_descale = 0;
+                    a.descale_page_stride = a.descale_nhead_stride = 0;
                     /* e4m3 queries: the wgmma e4m3 kernel (page 1) on sm_90; d 64 the
                      * portable 64 kernel (least padding) */
                     a.q_dtype = FMHA_DTYPE_FP8;
@@ -397,7 +414,8 @@ static void test_prefill_classes(void)
     if (!ok) printf("  %s\n", why);
     CHECK(ok, "prefill default set: sm_90 runs every page size on the wgmma kernel, sm_80 page classes 1 / 16 / 64, "
               "LINEAR and VECTORIZED, each plan says why");
-    CHECK(ok8, "prefill default set: fp8 KV with bf16 queries falls back to the portable page classes (the "
+    CHECK(ok8, "prefill default set: fp8 KV with bf16 queries runs the wgmma e4m3 kernel on sm_90 without "
+               "descales or per tensor, and falls back to the portable page classes with per-page descales (the "
                "fallback rule says so)");
     CHECK(okq8, "prefill default set: fp8 KV with e4m3 queries runs the wgmma e4m3 kernel on sm_90 (d 128), the "
                 "portable classes elsewhere and for d 64");

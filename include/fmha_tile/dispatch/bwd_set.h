@@ -162,7 +162,7 @@
         FMHAI_HDV(hd), 0, 0 },                                                                      \
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                                \
       FMHAI_SMEM_##fam(hd, bm, bn, st, arch, al),                                                    \
-      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
+      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)), 0, 0 },
 
 #define FMHAI_COUNT_ROW_BWD FMHAI_COUNT_ROW
 

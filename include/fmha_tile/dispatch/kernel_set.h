@@ -253,9 +253,44 @@ enum fmha_wildcard { FMHA_ANY = -1 };
                                   w, st, FMHAI_ON_##mask, FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al), \
                                   FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam, FMHAI_KV8(dt),         \
                                   FMHAI_DEC_##fam);                                             \
-    }
+    }                                                                                           \
+    FMHAI_CAT(FMHAI_Q16K_, arch)(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)
 #  define FMHAI_KFN(kid) ((const void *)kid)
 #endif
+
+/* Hopper e4m3 batch-prefill rows get a second kernel, for bf16 queries (MIX
+ * in pipeline/fwd_sm90.h: the 16-bit pipeline computing in f16 on pages
+ * widened in shared memory), so that each kernel holds only its own bodies
+ * and takes only the shared memory they need: as a third body in the e4m3
+ * kernel it had cost e4m3 queries 1-2% (bench/RESULTS.md, session 28). The
+ * entry carries it as fn_q16 with its shared memory smem_q16 (0 elsewhere). */
+#define FMHAI_Q16K_SM80(...)
+#define FMHAI_Q16K_GFX9(...)
+#define FMHAI_Q16K_SM90A(fam, dt, ...) FMHAI_Q16K90_##dt(fam, dt, __VA_ARGS__)
+#define FMHAI_Q16K90_FP16(...)
+#define FMHAI_Q16K90_BF16(...)
+#define FMHAI_Q16K90_FP8(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)   \
+    FMHA_STATIC_ASSERT(FMHAI_FWD90_SMEM_Q16(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg) <= 227 * 1024,  \
+                       "fmha_tile: the bf16-query kernel of an e4m3 row must fit in 227 KB");           \
+    static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, 1)                                              \
+    FMHAI_CAT(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st), _q16)( \
+        const FMHAI_GRID_CONSTANT fmhai_fwd_params p)                                                     \
+    {                                                                                                     \
+        extern __shared__ __align__(128) char fmhai_smem[];                                               \
+        if (FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st) && FMHAI_PAGING(pg, bn))   \
+            fmhai_fwd_sm90_q16(&p, fmhai_smem, FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, w, st, FMHAI_ON_##mask, \
+                               FMHAI_ON_##sc, FMHAI_ALIBI_ON(fam, al), FMHAI_PAGING(pg, bn), FMHAI_VEC_##fam); \
+    }
+#define FMHAI_Q16FN_SM80(dt, pg, kid) 0
+#define FMHAI_Q16FN_GFX9(dt, pg, kid) 0
+#define FMHAI_Q16FN_SM90A(dt, pg, kid) FMHAI_Q16FN90_##dt(pg, kid)
+#define FMHAI_Q16FN90_FP16(pg, kid) 0
+#define FMHAI_Q16FN90_BF16(pg, kid) 0
+#define FMHAI_Q16FN90_FP8(pg, kid) ((pg) > 0 ? FMHAI_KFN(FMHAI_CAT(kid, _q16)) : 0)
+#define FMHAI_Q16SMEM_SM80(dt, hd, bm, bn, st, pg) 0
+#define FMHAI_Q16SMEM_GFX9(dt, hd, bm, bn, st, pg) 0
+#define FMHAI_Q16SMEM_SM90A(dt, hd, bm, bn, st, pg) \
+    (FMHAI_DT_##dt == FMHA_DTYPE_FP8 && (pg) > 0 ? FMHAI_FWD90_SMEM_Q16(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg) : 0)
 
 /* ---- pass 2: table entries -------------------------------------------------- */
 #define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
@@ -269,7 +304,10 @@ enum fmha_wildcard { FMHA_ANY = -1 };
       FMHAI_ROW_ENABLED(arch, upg, pg, ubm, ubn, uw, ust, bm, bn, w, st),                               \
       FMHAI_CAT(FMHAI_FWD_XSMEM_, arch)(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg, FMHAI_VEC_##fam, \
                                         FMHAI_KV8(dt), FMHAI_ON_##al == FMHAI_ON_BIAS),                \
-      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)) },
+      FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)),    \
+      FMHAI_CAT(FMHAI_Q16FN_, arch)(dt, pg,                                                          \
+                                    FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)), \
+      FMHAI_CAT(FMHAI_Q16SMEM_, arch)(dt, hd, bm, bn, st, pg) },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
 #define FMHAI_COUNT_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \

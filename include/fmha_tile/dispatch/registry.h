@@ -62,6 +62,10 @@ typedef struct fmhai_entry {
     int enabled;           /* 0: a tuned row that the wildcard row filtered out */
     int smem_bytes;        /* dynamic shared memory per block */
     const void *fn;        /* the __global__ function; NULL in host-only builds */
+    const void *fn_q16;    /* Hopper e4m3 prefill rows: the kernel for bf16
+                              queries (kernel_set.h, FMHAI_Q16K90_FP8); NULL
+                              elsewhere */
+    int smem_q16;          /* its dynamic shared memory */
 } fmhai_entry;
 
 struct fmha_kernel_set {
@@ -132,12 +136,13 @@ static inline fmha_status fmhai_current_device(fmhai_device *d, int *ordinal)
 
 /* Does the binary hold code of this kernel for the current device? Cached per
  * entry: the device ordinal it was filled for, the binary version, whether
- * the kernel's shared-memory limit was raised on that device, and whether
+ * the kernel's shared-memory limit was raised on that device (bit 11; its
+ * kernel for bf16 queries, fn_q16: bit 13), and whether
  * its code was compiled for sm_90+ (from PTX 9.0 on: a kernel that calls
  * fmhai_pdl_wait may then be launched as a programmatic dependent). */
 #define FMHAI_PROBE_MAKE(ordinal, version, smem_set, pdl) \
-    ((((ordinal) + 1) << 13) | ((pdl) << 12) | ((smem_set) << 11) | ((version) & 2047))
-#define FMHAI_PROBE_DEVICE(c) (((c) >> 13) - 1)
+    ((((ordinal) + 1) << 14) | ((pdl) << 12) | ((smem_set) << 11) | ((version) & 2047))
+#define FMHAI_PROBE_DEVICE(c) (((c) >> 14) - 1)
 #define FMHAI_PROBE_VERSION(c) ((c) & 2047)
 #define FMHAI_PROBE_SMEM_SET(c) (((c) >> 11) & 1)
 #define FMHAI_PROBE_PDL(c) (((c) >> 12) & 1)
@@ -183,6 +188,7 @@ typedef struct fmhai_problem {
     fmha_family family;
     fmha_dtype dtype;
     int q8;                  /* e4m3 queries (the fp8 forward; fp8 KV prefill) */
+    int pds;                 /* fp8 KV prefill: per-page descales          */
     int hdim;
     int hdim_v;              /* V/O columns (0: as hdim)                   */
     int masked;              /* a mask that can hide keys                  */
@@ -220,7 +226,7 @@ static inline int fmhai_info_hdv(const fmha_kernel_info *k) { return k->hdim_v ?
 static inline const char *fmhai_fwd90_why_not(const fmhai_problem *pb)
 {
 #define FMHAI_SERVES_CHECK(name, cond, msg) if (!(cond)) return msg;
-    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->hdim, fmhai_pb_hdv(pb), pb->page_size,
+    FMHAI_FWD90_SERVES(FMHAI_SERVES_CHECK, pb->dtype, pb->q8, pb->pds, pb->hdim, fmhai_pb_hdv(pb), pb->page_size,
                        pb->kv_layout, pb->dropout, pb->bias)
 #undef FMHAI_SERVES_CHECK
     return 0;
@@ -462,6 +468,7 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
     /* fp8 KV kernels serve bf16 and fp8 queries alike (a runtime choice) */
     pb.dtype = a->kv_dtype == FMHA_DTYPE_FP8 ? FMHA_DTYPE_FP8 : a->q_dtype;
     pb.q8 = a->q_dtype == FMHA_DTYPE_FP8;
+    pb.pds = a->kv_dtype == FMHA_DTYPE_FP8 && a->kv_scale == FMHA_KV_SCALE_PER_PAGE;
     pb.hdim = a->hdim_q;
     pb.masked = a->mask_type != FMHA_MASK_NONE &&
                 (fmhai_norm_window(a->window_left) >= 0 || fmhai_norm_window(a->window_right) >= 0);
@@ -475,35 +482,45 @@ static inline fmha_status fmhai_prefill_select(const fmha_kernel_set *set,
 }
 
 /* Launch entry i with grid (gx, heads, batch). */
-static inline fmha_status fmhai_launch_grid(const fmha_kernel_set *set, int i, fmhai_fwd_params *p, int gx,
-                                            int heads, int batch, void *stream, int dependent)
+/* ... of its kernel for bf16 queries instead where q16 (fn_q16). */
+static inline fmha_status fmhai_launch_q16(const fmha_kernel_set *set, int i, fmhai_fwd_params *p, int gx,
+                                           int heads, int batch, void *stream, int dependent, int q16)
 {
 #if defined(FMHA_PLATFORM_HOST_ONLY)
-    (void)set; (void)i; (void)p; (void)gx; (void)heads; (void)batch; (void)stream; (void)dependent;
+    (void)set; (void)i; (void)p; (void)gx; (void)heads; (void)batch; (void)stream; (void)dependent; (void)q16;
     return fmhai_fail(FMHA_ERR_LAUNCH, "built without a device compiler");
 #else
     const fmhai_entry *e = &set->entries[i];
+    const void *fn = q16 ? e->fn_q16 : e->fn;
+    const int smem = q16 ? e->smem_q16 : e->smem_bytes, bit = q16 ? 13 : 11;
     void *kargs[1];
     hipError_t err;
     kargs[0] = p;
+    if (!fn) return fmhai_fail(FMHA_ERR_LAUNCH, "%s: no kernel for bf16 queries", e->info.name);
     /* raise the kernel's shared-memory limit once per device (selection just
      * filled the probe cache for the current device) */
-    if (e->smem_bytes > 48 * 1024 && !FMHAI_PROBE_SMEM_SET(set->probe[i])) {
-        err = hipFuncSetAttribute(e->fn, hipFuncAttributeMaxDynamicSharedMemorySize, e->smem_bytes);
+    if (smem > 48 * 1024 && !((set->probe[i] >> bit) & 1)) {
+        err = hipFuncSetAttribute(fn, hipFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (err != hipSuccess)
             return fmhai_fail(FMHA_ERR_LAUNCH, "%s: cannot set shared memory to %d bytes: %s",
-                              e->info.name, e->smem_bytes, hipGetErrorString(err));
-        set->probe[i] |= 1 << 11;
+                              e->info.name, smem, hipGetErrorString(err));
+        set->probe[i] |= 1 << bit;
     }
     /* dependent: the kernel waits for the stream's previous one itself
      * (fmhai_pdl_wait), where its code is sm_90+ */
-    err = fmhai_launch_dependent(e->fn, dim3((unsigned)gx, (unsigned)heads, (unsigned)batch),
-                                 dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)e->smem_bytes,
+    err = fmhai_launch_dependent(fn, dim3((unsigned)gx, (unsigned)heads, (unsigned)batch),
+                                 dim3((unsigned)(e->info.warps * 32)), kargs, (size_t)smem,
                                  (hipStream_t)stream, dependent && FMHAI_PROBE_PDL(set->probe[i]));
     if (err != hipSuccess)
         return fmhai_fail(FMHA_ERR_LAUNCH, "%s: launch failed: %s", e->info.name, hipGetErrorString(err));
     return FMHA_OK;
 #endif
+}
+
+static inline fmha_status fmhai_launch_grid(const fmha_kernel_set *set, int i, fmhai_fwd_params *p, int gx,
+                                            int heads, int batch, void *stream, int dependent)
+{
+    return fmhai_launch_q16(set, i, p, gx, heads, batch, stream, dependent, 0);
 }
 
 /* Launch entry i with grid (m_blocks, heads, batch). */
@@ -593,7 +610,10 @@ FMHA_API fmha_status fmha_batch_prefill(const fmha_kernel_set *set,
     if (args->batch == 0 || args->max_seqlen_q == 0) return FMHA_OK;
     fmhai_prefill_make_params(args, set->entries[i].info.tile_m, &p);
     fmhai_prefill_tma_prepare(&set->entries[i].info, args, &p);
-    return fmhai_launch(set, i, &p, args->nhead_q, args->batch, stream);
+    /* bf16 queries on a Hopper e4m3 row: its kernel for them */
+    return fmhai_launch_q16(set, i, &p, p.m_blocks, args->nhead_q, args->batch, stream, 0,
+                            set->entries[i].info.arch == FMHA_ARCH_SM90A && args->kv_dtype == FMHA_DTYPE_FP8 &&
+                                !p.q_fp8);
 }
 
 FMHA_API int fmha_set_size(const fmha_kernel_set *set)

@@ -63,7 +63,11 @@
  * pages with e4m3 queries (per-page descales: each score column times its
  * key's K descale, each P column times its key's V descale over the tile's
  * largest before P is rounded; O kept in units of that reference,
- * fmhai_fwd90_vref); fp8 KV with bf16 queries runs on the portable pipeline.
+ * fmhai_fwd90_vref). e4m3 LINEAR pages with bf16 queries (per-tensor
+ * descales) take the row's second kernel (fmhai_fwd_sm90_q16, MIX): the
+ * 16-bit pipeline computing in f16, each e4m3 tile widened in place in its
+ * 16-bit stage by the load warpgroup (kv_source.h, fmhai_wg_widen_e4m3),
+ * the queries turned f16 under a power-of-two scale (fmhai_fwd90_q_to_f16).
  *
  * Elementwise bias (BIAS rows, 16-bit contiguous forward up to hdim 128):
  * with a bias tensor map (dispatch/tma.h: batch mode, 16-bit, 16-byte
@@ -597,6 +601,48 @@ FMHAI_DEVICE float fmhai_fwd90_vref(const float *sVref, int slot, int BN, float 
     return 1.f / m;
 }
 
+/* MIX (bf16 queries on e4m3 pages), an MMA warpgroup once Q has landed:
+ * its 64 bf16 rows of the Q tile (HD / 64 panels of [BM][128 bytes] from
+ * sQ, rows wg * 64 ..) turned f16 in place, times 2^sh where sh puts the
+ * largest |q| just under 2^15 (f16 holds bf16's 8 bits exactly from there
+ * down to 2^-14 of it; clamped at 2^100 for queries near zero), with one
+ * warpgroup barrier (bar) for the largest and one for the stores (fenced
+ * for the products' proxy). The warps' maxima meet in scratch[4]. Returns
+ * 2^-sh, the logits' factor. */
+FMHAI_DEVICE float fmhai_fwd90_q_to_f16(fmhai_smem_t sQ, uint32_t *scratch, int HD, int BM, int wg, int wtid,
+                                        int bar)
+{
+    const fmhai_smem_t base = sQ + (uint32_t)(wg * 64 * 128 + 16 * wtid);
+    uint32_t m = 0u;
+#pragma unroll 4
+    for (int i = 0; i < HD / 16; ++i) {   /* 8 KB of a panel: 4 chunks a thread */
+        uint32_t x[4];
+        fmhai_lds_load16(x, base + (uint32_t)((i >> 2) * BM * 128 + (i & 3) * 2048));
+#pragma unroll
+        for (int e = 0; e < 4; ++e) m = max(m, max(x[e] & 0x7fffu, (x[e] >> 16) & 0x7fffu));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = max(m, (uint32_t)__shfl_xor_sync(0xffffffffu, (int)m, o));
+    if (wtid % 32 == 0) scratch[wtid / 32] = m;
+    fmhai_bar_sync(bar, 128);
+    m = max(max(scratch[0], scratch[1]), max(scratch[2], scratch[3]));
+    const int sh = m == 0u ? 0 : min(141 - (int)(m >> 7), 100);   /* |q| < 2^(e - 126) */
+    const float f = __int_as_float((127 + sh) << 23);
+#pragma unroll 4
+    for (int i = 0; i < HD / 16; ++i) {
+        const fmhai_smem_t a = base + (uint32_t)((i >> 2) * BM * 128 + (i & 3) * 2048);
+        uint32_t x[4], y[4];
+        fmhai_lds_load16(x, a);
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            y[e] = fmhai_pack2(__uint_as_float(x[e] << 16) * f, __uint_as_float(x[e] & 0xffff0000u) * f, 0);
+        fmhai_lds_store16(a, y);
+    }
+    fmhai_wg_fence_smem();
+    fmhai_bar_sync(bar, 128);
+    return __int_as_float((127 - sh) << 23);
+}
+
 /* TMA: thread 0 of the load warpgroup sets up n mbarriers (one arrival
  * each: the issuing thread's expect_tx) and, with tile0_done, completes
  * barrier 0's first phase (K/V tile 0 is copied with cp.async; the bias
@@ -694,7 +740,7 @@ FMHAI_DEVICE void fmhai_fwd90_tma_bias(const fmhai_fwd_params *p, fmhai_smem_t s
 FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw, const int is_bf16, const int HD,
                                       const int HDV, const int BM, const int BN, const int NW, const int ST,
                                       const int HAS_MASK, const int SOFTCAP, const int AL, const int PAGING,
-                                      const int KV_VEC, const int FP8, const int PDS)
+                                      const int KV_VEC, const int FP8, const int PDS, const int MIX)
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     /* the row's ALiBi column: 1 ALiBi, 2 elementwise bias (the contiguous
@@ -718,6 +764,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* FP8: e4m3 Q, K, V (bytes per element EB); a row of hd e4m3 bytes is
      * laid out as a 16-bit row of hd / 2 (HDC columns) */
     const int EB = FP8 ? 1 : 2, HDC = FP8 ? HD / 2 : HD, TY = FP8 ? 2 : is_bf16;
+    /* MIX: bf16 queries on e4m3 pages (batch prefill, LINEAR, per-tensor
+     * descales): the 16-bit pipeline computing in f16. The load warpgroup
+     * lands each e4m3 tile in the upper half of its 16-bit stage and widens
+     * it there (fmhai_wg_widen_e4m3, exact); each MMA warpgroup turns its Q
+     * rows f16 under a power-of-two scale (fmhai_fwd90_q_to_f16) that
+     * joins the logit scale; O leaves as bf16. KVB: K/V bytes an element. */
+    const int KVB = FP8 || MIX ? 1 : 2;
     (void)NW;
     /* K and V as two streams (fmhai_fwd90_split_sync): at hdim 256 the ring
      * has two stages, and one barrier for a tile's K and V made each S
@@ -810,9 +863,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
-        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : FS2 ? 24 : PDS_ROWS ? 56 : 40);
+        fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : FS2 ? 24 : PDS_ROWS || MIX ? 56 : 40);
         fmhai_kv_src ks, vs;   /* where K and V come from */
-        fmhai_kv_srcs_of(p, &S, hk, EB, KV_VEC, &ks, &vs);
+        fmhai_kv_srcs_of(p, &S, hk, KVB, KV_VEC, &ks, &vs);
         if (FP8) {
             /* e4m3: K and V rows by cp.async (V into one of two staging
              * tiles) two tiles ahead; tile j is turned into V^T
@@ -1025,6 +1078,56 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             }
             return;
         }
+        if (MIX) {
+            /* e4m3 pages under bf16 queries (paged, LINEAR): tile j's K and V
+             * rows land in the upper half of stage j % ST (cp.async; whole
+             * tiles after the first by TMA with tensor maps, on mbarrier
+             * j % ST); at the top of iteration j + 1 they are widened to f16
+             * in place (fmhai_wg_widen_e4m3) and handed over (FULL), and only
+             * then is tile j + 1 issued into a stage that P V of tile j + 1 -
+             * ST has freed (EMPTY), as the 16-bit loop below: one tile in
+             * flight. Issuing tiles ST - 1 ahead put each hand-off behind the
+             * EMPTY wait of the tile before, and handing K over before V was
+             * widened (V on an mbarrier of its own) measured slower too
+             * (bench/RESULTS.md, session 28). Tile j's row pages: sPage[j % 2]. */
+            const int TMA = p->tma_kv, src = (HDB / 256) * BN * 128;   /* e4m3 rows: the upper panels */
+            if (W.n_iters > 0 && ltid < BN) sPage[ltid] = fmhai_page_of(&ks, (W.n_hi - 1) * BN + ltid, p->page_log2);
+            fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+            if (TMA) fmhai_fwd90_tma_init(sBar, ST, 1, ltid);   /* tile 0: cp.async */
+            for (int j = 0; j <= W.n_iters; ++j) {
+                if (j > 0) {
+                    const int pj = j - 1, ps = pj % ST;
+                    if (TMA && pj > 0) fmhai_mbar_wait(sBar + 8 * ps, (pj / ST) & 1);
+                    else fmhai_copy_wait(0);
+                    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);   /* every thread's copies landed */
+                    fmhai_wg_widen_e4m3(sK + ps * kv_bytes, sV + ps * v_bytes, src, HD, BN, ltid);
+                    fmhai_wg_fence_smem();
+                    fmhai_fwd90_full_arrive(sFull3, ps, NWG);
+                    FMHAI_FWD90_MARK(0, pj);
+                }
+                if (j == W.n_iters) break;
+                const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
+                int next_page = 0;
+                if (ltid < BN && j + 1 < W.n_iters) next_page = fmhai_page_of(&ks, jk - BN + ltid, p->page_log2);
+                if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
+                FMHAI_FWD90_MARK(2, j);
+                if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
+                const int32_t *rows = sPage + (j & 1) * BN;
+                if (TMA && j > 0)
+                    fmhai_fwd90_tma_kv(p, sK + st * kv_bytes + src, sV + st * v_bytes + src, sBar + 8 * st, jk, hk,
+                                       S.kv_b, HD / 128, HD / 128, BN, 1, rows, ltid);
+                else
+                    fmhai_fwd90_load_kv8(sK + st * kv_bytes + src, sV + st * v_bytes + src, &ks, &vs, rows, jk, s_k,
+                                         p->d / 2, HD / 2, BN, ltid, p, 1);
+                if (j + 1 < W.n_iters) {
+                    /* every thread has read slot (j + 1) % 2 for tile j - 1
+                     * before the barrier above */
+                    if (ltid < BN) sPage[((j + 1) & 1) * BN + ltid] = next_page;
+                    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+                }
+            }
+            return;
+        }
         if (SPLIT) {
             /* Q and tile 0 (which may be partial: cp.async zero-fills) by the
              * warpgroup; then warp 0 streams K and warp 1 V: tile t goes
@@ -1179,7 +1282,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         }
         return;
     }
-    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : FS2 ? 240 : PDS_ROWS ? 224 : 232);
+    fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : FS2 ? 240 : PDS_ROWS || MIX ? 224 : 232);
 
     float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns */
     float row_max[2], row_sum[2];
@@ -1191,15 +1294,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* FP8: the q and k descales scale the logits, v's the output (per
      * tensor, or this block's (b, hk): batch prefill leaves the strides 0) */
     float scale_log2 = p->scale_log2, softcap_pre = p->softcap_pre, o_scale = 1.f;
-    if (FP8) {
+    if (FP8 || MIX) {
         const int64_t di = (int64_t)b * p->desc_batch + (int64_t)hk * p->desc_head;
-        const float qk = (p->q_descale ? p->q_descale[di] : 1.f) * (p->k_descale ? p->k_descale[di] : 1.f);
+        const float qk = (FP8 && p->q_descale ? p->q_descale[di] : 1.f) * (p->k_descale ? p->k_descale[di] : 1.f);
         scale_log2 *= qk;
         softcap_pre *= qk;
         o_scale = p->v_descale ? p->v_descale[di] : 1.f;
     }
     float vref = 0.f, vratio = 1.f, vinv = 1.f;   /* paged FP8: fmhai_fwd90_vref */
-    const float sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, TB, scale_log2);   /* the LSE's scale */
+    float sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, TB, scale_log2);   /* the LSE's scale (MIX: below) */
     float slope = 0.f;
     if (ALIBI) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch + h] * 1.4426950408889634f;
     const char *bias_rows = BIAS ? fmhai_bias_rows(p, b_eff, h, q_start) : 0;
@@ -1316,6 +1419,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         }
         if (SPLIT || FS2) fmhai_fwd90_split_sync(0, wg, 0, SPN);   /* K of tile 0 and Q landed */
         else fmhai_fwd90_full_sync(sFull3, k0, k0, ST, wg, NWG);   /* tile k0 and Q landed */
+        if (MIX) {   /* Q to f16 (barriers TURN + 2 + wg: free with two MMA warpgroups) */
+            const float qf16 = fmhai_fwd90_q_to_f16(sQ, (uint32_t *)(smem_raw + 64) + 4 * wg, HD, BM, wg, tid % 128,
+                                                    FMHAI_FWD90_BAR_TURN + 2 + wg);
+            scale_log2 *= qf16;
+            softcap_pre *= qf16;
+            sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, TB, scale_log2);
+        }
         FMHAI_FWD90_BLOCK_MARK(1);
         if (QREG) fmhai_wg_load_afrags(qf, sQ, BM, row0 - g, lane, HD / 32);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
@@ -1512,7 +1622,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                     const int r = g + 8 * hf, dt = ps * CH + dq;
                     const uint32_t at = (uint32_t)((dq >> 3) * BS + r * RS + (((dq & 7) ^ (r & 7)) << 4) + 4 * t);
                     fmhai_st_shared_u32(ob + at, fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf],
-                                                             acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8));
+                                                             acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8 || MIX));
                 }
             if (TMO) {
                 fmhai_wg_fence_smem();   /* the lanes' stores, seen by the TMA unit */
@@ -1566,14 +1676,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 const int col = dt * 8 + 2 * t;
                 if (col < p->dv)
                     *(uint32_t *)(orow + 2 * col) = fmhai_pack2(acc_o[4 * dt + 2 * hf] * inv[hf],
-                                                                acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8);
+                                                                acc_o[4 * dt + 2 * hf + 1] * inv[hf], is_bf16 || FP8 || MIX);
             }
         }
     }
     FMHAI_FWD90_BLOCK_MARK(4);
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)HDV; (void)BM; (void)BN; (void)NW; (void)HAS_MASK;
-    (void)SOFTCAP; (void)AL; (void)PAGING; (void)KV_VEC; (void)FP8; (void)PDS;
+    (void)SOFTCAP; (void)AL; (void)PAGING; (void)KV_VEC; (void)FP8; (void)PDS; (void)MIX;
 #endif
 }
 
@@ -1589,9 +1699,22 @@ FMHAI_DEVICE void fmhai_fwd_sm90(const fmhai_fwd_params *p, char *smem_raw, cons
                                  const int FP8)
 {
     if (FP8 && PAGING && p->k_page_descale)
-        fmhai_fwd_sm90_body(p, smem_raw, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, AL, PAGING, KV_VEC, FP8, 1);
+        fmhai_fwd_sm90_body(p, smem_raw, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, AL, PAGING, KV_VEC, FP8, 1,
+                            0);
     else
-        fmhai_fwd_sm90_body(p, smem_raw, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, AL, PAGING, KV_VEC, FP8, 0);
+        fmhai_fwd_sm90_body(p, smem_raw, is_bf16, HD, HDV, BM, BN, NW, ST, HAS_MASK, SOFTCAP, AL, PAGING, KV_VEC, FP8, 0,
+                            0);
+}
+
+/* The kernel body of an e4m3 paged row's kernel for bf16 queries (MIX: the
+ * 16-bit pipeline in f16 on pages widened in shared memory, in
+ * FMHAI_FWD90_MIX_ST stages; dispatch/kernel_set.h, FMHAI_Q16K90_FP8). */
+FMHAI_DEVICE void fmhai_fwd_sm90_q16(const fmhai_fwd_params *p, char *smem_raw, const int HD, const int HDV,
+                                     const int BM, const int BN, const int NW, const int ST, const int HAS_MASK,
+                                     const int SOFTCAP, const int AL, const int PAGING, const int KV_VEC)
+{
+    fmhai_fwd_sm90_body(p, smem_raw, 0, HD, HDV, BM, BN, NW, FMHAI_FWD90_MIX_ST(HD, ST), HAS_MASK, SOFTCAP, AL, PAGING,
+                        KV_VEC, 0, 0, 1);
 }
 
 #endif /* FMHA_PLATFORM_NVIDIA */

@@ -18,6 +18,8 @@
  *   fmhai_wg_vt8_transpose e4m3 V of one key tile, landed in a staging tile,
  *                          as V^T (128-byte panel, + a 64-byte one for
  *                          192-key tiles: tile/vt8_layout.h)
+ *   fmhai_wg_widen_e4m3    e4m3 K and V of one key tile, landed in the upper
+ *                          half of their 16-bit stages, widened there to f16
  *   (paged tiles read each row's page index from shared memory, where the
  *   load warpgroup staged it a tile ahead)
  * Rows past the sequence's end and head-dim columns past d are zero-filled;
@@ -767,6 +769,52 @@ FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, i
     fmhai_vt8_panel128(dst, stage, bn, hd, bn > 128 ? 128 : bn, tid);
     if (bn > 128) fmhai_vt8_panel64(dst + hd * 128, stage + 128 * 128, bn, hd, tid);
 }
+
+/* ---- e4m3 K/V widened to f16 in place (bf16 queries on e4m3 pages) ------
+ * The Hopper forward's 16-bit stages take an e4m3 key tile (hd 128 or 256)
+ * in their upper half: e4m3 128-byte panel k lands where the f16 tile's
+ * panel hd / 128 + k goes (`src` bytes in: the loaders' swizzled layout of
+ * hd-byte rows, so a row's e4m3 bytes sit only in that row's own f16 rows).
+ * A lane takes one 16-byte chunk of a row (16 codes: f16 chunks 2c and 2c +
+ * 1 of the row, exact), a warp instruction whole rows, K's tile then V's
+ * (dk, dv), four chunks a lane at a time: the four loads, then (every load
+ * of those rows done: __syncwarp, so no row clobbers another's codes) the
+ * conversions and stores. One chunk at a time, each waited for its load and
+ * the load warpgroup took about 1 us a tile (bench/RESULTS.md, session 28).
+ * A store instruction covers each 16-byte bank group 4 times (512 bytes:
+ * conflict-free). */
+FMHAI_DEVICE void fmhai_wg_widen_e4m3(fmhai_smem_t dk, fmhai_smem_t dv, int src, int hd, int rows, int tid)
+{
+    const int cpr = hd / 16, rpi = 32 / cpr, step = 4 * rpi;   /* chunks a row, rows a warp instruction */
+    const int n = rows / step;                                  /* a lane's chunks a tile */
+    asm volatile("" : "+r"(dk), "+r"(dv), "+r"(tid));
+    /* the lane's rows r0 + k * step share r0's swizzle (step: a multiple of 8) */
+    const int c = tid % cpr, r0 = (tid / 32) * rpi + (tid % 32) / cpr;
+    const uint32_t so = (uint32_t)(src + fmhai_wg_tile_off(r0, c, rows));
+    const uint32_t d0 = (uint32_t)fmhai_wg_tile_off(r0, 2 * c, rows), d1 = (uint32_t)fmhai_wg_tile_off(r0, 2 * c + 1, rows);
+#pragma unroll 1
+    for (int t = 0; t < 2; ++t) {
+        const fmhai_smem_t d = t ? dv : dk;
+#pragma unroll 1
+        for (int b = 0; b < n; b += 4) {
+            uint32_t x[4][4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) fmhai_lds_load16(x[i], d + so + (uint32_t)((b + i) * step * 128));
+            __syncwarp();
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint32_t ro = (uint32_t)((b + i) * step * 128);
+                uint32_t y[8];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) fmhai_e4m3x4_to_f16(x[i][e], y + 2 * e);
+                fmhai_lds_store16(d + d0 + ro, y);
+                fmhai_lds_store16(d + d1 + ro, y + 4);
+            }
+            __syncwarp();
+        }
+    }
+}
+
 /* The portable decode's: tile n, the groups' pages by fmhai_vec_at (the
  * slot was last read by ldmatrix, behind the barrier before this issue) */
 FMHAI_DEVICE void fmhai_block_load_vt_bulk(fmhai_smem_t dst, const fmhai_kv_src *s, int n, int d, int bn, int tid,

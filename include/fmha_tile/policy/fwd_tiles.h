@@ -366,6 +366,15 @@
             : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1152 +                            \
      ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0) +                          \
      FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8))
+/* An e4m3 paged row also serves bf16 queries with a kernel of its own (MIX,
+ * pipeline/fwd_sm90.h; dispatch/kernel_set.h): the 16-bit pipeline's layout
+ * in MIX_ST stages, the row's 3 at hdim 128 (226 KB; 2 ran 20% slower) and
+ * 2 at 256 (three would take 256 KB). A build may predefine it. */
+#ifndef FMHAI_FWD90_MIX_ST
+#define FMHAI_FWD90_MIX_ST(hd, st) ((hd) > 128 ? 2 : (st))
+#endif
+#define FMHAI_FWD90_SMEM_Q16(hd, hdv, bm, bn, st, pg) \
+    FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, FMHAI_FWD90_MIX_ST(hd, st), pg, 0, 0)
 /* the contiguous e4m3 hdim-256 row of 2 stages: 256 bytes of e4m3 ones
  * after its staging tiles (P's row sums on the tensor cores where
  * FMHAI_FWD90_QSUM_ON, QSUM in pipeline/fwd_sm90.h) */
@@ -551,11 +560,14 @@
  * hdim-128 kernel), elementwise
  * bias (the contiguous 16-bit forward, head dims up to 128); e4m3 (kernels 128
  * and 256): the forward, and batch prefill over LINEAR e4m3 pages with e4m3
- * queries (per-tensor or per-page descales). */
-#define FMHAI_FWD90_SERVES(S, dt, q8, hd, hdv, pg, layout, drop, bias)                         \
-    S(fwd90_fp8_queries, (dt) != FMHA_DTYPE_FP8 || (q8),                                  \
-      "portable pipeline: fp8 KV with bf16 queries (the wgmma pipeline multiplies e4m3 by " \
-      "e4m3: pass e4m3 queries to run on it)")                                              \
+ * queries (per-tensor or per-page descales) or with bf16 queries (per-tensor
+ * descales: the pages widened to f16, MIX in pipeline/fwd_sm90.h). pds: the
+ * problem has per-page descales. */
+#define FMHAI_FWD90_SERVES(S, dt, q8, pds, hd, hdv, pg, layout, drop, bias)                    \
+    S(fwd90_fp8_queries, (dt) != FMHA_DTYPE_FP8 || (q8) || ((pg) > 0 && !(pds)),         \
+      "portable pipeline: fp8 KV with bf16 queries and per-page descales (the wgmma "      \
+      "pipeline widens e4m3 pages to f16 under per-tensor descales only: pass e4m3 "      \
+      "queries to run on it)")                                                              \
     S(fwd90_hdim, (hd) <= 256, "portable pipeline: head dim above 256")                     \
     S(fwd90_hdim_v, (hdv) == (hd) || (pg) == 0, "portable pipeline: hdim_v below hdim_q over " \
       "paged K/V")                                                                           \
