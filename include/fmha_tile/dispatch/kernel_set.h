@@ -263,14 +263,15 @@ enum fmha_wildcard { FMHA_ANY = -1 };
  * widened in shared memory), so that each kernel holds only its own bodies
  * and takes only the shared memory they need: as a third body in the e4m3
  * kernel it had cost e4m3 queries 1-2% (bench/RESULTS.md, session 28). The
- * entry carries it as fn_q16 with its shared memory smem_q16 (0 elsewhere). */
+ * entry carries it as fn_q16 with its shared memory smem_q16 (0 elsewhere;
+ * the forward's e4m3 rows, page 0, get an empty one). */
 #define FMHAI_Q16K_SM80(...)
 #define FMHAI_Q16K_GFX9(...)
 #define FMHAI_Q16K_SM90A(fam, dt, ...) FMHAI_Q16K90_##dt(fam, dt, __VA_ARGS__)
 #define FMHAI_Q16K90_FP16(...)
 #define FMHAI_Q16K90_BF16(...)
 #define FMHAI_Q16K90_FP8(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)   \
-    FMHA_STATIC_ASSERT(FMHAI_FWD90_SMEM_Q16(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg) <= 227 * 1024,  \
+    FMHA_STATIC_ASSERT((pg) == 0 || FMHAI_FWD90_SMEM_Q16(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg) <= 227 * 1024, \
                        "fmha_tile: the bf16-query kernel of an e4m3 row must fit in 227 KB");           \
     static __global__ void FMHAI_LAUNCH_BOUNDS((w) * 32, 1)                                              \
     FMHAI_CAT(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st), _q16)( \
