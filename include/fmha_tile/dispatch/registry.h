@@ -538,7 +538,11 @@ static inline const char *fmhai_plan_why(const fmha_kernel_set *set, int i, cons
     fmhai_device dev = { 0, 0, 0, 0 };
     int ordinal = 0;
     const char *why;
-    if (k->arch == FMHA_ARCH_SM90A) return "fast pipeline (wgmma): it serves this problem";
+    if (k->arch == FMHA_ARCH_SM90A)
+        return pb->dtype == FMHA_DTYPE_FP8 && !pb->q8 && pb->family == FMHA_FAMILY_BATCH_PREFILL
+                   ? "fast pipeline (wgmma): it serves this problem (fp16 products: the e4m3 pages widened "
+                     "in shared memory for the bf16 queries)"
+                   : "fast pipeline (wgmma): it serves this problem";
     if (fmhai_current_device(&dev, &ordinal) != FMHA_OK || dev.is_amd || dev.cc != 90)
         return "portable pipeline: the device is not sm_90 (the fast wgmma pipeline needs Hopper)";
     why = fmhai_fwd90_why_not(pb);
