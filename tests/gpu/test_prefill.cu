@@ -850,7 +850,8 @@ static void build_configs(void)
     /* 18. pools over 4 GiB: every accessed page past the 4 GiB mark; page 16 takes
      * the 16-row-run path (LINEAR) or the per-row one (VECTORIZED), page 1024 the
      * per-tile one, page 8 (LINEAR, after the loop) the staged per-row offsets;
-     * batch 1 and 4; bf16, fp16 and fp8 KV; full run only. */
+     * batch 1 and 4; bf16, fp16 and fp8 KV (bf16 and e4m3 queries); full run
+     * only. */
     {
         static const int lq1[1] = { 200 }, lk1[1] = { 3000 };
         static const int lq4[4] = { 1, 64, 150, 17 }, lk4[4] = { 1500, 64, 2100, 1041 };
@@ -872,6 +873,12 @@ static void build_configs(void)
             c = cfg_make8(i ? 1 : 4, i ? lq1 : lq4, i ? lk1 : lk4, 8, 2, 128, pages[i], i ? VL : SG, i, i ? PT : PP);
             c.large = 1;
             c.hnd = !i;
+            add(c, 0);
+            /* bf16 queries under per-tensor descales: on sm_90 the wgmma
+             * pipeline's pages widened in shared memory (cp.async at 16, TMA
+             * at 1024) */
+            c = cfg_make8(i ? 1 : 4, i ? lq1 : lq4, i ? lk1 : lk4, 8, 2, 128, pages[i], i ? SG : VL, 0, PT);
+            c.large = 1;
             add(c, 0);
         }
         {

@@ -122,7 +122,8 @@
  * the MMA warpgroups 224 registers. A head dim up to 128 runs the 128
  * kernel (an e4m3 row of 64 bytes has no 128-byte swizzle). These are the
  * batch prefill rows (FP8X, e4m3 pages: their page classes want a
- * power-of-two tile). */
+ * power-of-two tile); each also has a kernel for bf16 queries, the 16-bit
+ * pipeline on the same tile in FMHAI_FWD90_MIX_ST stages (below). */
 /* The contiguous 16-bit forward at hdim 64: 192 query rows on three MMA
  * warpgroups (16 warps, 160 registers each), whose softmax is long against
  * its products (64 columns), so a third warpgroup keeps the tensor cores
