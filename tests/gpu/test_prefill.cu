@@ -760,6 +760,27 @@ static void build_configs(void)
             add(c, j == 2);
         }
     }
+    /* (g2) bf16 queries under per-tensor descales or none: on sm_90 the wgmma
+     * pipeline's f16 products of pages widened in shared memory (hdim 128 and
+     * 256): sliding windows, a soft cap, GQA 16, sinks (subnormal codes: group (j)). */
+    {
+        static const int lq[3] = { 100, 1, 300 }, lk[3] = { 1100, 129, 300 };
+        pf_cfg c = cfg_make8(3, lq, lk, 4, 2, 128, 16, SG, 0, PT);
+        cfg_mask(&c, BR, 64, 0);
+        add(c, 1);
+        c = cfg_make8(3, lq, lk, 4, 2, 256, 1024, VL, 0, NS);
+        cfg_mask(&c, TL, 16, 16);
+        add(c, 0);
+        c = cfg_make8(3, lq, lk, 4, 2, 128, 64, VL, 0, PT);
+        c.cap = 2.0f;
+        add(c, 1);
+        c = cfg_make8(3, lq, lk, 16, 1, 128, 1, SG, 0, NS);
+        add(c, 0);
+        c = cfg_make8(3, lq, lk, 8, 2, 256, 4, VL, 0, PT);
+        c.sinks = 1;
+        cfg_mask(&c, BR, -1, 0);
+        add(c, 1);
+    }
     /* (h) head dims: the kernel ones and padded ones (96 on d128, 240 on d256, 48
      * and 16 on d64), with padded rows (16 elements: fp8 rows are 16-byte units). */
     {

@@ -863,6 +863,9 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* ---- the load warpgroup: Q with tile 0, then the ring ------------------ */
     if (warp >= 4 * NWG) {
         const int ltid = tid - NT;
+        /* (the splits add up to the pool, 168 x 384: MIX's widening of four
+         * chunks at a time spilled at 40, so it takes the paged e4m3 rows'
+         * 224 + 56) */
         fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : FS2 ? 24 : PDS_ROWS || MIX ? 56 : 40);
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, KVB, KV_VEC, &ks, &vs);
