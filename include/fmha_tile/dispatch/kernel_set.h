@@ -288,10 +288,6 @@ enum fmha_wildcard { FMHA_ANY = -1 };
 #define FMHAI_Q16FN90_FP16(pg, kid) 0
 #define FMHAI_Q16FN90_BF16(pg, kid) 0
 #define FMHAI_Q16FN90_FP8(pg, kid) ((pg) > 0 ? FMHAI_KFN(FMHAI_CAT(kid, _q16)) : 0)
-#define FMHAI_Q16SMEM_SM80(dt, hd, bm, bn, st, pg) 0
-#define FMHAI_Q16SMEM_GFX9(dt, hd, bm, bn, st, pg) 0
-#define FMHAI_Q16SMEM_SM90A(dt, hd, bm, bn, st, pg) \
-    (FMHAI_DT_##dt == FMHA_DTYPE_FP8 && (pg) > 0 ? FMHAI_FWD90_SMEM_Q16(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg) : 0)
 
 /* ---- pass 2: table entries -------------------------------------------------- */
 #define FMHAI_ENTRY_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \
@@ -308,7 +304,8 @@ enum fmha_wildcard { FMHA_ANY = -1 };
       FMHAI_KFN(FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)),    \
       FMHAI_CAT(FMHAI_Q16FN_, arch)(dt, pg,                                                          \
                                     FMHAI_KID(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st)), \
-      FMHAI_CAT(FMHAI_Q16SMEM_, arch)(dt, hd, bm, bn, st, pg) },
+      FMHAI_CAT(FMHA_ARCH_, arch) == FMHA_ARCH_SM90A && FMHAI_KV8(dt) && (pg) > 0                    \
+          ? FMHAI_FWD90_SMEM_Q16(FMHAI_HDQ(hd), FMHAI_HDV(hd), bm, bn, st, pg) : 0 },
 
 /* Counts the concrete rows a row expands to (a wildcard row needs >= 1). */
 #define FMHAI_COUNT_ROW(fam, dt, hd, mask, sc, al, upg, pg, ubm, ubn, uw, ust, arch, bm, bn, w, st) \

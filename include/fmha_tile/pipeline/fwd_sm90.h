@@ -643,6 +643,16 @@ FMHAI_DEVICE float fmhai_fwd90_q_to_f16(fmhai_smem_t sQ, uint32_t *scratch, int 
     return __int_as_float((127 - sh) << 23);
 }
 
+/* MIX, the load warpgroup: a landed e4m3 key tile widened to f16 in its
+ * stage (fmhai_wg_widen_e4m3; the warpgroup's barrier first: each thread
+ * waited for its own copies) and fenced for the products' proxy. */
+FMHAI_DEVICE void fmhai_fwd90_widen_tile(fmhai_smem_t dk, fmhai_smem_t dv, int src, int HD, int BN, int ltid)
+{
+    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
+    fmhai_wg_widen_e4m3(dk, dv, src, HD, BN, ltid);
+    fmhai_wg_fence_smem();
+}
+
 /* TMA: thread 0 of the load warpgroup sets up n mbarriers (one arrival
  * each: the issuing thread's expect_tx) and, with tile0_done, completes
  * barrier 0's first phase (K/V tile 0 is copied with cp.async; the bias
@@ -1081,56 +1091,6 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             }
             return;
         }
-        if (MIX) {
-            /* e4m3 pages under bf16 queries (paged, LINEAR): tile j's K and V
-             * rows land in the upper half of stage j % ST (cp.async; whole
-             * tiles after the first by TMA with tensor maps, on mbarrier
-             * j % ST); at the top of iteration j + 1 they are widened to f16
-             * in place (fmhai_wg_widen_e4m3) and handed over (FULL), and only
-             * then is tile j + 1 issued into a stage that P V of tile j + 1 -
-             * ST has freed (EMPTY), as the 16-bit loop below: one tile in
-             * flight. Issuing tiles ST - 1 ahead put each hand-off behind the
-             * EMPTY wait of the tile before, and handing K over before V was
-             * widened (V on an mbarrier of its own) measured slower too
-             * (bench/RESULTS.md, session 28). Tile j's row pages: sPage[j % 2]. */
-            const int TMA = p->tma_kv, src = (HDB / 256) * BN * 128;   /* e4m3 rows: the upper panels */
-            if (W.n_iters > 0 && ltid < BN) sPage[ltid] = fmhai_page_of(&ks, (W.n_hi - 1) * BN + ltid, p->page_log2);
-            fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
-            if (TMA) fmhai_fwd90_tma_init(sBar, ST, 1, ltid);   /* tile 0: cp.async */
-            for (int j = 0; j <= W.n_iters; ++j) {
-                if (j > 0) {
-                    const int pj = j - 1, ps = pj % ST;
-                    if (TMA && pj > 0) fmhai_mbar_wait(sBar + 8 * ps, (pj / ST) & 1);
-                    else fmhai_copy_wait(0);
-                    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);   /* every thread's copies landed */
-                    fmhai_wg_widen_e4m3(sK + ps * kv_bytes, sV + ps * v_bytes, src, HD, BN, ltid);
-                    fmhai_wg_fence_smem();
-                    fmhai_fwd90_full_arrive(sFull3, ps, NWG);
-                    FMHAI_FWD90_MARK(0, pj);
-                }
-                if (j == W.n_iters) break;
-                const int jk = (W.n_hi - 1 - j) * BN, st = j % ST;
-                int next_page = 0;
-                if (ltid < BN && j + 1 < W.n_iters) next_page = fmhai_page_of(&ks, jk - BN + ltid, p->page_log2);
-                if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + st, ALL);
-                FMHAI_FWD90_MARK(2, j);
-                if (j == 0) fmhai_wg_load_tile(sQ, q_ptr, 2 * p->q_row, BM, s_q - m0, p->d, HD, 128, ltid);
-                const int32_t *rows = sPage + (j & 1) * BN;
-                if (TMA && j > 0)
-                    fmhai_fwd90_tma_kv(p, sK + st * kv_bytes + src, sV + st * v_bytes + src, sBar + 8 * st, jk, hk,
-                                       S.kv_b, HD / 128, HD / 128, BN, 1, rows, ltid);
-                else
-                    fmhai_fwd90_load_kv8(sK + st * kv_bytes + src, sV + st * v_bytes + src, &ks, &vs, rows, jk, s_k,
-                                         p->d / 2, HD / 2, BN, ltid, p, 1);
-                if (j + 1 < W.n_iters) {
-                    /* every thread has read slot (j + 1) % 2 for tile j - 1
-                     * before the barrier above */
-                    if (ltid < BN) sPage[((j + 1) & 1) * BN + ltid] = next_page;
-                    fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
-                }
-            }
-            return;
-        }
         if (SPLIT) {
             /* Q and tile 0 (which may be partial: cp.async zero-fills) by the
              * warpgroup; then warp 0 streams K and warp 1 V: tile t goes
@@ -1198,7 +1158,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
          * j - ST (EMPTY). (Handing tile j - 1 over only after issuing tile j,
          * two tiles in flight, put the EMPTY wait and the issue before every
          * hand-off: 0.70 of the contiguous forward paged, and a deadlock with
-         * 2 stages; measured, not kept.) */
+         * 2 stages; measured, not kept.)
+         * MIX (e4m3 pages, bf16 queries): a tile's e4m3 K and V rows land in
+         * the upper half of its 16-bit stage (src bytes in) and are widened
+         * there to f16 before the hand-over (fmhai_fwd90_widen_tile). Issuing
+         * tiles further ahead or handing K over before V was widened
+         * measured slower there too (bench/RESULTS.md, session 28). */
+        const int src = MIX ? (HDB / 256) * BN * 128 : 0;   /* MIX: e4m3 rows in the upper panels */
+        const int KBL = MIX ? HD / 128 : HDB / 128, VBL = MIX ? HD / 128 : HVB / 128;   /* 128-byte blocks */
         /* TMA (tensor maps: contiguous K/V, LINEAR pages >= 32): every tile
          * but a partial first one (cp.async zero-fills its rows past s_k)
          * lands on mbarrier j % ST, phase (j / ST) % 2; for a partial first
@@ -1231,6 +1198,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 }
                 if (TB) fmhai_mbar_wait(sBBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
                 if (VB) fmhai_mbar_wait(sBar + 8 * ((j - 1) % ST), ((j - 1) / ST) & 1);
+                if (MIX) fmhai_fwd90_widen_tile(sK + ((j - 1) % ST) * kv_bytes, sV + ((j - 1) % ST) * v_bytes, src, HD, BN,
+                                                ltid);
                 fmhai_fwd90_full_arrive(sFull3, (j - 1) % ST, NWG);
                 FMHAI_FWD90_MARK(0, j - 1);
             }
@@ -1241,12 +1210,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (TB && ltid == 0) fmhai_fwd90_tma_bias(p, sB + st * b_bytes, sBBar + 8 * st, jk, m0, h, b_eff, BM, BN);
             const int32_t *rows = sPage + (j & 1) * BN;
             if (TMA && (j > 0 || T0)) {
-                fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sV + st * v_bytes, sBar + 8 * st,
-                                   (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, HDB / 128, HVB / 128, BN, EB,
+                fmhai_fwd90_tma_kv(p, sK + st * kv_bytes + src, sV + st * v_bytes + src, sBar + 8 * st,
+                                   (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, KBL, VBL, BN, KVB,
                                    PAGED ? rows : 0, ltid);
             } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups (HDV == HD) */
-                fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * v_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
-                                      BN, 128, ltid, p->page_log2, p->kv_off64);
+                fmhai_wg_load_kv_rows(sK + st * kv_bytes + src, sV + st * v_bytes + src, &ks, &vs, rows, jk, s_k,
+                                      p->d * KVB / 2, HD * KVB / 2, BN, 128, ltid, p->page_log2, p->kv_off64);
             } else {
                 fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
                                  p->kv_off64, K_KIND);
@@ -1281,6 +1250,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             }
             if (TB) fmhai_mbar_wait(sBBar + 8 * (j % ST), (j / ST) & 1);
             if (VB) fmhai_mbar_wait(sBar + 8 * (j % ST), (j / ST) & 1);
+            if (MIX) fmhai_fwd90_widen_tile(sK + (j % ST) * kv_bytes, sV + (j % ST) * v_bytes, src, HD, BN, ltid);
             fmhai_fwd90_full_arrive(sFull3, j % ST, NWG);
         }
         return;
