@@ -552,6 +552,7 @@ typedef struct fmhai_bwd_dbias_job {
     const float *acc;                 /* the workspace sum, or NULL             */
     int64_t acc_row, acc_head, acc_batch;
     int nsum_b, nsum_h;               /* terms of a summed dim (deterministic) */
+    int vec, ovec;                    /* acc rows / out rows take 16-byte vectors */
     int dt, cols;
     int grid_x, grid_y, grid_z;       /* 0: no pass needed                     */
 } fmhai_bwd_dbias_job;
@@ -580,6 +581,11 @@ static inline void fmhai_bwd_dbias_job_make(const fmha_bwd_plan *plan, const fmh
         }
     } else if (!masked && !a->is_group_mode) {
         return;   /* dq_dk_dv stored every element */
+    }
+    J->vec = ((J->acc_row | J->acc_head | J->acc_batch) & 3) == 0;
+    {   /* 8 elements of the output a 16-byte store */
+        const int64_t el = a->bias_dtype == FMHA_DTYPE_FP32 ? 4 : 8;
+        J->ovec = (J->row % el | J->head % el | J->batch % el) == 0 && (uintptr_t)J->out % 16 == 0;
     }
     J->grid_x = a->is_group_mode ? a->max_seqlen_q : a->seqlen_q;
     J->grid_y = bh ? 1 : a->nhead_q;

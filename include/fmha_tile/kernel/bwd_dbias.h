@@ -45,17 +45,59 @@ fmhai_bwd_dbias_kernel(const FMHAI_GRID_CONSTANT fmhai_bwd_params p, const FMHAI
     const int64_t row = s.q_start + i, bo = group ? 0 : bz;
     char *out = (char *)J.out + (bo * J.batch + (int64_t)hy * J.head + row * J.row) * (J.dt == FMHA_DTYPE_FP32 ? 4 : 2);
     const float *acc = J.acc ? J.acc + bo * J.acc_batch + (int64_t)hy * J.acc_head + row * J.acc_row : 0;
-    for (int j = (int)threadIdx.x; j < J.cols; j += FMHAI_DBIAS_BWD_THREADS) {
-        const int seen = j < s.s_k && j - i >= c_lo && j - i <= c_hi;
-        float v = 0.f;
-        if (!acc && seen) continue;   /* dq_dk_dv stored it */
+    /* 8 columns a thread: two 16-byte loads a term and one 16-byte (16-bit
+     * dbias) or two (fp32) stores where the job allows vectors and the
+     * chunk is whole (the pass is bound by how many bytes are in flight:
+     * one 4-byte load a thread ran at a third of the bandwidth) */
+    for (int j0 = (int)threadIdx.x * 8; j0 < J.cols; j0 += FMHAI_DBIAS_BWD_THREADS * 8) {
+        const int whole = j0 + 8 <= J.cols;
+        float v[8];
+        int seen = 0;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            const int j = j0 + e;
+            seen |= (j < s.s_k && j - i >= c_lo && j - i <= c_hi) << e;
+            v[e] = 0.f;
+        }
+        if (!acc && seen == 0xff) continue;   /* dq_dk_dv stored them */
         if (acc && seen) {
             for (int b2 = 0; b2 < J.nsum_b; ++b2)
-                for (int h2 = 0; h2 < J.nsum_h; ++h2)
-                    v += acc[(int64_t)b2 * J.acc_batch + (int64_t)h2 * J.acc_head + j];
+                for (int h2 = 0; h2 < J.nsum_h; ++h2) {
+                    const float *a = acc + (int64_t)b2 * J.acc_batch + (int64_t)h2 * J.acc_head + j0;
+                    if (J.vec && whole) {
+                        const float4 x = *(const float4 *)a, y = *(const float4 *)(a + 4);
+                        v[0] += x.x; v[1] += x.y; v[2] += x.z; v[3] += x.w;
+                        v[4] += y.x; v[5] += y.y; v[6] += y.z; v[7] += y.w;
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 8; ++e)
+                            if (j0 + e < J.cols) v[e] += a[e];
+                    }
+                }
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                if (!((seen >> e) & 1)) v[e] = 0.f;   /* a term never added there: 0 */
         }
-        if (J.dt == FMHA_DTYPE_FP32) ((float *)out)[j] = v;
-        else ((unsigned short *)out)[j] = (unsigned short)(fmhai_pack2(v, 0.f, J.dt == FMHA_DTYPE_BF16) & 0xffffu);
+        if (J.ovec && whole && (acc || !seen)) {
+            if (J.dt == FMHA_DTYPE_FP32) {
+                ((float4 *)out)[j0 / 4] = make_float4(v[0], v[1], v[2], v[3]);
+                ((float4 *)out)[j0 / 4 + 1] = make_float4(v[4], v[5], v[6], v[7]);
+            } else {
+                const int bf = J.dt == FMHA_DTYPE_BF16;
+                uint4 w;
+                w.x = fmhai_pack2(v[0], v[1], bf); w.y = fmhai_pack2(v[2], v[3], bf);
+                w.z = fmhai_pack2(v[4], v[5], bf); w.w = fmhai_pack2(v[6], v[7], bf);
+                ((uint4 *)out)[j0 / 8] = w;
+            }
+            continue;
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            const int j = j0 + e;
+            if (j >= J.cols || (!acc && ((seen >> e) & 1))) continue;
+            if (J.dt == FMHA_DTYPE_FP32) ((float *)out)[j] = v[e];
+            else ((unsigned short *)out)[j] = (unsigned short)(fmhai_pack2(v[e], 0.f, J.dt == FMHA_DTYPE_BF16) & 0xffffu);
+        }
     }
 }
 #endif /* FMHAI_AUX_KERNELS */
