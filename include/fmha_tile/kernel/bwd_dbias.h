@@ -80,8 +80,11 @@ fmhai_bwd_dbias_kernel(const FMHAI_GRID_CONSTANT fmhai_bwd_params p, const FMHAI
         }
         if (J.ovec && whole && (acc || !seen)) {
             if (J.dt == FMHA_DTYPE_FP32) {
-                ((float4 *)out)[j0 / 4] = make_float4(v[0], v[1], v[2], v[3]);
-                ((float4 *)out)[j0 / 4 + 1] = make_float4(v[4], v[5], v[6], v[7]);
+                float4 q0, q1;
+                q0.x = v[0]; q0.y = v[1]; q0.z = v[2]; q0.w = v[3];
+                q1.x = v[4]; q1.y = v[5]; q1.z = v[6]; q1.w = v[7];
+                ((float4 *)out)[j0 / 4] = q0;
+                ((float4 *)out)[j0 / 4 + 1] = q1;
             } else {
                 const int bf = J.dt == FMHA_DTYPE_BF16;
                 uint4 w;

@@ -65,7 +65,10 @@
  * the whole step to land); anything else (fp32, odd strides, group-mode
  * tiles that end past their sequence) is read word by word into the same
  * accumulators. With a soft cap (the bias after it) the words are read in
- * P^T as the portable pipeline does. dbias = dS^T leaves from registers:
+ * P^T as the portable pipeline does. dbias = dS^T leaves from registers
+ * (at hdim 64, FMHAI_BWD90_DBS, through a staging tile in shared memory
+ * that the writer warpgroup takes out a row at a time:
+ * fmhai_bwd90_dbias_out):
  * the lanes of a quad transpose their 4 x 4 blocks (4 keys of a query in a
  * lane), then one vector a lane: 16-bit stores into the caller's dbias,
  * fp32 stores into the deterministic per-(entry, head) slices, or
@@ -81,7 +84,8 @@
  * swizzle), LSE and D [2][BM], else the writer's dQ tiles [2][BM][QS]
  * (fp32; QS = hd + 8, or hd with swizzled rows on BIAS rows at hdim 128:
  * fmhai_bwd90_dq_swz), the records [4], the TMA mbarriers [3] (after
- * everything, so the tiles keep their alignment).
+ * everything, so the tiles keep their alignment), then (FMHAI_BWD90_DBS)
+ * the dbias staging tiles [2][BM][BN] fp32.
  */
 #ifndef FMHA_TILE_PIPELINE_BWD_SM90_H
 #define FMHA_TILE_PIPELINE_BWD_SM90_H
@@ -311,6 +315,9 @@ typedef struct fmhai_bwd90_rec {
     int rows;        /* valid rows (<= BM)                                    */
     int need;        /* deterministic: arrivals to wait for                   */
     int last;        /* the key tile's last step: K is handed back after it   */
+    int db_on;       /* FMHAI_BWD90_DBS: the step's dbias tile is staged, to  */
+    int db_m0, db_j0, db_sq, db_sk;   /* go out at dbias_b + (m0 + r, j0 + c) */
+    int64_t db_b;
 } fmhai_bwd90_rec;
 
 /* The dQ buffers' rows: QS = FMHAI_BWD90_QS floats apart. Padded (QS =
@@ -362,6 +369,52 @@ FMHAI_DEVICE void fmhai_bwd90_det_done(int32_t *sem, int lane)
     if (lane == 0) fmhai_add_release(sem, 1);
 }
 
+/* FMHAI_BWD90_DBS rows: the writer takes the step's dbias out of its
+ * staging tile (fp32 [BM][BN], 16-byte chunk c of row r at c ^ (r & 7)),
+ * a warp a row of 32 chunks: fmhai_bwd90_dbias_put4's stores or adds,
+ * whole 512-byte rows instead of the MMA warps' 16 rows x 32 bytes an
+ * instruction (those stores took 40% of the hdim-128 BIAS step: the
+ * timeline with and without them, bench/RESULTS.md session 29). */
+FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatile fmhai_bwd90_rec *rk,
+                                        fmhai_smem_t src, int BM, int BN, int wtid)
+{
+    const int lane = wtid % 32, rows = min(BM, rk->db_sq - rk->db_m0), m0 = rk->db_m0, j0 = rk->db_j0;
+    const int sq = rk->db_sq, sk = rk->db_sk, vec = fmhai_bwd90_dbias_vec(p);
+    const int64_t base = rk->db_b;
+    if (vec && j0 + BN <= sk) {   /* every lane's 4 keys inside: vectors, the address stepped */
+        const int es = p->dbias_dt == FMHA_DTYPE_FP32 || p->dbias_atomic ? 4 : 2;
+        const int64_t rstep = 4 * p->dbias_row * es;
+        char *dst = (char *)p->dbias + (base + (int64_t)(m0 + wtid / 32) * p->dbias_row + j0 + 4 * lane) * es;
+        const int atom = p->dbias_atomic, f32 = p->dbias_dt == FMHA_DTYPE_FP32, bf = p->dbias_dt == FMHA_DTYPE_BF16;
+#pragma unroll 4
+        for (int r = wtid / 32; r < rows; r += 4, dst += rstep) {
+            float4 v;
+            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                         : "r"(src + r * BN * 4 + ((lane ^ (r & 7)) << 4)));
+            if (atom) {
+                if (v.x != 0.f || v.y != 0.f || v.z != 0.f || v.w != 0.f) fmhai_red_add_f4((float *)dst, v);
+            } else if (f32) {
+                *(float4 *)dst = v;
+            } else {
+                uint2 w;
+                w.x = fmhai_pack2(v.x, v.y, bf);
+                w.y = fmhai_pack2(v.z, v.w, bf);
+                *(uint2 *)dst = w;
+            }
+        }
+        return;
+    }
+#pragma unroll 1
+    for (int r = wtid / 32; r < rows; r += 4) {
+        float y[4];
+        asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=f"(y[0]), "=f"(y[1]), "=f"(y[2]), "=f"(y[3])
+                     : "r"(src + r * BN * 4 + ((lane ^ (r & 7)) << 4)));
+        fmhai_bwd90_dbias_put4(p, base, m0 + r, j0 + 4 * lane, sq, sk, y, vec);
+    }
+}
+
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
  * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
  * atomics, or writes dQ itself (dq_direct). Deterministic, it first waits
@@ -376,7 +429,7 @@ FMHAI_DEVICE void fmhai_bwd90_det_done(int32_t *sem, int lane)
  * measured level (bench/RESULTS.md, session 24). */
 FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
                                         const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int QS,
-                                        int det, int wtid)
+                                        int det, fmhai_smem_t sDB, int wtid)
 {
     const int lane = wtid % 32;
     const int pieces = HD / 4;                        /* 16-byte pieces of a row */
@@ -388,6 +441,7 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         const int rows = fmhai_bwd90_take(rk, k);
         if (rows < 0) break;
         FMHAI_BWD90_MARK(1, k);
+        if (sDB && rk->db_on) fmhai_bwd90_dbias_out(p, rk, sDB + b * BM * 128 * 4, BM, 128, wtid);
         /* the record's pointers are read where they are used, not held
          * across the adds (the slot stays until the hand-back below) */
         if (det) fmhai_bwd90_det_turn(rk, wtid);
@@ -558,10 +612,14 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     const fmhai_smem_t sLse_a = fmhai_smem_addr(sLse), sD_a = fmhai_smem_addr(sD), sdQ_a = fmhai_smem_addr(sdQ);
     /* TMA mbarriers (8-aligned): Q/dO (and K/V) of buffer 0 and 1, the bias */
     const fmhai_smem_t sBar = fmhai_smem_addr((const void *)(rec + 4)), sBarB = sBar + 16;
+    /* FMHAI_BWD90_DBS: dbias staged [2][BM][BN] fp32 (buffer tau & 1, handed
+     * to the writer with the step's record and back on EMPTY) */
+    const int DBS = FMHAI_BWD90_DBS(HD, BIAS);
+    const fmhai_smem_t sDB = DBS ? (sBar + 32u + 15u) & ~15u : 0u;
 
     if (drop < 0) {   /* the third warpgroup (its registers set by the caller) */
         if (DQW) fmhai_bwd90_dq_wg(p, sK, sdS, rec, is_bf16, HD, BM, BN, DET && !p->dq_direct, tid - NT);
-        else fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, tid - NT);
+        else fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, sDB, tid - NT);
         return;
     }
 
@@ -751,7 +809,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * key0 + g (+ 8), chunk nt at (nt ^ g) * 16), formed here: held
              * across the step, its 16 store addresses were spilled; the dQ
              * warpgroup has read the buffer's step two back (DQW) */
-            if (DQW) fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + buf, 384);
+            if (DQW || DBS) fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + buf, 384);   /* DBS: the dbias tile too */
             const fmhai_smem_t ds_row = fmhai_opaque_smem(sdS + (DQW ? buf : 0) * BN * BM * 2 + (key0 + g) * 128 + 4 * t);
             const int64_t dbias_b =   /* elementwise bias: dbias of (entry, head h) */
                 BIAS && p->dbias ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
@@ -782,9 +840,14 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 if (BIAS && (nt & 1) && p->dbias) {
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {
+                        const int r = (nt >> 1) * 16 + ((g >> 1) & 1) * 8 + 2 * t + (g & 1), c = key0 + 8 * hf + 4 * (g >> 2);
                         fmhai_bwd90_quad_t(dx[hf], lane);
-                        fmhai_bwd90_dbias_put4(p, dbias_b, m0 + (nt >> 1) * 16 + ((g >> 1) & 1) * 8 + 2 * t + (g & 1),
-                                               j0 + key0 + 8 * hf + 4 * (g >> 2), s.s_q, s.s_k, dx[hf], dbv);
+                        if (DBS)   /* staged: chunk c / 4 of row r at (c / 4) ^ (r & 7) */
+                            asm volatile("st.shared.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(
+                                             sDB + buf * BM * BN * 4 + r * BN * 4 + (((c >> 2) ^ (r & 7)) << 4)),
+                                         "f"(dx[hf][0]), "f"(dx[hf][1]), "f"(dx[hf][2]), "f"(dx[hf][3]));
+                        else
+                            fmhai_bwd90_dbias_put4(p, dbias_b, m0 + r, j0 + c, s.s_q, s.s_k, dx[hf], dbv);
                     }
                 }
             }
@@ -820,7 +883,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 fmhai_wg_fence_acc(acc_dk, HD / 2);
 
                 /* ---- dQ tile -> the writer's buffer -------------------------- */
-                fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + buf, 384);
+                if (!DBS) fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + buf, 384);
                 FMHAI_BWD90_MARK(10, tau);
                 const fmhai_smem_t qb = sdQ_a + buf * BM * QS * 4;
 #pragma unroll
@@ -852,6 +915,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 }
                 r->rows = min(BM, s.s_q - m0);
                 r->last = jt + 1 == T.n_steps;
+                r->db_on = DBS && p->dbias;
+                if (DBS) {
+                    r->db_b = dbias_b;
+                    r->db_m0 = m0; r->db_j0 = j0; r->db_sq = s.s_q; r->db_sk = s.s_k;
+                }
             }
             fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + buf, 384);
             if (DQW) {   /* dK += dS^T Q beside the dQ warpgroup's product */
@@ -912,11 +980,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90_any(const fmhai_bwd_params *p, char *s
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     if (threadIdx.x >= 256) {   /* warps 8..11 */
-        fmhai_wg_setmaxnreg_dec(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 72 : 24);
+        fmhai_wg_setmaxnreg_dec(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 72 : FMHAI_BWD90_DBS(HD, ALIBI == 2) ? 56 : 24);
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, -1);
         return;
     }
-    fmhai_wg_setmaxnreg_inc(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 216 : 240);
+    fmhai_wg_setmaxnreg_inc(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 216 : FMHAI_BWD90_DBS(HD, ALIBI == 2) ? 224 : 240);
 #endif
     if (p->dropout_thr)
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, 1);

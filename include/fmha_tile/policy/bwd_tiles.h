@@ -247,18 +247,23 @@
 /* Shared memory of a dq_dk_dv row of the Hopper pipeline: the portable
  * layout, 1024 bytes to align the swizzle atoms, then with FMHAI_BWD90_DQW
  * a second [tn][tm] dS^T tile, else two fp32 dQ tiles of FMHAI_BWD90_QS
- * floats a row, then the third warpgroup's records (160 bytes) and the
+ * floats a row, then the third warpgroup's records (288 bytes) and the
  * TMA mbarriers (32 bytes: three used). BIAS rows (bias 1) add the step's
  * [tm][tn] 16-bit bias tile; at hdim 128 that fits only with the dQ rows
  * unpadded (16-byte pieces swizzled by row instead, pipeline/bwd_sm90.h:
- * 231,616 of the 232,448 bytes); the other rows keep 8 floats of padding
+ * 231,744 of the 232,448 bytes); the other rows keep 8 floats of padding
  * a row (the swizzle's addresses cost the no-bias hdim-128 kernel 100-200
- * bytes of spill). */
+ * bytes of spill); at hdim 64 they add the dbias tiles
+ * (FMHAI_BWD90_DBS). */
 #define FMHAI_BWD90_QS(hd, bias) ((bias) && (hd) > 64 ? (hd) : (hd) + 8)
+/* BIAS rows at hdim 64 stage dbias in shared memory (two fp32 [tm][tn]
+ * tiles, pipeline/bwd_sm90.h: fmhai_bwd90_dbias_out); hdim 128 has no
+ * room for them */
+#define FMHAI_BWD90_DBS(hd, bias) ((bias) && (hd) == 64)
 #define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st, bias)                                          \
     (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024 +                                               \
-     (FMHAI_BWD90_DQW(hd, bias) ? (bn) * (bm) * 2 : 2 * (bm) * FMHAI_BWD90_QS(hd, bias) * 4) + 192 + \
-     ((bias) ? (bm) * (bn) * 2 : 0))
+     (FMHAI_BWD90_DQW(hd, bias) ? (bn) * (bm) * 2 : 2 * (bm) * FMHAI_BWD90_QS(hd, bias) * 4) + 320 + \
+     ((bias) ? (bm) * (bn) * 2 : 0) + (FMHAI_BWD90_DBS(hd, bias) ? 2 * (bm) * (bn) * 4 : 0))
 
 /* C(...) over a dq_dk_dv row of the Hopper pipeline (on top of the above). */
 #define FMHAI_BWD90_CONSTRAINTS(C, hd, bm, bn, w, st)                                      \
