@@ -65,13 +65,15 @@
  * the whole step to land); anything else (fp32, odd strides, group-mode
  * tiles that end past their sequence) is read word by word into the same
  * accumulators. With a soft cap (the bias after it) the words are read in
- * P^T as the portable pipeline does. dbias = dS^T leaves from registers
- * (at hdim 64, FMHAI_BWD90_DBS, through a staging tile in shared memory
- * that the writer warpgroup takes out a row at a time:
- * fmhai_bwd90_dbias_out):
- * the lanes of a quad transpose their 4 x 4 blocks (4 keys of a query in a
- * lane), then one vector a lane: 16-bit stores into the caller's dbias,
- * fp32 stores into the deterministic per-(entry, head) slices, or
+ * P^T as the portable pipeline does. dbias = dS^T leaves by the writer
+ * warpgroup: at hdim 64 (FMHAI_BWD90_DBS) the lanes of a quad transpose
+ * their 4 x 4 blocks of the fp32 dS^T (4 keys of a query in a lane) into a
+ * staging tile in shared memory that the writer takes out a row at a time
+ * (fmhai_bwd90_dbias_out); at hdim 128 (no room for that tile) the writer
+ * reads the dS^T tile itself, dS in the inputs' dtype (fmhai_bwd90_dbias_
+ * from_ds), which the MMA warpgroups overwrite only after its hand-back
+ * (DSFREE). Either way one vector a lane: 16-bit stores into the caller's
+ * dbias, fp32 stores into the deterministic per-(entry, head) slices, or
  * red.global.add.v4.f32 into the summed workspace (element by element
  * where dbias or its strides are not 4-element aligned).
  *
@@ -147,6 +149,7 @@ FMHAI_DEVICE void fmhai_bwd90_load_step(const fmhai_bwd90_params *P, const fmhai
 #define FMHAI_BWD90_BAR_EMPTY 5      /* + buffer: dS^T or dQ tile read          */
 #define FMHAI_BWD90_BAR_DQWG 7       /* the third warpgroup (128)               */
 #define FMHAI_BWD90_BAR_KFREE 8      /* a key tile's last dQ product done: K free */
+#define FMHAI_BWD90_BAR_DSFREE 9     /* the writer has read the dS^T tile's dbias */
 
 /* dst[0..3] += v with one fp32 vector reduction (no return value). */
 FMHAI_DEVICE void fmhai_red_add_f4(float *dst, float4 v)
@@ -315,8 +318,8 @@ typedef struct fmhai_bwd90_rec {
     int rows;        /* valid rows (<= BM)                                    */
     int need;        /* deterministic: arrivals to wait for                   */
     int last;        /* the key tile's last step: K is handed back after it   */
-    int db_on;       /* FMHAI_BWD90_DBS: the step's dbias tile is staged, to  */
-    int db_m0, db_j0, db_sq, db_sk;   /* go out at dbias_b + (m0 + r, j0 + c) */
+    int db_on;       /* dbias to go out at dbias_b + (m0 + r, j0 + c): 1 from */
+    int db_m0, db_j0, db_sq, db_sk;   /* the staging tile (DBS), 2 from dS^T  */
     int64_t db_b;
 } fmhai_bwd90_rec;
 
@@ -415,6 +418,77 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatil
     }
 }
 
+/* A 16-bit value (the low half of u; bf: bf16, else fp16) as a float. */
+FMHAI_DEVICE float fmhai_bwd90_h16f(uint32_t u, int bf)
+{
+    return bf ? __uint_as_float(u << 16) : __half2float(__ushort_as_half((unsigned short)u));
+}
+
+/* hdim 128 with dbias (FMHAI_BWD90_BAR_DSFREE): the writer takes the
+ * step's dbias out of the dS^T tile itself, i.e. dS rounded to the inputs'
+ * dtype, the precision dQ and dK are computed with (so a dbias in that
+ * dtype is the same bits as rounding the fp32 dS; a summed one adds the
+ * rounded terms in fp32, as PyTorch sums its per-head gradients; another
+ * dtype takes the rounded value). Warp w takes keys 32w.. of the 64
+ * queries, an ldmatrix.trans x4 per 8 queries (matrix i: keys 32w + 8i ..;
+ * lane: query g, keys 2t, 2t + 1 of each), then either a quad transpose
+ * (lane t: keys 8t .. 8t + 7 of its query, one 16-byte store: 8 rows x 64
+ * bytes a warp instruction) for a dbias in the inputs' dtype, or one
+ * exchange with lane t ^ 1 (lane t: keys 8 (t & 1) + 4 (t >> 1) .. + 3 and
+ * the same + 16) for fmhai_bwd90_dbias_put4's adds or stores (8 rows x 64
+ * bytes of fp32), instead of the MMA warps' 16 rows x 16-32 bytes an
+ * instruction, which took 45% of the step (bench/RESULTS.md, session 29). */
+FMHAI_DEVICE void fmhai_bwd90_dbias_from_ds(const fmhai_bwd_params *p, const volatile fmhai_bwd90_rec *rk,
+                                            fmhai_smem_t sdS, int is_bf16, int BM, int BN, int wtid)
+{
+    const int lane = wtid % 32, g = lane / 4, t = lane % 4, odd = t & 1, k0 = 32 * (wtid / 32);
+    const int rows = min(BM, rk->db_sq - rk->db_m0), j0 = rk->db_j0, whole = j0 + BN <= rk->db_sk;
+    /* this lane's ldmatrix row: key k0 + lane, 16-byte chunk qc ^ (lane & 7) */
+    const fmhai_smem_t a0 = sdS + (k0 + lane) * 128;
+    const int same = p->dbias_dt == (is_bf16 ? (int)FMHA_DTYPE_BF16 : (int)FMHA_DTYPE_FP16);   /* the tile's bits */
+    if (whole && same && ((p->dbias_row | p->dbias_head | p->dbias_batch) & 7) == 0 && ((uintptr_t)p->dbias & 15u) == 0) {
+        /* 16-bit dbias: a 4 x 4 transpose in the quad, x[k] becomes keys 8t + 2k, + 1 of query g */
+        char *dst = (char *)p->dbias + 2 * (rk->db_b + (int64_t)(rk->db_m0 + g) * p->dbias_row + j0 + k0 + 8 * t);
+        const int64_t step = 16 * p->dbias_row;   /* 8 rows */
+        const int b0 = t & 1, b1 = t >> 1;
+#pragma unroll 1
+        for (int qc = 0; qc * 8 < rows; ++qc, dst += step) {
+            uint32_t x[4];
+            fmhai_warp_ldsm_x4_t(x, a0 + (((qc ^ lane) & 7) << 4));
+            const uint32_t r0 = __shfl_xor_sync(0xffffffffu, b1 ? x[0] : x[2], 2);
+            const uint32_t r1 = __shfl_xor_sync(0xffffffffu, b1 ? x[1] : x[3], 2);
+            const uint32_t z0 = b1 ? r0 : x[0], z1 = b1 ? r1 : x[1], z2 = b1 ? x[2] : r0, z3 = b1 ? x[3] : r1;
+            const uint32_t v0 = __shfl_xor_sync(0xffffffffu, b0 ? z0 : z1, 1);
+            const uint32_t v1 = __shfl_xor_sync(0xffffffffu, b0 ? z2 : z3, 1);
+            uint4 o;
+            o.x = b0 ? v0 : z0; o.y = b0 ? z1 : v0; o.z = b0 ? v1 : z2; o.w = b0 ? z3 : v1;
+            if (qc * 8 + g < rows) *(uint4 *)dst = o;
+        }
+        return;
+    }
+    /* fp32 (the sum's adds or slices), or the general case: one exchange
+     * with lane t ^ 1, then keys 8 (t & 1) + 4 (t >> 1) + 16 h .. + 3 of
+     * query g (8 rows x 64 bytes a warp instruction; 4 rows x 128 bytes,
+     * after a second exchange, measured level: bench/RESULTS.md session 30) */
+    const int vec = fmhai_bwd90_dbias_vec(p);
+#pragma unroll 1
+    for (int qc = 0; qc * 8 < rows; ++qc) {
+        uint32_t x[4];
+        fmhai_warp_ldsm_x4_t(x, a0 + (((qc ^ lane) & 7) << 4));
+        const uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? x[0] : x[1], 1);
+        const uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? x[2] : x[3], 1);
+        if (qc * 8 + g >= rows) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t lo = odd ? (h ? r1 : r0) : x[2 * h], hi = odd ? x[2 * h + 1] : (h ? r1 : r0);
+            const float y[4] = { fmhai_bwd90_h16f(lo, is_bf16), fmhai_bwd90_h16f(lo >> 16, is_bf16),
+                                 fmhai_bwd90_h16f(hi, is_bf16), fmhai_bwd90_h16f(hi >> 16, is_bf16) };
+            fmhai_bwd90_dbias_put4(p, rk->db_b, rk->db_m0 + qc * 8 + g, j0 + k0 + 8 * odd + 4 * (t >> 1) + 16 * h,
+                                   rk->db_sq, rk->db_sk, y, vec);
+        }
+    }
+}
+
 /* The dQ writer warpgroup: takes step tau's fp32 dQ tile from shared
  * buffer tau & 1 with its record and adds it to dq_acc with fp32 vector
  * atomics, or writes dQ itself (dq_direct). Deterministic, it first waits
@@ -429,12 +503,13 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatil
  * measured level (bench/RESULTS.md, session 24). */
 FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *sdQ,
                                         const volatile fmhai_bwd90_rec *rec, int is_bf16, int HD, int BM, int QS,
-                                        int det, fmhai_smem_t sDB, int wtid)
+                                        int det, fmhai_smem_t sDB, fmhai_smem_t sdS, int dsx, int wtid)
 {
     const int lane = wtid % 32;
     const int pieces = HD / 4;                        /* 16-byte pieces of a row */
     fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, 384);
     fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, 384);
+    if (dsx) fmhai_bar_arrive(FMHAI_BWD90_BAR_DSFREE, 384);   /* the tile is free for step 0 */
     for (int k = 0;; ++k) {   /* step k: buffer k & 1, record k & 3 */
         const int b = k & 1;
         const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
@@ -442,6 +517,10 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
         if (rows < 0) break;
         FMHAI_BWD90_MARK(1, k);
         if (sDB && rk->db_on) fmhai_bwd90_dbias_out(p, rk, sDB + b * BM * 128 * 4, BM, 128, wtid);
+        if (dsx) {   /* every step's dbias from its dS^T tile, which then goes back */
+            fmhai_bwd90_dbias_from_ds(p, rk, sdS, is_bf16, BM, 128, wtid);
+            fmhai_bar_arrive(FMHAI_BWD90_BAR_DSFREE, 384);
+        }
         /* the record's pointers are read where they are used, not held
          * across the adds (the slot stays until the hand-back below) */
         if (det) fmhai_bwd90_det_turn(rk, wtid);
@@ -616,10 +695,14 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
      * to the writer with the step's record and back on EMPTY) */
     const int DBS = FMHAI_BWD90_DBS(HD, BIAS);
     const fmhai_smem_t sDB = DBS ? (sBar + 32u + 15u) & ~15u : 0u;
+    /* DSX (hdim 128 with dbias: uniform): the writer takes dbias out of the
+     * single dS^T tile (fmhai_bwd90_dbias_from_ds), handed back on DSFREE
+     * before the next step writes it */
+    const int DSX = BIAS && !DBS && p->dbias;
 
     if (drop < 0) {   /* the third warpgroup (its registers set by the caller) */
         if (DQW) fmhai_bwd90_dq_wg(p, sK, sdS, rec, is_bf16, HD, BM, BN, DET && !p->dq_direct, tid - NT);
-        else fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, sDB, tid - NT);
+        else fmhai_bwd90_dq_writer(p, sdQ, rec, is_bf16, HD, BM, QS, DET && !p->dq_direct, sDB, sdS, DSX, tid - NT);
         return;
     }
 
@@ -637,8 +720,6 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
      * lane / 16 of a pair, keys key0 + 8 ((lane / 8) & 1); row lane & 7) */
     const int bkc = 2 * warp + ((lane >> 3) & 1), blr = lane & 7;
     const fmhai_smem_t b_lane = sB + (bkc >> 3) * BM * 128 + ((lane >> 4) * 8 + blr) * 128 + (((bkc & 7) ^ blr) << 4);
-    /* dbias by vectors (fmhai_bwd90_dbias_put4) */
-    const int dbv = BIAS && fmhai_bwd90_dbias_vec(p);
     int tau = 0;   /* steps so far over the block's key tiles: the Q/dO and dQ buffers are tau & 1 */
     for (int i = 0, u; (u = fmhai_bwd_unit_at(p, i)) >= 0; ++i) {
     fmhai_bwd_unit U;
@@ -810,6 +891,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
              * across the step, its 16 store addresses were spilled; the dQ
              * warpgroup has read the buffer's step two back (DQW) */
             if (DQW || DBS) fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + buf, 384);   /* DBS: the dbias tile too */
+            if (DSX) fmhai_bar_sync(FMHAI_BWD90_BAR_DSFREE, 384);   /* the writer has read the last dS^T */
             const fmhai_smem_t ds_row = fmhai_opaque_smem(sdS + (DQW ? buf : 0) * BN * BM * 2 + (key0 + g) * 128 + 4 * t);
             const int64_t dbias_b =   /* elementwise bias: dbias of (entry, head h) */
                 BIAS && p->dbias ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
@@ -837,17 +919,15 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 /* dbias = dS (dbias plans have no soft cap), a pair of n-tiles
                  * at a time: transposed in quads, a lane then holds 4 keys of
                  * one query (fmhai_bwd90_quad_t), stored or added as a vector */
-                if (BIAS && (nt & 1) && p->dbias) {
+                if (DBS && (nt & 1) && p->dbias) {
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {
                         const int r = (nt >> 1) * 16 + ((g >> 1) & 1) * 8 + 2 * t + (g & 1), c = key0 + 8 * hf + 4 * (g >> 2);
                         fmhai_bwd90_quad_t(dx[hf], lane);
-                        if (DBS)   /* staged: chunk c / 4 of row r at (c / 4) ^ (r & 7) */
-                            asm volatile("st.shared.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(
-                                             sDB + buf * BM * BN * 4 + r * BN * 4 + (((c >> 2) ^ (r & 7)) << 4)),
-                                         "f"(dx[hf][0]), "f"(dx[hf][1]), "f"(dx[hf][2]), "f"(dx[hf][3]));
-                        else
-                            fmhai_bwd90_dbias_put4(p, dbias_b, m0 + r, j0 + c, s.s_q, s.s_k, dx[hf], dbv);
+                        /* staged: chunk c / 4 of row r at (c / 4) ^ (r & 7) */
+                        asm volatile("st.shared.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"r"(
+                                         sDB + buf * BM * BN * 4 + r * BN * 4 + (((c >> 2) ^ (r & 7)) << 4)),
+                                     "f"(dx[hf][0]), "f"(dx[hf][1]), "f"(dx[hf][2]), "f"(dx[hf][3]));
                     }
                 }
             }
@@ -915,8 +995,8 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                 }
                 r->rows = min(BM, s.s_q - m0);
                 r->last = jt + 1 == T.n_steps;
-                r->db_on = DBS && p->dbias;
-                if (DBS) {
+                r->db_on = DBS && p->dbias ? 1 : DSX ? 2 : 0;
+                if (DBS || DSX) {
                     r->db_b = dbias_b;
                     r->db_m0 = m0; r->db_j0 = j0; r->db_sq = s.s_q; r->db_sk = s.s_k;
                 }
@@ -958,6 +1038,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
     if (tid == 0) rec[tau & 3].rows = -1;
     fmhai_bar_arrive(FMHAI_BWD90_BAR_FULL + (tau & 1), 384);
     fmhai_bar_sync(FMHAI_BWD90_BAR_EMPTY + ((tau + 1) & 1), 384);
+    if (DSX) fmhai_bar_sync(FMHAI_BWD90_BAR_DSFREE, 384);   /* the writer's last arrival */
     fmhai_copy_wait(0);
 #else
     (void)p; (void)smem_raw; (void)is_bf16; (void)HD; (void)BM; (void)BN; (void)NW; (void)ST; (void)HAS_MASK;
@@ -980,11 +1061,11 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90_any(const fmhai_bwd_params *p, char *s
 {
 #if defined(FMHAI_DEVICE_HAS_SM90A)
     if (threadIdx.x >= 256) {   /* warps 8..11 */
-        fmhai_wg_setmaxnreg_dec(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 72 : FMHAI_BWD90_DBS(HD, ALIBI == 2) ? 56 : 24);
+        fmhai_wg_setmaxnreg_dec(FMHAI_BWD90_WREGS(HD, ALIBI == 2));
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, -1);
         return;
     }
-    fmhai_wg_setmaxnreg_inc(FMHAI_BWD90_DQW(HD, ALIBI == 2) ? 216 : FMHAI_BWD90_DBS(HD, ALIBI == 2) ? 224 : 240);
+    fmhai_wg_setmaxnreg_inc((504 - FMHAI_BWD90_WREGS(HD, ALIBI == 2)) / 2);
 #endif
     if (p->dropout_thr)
         fmhai_bwd_dq_dk_dv_sm90(p, smem_raw, is_bf16, HD, BM, BN, NW, ST, HAS_MASK, SOFTCAP, ALIBI, DET, 1);

@@ -260,6 +260,14 @@
  * tiles, pipeline/bwd_sm90.h: fmhai_bwd90_dbias_out); hdim 128 has no
  * room for them */
 #define FMHAI_BWD90_DBS(hd, bias) ((bias) && (hd) == 64)
+/* The third warpgroup's registers a thread (setmaxnreg; each MMA
+ * warpgroup gets (504 - it) / 2: the three share the 168 x 384 the block
+ * launches with): 72 for the dQ warpgroup, 56 for the hdim-64 BIAS rows'
+ * writer (staged dbias rows), 40 at hdim 128 with a bias (the writer reads
+ * dbias out of the dS^T tile: at 24 it spilled 90 bytes and ran 6-11%
+ * slower, bench/RESULTS.md session 30), else 24 (the dQ adds only). */
+#define FMHAI_BWD90_WREGS(hd, bias) \
+    (FMHAI_BWD90_DQW(hd, bias) ? 72 : (bias) && (hd) == 64 ? 56 : (bias) ? 40 : 24)
 #define FMHAI_BWD90_SMEM_BYTES(hd, bm, bn, st, bias)                                          \
     (FMHAI_BWD_SMEM_BYTES(hd, bm, bn, 2) + 1024 +                                               \
      (FMHAI_BWD90_DQW(hd, bias) ? (bn) * (bm) * 2 : 2 * (bm) * FMHAI_BWD90_QS(hd, bias) * 4) + 320 + \
