@@ -721,6 +721,25 @@ static void test_bias(void)
     CHECK(J.out == a.dbias && J.head == 0 && J.batch == 1201 * 1000 && J.row == 1201 && J.acc == (float *)p.dbias &&
               J.nsum_b == 1 && J.nsum_h == 8 && J.grid_x == 1000 && J.grid_y == 1 && J.grid_z == 2 && J.cols == 1200,
           "dbias pass, deterministic: one block per (row, entry) sums the 8 heads' slices in order");
+    CHECK(!J.acc16 && J.vec, "dbias pass, deterministic fp32 bias: fp32 terms, 16-byte loads");
+    a.bias_dtype = t.dtype;   /* a bias in the inputs' dtype: 16-bit slices */
+    fmhai_bwd_make_params(&plan, &a, &L, &p);
+    fmhai_bwd_dbias_job_make(&plan, &a, &p, &J);
+    CHECK(p.dbias == ws + L.dbias_off && p.dbias_dt == (int)t.dtype && !p.dbias_atomic && p.dbias_row == 1200 &&
+              J.acc == p.dbias && J.acc16 && J.vec && J.dt == (int)t.dtype && J.nsum_h == 8,
+          "deterministic sum of a bias in the inputs' dtype: 16-bit terms in the slices, the pass reads them as such");
+    a.seqlen_k = 1204; t.seqlen_k = 1204;   /* rows of 1204 terms: no 8-term loads */
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, 0, &L);
+    fmhai_bwd_make_params(&plan, &a, &L, &p);
+    fmhai_bwd_dbias_job_make(&plan, &a, &p, &J);
+    CHECK(st == FMHA_OK && J.acc16 && p.dbias_row == 1204 && !J.vec,
+          "16-bit slices of rows not 8-aligned: the pass reads term by term");
+    a.seqlen_k = 1200; t.seqlen_k = 1200;
+    a.bias_dtype = FMHA_DTYPE_FP32;
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    fmhai_bwd_layout_make(&t, plan.nsplits, 0, &L);
+    fmhai_bwd_make_params(&plan, &a, &L, &p);
     /* non-deterministic: atomics into [b][1] */
     t.is_deterministic = 0; a.is_deterministic = 0;
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);

@@ -25,8 +25,11 @@
  *                  of an entry (group mode: all of them), cols s_k (group
  *                  mode: max_seqlen_k); a summed dim has extent 1 (terms
  *                  added with fp32 atomics) or, deterministic, its full
- *                  extent (each term one plain store), summed in order by
- *                  the dbias pass (kernel/bwd_dbias.h), which also converts;
+ *                  extent (each term one plain store; in the bias dtype
+ *                  when that is the inputs', as a plain dbias is stored:
+ *                  half the bytes, the region sized for fp32 all the same),
+ *                  summed in order by the dbias pass (kernel/bwd_dbias.h),
+ *                  which also converts;
  *                  zeroed by fmha_bwd before dq_dk_dv. Present with
  *                  dq_direct too (then the only region)
  *
@@ -530,7 +533,10 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
         int64_t nb, nh, r, c;
         fmhai_bwd_dbias_dims(&plan->traits, &nb, &nh, &r, &c);
         p->dbias = ws + L->dbias_off;
-        p->dbias_dt = (int)FMHA_DTYPE_FP32;
+        /* deterministic slices of a bias in the inputs' dtype hold each term
+         * as a plain dbias would (16-bit: half the bytes each way; the
+         * region keeps its fp32 size, the plan not knowing the bias dtype) */
+        p->dbias_dt = a->is_deterministic && a->bias_dtype == a->dtype ? (int)a->bias_dtype : (int)FMHA_DTYPE_FP32;
         p->dbias_row = c;
         p->dbias_head = nh > 1 || !(plan->traits.dbias_bcast & FMHA_BIAS_BCAST_HEAD) ? r * c : 0;
         p->dbias_batch = !a->is_group_mode && (nb > 1 || !(plan->traits.dbias_bcast & FMHA_BIAS_BCAST_BATCH))
@@ -549,7 +555,8 @@ static inline void fmhai_bwd_make_params(const fmha_bwd_plan *plan, const fmha_b
 typedef struct fmhai_bwd_dbias_job {
     void *out;                        /* the caller's dbias                     */
     int64_t row, head, batch;         /* its strides (summed dims: 0)           */
-    const float *acc;                 /* the workspace sum, or NULL             */
+    const void *acc;                  /* the workspace sum, or NULL             */
+    int acc16;                        /* its terms 16-bit (of dt), else fp32    */
     int64_t acc_row, acc_head, acc_batch;
     int nsum_b, nsum_h;               /* terms of a summed dim (deterministic) */
     int vec, ovec;                    /* acc rows / out rows take 16-byte vectors */
@@ -573,7 +580,8 @@ static inline void fmhai_bwd_dbias_job_make(const fmha_bwd_plan *plan, const fmh
     J->cols = a->is_group_mode ? a->max_seqlen_k : a->seqlen_k;
     J->nsum_b = J->nsum_h = 1;
     if (fmhai_bwd_dbias_sum(t)) {
-        J->acc = (const float *)p->dbias;
+        J->acc = p->dbias;
+        J->acc16 = p->dbias_dt != (int)FMHA_DTYPE_FP32;
         J->acc_row = p->dbias_row; J->acc_head = p->dbias_head; J->acc_batch = p->dbias_batch;
         if (a->is_deterministic) {
             J->nsum_b = bb ? a->batch : 1;
@@ -582,7 +590,7 @@ static inline void fmhai_bwd_dbias_job_make(const fmha_bwd_plan *plan, const fmh
     } else if (!masked && !a->is_group_mode) {
         return;   /* dq_dk_dv stored every element */
     }
-    J->vec = ((J->acc_row | J->acc_head | J->acc_batch) & 3) == 0;
+    J->vec = ((J->acc_row | J->acc_head | J->acc_batch) & (J->acc16 ? 7 : 3)) == 0;   /* 16-byte loads */
     {   /* 8 elements of the output a 16-byte store */
         const int64_t el = a->bias_dtype == FMHA_DTYPE_FP32 ? 4 : 8;
         J->ovec = (J->row % el | J->head % el | J->batch % el) == 0 && (uintptr_t)J->out % 16 == 0;

@@ -418,12 +418,6 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatil
     }
 }
 
-/* A 16-bit value (the low half of u; bf: bf16, else fp16) as a float. */
-FMHAI_DEVICE float fmhai_bwd90_h16f(uint32_t u, int bf)
-{
-    return bf ? __uint_as_float(u << 16) : __half2float(__ushort_as_half((unsigned short)u));
-}
-
 /* hdim 128 with dbias (FMHAI_BWD90_BAR_DSFREE): the writer takes the
  * step's dbias out of the dS^T tile itself, i.e. dS rounded to the inputs'
  * dtype, the precision dQ and dK are computed with (so a dbias in that
@@ -481,8 +475,8 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_from_ds(const fmhai_bwd_params *p, const vol
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const uint32_t lo = odd ? (h ? r1 : r0) : x[2 * h], hi = odd ? x[2 * h + 1] : (h ? r1 : r0);
-            const float y[4] = { fmhai_bwd90_h16f(lo, is_bf16), fmhai_bwd90_h16f(lo >> 16, is_bf16),
-                                 fmhai_bwd90_h16f(hi, is_bf16), fmhai_bwd90_h16f(hi >> 16, is_bf16) };
+            const float y[4] = { fmhai_lo16_f32(lo, is_bf16), fmhai_hi16_f32(lo, is_bf16),
+                                 fmhai_lo16_f32(hi, is_bf16), fmhai_hi16_f32(hi, is_bf16) };
             fmhai_bwd90_dbias_put4(p, rk->db_b, rk->db_m0 + qc * 8 + g, j0 + k0 + 8 * odd + 4 * (t >> 1) + 16 * h,
                                    rk->db_sq, rk->db_sk, y, vec);
         }
