@@ -239,7 +239,8 @@
  * bwd_sm90.h): at hdim 64 the third warpgroup, from a second dS^T tile
  * (the MMA warpgroups give it registers: 2 x 216 + 72 a thread, 128
  * threads each); at hdim 128 the MMA warpgroups need 240 registers (at
- * 232 ptxas serialises their products), and the hdim-64 BIAS rows spill
+ * 232 ptxas serialised the no-bias rows' products; the BIAS rows run at
+ * 232, FMHAI_BWD90_WREGS), and the hdim-64 BIAS rows spill
  * 132 bytes at 216 (5-7% slower), so there each MMA warpgroup computes
  * half of dQ and the third warpgroup, at 24, only adds the tiles
  * (bench/RESULTS.md, session 27). */
