@@ -384,11 +384,32 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatil
     const int lane = wtid % 32, rows = min(BM, rk->db_sq - rk->db_m0), m0 = rk->db_m0, j0 = rk->db_j0;
     const int sq = rk->db_sq, sk = rk->db_sk, vec = fmhai_bwd90_dbias_vec(p);
     const int64_t base = rk->db_b;
+    const int atom = p->dbias_atomic, f32 = p->dbias_dt == FMHA_DTYPE_FP32, bf = p->dbias_dt == FMHA_DTYPE_BF16;
+    if (!atom && !f32 && j0 + BN <= sk && ((p->dbias_row | p->dbias_head | p->dbias_batch) & 7) == 0 &&
+        ((uintptr_t)p->dbias & 15u) == 0) {   /* 16-bit: a half-warp a row, 8 keys a lane, 16-byte stores */
+        const int hl = lane & 15, r0 = 2 * (wtid / 32) + (lane >> 4);
+        char *dst = (char *)p->dbias + 2 * (base + (int64_t)(m0 + r0) * p->dbias_row + j0 + 8 * hl);
+        const int64_t rstep = 16 * p->dbias_row;   /* 8 rows */
+#pragma unroll 2
+        for (int r = r0; r < rows; r += 8, dst += rstep) {
+            float4 u, v;
+            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=f"(u.x), "=f"(u.y), "=f"(u.z), "=f"(u.w)
+                         : "r"(src + r * BN * 4 + (((2 * hl) ^ (r & 7)) << 4)));
+            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                         : "r"(src + r * BN * 4 + (((2 * hl + 1) ^ (r & 7)) << 4)));
+            uint4 w;
+            w.x = fmhai_pack2(u.x, u.y, bf); w.y = fmhai_pack2(u.z, u.w, bf);
+            w.z = fmhai_pack2(v.x, v.y, bf); w.w = fmhai_pack2(v.z, v.w, bf);
+            *(uint4 *)dst = w;
+        }
+        return;
+    }
     if (vec && j0 + BN <= sk) {   /* every lane's 4 keys inside: vectors, the address stepped */
-        const int es = p->dbias_dt == FMHA_DTYPE_FP32 || p->dbias_atomic ? 4 : 2;
+        const int es = f32 || atom ? 4 : 2;
         const int64_t rstep = 4 * p->dbias_row * es;
         char *dst = (char *)p->dbias + (base + (int64_t)(m0 + wtid / 32) * p->dbias_row + j0 + 4 * lane) * es;
-        const int atom = p->dbias_atomic, f32 = p->dbias_dt == FMHA_DTYPE_FP32, bf = p->dbias_dt == FMHA_DTYPE_BF16;
 #pragma unroll 4
         for (int r = wtid / 32; r < rows; r += 4, dst += rstep) {
             float4 v;
