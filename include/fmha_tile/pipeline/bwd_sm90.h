@@ -374,7 +374,9 @@ FMHAI_DEVICE void fmhai_bwd90_det_done(int32_t *sem, int lane)
 
 /* FMHAI_BWD90_DBS rows: the writer takes the step's dbias out of its
  * staging tile (fp32 [BM][BN], 16-byte chunk c of row r at c ^ (r & 7)),
- * a warp a row of 32 chunks: fmhai_bwd90_dbias_put4's stores or adds,
+ * a warp a row of 32 chunks: fmhai_bwd90_dbias_put4's stores or adds (a
+ * 16-bit dbias: a half-warp a row, two chunks a lane for one 16-byte
+ * store, +2-5% over 8-byte ones, bench/RESULTS.md session 30),
  * whole 512-byte rows instead of the MMA warps' 16 rows x 32 bytes an
  * instruction (those stores took 40% of the hdim-128 BIAS step: the
  * timeline with and without them, bench/RESULTS.md session 29). */
