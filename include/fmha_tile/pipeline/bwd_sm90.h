@@ -308,6 +308,20 @@ FMHAI_DEVICE int fmhai_bwd90_dbias_vec(const fmhai_bwd_params *p)
            ((uintptr_t)p->dbias & (uintptr_t)(4 * es - 1)) == 0;
 }
 
+/* A 16-bit dbias can take 8-element (16-byte) vectors: base and strides. */
+FMHAI_DEVICE int fmhai_bwd90_dbias_vec8(const fmhai_bwd_params *p)
+{
+    return ((p->dbias_row | p->dbias_head | p->dbias_batch) & 7) == 0 && ((uintptr_t)p->dbias & 15u) == 0;
+}
+
+/* Four floats from shared memory (a 16-byte chunk). */
+FMHAI_DEVICE float4 fmhai_bwd90_lds_f4(fmhai_smem_t src)
+{
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(src));
+    return v;
+}
+
 /* What the dQ warpgroup needs of a step, written by the MMA warpgroups
  * with the step's dS^T tile (rows < 0: the walk is over). Four slots: slot
  * tau & 3 was last read two hand-backs of its buffer ago. */
@@ -387,20 +401,14 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatil
     const int sq = rk->db_sq, sk = rk->db_sk, vec = fmhai_bwd90_dbias_vec(p);
     const int64_t base = rk->db_b;
     const int atom = p->dbias_atomic, f32 = p->dbias_dt == FMHA_DTYPE_FP32, bf = p->dbias_dt == FMHA_DTYPE_BF16;
-    if (!atom && !f32 && j0 + BN <= sk && ((p->dbias_row | p->dbias_head | p->dbias_batch) & 7) == 0 &&
-        ((uintptr_t)p->dbias & 15u) == 0) {   /* 16-bit: a half-warp a row, 8 keys a lane, 16-byte stores */
+    if (!atom && !f32 && j0 + BN <= sk && fmhai_bwd90_dbias_vec8(p)) {   /* 16-bit: a half-warp a row, 16-byte stores */
         const int hl = lane & 15, r0 = 2 * (wtid / 32) + (lane >> 4);
         char *dst = (char *)p->dbias + 2 * (base + (int64_t)(m0 + r0) * p->dbias_row + j0 + 8 * hl);
         const int64_t rstep = 16 * p->dbias_row;   /* 8 rows */
 #pragma unroll 2
         for (int r = r0; r < rows; r += 8, dst += rstep) {
-            float4 u, v;
-            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                         : "=f"(u.x), "=f"(u.y), "=f"(u.z), "=f"(u.w)
-                         : "r"(src + r * BN * 4 + (((2 * hl) ^ (r & 7)) << 4)));
-            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                         : "r"(src + r * BN * 4 + (((2 * hl + 1) ^ (r & 7)) << 4)));
+            const float4 u = fmhai_bwd90_lds_f4(src + r * BN * 4 + (((2 * hl) ^ (r & 7)) << 4));
+            const float4 v = fmhai_bwd90_lds_f4(src + r * BN * 4 + (((2 * hl + 1) ^ (r & 7)) << 4));
             uint4 w;
             w.x = fmhai_pack2(u.x, u.y, bf); w.y = fmhai_pack2(u.z, u.w, bf);
             w.z = fmhai_pack2(v.x, v.y, bf); w.w = fmhai_pack2(v.z, v.w, bf);
@@ -414,10 +422,7 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatil
         char *dst = (char *)p->dbias + (base + (int64_t)(m0 + wtid / 32) * p->dbias_row + j0 + 4 * lane) * es;
 #pragma unroll 4
         for (int r = wtid / 32; r < rows; r += 4, dst += rstep) {
-            float4 v;
-            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                         : "r"(src + r * BN * 4 + ((lane ^ (r & 7)) << 4)));
+            const float4 v = fmhai_bwd90_lds_f4(src + r * BN * 4 + ((lane ^ (r & 7)) << 4));
             if (atom) {
                 if (v.x != 0.f || v.y != 0.f || v.z != 0.f || v.w != 0.f) fmhai_red_add_f4((float *)dst, v);
             } else if (f32) {
@@ -433,10 +438,8 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_out(const fmhai_bwd_params *p, const volatil
     }
 #pragma unroll 1
     for (int r = wtid / 32; r < rows; r += 4) {
-        float y[4];
-        asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
-                     : "=f"(y[0]), "=f"(y[1]), "=f"(y[2]), "=f"(y[3])
-                     : "r"(src + r * BN * 4 + ((lane ^ (r & 7)) << 4)));
+        const float4 v = fmhai_bwd90_lds_f4(src + r * BN * 4 + ((lane ^ (r & 7)) << 4));
+        const float y[4] = { v.x, v.y, v.z, v.w };
         fmhai_bwd90_dbias_put4(p, base, m0 + r, j0 + 4 * lane, sq, sk, y, vec);
     }
 }
@@ -463,7 +466,7 @@ FMHAI_DEVICE void fmhai_bwd90_dbias_from_ds(const fmhai_bwd_params *p, const vol
     /* this lane's ldmatrix row: key k0 + lane, 16-byte chunk qc ^ (lane & 7) */
     const fmhai_smem_t a0 = sdS + (k0 + lane) * 128;
     const int same = p->dbias_dt == (is_bf16 ? (int)FMHA_DTYPE_BF16 : (int)FMHA_DTYPE_FP16);   /* the tile's bits */
-    if (whole && same && ((p->dbias_row | p->dbias_head | p->dbias_batch) & 7) == 0 && ((uintptr_t)p->dbias & 15u) == 0) {
+    if (whole && same && fmhai_bwd90_dbias_vec8(p)) {
         /* 16-bit dbias: a 4 x 4 transpose in the quad, x[k] becomes keys 8t + 2k, + 1 of query g */
         char *dst = (char *)p->dbias + 2 * (rk->db_b + (int64_t)(rk->db_m0 + g) * p->dbias_row + j0 + k0 + 8 * t);
         const int64_t step = 16 * p->dbias_row;   /* 8 rows */
