@@ -229,15 +229,15 @@ static void test_plan_batch(void)
 
     t.is_deterministic = 1;
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
-    /* 128 blocks over 2 x 2 (batch x kv heads) = 32, capped by 16 and by 10 key tiles */
-    CHECK(st == FMHA_OK && plan.nsplits == 10, "deterministic: splits capped by the key tiles (10)");
+    /* 16 chains over 2 x 2 (batch x kv heads): 4 splits (of the 10 key tiles) */
+    CHECK(st == FMHA_OK && plan.nsplits == 4, "deterministic: 16 chains over 4 (entry, kv head) pairs, 4 splits");
     CHECK(st == FMHA_OK && plan.dq_dk_dv->family == FMHA_FAMILY_BWD_DET &&
               strstr(plan.dq_dk_dv->name, "fmha_bwd_dq_dk_dv_det_d128_bf16") == plan.dq_dk_dv->name,
           "deterministic plan: the BWD_DET (ordered dQ) kernel");
     fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
-    CHECK(layout_sane(&L) && L.dq_acc_bytes == (size_t)4 * 2 * 8 * 10 * 1000 * 128,
+    CHECK(layout_sane(&L) && L.dq_acc_bytes == (size_t)4 * 2 * 8 * 4 * 1000 * 128,
           "deterministic layout: dq_acc has nsplits slices per entry");
-    CHECK(L.sem_bytes == (size_t)4 * 2 * 8 * 10 * 1000 && L.sem_off == al(L.dsum_off + L.dsum_bytes) &&
+    CHECK(L.sem_bytes == (size_t)4 * 2 * 8 * 4 * 1000 && L.sem_off == al(L.dsum_off + L.dsum_bytes) &&
               L.total == al(L.sem_off + L.sem_bytes) && plan.workspace_size == L.total,
           "deterministic layout: one int32 counter per dq_acc row, after D");
     t = batch_traits(FMHA_DTYPE_FP16, 16, 16, 16, 1024, 1024, 128, 1);
@@ -245,7 +245,10 @@ static void test_plan_batch(void)
     CHECK(st == FMHA_OK && plan.nsplits == 1, "deterministic with 256 (entry, kv head) pairs: one split");
     t = batch_traits(FMHA_DTYPE_FP16, 1, 16, 16, 16384, 16384, 128, 1);
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
-    CHECK(st == FMHA_OK && plan.nsplits == 8, "deterministic, 1 x 16 heads at 16k: 8 splits");
+    CHECK(st == FMHA_OK && plan.nsplits == 1, "deterministic, 1 x 16 heads at 16k: one split");
+    t = batch_traits(FMHA_DTYPE_FP16, 1, 2, 1, 1000, 1000, 128, 1);
+    st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
+    CHECK(st == FMHA_OK && plan.nsplits == 8, "deterministic, one (entry, kv head) pair: splits capped by the 8 key tiles");
     t = batch_traits(FMHA_DTYPE_FP16, 1, 1, 1, 16384, 16384, 64, 1);
     st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
     CHECK(st == FMHA_OK && plan.nsplits == FMHAI_BWD_MAX_SPLITS, "deterministic splits capped at FMHAI_BWD_MAX_SPLITS");
@@ -282,13 +285,13 @@ static void test_plan_group(void)
     /* 4 entries, q lengths {0, 300, 17, 1000} = 1317 rows, longest 1000 */
     fmha_bwd_traits t = group_traits(4, 8, 2, 1317, 2000, 1000, 1000, 64, 1);
     fmha_status st = fmha_bwd_plan_make(&bwd_set, &t, &plan);
-    CHECK(st == FMHA_OK && plan.nsplits == 8, "group, deterministic: 128 / (4 x 2) = 16 splits, capped at 8 tiles");
+    CHECK(st == FMHA_OK && plan.nsplits == 2, "group, deterministic: 16 chains over 4 x 2 pairs, 2 splits");
     fmhai_bwd_layout_make(&t, plan.nsplits, plan.dq_direct, &L);
     CHECK(layout_sane(&L), "group layout: regions 256-aligned, ordered, disjoint");
     CHECK(L.nsplits_bytes == 4 * 4 && L.offsets_off == 256 && L.offsets_bytes == 8 * 5 && L.dq_acc_off == 512,
           "group layout: nsplits[batch] | offsets[batch+1] int64 | dq_acc");
-    CHECK(L.dq_acc_bytes == (size_t)4 * 1317 * 8 * 8 * 64 && L.dsum_bytes == (size_t)4 * 1317 * 8 &&
-              L.sem_bytes == (size_t)4 * 1317 * 8 * 8,
+    CHECK(L.dq_acc_bytes == (size_t)4 * 1317 * 8 * 2 * 64 && L.dsum_bytes == (size_t)4 * 1317 * 8 &&
+              L.sem_bytes == (size_t)4 * 1317 * 8 * 2,
           "group layout: dq_acc, D and the counters sized by the total rows (1317), not batch x max (4000)");
     CHECK(plan.workspace_size == L.total && plan.workspace_size < (size_t)4 * 4 * 1000 * 8 * 8 * 64,
           "group workspace is compact");
@@ -348,7 +351,8 @@ static void test_job(void)
 {
     fmha_bwd_plan plan;
     fmhai_bwd_layout L;
-    fmha_bwd_traits t = group_traits(3, 4, 4, 400, 900, 300, 600, 128, 1);
+    /* one KV head: 16 chains over 3 pairs give 6 splits, capped per entry by its key tiles */
+    fmha_bwd_traits t = group_traits(3, 4, 1, 400, 900, 300, 600, 128, 1);
     char *staging;
     fmhai_bwd_pack_job *j;
     int32_t *ns;

@@ -156,9 +156,14 @@
  * FMHAI_BWD_MAX_SPLITS. With a mask nothing waits and nsplits is 1
  * (fmhai_bwd_nsplits). It depends on the problem only (not on the device),
  * so a workspace size is known on any host and results are reproducible
- * across devices. */
+ * across devices. 16 chains: the blocks of a chain keep their key tile
+ * from one (entry, KV head) to the next (fmhai_bwd_det_rows), so a chain
+ * fills once a row, and each slice costs its zeroing and its share of
+ * convert_dq's sum. Measured on an H200 (bench/RESULTS.md, session 31,
+ * 16 and 32 units at 8k and 16k): one split against main's 4 and 8, +1-2%
+ * at 8k and +3-5% at 16k; 512 or 2048 chains (16 splits) 8-50% slower. */
 #ifndef FMHAI_BWD_DET_BLOCKS
-#define FMHAI_BWD_DET_BLOCKS 128
+#define FMHAI_BWD_DET_BLOCKS 16
 #endif
 #ifndef FMHAI_BWD_MAX_SPLITS
 #define FMHAI_BWD_MAX_SPLITS 16
