@@ -596,8 +596,11 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
  * hands the buffer back (EMPTY + buffer) and, at a key tile's last step,
  * K (KFREE). Deterministic, it first waits until the slice's earlier key
  * tiles that see the query tile have added theirs (the counter), as the
- * writer does. The MMA warpgroups only wait for it when both dS^T buffers
- * are full. Instead of the writer's flow (each MMA warpgroup issuing and
+ * writer does, and publishes its own adds a step late, after its next
+ * product (the release waits for the adds to land in the L2, by then
+ * done: +3-4% deterministic without a mask; the writer at hdim 128
+ * measured level to -1% so, bench/RESULTS.md session 31). The MMA
+ * warpgroups only wait for it when both dS^T buffers are full. Instead of the writer's flow (each MMA warpgroup issuing and
  * waiting for half of dQ a step, then staging the fp32 tile: 700-1,200
  * cycles of a step with both warpgroups' tensor work idle, session 22) it
  * measured +1-6% at hdim 64, +4-9% with dK waited for a step later;
@@ -610,9 +613,10 @@ FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, 
     const int lane = wtid % 32, g = lane / 4, t = lane % 4;
     const int r0 = 16 * (wtid / 32) + g;   /* this thread's rows r0 and r0 + 8 of the tile */
     const int DQP = 64;   /* a panel's columns */
+    int pend = 0, k;   /* deterministic: step k - 1's adds not yet published */
     fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 0, 384);
     fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + 1, 384);
-    for (int k = 0;; ++k) {   /* step k: dS^T buffer k & 1, record k & 3 */
+    for (k = 0;; ++k) {   /* step k: dS^T buffer k & 1, record k & 3 */
         const int b = k & 1;
         const volatile fmhai_bwd90_rec *rk = rec + (k & 3);
         const int rows = fmhai_bwd90_take(rk, k);
@@ -635,7 +639,10 @@ FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, 
                 fmhai_bar_arrive(FMHAI_BWD90_BAR_EMPTY + b, 384);
                 if (rk->last) fmhai_bar_arrive(FMHAI_BWD90_BAR_KFREE, 384);
             }
-            if (det && c0 == 0) fmhai_bwd90_det_turn(rk, wtid);
+            if (det && c0 == 0) {
+                if (pend) fmhai_bwd90_det_done(rec[(k - 1) & 3].sem, lane);   /* step k - 1's, a step late */
+                fmhai_bwd90_det_turn(rk, wtid);
+            }
             /* the record's pointers are read here, not held across the
              * products (the slot stays until two hand-backs later); this
              * thread's column pairs are c + 8 nt, and the panel's first nv
@@ -668,8 +675,9 @@ FMHAI_DEVICE void fmhai_bwd90_dq_wg(const fmhai_bwd_params *p, fmhai_smem_t sK, 
             }
         }
         FMHAI_BWD90_MARK(2, k);
-        if (det) fmhai_bwd90_det_done(rk->sem, lane);
+        pend = det;
     }
+    if (pend) fmhai_bwd90_det_done(rec[(k - 1) & 3].sem, lane);
 }
 
 FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_raw, const int is_bf16,
