@@ -600,7 +600,8 @@ FMHAI_DEVICE void fmhai_bwd90_dq_writer(const fmhai_bwd_params *p, const float *
  * product (the release waits for the adds to land in the L2, by then
  * done: +3-4% deterministic without a mask; the writer at hdim 128
  * measured level to -1% so, bench/RESULTS.md session 31). The MMA
- * warpgroups only wait for it when both dS^T buffers are full. Instead of the writer's flow (each MMA warpgroup issuing and
+ * warpgroups only wait for it when both dS^T buffers are full. Instead
+ * of the writer's flow (each MMA warpgroup issuing and
  * waiting for half of dQ a step, then staging the fp32 tile: 700-1,200
  * cycles of a step with both warpgroups' tensor work idle, session 22) it
  * measured +1-6% at hdim 64, +4-9% with dK waited for a step later;
