@@ -1808,18 +1808,35 @@ static void test_tables(cudaStream_t stream, uint64_t seed)
  * ========================================================================== */
 /* The deterministic ordering count (fmhai_bwd_det_need, closed-form) against
  * a plain count over the tiles with fmhai_bwd_m_range, on random lengths,
- * windows, splits and tiles, for chains in tile order and reversed: a count too high hangs the ordered adds, one too
- * low lets a tile add out of turn. One thread per random problem; each
+ * windows, splits and tiles, for chains in tile order, reversed, and (no
+ * mask, det_rot) in the order the rotated sweeps of fmhai_bwd_tile_of reach
+ * the query tile (every tile's sweep found by fmhai_bwd_m_at, which must
+ * visit each query tile once): a count too high hangs the ordered adds, one
+ * too low lets a tile add out of turn. One thread per random problem; each
  * checks every (tile, query tile) pair and counts disagreements. */
+__device__ int need_visit_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int k, int n_tiles, int BM, int BN,
+                               int m, int BIG, int *rot)
+{
+    fmhai_bwd_tile T;
+    int mi, at = -1, seen = 0;
+    fmhai_bwd_tile_of(p, s, k, n_tiles, 0, BM, BN, 1, 0, -BIG, BIG, BIG, &T);
+    *rot = T.rot;
+    for (mi = 0; mi < T.n_m; ++mi)
+        if (fmhai_bwd_m_at(&T, mi) == m) { at = mi; ++seen; }
+    return seen == 1 ? at : -1000000;   /* a sweep that misses or repeats m: every count disagrees */
+}
+
 __global__ void need_check_kernel(uint64_t seed, int problems, int *bad)
 {
     const int BIG = 1 << 30, id = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     uint64_t x = seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(id + 1));
     fmhai_bwd_seq s;
-    int BM, BN, c_lo, c_hi, masked, n, m, k, n_tiles, rev, errs = 0;
+    fmhai_bwd_params p;
+    int BM, BN, c_lo, c_hi, masked, n, m, k, n_tiles, rev, rot, errs = 0;
     if (id >= problems) return;
 #define NEXT(mod) ((int)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (mod))
     memset(&s, 0, sizeof(s));
+    memset(&p, 0, sizeof(p));
     s.s_q = 1 + NEXT(700);
     s.s_k = 1 + NEXT(700);
     s.nsplits = 1 + NEXT(5);
@@ -1829,18 +1846,28 @@ __global__ void need_check_kernel(uint64_t seed, int problems, int *bad)
     c_lo = NEXT(3) == 0 ? -BIG : NEXT(900) - 450;
     c_hi = NEXT(3) == 0 ? BIG : (c_lo == -BIG ? NEXT(900) - 450 : c_lo + NEXT(400));
 #undef NEXT
+    p.head_ratio = 1;
+    p.det_rot = 1;
     n_tiles = (s.s_k + BN - 1) / BN;
-    for (rev = 0; rev < 2; ++rev)
+    for (rev = 0; rev < 3; ++rev)   /* 2: rotated sweeps (no mask), where the chain fits */
         for (n = 0; n < n_tiles; ++n)
             for (m = 0; m * BM < s.s_q; ++m) {
-                int want = 0, lo, hi;
+                int want = 0, lo, hi, sn = 0, sk;
+                rot = 0;
+                if (rev == 2) sn = need_visit_step(&p, &s, n, n_tiles, BM, BN, m, BIG, &rot);
                 for (k = n % s.nsplits; k < n_tiles; k += s.nsplits) {
-                    if (rev ? k <= n : k >= n) continue;   /* the tiles that add before n */
-                    fmhai_bwd_m_range(&s, k, BM, BN, masked, c_lo, c_hi, BIG, &lo, &hi);
+                    if (rot) {   /* reached m earlier in its sweep (a tie: the lower tile first) */
+                        if (k == n) continue;
+                        sk = need_visit_step(&p, &s, k, n_tiles, BM, BN, m, BIG, &lo);
+                        want += sk < sn || (sk == sn && k < n);
+                        continue;
+                    }
+                    if (rev == 1 ? k <= n : k >= n) continue;   /* the tiles that add before n */
+                    fmhai_bwd_m_range(&s, k, BM, BN, rev == 2 ? 0 : masked, c_lo, c_hi, BIG, &lo, &hi);
                     want += lo <= m && m < hi;
                 }
-                errs += want != fmhai_bwd_det_need(n, n_tiles, rev, n % s.nsplits, s.nsplits, m * BM, s.s_q, s.s_k, BM,
-                                                   BN, masked, c_lo, c_hi, BIG);
+                errs += want != fmhai_bwd_det_need(n, n_tiles, rev == 1, rot, n % s.nsplits, s.nsplits, m * BM, s.s_q,
+                                                   s.s_k, BM, BN, rev == 2 ? 0 : masked, c_lo, c_hi, BIG);
             }
     if (errs) atomicAdd(bad, errs);
 }

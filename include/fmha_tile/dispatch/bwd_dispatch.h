@@ -468,6 +468,10 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
                           ? fmhai_bwd_det_rows_force
                           : fmhai_bwd_det_rows((int64_t)args->nhead_k * args->batch, gx, dev.sms,
                                                p.mask_kind != FMHA_MASK_NONE);
+        /* rotated sweeps wait on later key tiles too: only where all of a
+         * unit's fit on the device at once (one block an SM), whatever the
+         * rows, so that the order, and the bits, do not depend on them */
+        p.det_rot = gx <= dev.sms;
     }
     p.lpt_units = fmhai_bwd_lpt_units(&p, (int64_t)args->nhead_k * args->batch, args->is_group_mode);
     p.units_bfast = p.lpt_units > 1 && fmhai_bwd_bias_shared(&p) == 2;

@@ -58,6 +58,9 @@ typedef struct fmhai_bwd_params {
     int unit_rows;               /* 0: one (KV head, entry) unit per block (grid
                                     y = KV heads, z = entries); else grid y rows
                                     of blocks walk the units (deterministic)       */
+    int det_rot;                 /* deterministic: every key tile of a unit can run
+                                    at once, so sweeps without a mask may rotate
+                                    (fmhai_bwd_tile_of)                           */
     int lpt_units;               /* one unit a block: units a launch-order group
                                     (fmhai_bwd_block_of); 0: unit after unit      */
     int units_bfast;             /* units numbered batch entry fastest (a bias per

@@ -218,7 +218,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
     for (int x = fmhai_bwd_x0(p); x < n_tiles; x += (int)gridDim.x) {
         fmhai_bwd_tile T;   /* the query tiles that can see a key of this tile, in sweep order */
         fmhai_bwd_tile_of(p, &s, x, n_tiles, U->rev, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
-        const int n = T.n, j0 = T.j0, split = T.split, n_m = T.n_m, m_dir = T.m_dir, m_first = T.m_first;
+        const int n = T.n, j0 = T.j0, split = T.split, n_m = T.n_m, m_first = T.m_first;
         const int n_it = T.n_steps;
         const int n_steps = (TWO_SWEEPS ? 2 : 1) * n_it;
         char *dk = (char *)p->dk + 2 * ((int64_t)s.b_eff * p->dk_batch + (int64_t)(s.k_start + j0) * p->dk_row +
@@ -245,7 +245,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
             const int dv_step = !TWO_SWEEPS || jt < n_it;
             const int dk_step = !TWO_SWEEPS || jt >= n_it;
             const int slot = (jt & 1) * BM;
-            const int m0 = (m_first + m_dir * mi) * BM;
+            const int m0 = fmhai_bwd_m_at(&T, mi) * BM;
             const int h = hk * p->head_ratio + hq;
             const float slope2 = fmhai_bwd_slope2(p, U->b, h, ALIBI);
             /* elementwise bias: (entry, head h) bases of the bias and dbias */
@@ -391,7 +391,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
             const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
             int32_t *sem = det ? p->dq_sem + s.acc_row + row0 : 0;
             if (det && tid == 0) {
-                const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
+                const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, T.rot, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
                                                     masked, c_lo, c_hi, BIG);
                 while (fmhai_ld_acquire(sem) < need) { }
             }

@@ -648,20 +648,31 @@ FMHAI_DEVICE int fmhai_bwd_unit_of(const fmhai_bwd_params *p, int u, int HAS_MAS
 
 /* Sweep of the key tile n that grid column x takes: its query tiles
  * m_first, m_first + m_dir, ... (n_m of them, for each query head of the
- * group: n_steps steps). Non-deterministic tiles go up from their first
- * visible query tile, so the atomics of causal tiles spread over different
- * query tiles. Deterministic tiles without a mask go from the last query
- * tile down: every tile sees every query tile, so the tiles of a chain
- * start together and each follows its predecessor one hand-off behind.
- * With a mask (rev) the chains run in reverse: the column takes tile
- * n_tiles - 1 - x, the tiles sweep up as the atomics do, and at a query
- * tile the later key tiles add first. The window moves with the key, so a
- * later tile's first visible query tile is never earlier: it reached every
- * query tile at least as early in its sweep as the tiles after it in the
- * chain, which the hardware launched first (lower x); no tile waits. */
+ * group: n_steps steps; fmhai_bwd_m_at). Non-deterministic tiles go up from
+ * their first visible query tile, so the atomics of causal tiles spread over
+ * different query tiles. Deterministic tiles without a mask go down, every
+ * tile over every query tile. Each would wait on its predecessor in the
+ * chain at every query tile, so if all started at the last one the chain
+ * would fill like a pipeline, tile n a hand-off behind tile n - 1 (64 tiles:
+ * 64 hand-offs, 2-4% of a row's time). Where every key tile of a unit runs at
+ * once (p->det_rot: as many key tiles as the device has multiprocessors, so
+ * that no tile waits on one that cannot start) and a split's chain has no
+ * more tiles than there are query tiles (rot), the sweeps are rotated
+ * instead: the i-th tile of a split (i = n / nsplits) starts at query tile
+ * i - 1 (tile 0 at the last) and wraps, so at query tile m its predecessor
+ * in the chain (fmhai_bwd_det_need) is the tile that was there one step
+ * earlier, and nothing fills. With a mask (rev) the chains run in reverse:
+ * the column takes tile n_tiles - 1 - x, the tiles sweep up as the atomics
+ * do, and at a query tile the later key tiles add first. The window moves
+ * with the key, so a later tile's first visible query tile is never
+ * earlier: it reached every query tile at least as early in its sweep as the
+ * tiles after it in the chain, which the hardware launched first (lower x);
+ * no tile waits. */
 typedef struct fmhai_bwd_tile {
     int n;   /* the key tile */
     int j0, split, n_m, m_first, m_dir, n_steps;
+    int m_lo;   /* the sweep wraps to m_lo + n_m - 1 below m_lo (rot) */
+    int rot;    /* rotated (deterministic, no mask) */
 } fmhai_bwd_tile;
 
 FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int x, int n_tiles, int rev,
@@ -669,26 +680,50 @@ FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_s
                                     fmhai_bwd_tile *T)
 {
     int m_lo, m_hi;
+    const int ns = s->nsplits;
     T->n = rev ? n_tiles - 1 - x : x;
     fmhai_bwd_m_range(s, T->n, BM, BN, masked, c_lo, c_hi, BIG, &m_lo, &m_hi);
     T->j0 = T->n * BN;
-    T->split = det ? T->n % s->nsplits : 0;
+    T->split = det ? T->n % ns : 0;
     T->n_m = m_hi - m_lo;
+    T->m_lo = m_lo;
     T->m_dir = det && !rev ? -1 : 1;
     T->m_first = det && !rev ? m_hi - 1 : m_lo;
+    T->rot = det && !rev && p->det_rot && (n_tiles + ns - 1) / ns <= T->n_m;
+    if (T->rot) {
+        const int i = ns == 1 ? T->n : T->n / ns;
+        T->m_first = m_lo + (i == 0 ? T->n_m - 1 : i - 1);
+    }
     T->n_steps = T->n_m * p->head_ratio;
 }
 
+/* The query tile of sweep position mi (0 .. n_m - 1). */
+FMHAI_DEVICE int fmhai_bwd_m_at(const fmhai_bwd_tile *T, int mi)
+{
+    const int m = T->m_first + T->m_dir * mi;
+    return T->rot && m < T->m_lo ? m + T->n_m : m;   /* (rot: compile-time 0 in the atomics kernels) */
+}
+
 /* Deterministic dQ: how many of the key tiles before tile n in its split's
- * chain (split, split + nsplits, ... < n; rev: > n, down from the last)
- * see query tile m0. The window's bounds move with the key, so the key
- * tiles that see a query tile are one range [ka, kb] (fmhai_bwd_m_range
- * inverted) and the count is closed-form: no loop over the tiles, few
- * registers where the step's accumulators live. */
-FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int split, int ns, int m0, int s_q, int s_k,
-                                    int BM, int BN, int masked, int c_lo, int c_hi, int BIG)
+ * chain (split, split + nsplits, ... < n; rev: > n, down from the last;
+ * rot: the order the rotated sweeps reach the query tile) see query tile
+ * m0. The window's bounds move with the key, so the key tiles that see a
+ * query tile are one range [ka, kb] (fmhai_bwd_m_range inverted) and the
+ * count is closed-form: no loop over the tiles, few registers where the
+ * step's accumulators live. One split (always with a mask,
+ * fmhai_bwd_nsplits) takes no division: the Hopper kernel's thread 0 works
+ * this out every step while its warpgroup waits, and the general form's
+ * three divisions by nsplits cost the deterministic kernel 4%
+ * (bench/RESULTS.md, session 32). */
+FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int rot, int split, int ns, int m0, int s_q,
+                                    int s_k, int BM, int BN, int masked, int c_lo, int c_hi, int BIG)
 {
     int ka = rev ? n + 1 : 0, kb = rev ? n_tiles - 1 : n - 1, first;
+    if (rot) {   /* the split's i-th of nt tiles reaches query tile m at step (i - m - 1) mod M, nt <= M */
+        const int M = (s_q + BM - 1) / BM, m = m0 / BM, a = m + 1 == M ? 0 : m + 1;
+        const int i = ns == 1 ? n : n / ns, nt = ns == 1 ? n_tiles : (n_tiles - split + ns - 1) / ns;
+        return i >= a ? i - a : i + max(nt - a, 0);
+    }
     if (masked) {
         if (c_lo != -BIG) {   /* a tile's last key must reach row m0's first visible key */
             const int x = m0 + c_lo;
@@ -701,6 +736,8 @@ FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int split, int 
             kb = min(kb, y / BN);
         }
     }
+    if (ns == 1) return kb >= ka ? kb - ka + 1 : 0;
+    if (!masked && !rev) return (n - split) / ns;
     first = ka + ((split - ka) % ns + ns) % ns;
     return first > kb ? 0 : (kb - first) / ns + 1;
 }
@@ -836,7 +873,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
     for (int x = fmhai_bwd_x0(p); x < n_tiles; x += (int)gridDim.x) {
         fmhai_bwd_tile T;   /* the query tiles that can see a key of this tile, in sweep order */
         fmhai_bwd_tile_of(p, &s, x, n_tiles, U->rev, BM, BN, det, masked, c_lo, c_hi, BIG, &T);
-        const int n = T.n, j0 = T.j0, split = T.split, n_m = T.n_m, m_dir = T.m_dir, m_first = T.m_first;
+        const int n = T.n, j0 = T.j0, split = T.split, n_m = T.n_m, m_first = T.m_first;
         const int n_it = T.n_steps;
         const int n_steps = (TWO_SWEEPS ? 2 : 1) * n_it;
 
@@ -867,7 +904,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
             const int dk_step = !TWO_SWEEPS || jt >= n_it;
             const int buf = ST == 2 ? (jt & 1) : 0;
             const int slot = (jt & 1) * BM;
-            const int m0 = (m_first + m_dir * mi) * BM;
+            const int m0 = fmhai_bwd_m_at(&T, mi) * BM;
             const int h = hk * p->head_ratio + hq;
             const float slope2 = fmhai_bwd_slope2(p, U->b, h, ALIBI);
             /* elementwise bias: (entry, head h) bases of the bias and dbias */
@@ -876,7 +913,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 ALIBI == 2 ? fmhai_bwd_bias_base(&s, p->dbias_row, p->dbias_head, p->dbias_batch, h) : 0;
             int nmi = mi, nhq = hq;   /* the next step's */
             fmhai_bwd_next_pos(&nmi, &nhq, n_m, p->head_ratio);
-            const int nm0 = (m_first + m_dir * nmi) * BM, nh = hk * p->head_ratio + nhq;
+            const int nm0 = fmhai_bwd_m_at(&T, nmi) * BM, nh = hk * p->head_ratio + nhq;
 
             if (TWO_SWEEPS && jt == n_it) {   /* dV sweep done: dV out, dK next */
                 fmhai_bwd_store_kv((char *)p->dv + 2 * ((int64_t)s.b_eff * p->dv_batch +
@@ -1043,7 +1080,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
                 int32_t *sem = det ? p->dq_sem + s.acc_row + row0 : 0;
                 if (det && warp == 0) {
-                    const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN, masked,
+                    const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, T.rot, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN, masked,
                                                          c_lo, c_hi, BIG);
                     if (lane == 0)
                         while (fmhai_ld_acquire(sem) < need) { }

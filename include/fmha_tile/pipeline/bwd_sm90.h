@@ -802,7 +802,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
         for (int jt = 0; jt < T.n_steps; ++jt, ++tau) {
             FMHAI_BWD90_MARK(0, tau);
             const int buf = tau & 1, slot = buf * BM;
-            const int m0 = (T.m_first + T.m_dir * mi) * BM, h = hk * p->head_ratio + hq;
+            const int m0 = fmhai_bwd_m_at(&T, mi) * BM, h = hk * p->head_ratio + hq;
             fmhai_bwd_next_pos(&mi, &hq, T.n_m, p->head_ratio);
 
             /* this step's tiles have landed (TMA: the buffer's mbarrier; and
@@ -833,7 +833,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
             fmhai_bar_sync(FMHAI_BWD90_BAR_MMA, NT);
             FMHAI_BWD90_MARK(2, tau);
             if (jt + 1 < T.n_steps) {
-                const int h1 = hk * p->head_ratio + hq, m1 = (T.m_first + T.m_dir * mi) * BM;
+                const int h1 = hk * p->head_ratio + hq, m1 = fmhai_bwd_m_at(&T, mi) * BM;
                 fmhai_bwd90_load_step(P, &s, tau + 1, h1, m1, sQ + (buf ^ 1) * q_bytes, sdO + (buf ^ 1) * q_bytes, sLse,
                                       sD, sBar + 8 * (buf ^ 1), 0, is_bf16, HD, BM, NT, tid);
                 if (TB && tid == 0) fmhai_bwd90_bias_issue(P, &s, h1, m1, j0, sB, sBarB, BM, BN);
@@ -1017,7 +1017,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                     const int64_t row = ((int64_t)h * s.nsplits + T.split) * s.s_q + m0;
                     r->acc = p->dq_acc + s.acc_off + row * p->d;
                     r->sem = p->dq_sem + s.acc_row + row;
-                    r->need = fmhai_bwd_det_need(n, n_tiles, U.rev, T.split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
+                    r->need = fmhai_bwd_det_need(n, n_tiles, U.rev, T.rot, T.split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
                                                  masked, c_lo, c_hi, BIG);
                 } else {
                     r->acc = p->dq_acc + s.acc_off + ((int64_t)h * s.nsplits * s.s_q + m0) * p->d;
