@@ -1480,7 +1480,7 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
     void *db_first = NULL;
     fmha_ref_fwd pref;
     float ds_first[64], ds_now[64];
-    int ok = 1, run, nrun = c->det ? 3 : 1;
+    int ok = 1, run, nrun = c->det ? 4 : 1;
 
     tu_current = c->name;
     memset(&r, 0, sizeof(r));
@@ -1547,10 +1547,14 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         }
         /* deterministic: run 1 as fmha_bwd schedules it, run 2 with one row
          * of blocks walking every unit, run 3 with a block per unit: same
-         * bits */
+         * bits; run 4 with the sweeps never rotated (the order of sequences
+         * with more key tiles than the device has SMs): against the
+         * reference */
         fmhai_bwd_det_rows_force = run == 0 ? -1 : run == 1 ? 1 : 0;
+        fmhai_bwd_det_rot_force = run == 3 ? 0 : -1;
         st = fmha_bwd(&plan, &a, (void *)stream);
         fmhai_bwd_det_rows_force = -1;
+        fmhai_bwd_det_rot_force = -1;
         if (st != FMHA_OK) {
             snprintf(why, sizeof(why), "fmha_bwd: %s: %s", fmha_status_str(st), fmha_last_error());
             ok = 0;
@@ -1558,7 +1562,9 @@ static void run_config(const bwd_cfg *c, cudaStream_t stream, uint64_t seed)
         }
         TU_CUDA(cudaGetLastError());
         TU_CUDA(cudaStreamSynchronize(stream));
-        if (run == 0) {
+        if (run == 3) {
+            if (check_all(c, &r, NULL, why, sizeof(why)) != 0) ok = 0;
+        } else if (run == 0) {
             if (check_all(c, &r, first, why, sizeof(why)) != 0) ok = 0;
             if (ok && c->sinks && check_dsinks(c, &r, ds_first, why, sizeof(why)) != 0) ok = 0;
             if (ok && c->bias && !c->nodbias && check_dbias(c, &r, &pref, &db_first, why, sizeof(why)) != 0) ok = 0;

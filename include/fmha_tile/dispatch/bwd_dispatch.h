@@ -422,6 +422,9 @@ static inline fmha_status fmhai_bwd_dbias_launch(const fmhai_bwd_params *p, cons
  * (kernel/bwd.h, fmhai_bwd_det_rows), 0 forces one block per unit, k > 0 k
  * rows; the results are the same bits either way. */
 static int fmhai_bwd_det_rows_force = -1;
+/* Tests only: -1 rotates the deterministic sweeps where a unit's key tiles
+ * fit on the device (fmhai_bwd_tile_of), 0 never (the order past that). */
+static int fmhai_bwd_det_rot_force = -1;
 
 FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *args, void *stream)
 {
@@ -471,7 +474,7 @@ FMHA_API fmha_status fmha_bwd(const fmha_bwd_plan *plan, const fmha_bwd_args *ar
         /* rotated sweeps wait on later key tiles too: only where all of a
          * unit's fit on the device at once (one block an SM), whatever the
          * rows, so that the order, and the bits, do not depend on them */
-        p.det_rot = gx <= dev.sms;
+        p.det_rot = fmhai_bwd_det_rot_force >= 0 ? fmhai_bwd_det_rot_force : gx <= dev.sms;
     }
     p.lpt_units = fmhai_bwd_lpt_units(&p, (int64_t)args->nhead_k * args->batch, args->is_group_mode);
     p.units_bfast = p.lpt_units > 1 && fmhai_bwd_bias_shared(&p) == 2;
