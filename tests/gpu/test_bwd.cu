@@ -1833,12 +1833,13 @@ static void test_tables(cudaStream_t stream, uint64_t seed)
  * too low lets a tile add out of turn. One thread per random problem; each
  * checks every (tile, query tile) pair and counts disagreements. */
 __device__ int need_visit_step(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int k, int n_tiles, int BM, int BN,
-                               int m, int BIG, int *rot)
+                               int m, int BIG, int *rot, int *ci)
 {
     fmhai_bwd_tile T;
     int mi, at = -1, seen = 0;
     fmhai_bwd_tile_of(p, s, k, n_tiles, 0, BM, BN, 1, 0, -BIG, BIG, BIG, &T);
     *rot = T.rot;
+    *ci = T.ci;
     for (mi = 0; mi < T.n_m; ++mi)
         if (fmhai_bwd_m_at(&T, mi) == m) { at = mi; ++seen; }
     return seen == 1 ? at : -1000000;   /* a sweep that misses or repeats m: every count disagrees */
@@ -1850,7 +1851,7 @@ __global__ void need_check_kernel(uint64_t seed, int problems, int *bad)
     uint64_t x = seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(id + 1));
     fmhai_bwd_seq s;
     fmhai_bwd_params p;
-    int BM, BN, c_lo, c_hi, masked, n, m, k, n_tiles, rev, rot, errs = 0;
+    int BM, BN, c_lo, c_hi, masked, n, m, k, n_tiles, rev, rot, ci, errs = 0;
     if (id >= problems) return;
 #define NEXT(mod) ((int)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (mod))
     memset(&s, 0, sizeof(s));
@@ -1871,12 +1872,12 @@ __global__ void need_check_kernel(uint64_t seed, int problems, int *bad)
         for (n = 0; n < n_tiles; ++n)
             for (m = 0; m * BM < s.s_q; ++m) {
                 int want = 0, lo, hi, sn = 0, sk;
-                rot = 0;
-                if (rev == 2) sn = need_visit_step(&p, &s, n, n_tiles, BM, BN, m, BIG, &rot);
+                rot = ci = 0;
+                if (rev == 2) sn = need_visit_step(&p, &s, n, n_tiles, BM, BN, m, BIG, &rot, &ci);
                 for (k = n % s.nsplits; k < n_tiles; k += s.nsplits) {
                     if (rot) {   /* reached m earlier in its sweep (a tie: the lower tile first) */
                         if (k == n) continue;
-                        sk = need_visit_step(&p, &s, k, n_tiles, BM, BN, m, BIG, &lo);
+                        sk = need_visit_step(&p, &s, k, n_tiles, BM, BN, m, BIG, &lo, &hi);
                         want += sk < sn || (sk == sn && k < n);
                         continue;
                     }
@@ -1884,7 +1885,7 @@ __global__ void need_check_kernel(uint64_t seed, int problems, int *bad)
                     fmhai_bwd_m_range(&s, k, BM, BN, rev == 2 ? 0 : masked, c_lo, c_hi, BIG, &lo, &hi);
                     want += lo <= m && m < hi;
                 }
-                errs += want != fmhai_bwd_det_need(n, n_tiles, rev == 1, rot, n % s.nsplits, s.nsplits, m * BM, s.s_q,
+                errs += want != fmhai_bwd_det_need(n, n_tiles, rev == 1, rot, ci, n % s.nsplits, s.nsplits, m * BM, s.s_q,
                                                    s.s_k, BM, BN, rev == 2 ? 0 : masked, c_lo, c_hi, BIG);
             }
     if (errs) atomicAdd(bad, errs);

@@ -391,7 +391,7 @@ FMHAI_DEVICE void fmhai_bwd_mfma_unit(const fmhai_bwd_params *p, char *smem, con
             const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
             int32_t *sem = det ? p->dq_sem + s.acc_row + row0 : 0;
             if (det && tid == 0) {
-                const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, T.rot, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
+                const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, T.rot, T.ci, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
                                                     masked, c_lo, c_hi, BIG);
                 while (fmhai_ld_acquire(sem) < need) { }
             }

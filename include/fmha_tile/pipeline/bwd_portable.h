@@ -672,7 +672,8 @@ typedef struct fmhai_bwd_tile {
     int n;   /* the key tile */
     int j0, split, n_m, m_first, m_dir, n_steps;
     int m_lo;   /* the sweep wraps to m_lo + n_m - 1 below m_lo (rot) */
-    int rot;    /* rotated (deterministic, no mask) */
+    int rot;    /* rotated (deterministic, no mask): the split's chain length */
+    int ci;     /* rot: this tile's place in its split's chain (n / nsplits) */
 } fmhai_bwd_tile;
 
 FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_seq *s, int x, int n_tiles, int rev,
@@ -689,10 +690,12 @@ FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_s
     T->m_lo = m_lo;
     T->m_dir = det && !rev ? -1 : 1;
     T->m_first = det && !rev ? m_hi - 1 : m_lo;
-    T->rot = det && !rev && p->det_rot && (n_tiles + ns - 1) / ns <= T->n_m;
-    if (T->rot) {
-        const int i = ns == 1 ? T->n : T->n / ns;
-        T->m_first = m_lo + (i == 0 ? T->n_m - 1 : i - 1);
+    T->rot = 0;
+    T->ci = 0;
+    if (det && !rev && p->det_rot && (n_tiles + ns - 1) / ns <= T->n_m) {
+        T->rot = (n_tiles - T->split + ns - 1) / ns;
+        T->ci = T->n / ns;
+        T->m_first = m_lo + (T->ci == 0 ? T->n_m - 1 : T->ci - 1);
     }
     T->n_steps = T->n_m * p->head_ratio;
 }
@@ -701,12 +704,13 @@ FMHAI_DEVICE void fmhai_bwd_tile_of(const fmhai_bwd_params *p, const fmhai_bwd_s
 FMHAI_DEVICE int fmhai_bwd_m_at(const fmhai_bwd_tile *T, int mi)
 {
     const int m = T->m_first + T->m_dir * mi;
-    return T->rot && m < T->m_lo ? m + T->n_m : m;   /* (rot: compile-time 0 in the atomics kernels) */
+    return T->rot > 0 && m < T->m_lo ? m + T->n_m : m;   /* (rot: compile-time 0 in the atomics kernels) */
 }
 
 /* Deterministic dQ: how many of the key tiles before tile n in its split's
  * chain (split, split + nsplits, ... < n; rev: > n, down from the last;
- * rot: the order the rotated sweeps reach the query tile) see query tile
+ * rot > 0: the order the rotated sweeps of a chain of rot tiles reach the
+ * query tile, this tile the ci-th, fmhai_bwd_tile_of) see query tile
  * m0. The window's bounds move with the key, so the key tiles that see a
  * query tile are one range [ka, kb] (fmhai_bwd_m_range inverted) and the
  * count is closed-form: no loop over the tiles, few registers where the
@@ -715,14 +719,13 @@ FMHAI_DEVICE int fmhai_bwd_m_at(const fmhai_bwd_tile *T, int mi)
  * this out every step while its warpgroup waits, and the general form's
  * three divisions by nsplits cost the deterministic kernel 4%
  * (bench/RESULTS.md, session 32). */
-FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int rot, int split, int ns, int m0, int s_q,
-                                    int s_k, int BM, int BN, int masked, int c_lo, int c_hi, int BIG)
+FMHAI_DEVICE int fmhai_bwd_det_need(int n, int n_tiles, int rev, int rot, int ci, int split, int ns, int m0,
+                                    int s_q, int s_k, int BM, int BN, int masked, int c_lo, int c_hi, int BIG)
 {
     int ka = rev ? n + 1 : 0, kb = rev ? n_tiles - 1 : n - 1, first;
-    if (rot) {   /* the split's i-th of nt tiles reaches query tile m at step (i - m - 1) mod M, nt <= M */
+    if (rot > 0) {   /* the chain's ci-th of rot tiles reaches query tile m at step (ci - m - 1) mod M, rot <= M */
         const int M = (s_q + BM - 1) / BM, m = m0 / BM, a = m + 1 == M ? 0 : m + 1;
-        const int i = ns == 1 ? n : n / ns, nt = ns == 1 ? n_tiles : (n_tiles - split + ns - 1) / ns;
-        return i >= a ? i - a : i + max(nt - a, 0);
+        return ci >= a ? ci - a : ci + max(rot - a, 0);
     }
     if (masked) {
         if (c_lo != -BIG) {   /* a tile's last key must reach row m0's first visible key */
@@ -1080,7 +1083,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_unit(const fmhai_bwd_params *p, char *smem,
                 const int64_t row0 = ((int64_t)h * s.nsplits + split) * s.s_q + m0;
                 int32_t *sem = det ? p->dq_sem + s.acc_row + row0 : 0;
                 if (det && warp == 0) {
-                    const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, T.rot, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN, masked,
+                    const int need = fmhai_bwd_det_need(n, n_tiles, U->rev, T.rot, T.ci, split, s.nsplits, m0, s.s_q, s.s_k, BM, BN, masked,
                                                          c_lo, c_hi, BIG);
                     if (lane == 0)
                         while (fmhai_ld_acquire(sem) < need) { }

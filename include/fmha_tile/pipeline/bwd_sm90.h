@@ -1017,7 +1017,7 @@ FMHAI_DEVICE void fmhai_bwd_dq_dk_dv_sm90(const fmhai_bwd_params *p, char *smem_
                     const int64_t row = ((int64_t)h * s.nsplits + T.split) * s.s_q + m0;
                     r->acc = p->dq_acc + s.acc_off + row * p->d;
                     r->sem = p->dq_sem + s.acc_row + row;
-                    r->need = fmhai_bwd_det_need(n, n_tiles, U.rev, T.rot, T.split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
+                    r->need = fmhai_bwd_det_need(n, n_tiles, U.rev, T.rot, T.ci, T.split, s.nsplits, m0, s.s_q, s.s_k, BM, BN,
                                                  masked, c_lo, c_hi, BIG);
                 } else {
                     r->acc = p->dq_acc + s.acc_off + ((int64_t)h * s.nsplits * s.s_q + m0) * p->d;
