@@ -12,9 +12,11 @@
  * past the tensor are never asked for (the pipeline copies the partial last
  * key tile of a sequence with cp.async, which zero-fills, and only whole
  * tiles through TMA), so group mode (seqstart_k) uses one map over all
- * sequences. Batch prefill over LINEAR pages of 32 tokens or more: the
- * pools as (d, page_size, nhead_k, pages), a box a page (or the tile's part
- * of one); smaller pages and VECTORIZED ones are gathered with cp.async.
+ * sequences. Batch prefill over LINEAR pages: 16-bit pages of 16 tokens or
+ * more as 5-D maps whose box is a whole page (or the tile's part of one) in
+ * the grouped layout the 16-bit paged kernels read; e4m3 pages of 32 tokens
+ * or more as (d, page_size, nhead_k, pages), a box a page and column block;
+ * smaller pages and VECTORIZED ones are gathered with cp.async.
  * The backward's dq_dk_dv (pipeline/bwd_sm90.h): Q and dO as (d, rows,
  * nhead_q, batch) in boxes of tile_m rows, K and V as (d, rows, nhead_k,
  * batch) in boxes of tile_n rows; again only tiles that end inside their
@@ -94,6 +96,38 @@ static inline int fmhai_tma_encode_kv(uint64_t *map, const void *base, int eb, i
     return enc((CUtensorMap *)map, eb == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
                (void *)base, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* 16-bit LINEAR pages for the grouped layout (tile/warpgroup_mma.h): 5-D
+ * (64 columns, 8 rows, hd / 64 column blocks 128 bytes apart, 8-row groups
+ * of the pool, nhead_k), a box of min(page, tile_n) / 8 groups, so each
+ * box lands [groups][blocks][8][128 bytes] (one 4 KB box for a 16-token
+ * page at hdim 128). The group index runs over the pool's pages (G = page *
+ * page_size / 8 + slot / 8), which needs pages laid out back to back
+ * (s_page = page_size * s_row) and d = hd (no zero-filled columns); -1
+ * otherwise, or when the driver refuses the map. */
+static inline int fmhai_tma_encode_kv_grp(uint64_t *map, const void *base, int d, int hd, int page_size,
+                                          int nhead_k, int64_t pages, int64_t s_row, int64_t s_head,
+                                          int64_t s_page, int tile_n)
+{
+    fmhai_tma_encode_fn enc = fmhai_tma_encoder();
+    cuuint64_t dims[5], strides[4];
+    cuuint32_t box[5], one[5] = { 1, 1, 1, 1, 1 };
+    const int box_rows = page_size < tile_n ? page_size : tile_n;
+    const int64_t groups = pages * (page_size / 8);
+    if (!enc || d != hd || hd % 64 || page_size < 16 || s_page != (int64_t)page_size * s_row ||
+        groups <= 0 || groups > (((int64_t)1 << 31) - 1))
+        return -1;
+    dims[0] = 64; dims[1] = 8; dims[2] = (cuuint64_t)(hd / 64); dims[3] = (cuuint64_t)groups;
+    dims[4] = (cuuint64_t)nhead_k;
+    strides[0] = (cuuint64_t)(s_row * 2);
+    strides[1] = 128;
+    strides[2] = (cuuint64_t)(8 * s_row * 2);
+    strides[3] = (cuuint64_t)((nhead_k > 1 ? s_head : s_row) * 2);
+    box[0] = 64; box[1] = 8; box[2] = (cuuint32_t)(hd / 64); box[3] = (cuuint32_t)(box_rows / 8); box[4] = 1;
+    return enc((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 5, (void *)base, dims, strides, box, one,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS ? 0 : -1;
 }
 
 /* e4m3 V given K-major (fmha_fwd_args.v_kmajor, batch mode): V^T as 4-D
@@ -200,13 +234,20 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
     p->tma_kv = 1;
 }
 
-/* Batch prefill on a Hopper row: LINEAR pages of >= FMHAI_TMA_MIN_PAGE
- * tokens, K and V as (d, page_size, nhead_k, pages), boxes of
- * min(page_size, tile_n) rows. Smaller pages gather faster with cp.async
- * (H100, hdim 128: page 16 by TMA 432 TFLOPS, 16 boxes of 2 KB a tile,
- * against 459 gathered; page 32 480 against 462, page 64 492 against 464). */
+/* Batch prefill on a Hopper row. e4m3 LINEAR pages of >= FMHAI_TMA_MIN_PAGE
+ * tokens: K and V as (d, page_size, nhead_k, pages), boxes of
+ * min(page_size, tile_n) rows a 128-byte column block. Smaller pages gather
+ * faster with cp.async (H100, 16-bit hdim 128 on these maps: page 16 by TMA
+ * 432 TFLOPS, 16 boxes of 2 KB a tile, against 459 gathered; page 32 480
+ * against 462, page 64 492 against 464). 16-bit LINEAR pages of >=
+ * FMHAI_TMA_MIN_PAGE16 tokens: the grouped maps (fmhai_tma_encode_kv_grp,
+ * one box a page for all column blocks, half the boxes); pools they cannot
+ * describe gather. */
 #ifndef FMHAI_TMA_MIN_PAGE
 #define FMHAI_TMA_MIN_PAGE 32
+#endif
+#ifndef FMHAI_TMA_MIN_PAGE16
+#define FMHAI_TMA_MIN_PAGE16 16
 #endif
 static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fmha_batch_prefill_args *a,
                                              fmhai_fwd_params *p)
@@ -224,7 +265,18 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
         p->tma_kv = a->kv_dtype != FMHA_DTYPE_FP8 && fmhai_tma_unit_ok();
         return;
     }
-    if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR || a->page_size < FMHAI_TMA_MIN_PAGE) return;
+    if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR) return;
+    if (eb == 2) {   /* the kernel reads the grouped layout (fwd_sm90.h, GRP) */
+        if (a->page_size < FMHAI_TMA_MIN_PAGE16 || p->dv != p->d ||
+            fmhai_tma_encode_kv_grp(p->tma_k, p->k, p->d, k->hdim, a->page_size, a->nhead_k, pages, p->k_row,
+                                    p->k_head, p->k_page, k->tile_n) ||
+            fmhai_tma_encode_kv_grp(p->tma_v, p->v, p->dv, k->hdim, a->page_size, a->nhead_k, pages, p->v_row,
+                                    p->v_head, p->v_page, k->tile_n))
+            return;
+        p->tma_kv = 1;
+        return;
+    }
+    if (a->page_size < FMHAI_TMA_MIN_PAGE) return;
     if (fmhai_tma_encode_kv(p->tma_k, p->k, eb, p->d, a->page_size, a->nhead_k, pages, p->k_row, p->k_head,
                             p->k_page, box) ||
         fmhai_tma_encode_kv(p->tma_v, p->v, eb, p->d, a->page_size, a->nhead_k, pages, p->v_row, p->v_head,

@@ -31,8 +31,11 @@
  * K-major with no-swizzle descriptors).
  * Tiles land in the 128-byte-swizzled layout of tile/warpgroup_mma.h.
  * With tensor maps in the parameters (dispatch/tma.h: contiguous K/V, and
- * LINEAR pages of 32 tokens or more) one thread copies each whole key tile
- * by TMA (a box a 128-byte column block; paged, a box a page) and waits on
+ * LINEAR pages of 16 tokens or more, 32 in e4m3) one thread copies each
+ * whole key tile by TMA (a box a 128-byte column block; paged, a box a page:
+ * 16-bit pages then land in the grouped layout of tile/warpgroup_mma.h,
+ * every column block of an 8-row group together, so one box takes a
+ * whole page) and waits on
  * the tile's mbarrier before the hand-off; Q, a partial first tile (the
  * sequence's last) and every tile without tensor maps (small or VECTORIZED
  * pages, no encoder) load with cp.async. The epilogue folds in the head's
@@ -553,7 +556,7 @@ FMHAI_DEVICE void fmhai_fwd90_load_kv8(fmhai_smem_t dk, fmhai_smem_t dv, const f
                                        int hd, int BN, int tid, const fmhai_fwd_params *p, int PAGED)
 {
     if (PAGED) {
-        fmhai_wg_load_kv_rows(dk, dv, ks, vs, rows, tok0, s_k, d, hd, BN, 128, tid, p->page_log2, p->kv_off64);
+        fmhai_wg_load_kv_rows(dk, dv, ks, vs, rows, tok0, s_k, d, hd, BN, 128, tid, p->page_log2, p->kv_off64, 0);
     } else {
         fmhai_wg_load_kv(dk, ks, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
         fmhai_wg_load_kv(dv, vs, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
@@ -671,12 +674,17 @@ FMHAI_DEVICE void fmhai_fwd90_tma_init(fmhai_smem_t bars, int n, int tile0_done,
  * 128-byte column blocks of BN x 128 bytes (eb bytes an element), counted
  * on mbarrier bar. Contiguous (pages NULL): rows tok.. of batch entry kb,
  * one box a block. Paged LINEAR (the tile's row pages staged in `pages`):
- * one box a page, or the tile's part of one (boxes of min(page, BN) rows,
- * the tensor map's), lane i of the load warpgroup's first warp issuing box
- * i; its rows land 128 bytes each from row i * box of every block. */
+ * one box a page, or the tile's part of one (boxes of min(page, BN) rows),
+ * lane i of the load warpgroup's first warp issuing box i. e4m3 pages
+ * (grp 0; maps of fmhai_tma_encode_kv): a box a block, its rows landing 128
+ * bytes each from row i * box of the block. 16-bit pages (grp; maps of
+ * fmhai_tma_encode_kv_grp): one box for every block, the tile in the
+ * grouped layout (8-row groups of all the blocks' atoms, group g of the
+ * page's pool row G = page * page / 8 + slot / 8), so a 16-token page is
+ * one 4 KB box where it was two of 2 KB. */
 FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk, fmhai_smem_t dv, fmhai_smem_t bar,
                                      int tok, int hk, int kb, int blocks, int vblocks, int BN, int eb,
-                                     const int32_t *pages, int ltid)
+                                     const int32_t *pages, int ltid, int grp)
 {
     int r = 0, c1 = tok, c3 = kb;
     if (!pages) {   /* one thread, a box a block */
@@ -691,6 +699,12 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
         r = ltid * box;
         c1 = (tok + r) & ((1 << p->page_log2) - 1);
         c3 = pages[r];
+        if (grp) {
+            const int G = (c3 << (p->page_log2 - 3)) + (c1 >> 3);
+            if (blocks) fmhai_tma_load5(dk + r * blocks * 128, p->tma_k, 0, 0, 0, G, hk, bar);
+            if (vblocks) fmhai_tma_load5(dv + r * vblocks * 128, p->tma_v, 0, 0, 0, G, hk, bar);
+            return;
+        }
     }
     for (int c = 0; c < max(blocks, vblocks); ++c) {
         if (c < blocks) fmhai_tma_load4(dk + c * BN * 128 + r * 128, p->tma_k, c * 128 / eb, c1, hk, c3, bar);
@@ -781,6 +795,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * rows f16 under a power-of-two scale (fmhai_fwd90_q_to_f16) that
      * joins the logit scale; O leaves as bf16. KVB: K/V bytes an element. */
     const int KVB = FP8 || MIX ? 1 : 2;
+    /* 16-bit LINEAR pages with tensor maps (dispatch/tma.h: pages of 16
+     * tokens or more) land in the grouped layout (tile/warpgroup_mma.h: a
+     * 16-token page one TMA box), read through its descriptors (KLAY, a
+     * uniform run-time value); gathered pages keep the plain layout, whose
+     * per-row copies form their addresses in fewer instructions (page 1
+     * measured -3% grouped) */
+    const int GRP = PAGED && !KV_VEC && !FP8 && !MIX && p->tma_kv;
+    const int KLAY = KV_VEC ? FMHAI_WG_LAY_CMAJ : GRP ? FMHAI_WG_LAY_GRP : FMHAI_WG_LAY_SWZ;
     (void)NW;
     /* K and V as two streams (fmhai_fwd90_split_sync): at hdim 256 the ring
      * has two stages, and one barrier for a tile's K and V made each S
@@ -927,7 +949,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 } else if (TMA && i > 0)
                     fmhai_fwd90_tma_kv(p, sK + i * kv_bytes, sStage + i * kv_bytes, sBar + 8 * i,
                                        (PAGED ? 0 : S.k_start) + (tn - i) * BN, hk, S.kv_b, HDB / 128,
-                                       VT ? 0 : HDB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid);
+                                       VT ? 0 : HDB / 128, BN, EB, PAGED ? sPg + i * BN : 0, ltid, 0);
                 else if (VTK) {   /* K rows of tile 0 (V^T comes by TMA) */
                     fmhai_wg_load_kv(sK, &ks, 0, tn * BN, s_k, p->d / 2, HDC, BN, 128, ltid, 0, 0,
                                      FMHAI_WG_KV_CONTIG);
@@ -954,7 +976,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 for (int j = 0; j + 2 < W.n_iters; ++j) {
                     fmhai_bar_sync(fmhai_fwd90_bar_kempty(j & 1), ALL);   /* tile j's K read */
                     fmhai_fwd90_tma_kv(p, sK + (j & 1) * kv_bytes, sStage, sBar + 8 * (j & 1),
-                                       S.k_start + (tn - 2 - j) * BN, hk, S.kv_b, HDB / 128, 0, BN, EB, 0, ltid);
+                                       S.k_start + (tn - 2 - j) * BN, hk, S.kv_b, HDB / 128, 0, BN, EB, 0, ltid, 0);
                     if (j + 3 < W.n_iters) {
                         fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % 3, ALL);   /* P V of tile j */
                         if (ltid == 0)
@@ -993,7 +1015,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                         if (TMA)
                             fmhai_fwd90_tma_kv(p, sK + (j & 1) * kv_bytes, sStage + (j & 1) * kv_bytes,
                                                sBar + 8 * (j & 1), S.k_start + (tn - 2 - j) * BN, hk, S.kv_b,
-                                               HDB / 128, HDB / 128, BN, EB, 0, ltid);
+                                               HDB / 128, HDB / 128, BN, EB, 0, ltid, 0);
                         else
                             fmhai_fwd90_load_kv8(sK + (j & 1) * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
                                                  sPg, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN, ltid, p, 0);
@@ -1077,7 +1099,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                     if (TMA)
                         fmhai_fwd90_tma_kv(p, sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, sBar + 8 * (j & 1),
                                            (PAGED ? 0 : S.k_start) + (tn - 2 - j) * BN, hk, S.kv_b, HDB / 128,
-                                           HDB / 128, BN, EB, PAGED ? sPg + ((j + 2) % 3) * BN : 0, ltid);
+                                           HDB / 128, BN, EB, PAGED ? sPg + ((j + 2) % 3) * BN : 0, ltid, 0);
                     else
                         fmhai_fwd90_load_kv8(sK + st * kv_bytes, sStage + (j & 1) * kv_bytes, &ks, &vs,
                                              sPg + ((j + 2) % 3) * BN, (tn - 2 - j) * BN, s_k, p->d / 2, HDC, BN,
@@ -1134,7 +1156,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                     if (t >= 2) fmhai_bar_sync(lw ? FMHAI_FWD90_BAR_EMPTY + sl : fmhai_fwd90_bar_kempty(sl), NT + 32);
                     if (TMA) {   /* one stream's blocks: K (warp 0) or V (warp 1) */
                         fmhai_fwd90_tma_kv(p, dst + sl * bytes, dst + sl * bytes, bar + 8 * sl, S.k_start + jk, hk,
-                                           S.kv_b, lw ? 0 : HDB / 128, lw ? HVB / 128 : 0, BN, EB, 0, ll);
+                                           S.kv_b, lw ? 0 : HDB / 128, lw ? HVB / 128 : 0, BN, EB, 0, ll, 0);
                     } else {
                         fmhai_wg_load_kv(dst + sl * bytes, lw ? &vs : &ks, sPage, jk, s_k, lw ? p->dv : p->d,
                                          lw ? HDV : HD, BN, 32, ll, 0, 0, FMHAI_WG_KV_CONTIG);
@@ -1212,10 +1234,15 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (TMA && (j > 0 || T0)) {
                 fmhai_fwd90_tma_kv(p, sK + st * kv_bytes + src, sV + st * v_bytes + src, sBar + 8 * st,
                                    (PAGED ? 0 : S.k_start) + jk, hk, S.kv_b, KBL, VBL, BN, KVB,
-                                   PAGED ? rows : 0, ltid);
+                                   PAGED ? rows : 0, ltid, GRP);
             } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups (HDV == HD) */
-                fmhai_wg_load_kv_rows(sK + st * kv_bytes + src, sV + st * v_bytes + src, &ks, &vs, rows, jk, s_k,
-                                      p->d * KVB / 2, HD * KVB / 2, BN, 128, ltid, p->page_log2, p->kv_off64);
+                if (GRP)   /* a partial first tile */
+                    fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * v_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
+                                          BN, 128, ltid, p->page_log2, p->kv_off64, 1);
+                else
+                    fmhai_wg_load_kv_rows(sK + st * kv_bytes + src, sV + st * v_bytes + src, &ks, &vs, rows, jk,
+                                          s_k, p->d * KVB / 2, HD * KVB / 2, BN, 128, ltid, p->page_log2,
+                                          p->kv_off64, 0);
             } else {
                 fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
                                  p->kv_off64, K_KIND);
@@ -1407,7 +1434,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             fmhai_wg_gemm_rbt(acc_s, qf, fmhai_opaque_smem(sK), HD, 2, 0);
         else
             fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
-                              fmhai_opaque_smem(sK + k0 * kv_bytes), BN, HDC, TY, KV_VEC);
+                              fmhai_opaque_smem(sK + k0 * kv_bytes), BN, HDC, TY, KLAY);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         if (BIAS16) fmhai_fwd90_bias_fetch(bw, p, bias_rows, m0 + row0, W.n_hi - 1 - k0, BN, t, s_q, s_k);
         fmhai_wg_wait(0);   /* S of tile k0 done */
@@ -1454,16 +1481,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             fmhai_wg_fence();
             if (!OVL) {
                 if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + vbuf * v_bytes, HD, BN);
-                else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
+                else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KLAY);
             }
             if (QREG)
                 fmhai_wg_gemm_rbt(acc_s, qf, fmhai_opaque_smem(sK + nbuf * kv_bytes), HD, 2, 0);
             else
                 fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
-                                  fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KV_VEC);
+                                  fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KLAY);
             if (OVL) {
                 if (FP8) fmhai_wg_gemm_rs8_sum(acc_o, QSUM ? tsum : 0, pa, sV + vbuf * v_bytes, HD, BN, ones);
-                else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KV_VEC);
+                else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KLAY);
             }
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
             FMHAI_FWD90_MARK(3, it);
@@ -1518,7 +1545,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         fmhai_wg_fence();
         if (FP8)
             fmhai_wg_gemm_rs8_sum(acc_o, QSUM ? tsum : 0, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HD, BN, ones);
-        else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * v_bytes, HDV, BN, is_bf16, KV_VEC);
+        else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * v_bytes, HDV, BN, is_bf16, KLAY);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
         fmhai_wg_fence_acc(acc_o, HDV / 2);

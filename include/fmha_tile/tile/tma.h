@@ -18,6 +18,8 @@
  *   fmhai_mbar_expect_tx(bar, bytes)     the issuing thread's arrival
  *   fmhai_mbar_wait(bar, parity)         until phase `parity` has completed
  *   fmhai_tma_load4(dst, map, c0..c3, bar) one box at coordinates c0..c3
+ *   fmhai_tma_load5(dst, map, c0..c4, bar) the same in five dimensions (the
+ *                                        grouped 16-bit page maps)
  *   fmhai_bulk_load(dst, src, bytes, bar) a contiguous run of bytes (a
  *                                        multiple of 16, both ends 16-byte
  *                                        aligned), no tensor map
@@ -88,6 +90,18 @@ FMHAI_DEVICE void fmhai_tma_load4(fmhai_smem_t dst, const void *map, int c0, int
                  :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
 #else
     (void)dst; (void)map; (void)c0; (void)c1; (void)c2; (void)c3; (void)bar;
+#endif
+}
+
+FMHAI_DEVICE void fmhai_tma_load5(fmhai_smem_t dst, const void *map, int c0, int c1, int c2, int c3, int c4,
+                                  fmhai_smem_t bar)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar) : "memory");
+#else
+    (void)dst; (void)map; (void)c0; (void)c1; (void)c2; (void)c3; (void)c4; (void)bar;
 #endif
 }
 

@@ -21,6 +21,8 @@
  *   fmhai_wg_desc_cmaj(addr, rows)          no-swizzle descriptor of a
  *                                           chunk-major K-major tile
  *   fmhai_wg_tile_off(r, c, rows)           byte offset of chunk c of row r
+ *   fmhai_wg_tile_off_grp(r, c, cbs)        the same in the grouped layout
+ *                                           (16-bit LINEAR pages)
  *   fmhai_wg_load_tile(...)                 cooperative cp.async of a tile
  *   fmhai_wg_fence() / _commit() / _wait(n) wgmma.fence, commit_group,
  *                                           wait_group n (n <= 3)
@@ -113,6 +115,23 @@ FMHAI_DEVICE int fmhai_wg_tile_off(int r, int c, int rows)
 {
     return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
+
+/* The grouped layout (FMHAI_WG_LAY_GRP; batch prefill's 16-bit LINEAR
+ * pages): the same swizzled 8-row x 128-byte atoms, stored 8-row group
+ * major, [rows / 8][hd / 64][8][128 bytes], so a group's atoms for every
+ * column block are contiguous and a 16-token page is one contiguous box of
+ * a TMA map (dispatch/tma.h, fmhai_tma_encode_kv_grp). Read K-major with SBO
+ * hd * 16 (the next 8 rows) and the next 64 columns 1024 bytes on;
+ * MN-major with LBO 1024 (the next 64 columns of N) and SBO hd * 16. With
+ * hd 64 it is the plain layout. cbs = hd / 64. */
+FMHAI_DEVICE int fmhai_wg_tile_off_grp(int r, int c, int cbs)
+{
+    return (r >> 3) * cbs * 1024 + (c >> 3) * 1024 + (r & 7) * 128 + (((c & 7) ^ (r & 7)) << 4);
+}
+/* B-operand layouts of fmhai_wg_gemm_abt_c / fmhai_wg_gemm_rs */
+#define FMHAI_WG_LAY_SWZ 0    /* fmhai_wg_load_tile's: [hd / 64][rows][128 bytes] */
+#define FMHAI_WG_LAY_CMAJ 1   /* chunk-major, no swizzle (VECTORIZED pages)    */
+#define FMHAI_WG_LAY_GRP 2    /* grouped: [rows / 8][hd / 64][8][128 bytes]      */
 
 /* rows x hd tile from global rows `row_bytes` apart; rows >= rows_valid and
  * columns >= d are zero-filled. Each thread keeps one column chunk (when
@@ -545,8 +564,9 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_d
 
 /* acc[64 x N] = A B^T over K columns (one commit group): A is 64 rows at
  * `a` of a tile whose 64-column panels hold a_rows rows, B an N-row tile
- * (N = 64 or 128); both K-major, A in fmhai_wg_load_tile's layout, B too or,
- * b_cmaj, chunk-major (fmhai_wg_desc_cmaj); N = 64, 80, 128 or 192 (e4m3);
+ * (N = 64 or 128); both K-major, A in fmhai_wg_load_tile's layout, B in
+ * layout b_lay (FMHAI_WG_LAY_*: that one, chunk-major as fmhai_wg_desc_cmaj
+ * reads it, or grouped); N = 64, 80, 128 or 192 (e4m3);
  * another N would run as 64 (wrong), which policy/fwd_tiles.h's
  * fwd90_tile_n constraint rules out at compile time. K counts 16-bit columns (32
  * bytes a step); e4m3 tiles (ty 2) pass their bytes / 2, each step then a
@@ -559,14 +579,20 @@ FMHAI_DEVICE int fmhai_wg_kstep_off(int k, int rows)
     return (k / 4) * rows * 128 + (k % 4) * 32;
 }
 FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
-                                      int ty, int b_cmaj, int acc_in)
+                                      int ty, int b_lay, int acc_in)
 {
+    /* b_lay may be a run-time (uniform) value: the grouped layout's strides
+     * are picked once, not per k-step */
+    const int grp = b_lay == FMHAI_WG_LAY_GRP;
     const uint64_t da = fmhai_wg_desc(a, 16, 1024);
-    const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, 16, 1024);
+    const uint64_t db = b_lay == FMHAI_WG_LAY_CMAJ ? fmhai_wg_desc_cmaj(b, N)
+                                                   : fmhai_wg_desc(b, 16, grp ? (uint32_t)K * 16 : 1024u);
+    const int panel = grp ? 1024 : N * 128;   /* the next 64 columns of K */
 #pragma unroll
     for (int k = 0; k < K / 16; ++k) {
         const uint64_t dak = fmhai_wg_desc_add(da, (uint32_t)fmhai_wg_kstep_off(k, a_rows));
-        const uint64_t dbk = fmhai_wg_desc_add(db, (uint32_t)(b_cmaj ? k * 2 * N * 16 : fmhai_wg_kstep_off(k, N)));
+        const int bo = b_lay == FMHAI_WG_LAY_CMAJ ? k * 2 * N * 16 : (k / 4) * panel + (k % 4) * 32;
+        const uint64_t dbk = fmhai_wg_desc_add(db, (uint32_t)bo);
         if (N == 192) fmhai_wg_mma_ss_kk_n192(acc, dak, dbk, k > 0 || acc_in, ty);
         else if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, dak, dbk, k > 0 || acc_in, ty);
         else if (N == 80) fmhai_wg_mma_ss_kk_n80(acc, dak, dbk, k > 0 || acc_in, ty);
@@ -575,9 +601,9 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fm
     fmhai_wg_commit();
 }
 FMHAI_DEVICE void fmhai_wg_gemm_abt(float *acc, fmhai_smem_t a, int a_rows, fmhai_smem_t b, int N, int K,
-                                    int ty, int b_cmaj)
+                                    int ty, int b_lay)
 {
-    fmhai_wg_gemm_abt_c(acc, a, a_rows, b, N, K, ty, b_cmaj, 0);
+    fmhai_wg_gemm_abt_c(acc, a, a_rows, b, N, K, ty, b_lay, 0);
 }
 
 /* A fragments of a warp's 16 rows (wrow0..) of a K-major tile of `rows`
@@ -611,25 +637,30 @@ FMHAI_DEVICE void fmhai_wg_gemm_rbt(float *acc, const uint32_t (*a)[4], fmhai_sm
 
 /* acc[64 x N] += A[64 x K] B (one commit group): A as K/16 register
  * fragments (the mma.sync A layout of each warp's 16 rows), B a [K][N] tile
- * read MN-major (fmhai_wg_load_tile's layout with K rows) or, b_cmaj, B^T as
- * a chunk-major [N][K] tile read K-major (fmhai_wg_desc_cmaj; VECTORIZED V
- * lands as V^T so), N = 32, 64, 96, 128, 192 (as 128 + 64) or 256. */
+ * read MN-major (b_lay: fmhai_wg_load_tile's layout with K rows, or the
+ * grouped one) or, chunk-major, B^T as a chunk-major [N][K] tile read
+ * K-major (fmhai_wg_desc_cmaj; VECTORIZED V lands as V^T so), N = 32, 64,
+ * 96, 128, 192 (as 128 + 64) or 256. */
 FMHAI_DEVICE void fmhai_wg_gemm_rs(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K, int is_bf16,
-                                   int b_cmaj)
+                                   int b_lay)
 {
-    const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, K * 128, 1024);
+    const int b_cmaj = b_lay == FMHAI_WG_LAY_CMAJ, grp = b_lay == FMHAI_WG_LAY_GRP;
+    /* the next 64 columns of N (LBO) and the next 8 rows of K (SBO); b_lay
+     * may be a run-time (uniform) value */
+    const int cb_off = grp ? 1024 : K * 128, g8 = grp ? N * 16 : 1024;
+    const uint64_t db = b_cmaj ? fmhai_wg_desc_cmaj(b, N) : fmhai_wg_desc(b, (uint32_t)cb_off, (uint32_t)g8);
 #pragma unroll
     for (int kq = 0; kq < K / 16; ++kq) {
-        /* a 16-deep k-step: 16 rows of 128 bytes on (MN-major), or two
-         * chunk columns of N rows on (chunk-major) */
-        const uint64_t dk = fmhai_wg_desc_add(db, (uint32_t)(b_cmaj ? kq * 2 * N * 16 : kq * 2048));
+        /* a 16-deep k-step: two 8-row groups on (MN-major), or two chunk
+         * columns of N rows on (chunk-major) */
+        const uint64_t dk = fmhai_wg_desc_add(db, (uint32_t)(b_cmaj ? kq * 2 * N * 16 : kq * 2 * g8));
         if (N == 256) {
             fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, is_bf16, b_cmaj);
         } else if (N == 192) {
             /* n128, then n64 for columns 128..191 (n-tiles 16..23, acc + 64):
              * two 64-column panels on, or 128 chunk-major rows */
             fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
-            fmhai_wg_mma_rs_n64(acc + 64, a[kq], fmhai_wg_desc_add(dk, (uint32_t)(b_cmaj ? 128 * 16 : 2 * K * 128)), 1,
+            fmhai_wg_mma_rs_n64(acc + 64, a[kq], fmhai_wg_desc_add(dk, (uint32_t)(b_cmaj ? 128 * 16 : 2 * cb_off)), 1,
                                 is_bf16, b_cmaj);
         } else if (N == 128) {
             fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, is_bf16, b_cmaj);
