@@ -75,15 +75,20 @@
 #include "../examples/example_util.h"
 
 /* What the benchmark runs: d128 masked, bf16 forward and both prefill layouts,
- * fp8-KV prefill (LINEAR). */
+ * fp8-KV prefill (LINEAR). A build for another head dim predefines BENCH_D
+ * and BENCH_ROWS (the same rows at that head dim). */
+#ifndef BENCH_ROWS
 #define BENCH_ROWS(X)                                                                            \
     X(FWD,         BF16, 128, MASK, NOSOFTCAP, NOALIBI,  FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
     X(PREFILL,     BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
     X(PREFILL_VEC, BF16, 128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)  \
     X(PREFILL,     FP8,  128, MASK, NOSOFTCAP, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY, FMHA_ANY)
+#endif
 DECL_FMHA_KERNEL_SET(bench_set, BENCH_ROWS)
 
+#ifndef BENCH_D
 #define BENCH_D 128
+#endif
 #define BENCH_MAXB 256
 #define BENCH_MAX_LIST 16
 #define BENCH_MIN_RUNS 20

@@ -67,8 +67,8 @@
  * set with page-4, page-32 and page-128 rows (a kernel built for page P serves every
  * power of two >= P: page 4 runs on the page-1 kernel of the default set); the
  * registry of the default prefill set (LINEAR and VECTORIZED rows); which pools
- * get TMA maps on the Hopper rows (tma_grouped_maps: 16-bit pages of 16 tokens
- * and more back to back with d the kernel's head dim, e4m3 pages from 32); bad input
+ * get TMA maps on the Hopper rows (tma_grouped_maps: 16-bit pages of 4 KB and
+ * more back to back with d the kernel's head dim, e4m3 pages from 32); bad input
  * (statuses, messages naming the sequence, nothing launched); and, in the full run
  * only, large_pool_*: K and V pools of 4.5 GiB each with every accessed page past the
  * 4 GiB mark (64-bit page offsets), page 8 (staged per-row offsets), page 16 (one
@@ -354,6 +354,9 @@ static void build_configs(void)
             c.hnd = (i / 2) % 2;
             add(c, i == 6);
         }
+        /* page 8 at hdim 256: a 4 KB page, by TMA on the Hopper rows (the
+         * grouped maps), both tables */
+        for (i = 0; i < 2; i++) add(cfg_make(i ? F : B, 2, lq, lk, 2, 1, 256, 8, i ? VL : SG), 1);
     }
 
     /* 3. pages in order, with and without unreferenced pages. */
@@ -2158,13 +2161,14 @@ static int cfg_quick_at(int i) { return g_cfgs[i].quick; }
 static double cfg_work_at(int i) { return cfg_work(&g_cfgs[i]); }
 
 /* Which pools take the 16-bit grouped TMA maps (dispatch/tma.h): pages
- * of 16 tokens and more laid out back to back with d equal to the kernel's
- * head dim; anything else gathers (tma_kv 0), e4m3 pages from 32 tokens.
+ * of 4 KB and more (16 tokens at hdim 128, 32 at 64, 8 at 256) laid out
+ * back to back with d equal to the kernel's head dim; anything else
+ * gathers (tma_kv 0), e4m3 pages from 32 tokens.
  * The maps are only encoded, nothing is launched (the problems above run
  * both paths). */
 static void test_tma_maps(void)
 {
-    const fmha_kernel_info *k16 = NULL, *k8 = NULL;
+    const fmha_kernel_info *k16 = NULL, *k8 = NULL, *k64 = NULL, *k256 = NULL;
     const int tma = fmhai_tma_unit_ok();
     void *buf = NULL;
     int i, bad = 0;
@@ -2172,12 +2176,14 @@ static void test_tma_maps(void)
     if (!tu_selected("tma_grouped_maps") || !fast16()) return;   /* the Hopper rows on an sm_90 device */
     for (i = 0; i < fmha_set_size(&prefill_set); i++) {
         const fmha_kernel_info *k = fmha_set_kernel(&prefill_set, i);
-        if (!k || k->arch != FMHA_ARCH_SM90A || k->hdim != 128 || k->kv_layout != FMHA_KV_LAYOUT_LINEAR) continue;
-        if (k->dtype == FMHA_DTYPE_BF16 && !k16) k16 = k;
-        if (k->dtype == FMHA_DTYPE_FP8 && !k8) k8 = k;
+        if (!k || k->arch != FMHA_ARCH_SM90A || k->kv_layout != FMHA_KV_LAYOUT_LINEAR) continue;
+        if (k->dtype == FMHA_DTYPE_BF16 && k->hdim == 128 && !k16) k16 = k;
+        if (k->dtype == FMHA_DTYPE_BF16 && k->hdim == 64 && !k64) k64 = k;
+        if (k->dtype == FMHA_DTYPE_BF16 && k->hdim == 256 && !k256) k256 = k;
+        if (k->dtype == FMHA_DTYPE_FP8 && k->hdim == 128 && !k8) k8 = k;
     }
-    if (!k16 || !k8) {
-        tu_fail("tma_grouped_maps", "no Hopper LINEAR bf16 and e4m3 rows of hdim 128 in the default set");
+    if (!k16 || !k8 || !k64 || !k256) {
+        tu_fail("tma_grouped_maps", "no Hopper LINEAR rows (bf16 hdim 64 / 128 / 256, e4m3 128) in the default set");
         return;
     }
     if (cudaMalloc(&buf, (size_t)1 << 20) != cudaSuccess) {
@@ -2187,10 +2193,12 @@ static void test_tma_maps(void)
     {
         /* page, head-major pool, d, e4m3, want (with a TMA unit) */
         static const int cs[][5] = { { 16, 0, 128, 0, 1 }, { 1024, 0, 128, 0, 1 }, { 8, 0, 128, 0, 0 },
+                                     { 8, 0, 256, 0, 1 }, { 16, 0, 64, 0, 0 }, { 32, 0, 64, 0, 1 },
                                      { 16, 1, 128, 0, 0 }, { 64, 0, 120, 0, 0 }, { 16, 0, 128, 1, 0 },
                                      { 32, 0, 128, 1, 1 } };
         for (i = 0; i < (int)(sizeof cs / sizeof cs[0]); i++) {
             const int page = cs[i][0], hnd = cs[i][1], d = cs[i][2], e8 = cs[i][3], nhk = 8;
+            const fmha_kernel_info *k = e8 ? k8 : d == 64 ? k64 : d == 256 ? k256 : k16;
             fmha_batch_prefill_args a;
             fmhai_fwd_params p;
             memset(&a, 0, sizeof a);
@@ -2202,7 +2210,7 @@ static void test_tma_maps(void)
             p.k_row = p.v_row = hnd ? 128 : (int64_t)nhk * 128;
             p.k_head = p.v_head = hnd ? (int64_t)page * 128 : 128;
             p.k_page = p.v_page = (int64_t)page * nhk * 128;
-            fmhai_prefill_tma_prepare(e8 ? k8 : k16, &a, &p);
+            fmhai_prefill_tma_prepare(k, &a, &p);
             if (p.tma_kv != (tma && cs[i][4])) {
                 ++bad;
                 snprintf(why, sizeof why, "page %d %s d %d %s: tma_kv %d, want %d", page, hnd ? "hnd" : "nhd", d,

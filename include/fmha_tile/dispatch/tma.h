@@ -12,7 +12,7 @@
  * past the tensor are never asked for (the pipeline copies the partial last
  * key tile of a sequence with cp.async, which zero-fills, and only whole
  * tiles through TMA), so group mode (seqstart_k) uses one map over all
- * sequences. Batch prefill over LINEAR pages: 16-bit pages of 16 tokens or
+ * sequences. Batch prefill over LINEAR pages: 16-bit pages of 4 KB or
  * more as 5-D maps whose box is a whole page (or the tile's part of one) in
  * the grouped layout the 16-bit paged kernels read; e4m3 pages of 32 tokens
  * or more as (d, page_size, nhead_k, pages), a box a page and column block;
@@ -115,7 +115,7 @@ static inline int fmhai_tma_encode_kv_grp(uint64_t *map, const void *base, int d
     cuuint32_t box[5], one[5] = { 1, 1, 1, 1, 1 };
     const int box_rows = page_size < tile_n ? page_size : tile_n;
     const int64_t groups = pages * (page_size / 8);
-    if (!enc || d != hd || hd % 64 || page_size < 16 || s_page != (int64_t)page_size * s_row ||
+    if (!enc || d != hd || hd % 64 || page_size < 8 || s_page != (int64_t)page_size * s_row ||
         groups <= 0 || groups > (((int64_t)1 << 31) - 1))
         return -1;
     dims[0] = 64; dims[1] = 8; dims[2] = (cuuint64_t)(hd / 64); dims[3] = (cuuint64_t)groups;
@@ -239,15 +239,16 @@ static inline void fmhai_fwd_tma_prepare(const fmha_kernel_info *k, const fmha_f
  * min(page_size, tile_n) rows a 128-byte column block. Smaller pages gather
  * faster with cp.async (H100, 16-bit hdim 128 on these maps: page 16 by TMA
  * 432 TFLOPS, 16 boxes of 2 KB a tile, against 459 gathered; page 32 480
- * against 462, page 64 492 against 464). 16-bit LINEAR pages of >=
- * FMHAI_TMA_MIN_PAGE16 tokens: the grouped maps (fmhai_tma_encode_kv_grp,
- * one box a page for all column blocks, half the boxes); pools they cannot
- * describe gather. */
+ * against 462, page 64 492 against 464; e4m3 page 16, 2 KB boxes, 9%
+ * slower than gathered on an H200). 16-bit LINEAR pages whose box (a page
+ * of every column block) holds at least FMHAI_TMA_MIN_BOX16 bytes: the
+ * grouped maps (fmhai_tma_encode_kv_grp, one box a page for all column
+ * blocks); smaller pages and pools the maps cannot describe gather. */
 #ifndef FMHAI_TMA_MIN_PAGE
 #define FMHAI_TMA_MIN_PAGE 32
 #endif
-#ifndef FMHAI_TMA_MIN_PAGE16
-#define FMHAI_TMA_MIN_PAGE16 16
+#ifndef FMHAI_TMA_MIN_BOX16
+#define FMHAI_TMA_MIN_BOX16 4096   /* bytes of a 16-bit page box: page 16 at hdim 128, 32 at 64 */
 #endif
 static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fmha_batch_prefill_args *a,
                                              fmhai_fwd_params *p)
@@ -267,7 +268,7 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     }
     if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR) return;
     if (eb == 2) {   /* the kernel reads the grouped layout (fwd_sm90.h, GRP) */
-        if (a->page_size < FMHAI_TMA_MIN_PAGE16 || p->dv != p->d ||
+        if (a->page_size < 8 || (int64_t)a->page_size * k->hdim * 2 < FMHAI_TMA_MIN_BOX16 || p->dv != p->d ||
             fmhai_tma_encode_kv_grp(p->tma_k, p->k, p->d, k->hdim, a->page_size, a->nhead_k, pages, p->k_row,
                                     p->k_head, p->k_page, k->tile_n) ||
             fmhai_tma_encode_kv_grp(p->tma_v, p->v, p->dv, k->hdim, a->page_size, a->nhead_k, pages, p->v_row,

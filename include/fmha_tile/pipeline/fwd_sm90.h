@@ -31,7 +31,7 @@
  * K-major with no-swizzle descriptors).
  * Tiles land in the 128-byte-swizzled layout of tile/warpgroup_mma.h.
  * With tensor maps in the parameters (dispatch/tma.h: contiguous K/V, and
- * LINEAR pages of 16 tokens or more, 32 in e4m3) one thread copies each
+ * LINEAR pages of 4 KB or more, e4m3 ones of 32 tokens) one thread copies each
  * whole key tile by TMA (a box a 128-byte column block; paged, a box a page:
  * 16-bit pages then land in the grouped layout of tile/warpgroup_mma.h,
  * every column block of an 8-row group together, so one box takes a
@@ -556,7 +556,7 @@ FMHAI_DEVICE void fmhai_fwd90_load_kv8(fmhai_smem_t dk, fmhai_smem_t dv, const f
                                        int hd, int BN, int tid, const fmhai_fwd_params *p, int PAGED)
 {
     if (PAGED) {
-        fmhai_wg_load_kv_rows(dk, dv, ks, vs, rows, tok0, s_k, d, hd, BN, 128, tid, p->page_log2, p->kv_off64, 0);
+        fmhai_wg_load_kv_rows(dk, dv, ks, vs, rows, tok0, s_k, d, hd, BN, 128, tid, p->page_log2, p->kv_off64);
     } else {
         fmhai_wg_load_kv(dk, ks, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
         fmhai_wg_load_kv(dv, vs, 0, tok0, s_k, d, hd, BN, 128, tid, 0, 0, FMHAI_WG_KV_CONTIG);
@@ -795,8 +795,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * rows f16 under a power-of-two scale (fmhai_fwd90_q_to_f16) that
      * joins the logit scale; O leaves as bf16. KVB: K/V bytes an element. */
     const int KVB = FP8 || MIX ? 1 : 2;
-    /* 16-bit LINEAR pages with tensor maps (dispatch/tma.h: pages of 16
-     * tokens or more) land in the grouped layout (tile/warpgroup_mma.h: a
+    /* 16-bit LINEAR pages with tensor maps (dispatch/tma.h: pages of 4 KB
+     * or more) land in the grouped layout (tile/warpgroup_mma.h: a
      * 16-token page one TMA box), read through its descriptors (KLAY, a
      * uniform run-time value); gathered pages keep the plain layout, whose
      * per-row copies form their addresses in fewer instructions (page 1
@@ -1237,12 +1237,12 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                                    PAGED ? rows : 0, ltid, GRP);
             } else if (K_KIND == FMHAI_WG_KV_PAGED) {   /* K and V rows share their page lookups (HDV == HD) */
                 if (GRP)   /* a partial first tile */
-                    fmhai_wg_load_kv_rows(sK + st * kv_bytes, sV + st * v_bytes, &ks, &vs, rows, jk, s_k, p->d, HD,
-                                          BN, 128, ltid, p->page_log2, p->kv_off64, 1);
+                    fmhai_wg_load_kv_rows_grp(sK + st * kv_bytes, sV + st * v_bytes, &ks, &vs, rows, jk, s_k, p->d,
+                                              HD, BN, 128, ltid, p->page_log2);
                 else
                     fmhai_wg_load_kv_rows(sK + st * kv_bytes + src, sV + st * v_bytes + src, &ks, &vs, rows, jk,
                                           s_k, p->d * KVB / 2, HD * KVB / 2, BN, 128, ltid, p->page_log2,
-                                          p->kv_off64, 0);
+                                          p->kv_off64);
             } else {
                 fmhai_wg_load_kv(sK + st * kv_bytes, &ks, rows, jk, s_k, p->d, HD, BN, 128, ltid, p->page_log2,
                                  p->kv_off64, K_KIND);

@@ -577,9 +577,7 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
  * one offset per row for both; 32-bit apart) is its own loop: selected per
  * row, every row paid for all of them, and once the forward had got faster
  * that held paged at 0.92 of it (1.01-1.02 as loops apart). Rows past s_k
- * copy nothing from the chunk's base (zero-filled). grp: the tiles in the
- * grouped layout (16-bit pages on the Hopper forward, whose TMA boxes land
- * a page so: tile/warpgroup_mma.h), else the plain one. */
+ * copy nothing from the chunk's base (zero-filled). */
 /* chunk c of row r in the plain layout (cbs 0) or the grouped one of cbs
  * column blocks (tile/warpgroup_mma.h, fmhai_wg_tile_off_grp) */
 FMHAI_DEVICE int fmhai_wg_kv_off(int r, int c, int rows, int cbs)
@@ -644,9 +642,9 @@ FMHAI_DEVICE void fmhai_wg_kv_rows_run(fmhai_smem_t dk, fmhai_smem_t dv, const f
 
 FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
                                         const fmhai_kv_src *vs, const int32_t *sPage, int tok0, int s_k, int d,
-                                        int hd, int rows, int nthreads, int tid, int page_log2, int off64, int grp)
+                                        int hd, int rows, int nthreads, int tid, int page_log2, int off64)
 {
-    const int cbs = grp ? hd / 64 : 0;   /* the grouped layout's column blocks */
+    const int cbs = 0;   /* the plain layout (fmhai_wg_load_kv_rows_grp: the grouped one) */
     asm volatile("" : "+r"(dk), "+r"(dv), "+r"(tid));
     const int chunks = hd / 8, groups = nthreads / chunks, rpt = rows / groups;
     const int g = tid / chunks, c = tid % chunks, page_mask = (1 << page_log2) - 1;
@@ -661,6 +659,29 @@ FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const 
         fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 1, cbs);
     else
         fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 0, cbs);
+}
+
+/* The same in the grouped layout: the partial first tile of a row block
+ * whose whole tiles come by TMA in that layout. Once a block, so a rolled
+ * loop (64-bit offsets, any page size): unrolled, its copies grew the load
+ * warpgroup's loop by 900 instructions and the gathered page-1 tiles of
+ * the same kernel ran 1.3% slower. */
+FMHAI_DEVICE void fmhai_wg_load_kv_rows_grp(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
+                                            const fmhai_kv_src *vs, const int32_t *sPage, int tok0, int s_k, int d,
+                                            int hd, int rows, int nthreads, int tid, int page_log2)
+{
+    const int chunks = hd / 8, cbs = hd / 64;
+    const int page_mask = (1 << page_log2) - 1;
+#pragma unroll 1
+    for (int i = tid; i < rows * chunks; i += nthreads) {
+        const int r = i / chunks, c = i % chunks, slot = (tok0 + r) & page_mask;
+        const int ok = c * 8 < d && tok0 + r < s_k;
+        const int pg = sPage[r];
+        const char *gk = ok ? fmhai_page_at(ks, ks->base + c * 16, pg, slot, ks->row_bytes, 1) : ks->base;
+        const char *gv = ok ? fmhai_page_at(vs, vs->base + c * 16, pg, slot, vs->row_bytes, 1) : vs->base;
+        fmhai_copy_async16(dk + fmhai_wg_tile_off_grp(r, c, cbs), gk, ok);
+        fmhai_copy_async16(dv + fmhai_wg_tile_off_grp(r, c, cbs), gv, ok);
+    }
 }
 
 /* ---- FP8 (e4m3) V for the Hopper e4m3 P V product --------------------------
