@@ -2195,7 +2195,7 @@ static void test_tma_maps(void)
         static const int cs[][5] = { { 16, 0, 128, 0, 1 }, { 1024, 0, 128, 0, 1 }, { 8, 0, 128, 0, 0 },
                                      { 8, 0, 256, 0, 1 }, { 16, 0, 64, 0, 0 }, { 32, 0, 64, 0, 1 },
                                      { 16, 1, 128, 0, 0 }, { 64, 0, 120, 0, 0 }, { 16, 0, 128, 1, 0 },
-                                     { 32, 0, 128, 1, 1 } };
+                                     { 32, 0, 128, 1, 1 }, { 2048, 0, 256, 0, 1 } };
         for (i = 0; i < (int)(sizeof cs / sizeof cs[0]); i++) {
             const int page = cs[i][0], hnd = cs[i][1], d = cs[i][2], e8 = cs[i][3], nhk = 8;
             const fmha_kernel_info *k = e8 ? k8 : d == 64 ? k64 : d == 256 ? k256 : k16;
@@ -2203,7 +2203,8 @@ static void test_tma_maps(void)
             fmhai_fwd_params p;
             memset(&a, 0, sizeof a);
             memset(&p, 0, sizeof p);
-            a.batch = 2; a.nhead_q = 32; a.nhead_k = nhk; a.page_size = page; a.num_total_pages = 64;
+            a.batch = 2; a.nhead_q = 32; a.nhead_k = nhk; a.page_size = page;
+            a.num_total_pages = i % 2 ? 64 : 0;   /* 0: not given (the maps take the largest extent) */
             a.kv_layout = FMHA_KV_LAYOUT_LINEAR;
             a.kv_dtype = e8 ? FMHA_DTYPE_FP8 : FMHA_DTYPE_BF16;
             p.k = buf; p.v = buf; p.d = d; p.dv = d;

@@ -114,9 +114,11 @@ static inline int fmhai_tma_encode_kv_grp(uint64_t *map, const void *base, int d
     cuuint64_t dims[5], strides[4];
     cuuint32_t box[5], one[5] = { 1, 1, 1, 1, 1 };
     const int box_rows = page_size < tile_n ? page_size : tile_n;
-    const int64_t groups = pages * (page_size / 8);
-    if (!enc || d != hd || hd % 64 || page_size < 8 || s_page != (int64_t)page_size * s_row ||
-        groups <= 0 || groups > (((int64_t)1 << 31) - 1))
+    /* the group index is an int32 coordinate; an unknown page count (pages
+     * 2^31 - 1) caps there, past any pool that fits in memory */
+    int64_t groups = pages * (page_size / 8);
+    if (groups > ((int64_t)1 << 31) - 1) groups = ((int64_t)1 << 31) - 1;
+    if (!enc || d != hd || hd % 64 || page_size < 8 || s_page != (int64_t)page_size * s_row || groups <= 0)
         return -1;
     dims[0] = 64; dims[1] = 8; dims[2] = (cuuint64_t)(hd / 64); dims[3] = (cuuint64_t)groups;
     dims[4] = (cuuint64_t)nhead_k;
