@@ -578,16 +578,9 @@ FMHAI_DEVICE void fmhai_wg_load_kv(fmhai_smem_t dst, const fmhai_kv_src *s, cons
  * row, every row paid for all of them, and once the forward had got faster
  * that held paged at 0.92 of it (1.01-1.02 as loops apart). Rows past s_k
  * copy nothing from the chunk's base (zero-filled). */
-/* chunk c of row r in the plain layout (cbs 0) or the grouped one of cbs
- * column blocks (tile/warpgroup_mma.h, fmhai_wg_tile_off_grp) */
-FMHAI_DEVICE int fmhai_wg_kv_off(int r, int c, int rows, int cbs)
-{
-    return cbs ? fmhai_wg_tile_off_grp(r, c, cbs) : fmhai_wg_tile_off(r, c, rows);
-}
-
 FMHAI_DEVICE void fmhai_wg_kv_rows_loop(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
                                         const fmhai_kv_src *vs, const int32_t *pg, int tok0, int s_k, int col_ok,
-                                        int r0, int c, int rpt, int rows, int page_mask, int OFF64, int SAME, int cbs)
+                                        int r0, int c, int rpt, int rows, int page_mask, int OFF64, int SAME)
 {
     const char *kb = ks->base + c * 16, *vb = vs->base + c * 16;
 #pragma unroll
@@ -610,8 +603,8 @@ FMHAI_DEVICE void fmhai_wg_kv_rows_loop(fmhai_smem_t dk, fmhai_smem_t dv, const 
                 gk = kb + ko;
                 gv = vb + vo;
             }
-            fmhai_copy_async16(dk + fmhai_wg_kv_off(r, c, rows, cbs), gk, ok);
-            fmhai_copy_async16(dv + fmhai_wg_kv_off(r, c, rows, cbs), gv, ok);
+            fmhai_copy_async16(dk + fmhai_wg_tile_off(r, c, rows), gk, ok);
+            fmhai_copy_async16(dv + fmhai_wg_tile_off(r, c, rows), gv, ok);
         }
     }
 }
@@ -622,17 +615,16 @@ FMHAI_DEVICE void fmhai_wg_kv_rows_loop(fmhai_smem_t dk, fmhai_smem_t dv, const 
  * instructions a copy where the loop above spends six to eight. */
 FMHAI_DEVICE void fmhai_wg_kv_rows_run(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
                                        const fmhai_kv_src *vs, int page, int slot, int col_ok, int r0, int c,
-                                       int rpt, int rows, int cbs)
+                                       int rpt, int rows)
 {
     const char *gk = fmhai_page_at(ks, ks->base + c * 16, page, slot, ks->row_bytes, 1);
     const char *gv = fmhai_page_at(vs, vs->base + c * 16, page, slot, vs->row_bytes, 1);
     const int64_t kst = ks->row_bytes, vst = vs->row_bytes;
-    const fmhai_smem_t ok = dk + fmhai_wg_kv_off(r0, c, rows, cbs), ov = dv + fmhai_wg_kv_off(r0, c, rows, cbs);
+    const fmhai_smem_t ok = dk + fmhai_wg_tile_off(r0, c, rows), ov = dv + fmhai_wg_tile_off(r0, c, rows);
 #pragma unroll
     for (int e = 0; e < rpt; ++e) {
         /* r0 is a multiple of 8: row r0 + e's swizzle is e's */
-        const int at = (cbs ? (e >> 3) * cbs * 1024 + (e & 7) * 128 : e * 128) +
-                       ((((c & 7) ^ (e & 7)) - (c & 7)) << 4);
+        const int at = e * 128 + ((((c & 7) ^ (e & 7)) - (c & 7)) << 4);
         fmhai_copy_async16(ok + at, gk, col_ok);
         fmhai_copy_async16(ov + at, gv, col_ok);
         gk = (const char *)fmhai_opaque_ptr(gk + kst);
@@ -644,28 +636,25 @@ FMHAI_DEVICE void fmhai_wg_load_kv_rows(fmhai_smem_t dk, fmhai_smem_t dv, const 
                                         const fmhai_kv_src *vs, const int32_t *sPage, int tok0, int s_k, int d,
                                         int hd, int rows, int nthreads, int tid, int page_log2, int off64)
 {
-    const int cbs = 0;   /* the plain layout (fmhai_wg_load_kv_rows_grp: the grouped one) */
     asm volatile("" : "+r"(dk), "+r"(dv), "+r"(tid));
     const int chunks = hd / 8, groups = nthreads / chunks, rpt = rows / groups;
     const int g = tid / chunks, c = tid % chunks, page_mask = (1 << page_log2) - 1;
     const int col_ok = c * 8 < d;
     const int32_t *pg = sPage + g * rpt;
     if (rpt % 8 == 0 && ((rpt - 1) >> page_log2) == 0 && tok0 + rows <= s_k)
-        fmhai_wg_kv_rows_run(dk, dv, ks, vs, pg[0], (tok0 + g * rpt) & page_mask, col_ok, g * rpt, c, rpt, rows,
-                             cbs);
+        fmhai_wg_kv_rows_run(dk, dv, ks, vs, pg[0], (tok0 + g * rpt) & page_mask, col_ok, g * rpt, c, rpt, rows);
     else if (off64)
-        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 1, 0, cbs);
+        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 1, 0);
     else if (ks->page_bytes == vs->page_bytes && ks->row_bytes == vs->row_bytes)
-        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 1, cbs);
+        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 1);
     else
-        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 0, cbs);
+        fmhai_wg_kv_rows_loop(dk, dv, ks, vs, pg, tok0, s_k, col_ok, g * rpt, c, rpt, rows, page_mask, 0, 0);
 }
 
 /* The same in the grouped layout: the partial first tile of a row block
  * whose whole tiles come by TMA in that layout. Once a block, so a rolled
- * loop (64-bit offsets, any page size): unrolled, its copies grew the load
- * warpgroup's loop by 900 instructions and the gathered page-1 tiles of
- * the same kernel ran 1.3% slower. */
+ * loop (64-bit offsets, any page size; unrolled as above, its copies grew
+ * the load warpgroup's loop by 900 instructions). */
 FMHAI_DEVICE void fmhai_wg_load_kv_rows_grp(fmhai_smem_t dk, fmhai_smem_t dv, const fmhai_kv_src *ks,
                                             const fmhai_kv_src *vs, const int32_t *sPage, int tok0, int s_k, int d,
                                             int hd, int rows, int nthreads, int tid, int page_log2)
