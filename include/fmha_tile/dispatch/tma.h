@@ -270,7 +270,7 @@ static inline void fmhai_prefill_tma_prepare(const fmha_kernel_info *k, const fm
     }
     if (a->kv_layout != FMHA_KV_LAYOUT_LINEAR) return;
     if (eb == 2) {   /* the kernel reads the grouped layout (fwd_sm90.h, GRP) */
-        if (a->page_size < 8 || (int64_t)a->page_size * k->hdim * 2 < FMHAI_TMA_MIN_BOX16 || p->dv != p->d ||
+        if ((int64_t)a->page_size * k->hdim * 2 < FMHAI_TMA_MIN_BOX16 ||
             fmhai_tma_encode_kv_grp(p->tma_k, p->k, p->d, k->hdim, a->page_size, a->nhead_k, pages, p->k_row,
                                     p->k_head, p->k_page, k->tile_n) ||
             fmhai_tma_encode_kv_grp(p->tma_v, p->v, p->dv, k->hdim, a->page_size, a->nhead_k, pages, p->v_row,

@@ -587,11 +587,11 @@ FMHAI_DEVICE void fmhai_wg_gemm_abt_c(float *acc, fmhai_smem_t a, int a_rows, fm
     const uint64_t da = fmhai_wg_desc(a, 16, 1024);
     const uint64_t db = b_lay == FMHAI_WG_LAY_CMAJ ? fmhai_wg_desc_cmaj(b, N)
                                                    : fmhai_wg_desc(b, 16, grp ? (uint32_t)K * 16 : 1024u);
-    const int panel = grp ? 1024 : N * 128;   /* the next 64 columns of K */
+    const int prow = grp ? 8 : N;   /* rows of a 64-column panel: the next 64 columns of K are prow * 128 on */
 #pragma unroll
     for (int k = 0; k < K / 16; ++k) {
         const uint64_t dak = fmhai_wg_desc_add(da, (uint32_t)fmhai_wg_kstep_off(k, a_rows));
-        const int bo = b_lay == FMHAI_WG_LAY_CMAJ ? k * 2 * N * 16 : (k / 4) * panel + (k % 4) * 32;
+        const int bo = b_lay == FMHAI_WG_LAY_CMAJ ? k * 2 * N * 16 : fmhai_wg_kstep_off(k, prow);
         const uint64_t dbk = fmhai_wg_desc_add(db, (uint32_t)bo);
         if (N == 192) fmhai_wg_mma_ss_kk_n192(acc, dak, dbk, k > 0 || acc_in, ty);
         else if (N == 128) fmhai_wg_mma_ss_kk_n128(acc, dak, dbk, k > 0 || acc_in, ty);
