@@ -238,6 +238,11 @@ $(BUILD)/bench/wgmma_rate: bench/wgmma_rate.cu $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(Q)$(T0) $(NVCC) $(NVCC90) $< -o $@ $(T1)
 
+# the e4m3 softmax's special-function and conversion rates, one tile's exponentials a warp (sm_90a only)
+$(BUILD)/bench/sfu_rate: bench/sfu_rate.cu
+	@mkdir -p $(dir $@)
+	$(Q)$(T0) $(NVCC) $(NVCC90) $< -o $@ $(T1)
+
 # bench_fwd with the Hopper forward's timeline hooks: cycles per phase of a key tile (sm_90a only)
 $(BUILD)/bench/fwd_trace: bench/fwd_trace.cu bench/bench_fwd.cu $(HEADERS)
 	@mkdir -p $(dir $@)
