@@ -168,7 +168,8 @@ static void build(void)
     /* and hdim 128's 192-key tiles (keys 128..191 by a second map into the
      * 64-byte panel): one partial tile, 6 causal tiles over 128-row query
      * blocks, a window over 517 keys with per-head descales, nearly one-hot
-     * rows, no keys */
+     * rows, no keys, and causal query blocks above the keys (no key tile:
+     * nothing copied, zeros out) */
     c = base(1, 2, 2, 150, 191, 128); c.vk = 2; c.quick = 1; add(c);
     c = base(1, 4, 2, 1152, 1152, 128); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.vk = 1; add(c);
     c = base(3, 8, 2, 260, 517, 128); c.mask = FMHA_MASK_TOP_LEFT; c.wl = 100; c.wr = 50; c.descale = 2; c.vk = 1;
@@ -176,6 +177,8 @@ static void build(void)
     c = base(1, 4, 2, 200, 1500, 128); c.peak = 1; c.vk = 2; add(c);
     c = base(1, 2, 2, 77, 0, 128); c.vk = 1; add(c);
     c = base(2, 4, 2, 130, 292, 128); c.vk = 1; c.quick = 1; add(c);   /* a partial tile of 100 keys */
+    c = base(1, 2, 2, 600, 200, 128); c.mask = FMHA_MASK_BOTTOM_RIGHT; c.wr = 0; c.vk = 2; add(c);
+    c.d = 256; add(c);
     {   /* group mode: lengths 0 and 1, a prefix longer than the queries */
         static const int lq[4] = { 0, 1, 130, 257 }, lk[4] = { 5, 1, 600, 257 };
         c = base(4, 4, 2, 0, 0, 128); c.group = 1; memcpy(c.lq, lq, sizeof(lq)); memcpy(c.lk, lk, sizeof(lk));

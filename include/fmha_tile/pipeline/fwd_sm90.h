@@ -1038,7 +1038,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                  * V^T on barrier j % 2 (tile 0's K by cp.async), handed over
                  * together once landed (FULL); tile j + 2's copies once both
                  * MMA warpgroups are past S of tile j - 1 (KEMPTY) and P V
-                 * of tile j - 1 (EMPTY), whose stage they refill. */
+                 * of tile j - 1 (EMPTY), whose stage they refill. A block
+                 * without key tiles copies nothing (a copy still in flight
+                 * when the block exits would land in another's memory). */
+                if (W.n_iters == 0) return;
                 const int kext = fmhai_vt8_keys(s_k);
                 if (ltid == 0) {
                     fmhai_fwd90_tma_kvt(p, sK, sV, sBar, 0, tn * BN, kext, hk, S.kv_b, 0, HD, BN);
