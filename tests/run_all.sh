@@ -69,8 +69,8 @@ fi
 # instructions are serialized") slow a wgmma pipeline down: none may appear in
 # the default forward, prefill and backward sets. Their ptxas reports: the
 # library's parts (the default sets) and the suites' (the default sets and
-# the suites' own rows; a suite built as PTX alone, FMHA_TILE_TEST_PTX, has
-# none); only reports with sm_90a code count.
+# the suites' own rows; a suite built as a compile check,
+# FMHA_TILE_TEST_COMPILE_ONLY, has none); only reports with sm_90a code count.
 c7517() {
     n=0; found=0; logs=
     for log in "$build"/lib/part_*.o.ptxas.log "$build/tests/test_fwd.ptxas.log" "$build/tests/test_prefill.ptxas.log" \
