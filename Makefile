@@ -62,10 +62,10 @@ FMHA_TILE_TEST_ARCHS ?= $(if $(HAS_SM90A),sm_90a,$(FMHA_TILE_ARCHS))
 # reads the library parts' ptxas reports, which hold the same default sets
 # (tests/run_all.sh).
 FMHA_TILE_TEST_COMPILE_ONLY ?=
-ptxonly = $(foreach a,$(1),-gencode=arch=compute_$(patsubst sm_%,%,$(a))$(comma)code=compute_$(patsubst sm_%,%,$(a)))
-TEST_CHECK := -Xcicc -O1 -DFMHA_TILE_TEST_COMPILE_CHECK
-TEST_GENCODE := $(if $(FMHA_TILE_TEST_COMPILE_ONLY),$(call ptxonly,$(FMHA_TILE_TEST_ARCHS)) $(TEST_CHECK),$(call gencode,$(FMHA_TILE_TEST_ARCHS)))
-NVCC_TEST_FLAGS := -x cu -std=c++17 -O3 -Iinclude -Itests $(TEST_GENCODE) $(NVCC_TFLAG)
+# a test suite's code for the archs $(1): SASS, or PTX at NVVM -O1 as a compile check
+test_gencode = $(if $(FMHA_TILE_TEST_COMPILE_ONLY),$(subst code=sm_,code=compute_,$(call gencode,$(1))) \
+                   -Xcicc -O1 -DFMHA_TILE_TEST_COMPILE_CHECK,$(call gencode,$(1)))
+NVCC_TEST_FLAGS := -x cu -std=c++17 -O3 -Iinclude -Itests $(call test_gencode,$(FMHA_TILE_TEST_ARCHS)) $(NVCC_TFLAG)
 # The library's archs: FMHA_TILE_ARCHS unless FMHA_TILE_LIB_ARCHS is given.
 # CI (no GPU) builds it for sm_90a alone, a third less of the build's
 # longest units; the examples still compile every family for each arch.
@@ -73,8 +73,7 @@ LIB_ARCH   := $(if $(FMHA_TILE_LIB_ARCHS),$(call gencode,$(FMHA_TILE_LIB_ARCHS))
 # sm_90a-only units (Hopper tests and benchmarks)
 NVCC90     := -x cu -std=c++17 -O3 -Iinclude -gencode=arch=compute_90a,code=sm_90a $(NVCC_TFLAG)
 # the sm_90a-only test suites (a compile check with FMHA_TILE_TEST_COMPILE_ONLY)
-NVCC90_TEST := $(if $(FMHA_TILE_TEST_COMPILE_ONLY),-x cu -std=c++17 -O3 -Iinclude $(call ptxonly,sm_90a) $(TEST_CHECK) \
-                   $(NVCC_TFLAG),$(NVCC90))
+NVCC90_TEST := -x cu -std=c++17 -O3 -Iinclude $(call test_gencode,sm_90a) $(NVCC_TFLAG)
 
 # One line per unit built, with its time; V=1 prints the commands too.
 V ?= 0

@@ -343,7 +343,8 @@ static inline int tu_compile_check_only(const char *prog)
 #endif
 }
 
-/* No GPU: prints the SKIP line and an empty summary, returns 0. Otherwise
+/* No GPU or a compile-check build: prints the SKIP line and an empty
+ * summary, returns 0. Otherwise
  * prints the device line, creates the test stream and returns 1. */
 static inline int tu_start_device(const char *prog, const tu_args *a, int ncfg, cudaStream_t *stream)
 {

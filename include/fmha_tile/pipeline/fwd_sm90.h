@@ -899,6 +899,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
          * chunks at a time spilled at 40, so it takes the paged e4m3 rows'
          * 224 + 56) */
         fmhai_wg_setmaxnreg_dec(NWG == 3 ? 32 : FS2 ? 24 : PDS_ROWS || MIX ? 56 : 40);
+        /* a block without key tiles loads nothing, not even Q (its MMA
+         * warpgroups only store zeros); a copy issued and left in flight
+         * would land after the block has exited */
+        if (W.n_iters == 0) return;
         fmhai_kv_src ks, vs;   /* where K and V come from */
         fmhai_kv_srcs_of(p, &S, hk, KVB, KV_VEC, &ks, &vs);
         if (FP8) {
@@ -1038,10 +1042,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                  * V^T on barrier j % 2 (tile 0's K by cp.async), handed over
                  * together once landed (FULL); tile j + 2's copies once both
                  * MMA warpgroups are past S of tile j - 1 (KEMPTY) and P V
-                 * of tile j - 1 (EMPTY), whose stage they refill. A block
-                 * without key tiles copies nothing (a copy still in flight
-                 * when the block exits would land in another's memory). */
-                if (W.n_iters == 0) return;
+                 * of tile j - 1 (EMPTY), whose stage they refill. */
                 const int kext = fmhai_vt8_keys(s_k);
                 if (ltid == 0) {
                     fmhai_fwd90_tma_kvt(p, sK, sV, sBar, 0, tn * BN, kext, hk, S.kv_b, 0, HD, BN);
@@ -1125,7 +1126,6 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
              * landed: one tile in flight a stream).
              * TMA (tensor maps): tile t on mbarrier (K 0 / V 2) + t % 2,
              * phase (t / 2) % 2, phase 0 of slot 0 completed at once. */
-            if (W.n_iters == 0) return;
             const int lw = ltid / 32, ll = ltid % 32, TMA = p->tma_kv;
             if (TMA) {
                 fmhai_fwd90_tma_init(sBar, 2, 1, ltid);
@@ -1174,7 +1174,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         /* paged: tile j's row pages sit in sPage[j % 2], staged while tile
          * j - 1 was issued (the table read in flight across that tile's
          * waits) and published by the warpgroup's own barrier */
-        if (PAGED && W.n_iters > 0) {
+        if (PAGED) {
             if (ltid < BN) sPage[ltid] = fmhai_page_of(&ks, (W.n_hi - 1) * BN + ltid, p->page_log2);
             fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
         }
@@ -1266,7 +1266,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
             }
         }
-        if (W.n_iters > 0) {
+        {   /* the last tile: landed, handed over */
             const int j = W.n_iters - 1;
             if (TMA && (j >= 1 || T0)) {
                 if (j == 0) {   /* Q */
