@@ -80,8 +80,9 @@ static void word(uint32_t *o, uint32_t (*w)[4], int m, uint32_t sel_a, uint32_t 
     o[3] = prmt(hi01, hi23, sel_b);
 }
 
-/* fmhai_wg_vt8_transpose, all 128 threads, stage at 0 and V^T at 0 */
-static void transpose(int hd, int bn, int lim, int *outside)
+/* fmhai_wg_vt8_transpose, all 128 threads, stage at 0 and V^T at 0 (a
+ * stage of vr d rows) */
+static void transpose(int hd, int vr, int bn, int lim, int *outside)
 {
     const int keys = bn > 128 ? 128 : bn;
     for (int tid = 0; tid < 128; ++tid) {
@@ -108,7 +109,7 @@ static void transpose(int hd, int bn, int lim, int *outside)
             const int col = col0 + 8 * ci;
             uint32_t w[4][4];
             load_word(w, 128u * 128u, bn, col, c, t);
-            const uint32_t s1 = fmhai_vt8_s1_64((uint32_t)(hd * 128), col, c, t);
+            const uint32_t s1 = fmhai_vt8_s1_64((uint32_t)(vr * 128), col, c, t);
             for (int m = 0; m < 4; ++m) {
                 uint32_t o[4];
                 word(o, w, m, sel_a, sel_b);
@@ -137,17 +138,20 @@ static int p_key(int kq, int k)
     return 8 * (idx / 4) + 2 * t + idx % 2;
 }
 
-static void run(int hd, int bn)
+/* vr > hd: the stage's ones rows (the hdim-128 rows' P sums,
+ * FMHAI_FWD90_VFOLD) after V^T's in each panel, which the descriptors of
+ * an m64n{vr} product read as rows hd..vr - 1 */
+static void run(int hd, int vr, int bn)
 {
     char name[160];
-    const int lim = hd * FMHAI_VT8_ROWB(bn);
+    const int lim = vr * FMHAI_VT8_ROWB(bn);
     int outside = 0;
     memset(g_stage, 0, sizeof(g_stage));
     for (int k = 0; k < bn; ++k)
         for (int dd = 0; dd < hd; ++dd) g_stage[stage_off(k, dd, bn)] = vval(k, dd);
     memset(g_vt, 0, sizeof(g_vt));
     memset(g_writes, 0, sizeof(g_writes));
-    transpose(hd, bn, lim, &outside);
+    transpose(hd, vr, bn, lim, &outside);
 
     /* the bytes of the tile's (d row, key) pairs (a 64-key tile fills half
      * of each 128-byte row, its chunks swizzled over the whole row) */
@@ -155,21 +159,26 @@ static void run(int hd, int bn)
     int once = 1, empty_ok = 1, n_used = 0;
     memset(used, 0, sizeof(used));
     for (int key = 0; key < bn; ++key)
-        for (int dd = 0; dd < hd; ++dd) used[fmhai_vt8_off(dd, key, hd)] = 1;
+        for (int dd = 0; dd < hd; ++dd) used[fmhai_vt8_off(dd, key, vr)] = 1;
     for (int a = 0; a < lim; ++a) {
         n_used += used[a];
         if (used[a] && g_writes[a] != 1) once = 0;
         if (!used[a] && g_writes[a] != 0) empty_ok = 0;
     }
     if (n_used != hd * bn) once = 0;
-    snprintf(name, sizeof(name), "hd %d bn %d: every V^T byte written once, nothing outside", hd, bn);
+    snprintf(name, sizeof(name), "hd %d vr %d bn %d: every V^T byte written once, nothing outside", hd, vr, bn);
     CHECK(once && empty_ok && outside == 0, name);
+    /* the ones rows (e4m3 1.0), as the load warpgroup writes them */
+    for (int r = hd; r < vr; ++r) {
+        memset(g_vt + r * 128, 0x38, 128);
+        if (bn > 128) memset(g_vt + vr * 128 + r * 64, 0x38, 64);
+    }
 
     int off_ok = 1, rd_ok = 1, perm_ok = 1;
     for (int key = 0; key < bn; ++key)
         for (int dd = 0; dd < hd; ++dd)
-            if (g_vt[fmhai_vt8_off(dd, key, hd)] != vval(key, dd)) off_ok = 0;
-    snprintf(name, sizeof(name), "hd %d bn %d: fmhai_vt8_off finds what the transpose wrote", hd, bn);
+            if (g_vt[fmhai_vt8_off(dd, key, vr)] != vval(key, dd)) off_ok = 0;
+    snprintf(name, sizeof(name), "hd %d vr %d bn %d: fmhai_vt8_off finds what the transpose wrote", hd, vr, bn);
     CHECK(off_ok, name);
 
     int seen[192];
@@ -180,15 +189,17 @@ static void run(int hd, int bn)
             if (key < 32 * kq || key >= 32 * kq + 32) perm_ok = 0;
             else ++seen[key];
             if (fmhai_vt8_kpos(key) != 32 * kq + k) perm_ok = 0;
-            const int start = fmhai_vt8_kstep_start(kq, hd), width = fmhai_vt8_kstep_width(kq);
-            for (int n = 0; n < hd; ++n)
-                if (g_vt[desc_read(start, width, n, k)] != vval(key, n)) rd_ok = 0;
+            const int start = fmhai_vt8_kstep_start(kq, vr), width = fmhai_vt8_kstep_width(kq);
+            for (int n = 0; n < vr; ++n)
+                if (g_vt[desc_read(start, width, n, k)] != (n < hd ? vval(key, n) : 0x38)) rd_ok = 0;
         }
     for (int key = 0; key < bn; ++key)
         if (seen[key] != 1) perm_ok = 0;
-    snprintf(name, sizeof(name), "hd %d bn %d: P's key order is a permutation of each k-step, kpos its inverse", hd, bn);
+    snprintf(name, sizeof(name), "hd %d vr %d bn %d: P's key order is a permutation of each k-step, kpos its inverse",
+             hd, vr, bn);
     CHECK(perm_ok, name);
-    snprintf(name, sizeof(name), "hd %d bn %d: the P V descriptors read V[key][d] for P's key of every byte", hd, bn);
+    snprintf(name, sizeof(name), "hd %d vr %d bn %d: the P V descriptors read V[key][d] for P's key of every byte "
+             "(and 1.0 in the ones rows)", hd, vr, bn);
     CHECK(rd_ok, name);
 }
 
@@ -273,10 +284,12 @@ int main(void)
 {
     CHECK(FMHAI_VT8_ROWB(64) == 128 && FMHAI_VT8_ROWB(128) == 128 && FMHAI_VT8_ROWB(192) == 192,
           "V^T bytes a d row: 128 up to 128 keys, 192 at 192");
-    run(128, 64);
-    run(128, 128);
-    run(128, 192);
-    run(256, 64);
+    run(128, 128, 64);
+    run(128, 128, 128);
+    run(128, 128, 192);
+    run(256, 256, 64);
+    run(128, 136, 128);   /* FMHAI_FWD90_VFOLD */
+    run(128, 136, 192);
     banks(128);
     banks128(128, 128);
     banks128(128, 192);

@@ -373,20 +373,18 @@ FMHAI_DEVICE fmhai_smem_t fmhai_fwd90_bias_lane(fmhai_smem_t slot, int wrow0, in
  * max and sum) and returns O's factor per row in oa; after the P V product
  * has completed, fmhai_fwd90_rescale_pack rescales O and packs P into the
  * A fragments of the next P V. */
-FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, float *row_sum,
-                                      const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
-                                      int s_q, int s_k, float slope, int t, int BN, int LAZY,
-                                      int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
-                                      const uint32_t (*bw)[FMHAI_FWD90_MAX_BN / 8], fmhai_smem_t sbias, int BM,
-                                      float scale_log2, float softcap_pre, const float *kds, float vratio,
-                                      float *lse_sum)
+/* (the logits of the scores: descales, soft cap, ALiBi or bias, mask) */
+FMHAI_DEVICE void fmhai_fwd90_logits(float *acc_s, const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n,
+                                     int m0, int row0, int s_q, int s_k, float slope, int t, int BN, int SOFTCAP,
+                                     int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
+                                     const uint32_t (*bw)[FMHAI_FWD90_MAX_BN / 8], fmhai_smem_t sbias, int BM,
+                                     float scale_log2, float softcap_pre, const float *kds)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
     /* a bias alone from shared memory folds into the raw scores (in units
      * of the softmax scale: one FFMA an element), the scale staying in the
      * exponent as without a bias (fmhai_fwd90_sl2) */
     const int FOLD = BIAS && !SOFTCAP && !ALIBI && sbias;
-    const float sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, sbias != 0u, scale_log2);
     /* ---- per-key K descales (paged FP8): score column c times kds[c] ------ */
     if (kds) {
 #pragma unroll
@@ -458,6 +456,20 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
                 }
         }
     }
+}
+
+FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, float *row_sum,
+                                      const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n, int m0, int row0,
+                                      int s_q, int s_k, float slope, int t, int BN, int LAZY,
+                                      int SOFTCAP, int ALIBI, int BIAS, const char *bias_rows, int BIAS_PRE,
+                                      const uint32_t (*bw)[FMHAI_FWD90_MAX_BN / 8], fmhai_smem_t sbias, int BM,
+                                      float scale_log2, float softcap_pre, const float *kds, float vratio,
+                                      float *lse_sum)
+{
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    const float sl2 = fmhai_fwd90_sl2(SOFTCAP, ALIBI, BIAS, sbias != 0u, scale_log2);
+    fmhai_fwd90_logits(acc_s, p, W, n, m0, row0, s_q, s_k, slope, t, BN, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE,
+                       bw, sbias, BM, scale_log2, softcap_pre, kds);
 
     /* ---- online softmax (base 2) ----------------------------------------- */
     /* oa: O's factor per row, alpha (times the V reference ratio). LAZY
@@ -545,6 +557,86 @@ FMHAI_DEVICE void fmhai_fwd90_rescale_pack(float *acc_s, float *acc_o, uint32_t 
         pa[kp][1] = fmhai_pack2(acc_s[8 * kp + 2], acc_s[8 * kp + 3], is_bf16);
         pa[kp][2] = fmhai_pack2(acc_s[8 * kp + 4], acc_s[8 * kp + 5], is_bf16);
         pa[kp][3] = fmhai_pack2(acc_s[8 * kp + 6], acc_s[8 * kp + 7], is_bf16);
+    }
+}
+
+/* QF: a tile's sums of the rounded P from O's column 128 + 2t (rows g and
+ * g + 8: acc_o[64], [66]), added to the rows' in fp32, and those columns
+ * cleared for the next tile: the tensor cores accumulate e4m3 products in
+ * fewer bits than fp32 (the lower bits of each k-step's addition are
+ * dropped), and a sum carried in them over 4k keys moved O by 1-3% (O's
+ * own columns carry the same error, but it is not shared). */
+FMHAI_DEVICE void fmhai_fwd90_qfold_take(float *sums, float *row_sum)
+{
+    row_sum[0] += sums[0];
+    row_sum[1] += sums[2];
+    sums[0] = sums[1] = sums[2] = sums[3] = 0.f;
+}
+
+/* The e4m3 softmax of the VF rows (QSUM with P's row sums in O's last 8
+ * columns: fmhai_wg_gemm_rs8, fmhai_fwd90_qfold_take), called once P V of the tile
+ * before has completed: P taken against the old running max and packed
+ * straight into the A fragments (pa), the new max reduced beside the
+ * exponentials instead of before them, so that neither waits for the
+ * other. The lazy rule (FMHAI_FWD90_LAZY) then decides: the max stays
+ * (P <= 2^8, in e4m3's range; the rounded P's own sum divides O, so how P
+ * rounds does not matter) unless the tile's exceeds it by more than 2^8, and
+ * then (a row's first visible tile; later, rarely) the row's exponentials
+ * are taken again from its scores against the new max and O and its sums
+ * are rescaled (only where a row of the warp moved). Measured on its way
+ * (bench/RESULTS.md, session 34): the row max ahead of the exponentials
+ * cost the kernel 9% of its speed, O's rescale with an exact max 5% more.
+ * lse_sum: the unrounded sum, the LSE's. */
+FMHAI_DEVICE void fmhai_fwd90_softmax8e(const float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max,
+                                        float *row_sum, float *lse_sum, int HD, int BN, float sl2)
+{
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    float alpha[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+        /* pa[kq][r]: row g / g + 8 (r % 2 = hf), keys 0-15 / 16-31 (r / 2)
+         * of k-step kq, as fmhai_fwd90_rescale_pack packs them */
+        const float m_old = row_max[hf], ms0 = m_old == NEG_INF ? 0.f : m_old * sl2;
+        float mx = m_old, sum = 0.f;
+#pragma unroll
+        for (int kq = 0; kq < BN / 32; ++kq)
+#pragma unroll
+            for (int rr = 0; rr < 2; ++rr) {
+                const float *x = acc_s + 4 * (4 * kq + 2 * rr) + 2 * hf;
+                mx = fmaxf(mx, fmaxf(fmaxf(x[0], x[1]), fmaxf(x[4], x[5])));
+                const float e0 = fmhai_exp2(__fmaf_rn(x[0], sl2, -ms0)), e1 = fmhai_exp2(__fmaf_rn(x[1], sl2, -ms0));
+                const float e4 = fmhai_exp2(__fmaf_rn(x[4], sl2, -ms0)), e5 = fmhai_exp2(__fmaf_rn(x[5], sl2, -ms0));
+                sum += (e0 + e1) + (e4 + e5);
+                pa[kq][2 * rr + hf] = fmhai_pack_e4m3x4(e0, e1, e4, e5);
+            }
+        mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
+        mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+        float a = 1.f;
+        if ((mx - m_old) * sl2 > FMHAI_FWD90_LAZY) {   /* false while both are -inf (NaN) */
+            const float ms = mx * sl2;
+            a = m_old == NEG_INF ? 0.f : fmhai_exp2(ms0 - ms);
+            sum = 0.f;
+#pragma unroll
+            for (int kq = 0; kq < BN / 32; ++kq)
+#pragma unroll
+                for (int rr = 0; rr < 2; ++rr) {
+                    const float *x = acc_s + 4 * (4 * kq + 2 * rr) + 2 * hf;
+                    const float e0 = fmhai_exp2(__fmaf_rn(x[0], sl2, -ms)), e1 = fmhai_exp2(__fmaf_rn(x[1], sl2, -ms));
+                    const float e4 = fmhai_exp2(__fmaf_rn(x[4], sl2, -ms)), e5 = fmhai_exp2(__fmaf_rn(x[5], sl2, -ms));
+                    sum += (e0 + e1) + (e4 + e5);
+                    pa[kq][2 * rr + hf] = fmhai_pack_e4m3x4(e0, e1, e4, e5);
+                }
+            row_max[hf] = mx;
+        }
+        lse_sum[hf] = lse_sum[hf] * a + sum;
+        row_sum[hf] *= a;
+        alpha[hf] = a;
+    }
+    if (fmhai_count_lanes(alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+        for (int dt = 0; dt < HD / 8; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc_o[4 * dt + e] *= alpha[e / 2];
     }
 }
 
@@ -716,10 +808,10 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kv(const fmhai_fwd_params *p, fmhai_smem_t dk,
  * boxes as fmhai_fwd90_tma_kv; 0: none) and its V^T (the map: keys, d,
  * nhead_k, batch; the 128-byte swizzle of the V^T stage), keys 0..127 by
  * tma_v into the 128-byte panel and, for 192-key tiles, 128..191 by tma_v2
- * into the 64-byte one (tile/vt8_layout.h), all counted on bar. kext: V^T's
- * keys (fmhai_vt8_keys). */
+ * into the 64-byte one vr d rows on (tile/vt8_layout.h), all counted on
+ * bar. kext: V^T's keys (fmhai_vt8_keys). */
 FMHAI_DEVICE void fmhai_fwd90_tma_kvt(const fmhai_fwd_params *p, fmhai_smem_t dk, fmhai_smem_t dvt, fmhai_smem_t bar,
-                                      int tok, int key0, int kext, int hk, int b, int kblocks, int hd, int BN)
+                                      int tok, int key0, int kext, int hk, int b, int kblocks, int hd, int vr, int BN)
 {
     fmhai_mbar_expect_tx(bar, kblocks * BN * 128 + hd * BN);
     for (int c = 0; c < kblocks; ++c) fmhai_tma_load4(dk + c * BN * 128, p->tma_k, c * 128, tok, hk, b, bar);
@@ -727,7 +819,7 @@ FMHAI_DEVICE void fmhai_fwd90_tma_kvt(const fmhai_fwd_params *p, fmhai_smem_t dk
     /* a box wholly past the keys (a partial tile of at most 128 keys):
      * V^T's last 64 keys in its place, finite, under P = 0 */
     if (BN > 128)
-        fmhai_tma_load4(dvt + hd * 128, p->tma_v2, key0 + 128 < kext ? key0 + 128 : max(kext - 64, 0), 0, hk, b, bar);
+        fmhai_tma_load4(dvt + vr * 128, p->tma_v2, key0 + 128 < kext ? key0 + 128 : max(kext - 64, 0), 0, hk, b, bar);
 }
 
 /* TMA (one thread): the bias tile of query rows [m0, m0 + BM) and keys
@@ -859,8 +951,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     const int HDB = (HD * EB + 127) / 128 * 128, HVB = (HDV * EB + 127) / 128 * 128;
     const int kv_bytes = BN * HDB;
     /* FP8: V^T [HD][BN], a 128-byte panel (+ a 64-byte one for keys 128..191
-     * of a 192-key tile: tile/vt8_layout.h) */
-    const int v_bytes = FP8 ? HD * FMHAI_VT8_ROWB(BN) : BN * HVB;
+     * of a 192-key tile: tile/vt8_layout.h); VF (FMHAI_FWD90_VFOLD): 8 rows
+     * of e4m3 ones after V^T's in each panel (VR d rows), which the load
+     * warpgroup writes once */
+    const int VF = FP8 && FMHAI_FWD90_VFOLD(HD, ST, PAGING, FP8), VR = HD + (VF ? 8 : 0);
+    const int v_bytes = FP8 ? FMHAI_FWD90_VT8_STAGE(HD, BN, VF) : BN * HVB;
     const fmhai_smem_t sK = sQ + BM * HDB, sV = sK + ST * kv_bytes;
     /* paged: the page index of each row of the next two tiles [2][BN];
      * FP8: two staging tiles of V rows [2][BN][HD] instead */
@@ -925,6 +1020,14 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
              * its descales in sDs[i % 3] (read at i - 2 before the stage's
              * EMPTY wait, stored after it: tile i - 3 is done with the slot
              * then). Held across the transpose instead, they spilled. */
+            if (VF) {   /* each V^T stage's ones rows (e4m3 1.0), published with tile 0 */
+                const int p0 = 8 * 128 / 16, p1 = BN > 128 ? 8 * 64 / 16 : 0;   /* 16-byte words a panel */
+                for (int i = ltid; i < ST * (p0 + p1); i += 128) {
+                    const int st = i / (p0 + p1), w = i % (p0 + p1);
+                    const fmhai_smem_t at = sV + st * v_bytes + (w < p0 ? HD * 128 + 16 * w : VR * 128 + HD * 64 + 16 * (w - p0));
+                    asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0x38383838u));
+                }
+            }
             int32_t *sPg = (int32_t *)(smem_raw + (sStage + 2 * kv_bytes - raw));   /* [3][BN] */
             float *sDs = (float *)(sPg + 3 * BN), *sVref = sDs + 6 * BN;
             int pg_next = 0;
@@ -965,7 +1068,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (VT && ltid == 0)   /* V^T of tiles 0..2: every stage is free */
                 for (int i = 0; i < 3 && i < W.n_iters; ++i)
                     fmhai_fwd90_tma_kvt(p, 0u, sV + i * v_bytes, sBar + 32 + 8 * i, 0, (tn - i) * BN, 0, hk, S.kv_b, 0,
-                                        HD, BN);
+                                        HD, VR, BN);
             if (VT) {
                 /* V given K-major (TMA only): iteration j, tile j + 2's K
                  * once both MMA warpgroups' S has read tile j's (KEMPTY),
@@ -985,7 +1088,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                         fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % 3, ALL);   /* P V of tile j */
                         if (ltid == 0)
                             fmhai_fwd90_tma_kvt(p, 0u, sV + (j % 3) * v_bytes, sBar + 32 + 8 * (j % 3), 0,
-                                                (tn - 3 - j) * BN, 0, hk, S.kv_b, 0, HD, BN);
+                                                (tn - 3 - j) * BN, 0, hk, S.kv_b, 0, HD, VR, BN);
                     }
                 }
                 return;
@@ -1029,7 +1132,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                         FMHAI_FWD90_MARK(1, t);
                         if (TMA && t > 0) fmhai_mbar_wait(sBar + 8 * (t & 1), (t >> 1) & 1);
                         fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);   /* every thread's copies landed */
-                        fmhai_wg_vt8_transpose(sV + (t & 1) * v_bytes, sStage + (t & 1) * kv_bytes, HD, BN, ltid);
+                        fmhai_wg_vt8_transpose(sV + (t & 1) * v_bytes, sStage + (t & 1) * kv_bytes, HD, VR, BN, ltid);
                         fmhai_wg_fence_smem();
                         fmhai_fwd90_split_arrive(t & 1, 1, 256);
                         FMHAI_FWD90_MARK(2, t);
@@ -1045,10 +1148,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                  * of tile j - 1 (EMPTY), whose stage they refill. */
                 const int kext = fmhai_vt8_keys(s_k);
                 if (ltid == 0) {
-                    fmhai_fwd90_tma_kvt(p, sK, sV, sBar, 0, tn * BN, kext, hk, S.kv_b, 0, HD, BN);
+                    fmhai_fwd90_tma_kvt(p, sK, sV, sBar, 0, tn * BN, kext, hk, S.kv_b, 0, HD, VR, BN);
                     if (W.n_iters > 1)
                         fmhai_fwd90_tma_kvt(p, sK + kv_bytes, sV + v_bytes, sBar + 8, S.k_start + (tn - 1) * BN,
-                                            (tn - 1) * BN, kext, hk, S.kv_b, HDB / 128, HD, BN);
+                                            (tn - 1) * BN, kext, hk, S.kv_b, HDB / 128, HD, VR, BN);
                 }
                 for (int j = 0; j < W.n_iters; ++j) {
                     if (j == 0) fmhai_copy_wait(0);
@@ -1070,7 +1173,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                         if (ltid == 0)
                             fmhai_fwd90_tma_kvt(p, sK + st * kv_bytes, sV + st * v_bytes, sBar + 8 * (j & 1),
                                                 S.k_start + (tn - 2 - j) * BN, (tn - 2 - j) * BN, kext, hk,
-                                                S.kv_b, HDB / 128, HD, BN);
+                                                S.kv_b, HDB / 128, HD, VR, BN);
                     }
                 }
                 return;
@@ -1089,7 +1192,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 if (j >= ST) fmhai_bar_sync(FMHAI_FWD90_BAR_EMPTY + j % ST, ALL);   /* P V of tile j - 3 done */
                 FMHAI_FWD90_MARK(1, j);
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
-                fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, BN, ltid);
+                fmhai_wg_vt8_transpose(sV + (j % ST) * v_bytes, sStage + (j & 1) * kv_bytes, HD, VR, BN, ltid);
                 fmhai_wg_fence_smem();
                 fmhai_bar_sync(FMHAI_FWD90_BAR_PAGES, 128);
                 fmhai_fwd90_full_arrive(sFull3, j % ST, NWG);
@@ -1287,13 +1390,13 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     }
     fmhai_wg_setmaxnreg_inc(NWG == 3 ? 160 : FS2 ? 240 : PDS_ROWS || MIX ? 224 : 232);
 
-    float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns */
+    float acc_o[FMHAI_FWD_MAX_HD / 2];   /* HDV columns (QF: and 8 of P's row sums) */
     float row_max[2], row_sum[2];
 #pragma unroll
-    for (int i = 0; i < HDV / 2; ++i) acc_o[i] = 0.f;
+    for (int i = 0; i < HDV / 2 + (VF ? 4 : 0); ++i) acc_o[i] = 0.f;
     row_max[0] = row_max[1] = NEG_INF;
     row_sum[0] = row_sum[1] = 0.f;
-    fmhai_wg_fence_acc(acc_o, HDV / 2);   /* the zeros in place before any product is in flight */
+    fmhai_wg_fence_acc(acc_o, HDV / 2 + (VF ? 4 : 0));   /* the zeros in place before any product is in flight */
     /* FP8: the q and k descales scale the logits, v's the output (per
      * tensor, or this block's (b, hk): batch prefill leaves the strides 0) */
     float scale_log2 = p->scale_log2, softcap_pre = p->softcap_pre, o_scale = 1.f;
@@ -1381,10 +1484,22 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
      * row always has the overlap (FMHAI_FWD90_OVL). */
     const int QSUM = FMHAI_FWD90_QSUM_ROW(HD, ST, PAGING, FP8, SOFTCAP) && OVL;
     const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS_ROWS) || QSUM;
+    /* QF: the hdim-128 rows' QSUM, P's row sums in P V itself (O's columns
+     * 128..135: the V^T stages' ones rows, VF) and the softmax that packs P
+     * as it goes (fmhai_fwd90_softmax8e), so P V completes before the
+     * softmax (ptxas waited for it there all the same); QN: the hdim-256
+     * row's, an m64n8 product of ones (tsum) beside each P V k-step. HOA:
+     * O's accumulator columns, N of P V. */
+    const int QF = QSUM && VF, QN = QSUM && !VF, HOA = HDV + (QF ? 8 : 0);
+#ifdef FMHAI_PROBE_N128
+    const int HPV = HDV;
+#else
+    const int HPV = HOA;
+#endif
     const fmhai_smem_t sOnes = sStage + 2 * kv_bytes;
-    const uint64_t ones = QSUM ? fmhai_wg_desc_ones(sOnes) : 0;
+    const uint64_t ones = QN ? fmhai_wg_desc_ones(sOnes) : 0;
     float tsum[4] = { 0.f, 0.f, 0.f, 0.f }, lse_sum[2] = { 0.f, 0.f };
-    if (QSUM) {
+    if (QN) {
         if (tid < 64) fmhai_st_shared_u32(sOnes + 4 * tid, 0x38383838u);   /* e4m3 1.0 */
         fmhai_wg_fence_smem();
     }
@@ -1447,10 +1562,16 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (FS2 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         FMHAI_FWD90_BLOCK_MARK(2);
         if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, 0, BN, &vref, &vratio);
-        fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1 - k0, m0, row0, s_q, s_k, slope, t, BN, LAZY,
-                            SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
-                            softcap_pre, PDS ? sDs8 : 0, vratio, QSUM ? lse_sum : 0);
-        fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
+        if (QF) {
+            fmhai_fwd90_logits(acc_s, p, &W, W.n_hi - 1 - k0, m0, row0, s_q, s_k, slope, t, BN, SOFTCAP, ALIBI, BIAS,
+                               bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2, softcap_pre, 0);
+            fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, HDV, BN, sl2);
+        } else {
+            fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1 - k0, m0, row0, s_q, s_k, slope, t, BN,
+                                LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
+                                softcap_pre, PDS ? sDs8 : 0, vratio, QSUM ? lse_sum : 0);
+            fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY, PDS ? sDs8 + BN : 0, vinv);
+        }
         if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 1 - k0, BN, g, t);
         if (FP8 && !FS2 && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), ALL);
         if (SPLIT && ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(0), NT + 32);   /* K slot 0 read */
@@ -1479,11 +1600,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             FMHAI_FWD90_MARK(1, it);
             fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
             FMHAI_FWD90_MARK(2, it);
-            fmhai_wg_fence_acc(acc_o, HDV / 2);
-            if (QSUM) fmhai_wg_fence_acc(tsum, 4);
+            fmhai_wg_fence_acc(acc_o, HOA / 2);
+            if (QN) fmhai_wg_fence_acc(tsum, 4);
             fmhai_wg_fence();
             if (!OVL) {
-                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + vbuf * v_bytes, HD, BN);
+                if (FP8) fmhai_wg_gemm_rs8(acc_o, pa, sV + vbuf * v_bytes, HD, VR, BN);
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KLAY);
             }
             if (QREG)
@@ -1492,7 +1613,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                                   fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KLAY);
             if (OVL) {
-                if (FP8) fmhai_wg_gemm_rs8_sum(acc_o, QSUM ? tsum : 0, pa, sV + vbuf * v_bytes, HD, BN, ones);
+                if (FP8) fmhai_wg_gemm_rs8_sum(acc_o, QN ? tsum : 0, pa, sV + vbuf * v_bytes, HPV, VR, BN, ones);
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KLAY);
             }
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
@@ -1507,6 +1628,11 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_wg_wait(0);
                 /* split streams: tile it + 1's K slot is read */
                 if (SPLIT && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), NT + 32);
+            } else if (QF) {   /* S of tile it + 1 and P V of tile it done */
+                fmhai_wg_wait(0);
+                fmhai_wg_fence_acc(acc_o, HOA / 2);
+                fmhai_fwd90_qfold_take(acc_o + HDV / 2, row_sum);
+                if (it + ST < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, ALL);
             } else {      /* S of tile it + 1 done; P V of tile it may still run */
                 fmhai_wg_wait(1);
             }
@@ -1514,25 +1640,33 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
             if (FS2 && it + 1 + ST < W.n_iters) fmhai_bar_arrive(fmhai_fwd90_bar_kempty(nbuf), ALL);
             FMHAI_FWD90_MARK(4, it);
             if (PDS) vinv = fmhai_fwd90_vref(sDs8 + 6 * BN, nbuf, BN, &vref, &vratio);
-            fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
-                                BN, LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
-                                TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2, softcap_pre,
-                                PDS ? sDs8 + nbuf * 2 * BN : 0, vratio, QSUM ? lse_sum : 0);
+            if (QF) {
+                fmhai_fwd90_logits(acc_s, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t, BN, SOFTCAP, ALIBI,
+                                   BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2,
+                                   softcap_pre, 0);
+                fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, HDV, BN, sl2);
+            } else {
+                fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
+                                    BN, LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
+                                    TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2, softcap_pre,
+                                    PDS ? sDs8 + nbuf * 2 * BN : 0, vratio, QSUM ? lse_sum : 0);
+            }
             FMHAI_FWD90_MARK(5, it);
-            if (OVL) {    /* P V of tile it done: O and P's registers are free */
+            if (OVL && !QF) {    /* P V of tile it done: O and P's registers are free */
                 fmhai_wg_wait(0);
                 fmhai_wg_fence_acc(acc_o, HDV / 2);
                 /* QSUM: tile it's sum of the rounded P, in units of tile it +
                  * 1's max as O after its rescale (oa: alpha, vratio 1); one
                  * lane of the quad adds the row's whole sum */
-                if (QSUM) fmhai_fwd90_qsum_add(row_sum, tsum, oa[0], oa[1], t);
+                if (QN) fmhai_fwd90_qsum_add(row_sum, tsum, oa[0], oa[1], t);
                 /* tile it's stage is free for tile it + ST (the load
                  * warpgroup waits only for the stages it refills) */
                 if (it + (VT ? 3 : ST) < W.n_iters) fmhai_bar_arrive(FMHAI_FWD90_BAR_EMPTY + vbuf, ALL);
             }
             FMHAI_FWD90_MARK(6, it);
-            fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY,
-                                     PDS ? sDs8 + nbuf * 2 * BN + BN : 0, vinv);
+            if (!QF)
+                fmhai_fwd90_rescale_pack(acc_s, acc_o, pa, oa, t, is_bf16, HDV, BN, FP8, LAZY,
+                                         PDS ? sDs8 + nbuf * 2 * BN + BN : 0, vinv);
             FMHAI_FWD90_MARK(7, it);
             if (DROP) fmhai_fwd90_dropout(pa, p, (uint32_t)(b * p->nhead_q + h), m0 + row0, W.n_hi - 2 - it, BN, g, t);
             /* FP8: tile it + 1's K stage and (paged) descales are free for
@@ -1543,16 +1677,18 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (VT) fmhai_mbar_wait(sBar + 32 + 8 * (it % 3), (it / 3) & 1);   /* V^T of the last tile landed */
         else if (SPLIT || FS2) fmhai_fwd90_split_sync(it % ST, wg, 1, SPN);
         fmhai_bar_sync(FMHAI_FWD90_BAR_TURN + wg, 256);
-        fmhai_wg_fence_acc(acc_o, HDV / 2);
-        if (QSUM) fmhai_wg_fence_acc(tsum, 4);
+        fmhai_wg_fence_acc(acc_o, HOA / 2);
+        if (QN) fmhai_wg_fence_acc(tsum, 4);
         fmhai_wg_fence();
         if (FP8)
-            fmhai_wg_gemm_rs8_sum(acc_o, QSUM ? tsum : 0, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HD, BN, ones);
+            fmhai_wg_gemm_rs8_sum(acc_o, QN ? tsum : 0, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HPV, VR, BN,
+                                  ones);
         else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * v_bytes, HDV, BN, is_bf16, KLAY);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
         fmhai_wg_wait(0);
-        fmhai_wg_fence_acc(acc_o, HDV / 2);
-        if (QSUM) fmhai_fwd90_qsum_add(row_sum, tsum, 1.f, 1.f, t);   /* the last tile's */
+        fmhai_wg_fence_acc(acc_o, HOA / 2);
+        if (QN) fmhai_fwd90_qsum_add(row_sum, tsum, 1.f, 1.f, t);   /* the last tile's */
+        if (QF) fmhai_fwd90_qfold_take(acc_o + HDV / 2, row_sum);
     }
     if (PDS) o_scale *= vref;
     if (DROP) o_scale *= p->dropout_scale;   /* the kept elements' 256 / (256 - thr) */
@@ -1570,6 +1706,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         float sum = row_sum[hf];
         sum += fmhai_shfl_xor(sum, 1);
         sum += fmhai_shfl_xor(sum, 2);
+        if (QF) sum = row_sum[hf];   /* every lane of the quad holds the row's whole sum */
         /* QSUM: O's sum is the rounded P's, the LSE's the exact one (lsum) */
         float lsum = QSUM ? lse_sum[hf] : 0.f;
         if (QSUM) {

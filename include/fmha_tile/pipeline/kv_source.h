@@ -784,12 +784,13 @@ FMHAI_DEVICE void fmhai_vt8_panel64(fmhai_smem_t dst1, fmhai_smem_t stage, int s
 }
 
 /* The staged [bn][hd] e4m3 V rows of a key tile as V^T at dst (bn 64, 128
- * or 192; tile/vt8_layout.h), by the load warpgroup's 128 threads. */
-FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, int hd, int bn, int tid)
+ * or 192; a stage of vr d rows: tile/vt8_layout.h), by the load
+ * warpgroup's 128 threads. */
+FMHAI_DEVICE void fmhai_wg_vt8_transpose(fmhai_smem_t dst, fmhai_smem_t stage, int hd, int vr, int bn, int tid)
 {
     asm volatile("" : "+r"(dst), "+r"(stage), "+r"(tid));
     fmhai_vt8_panel128(dst, stage, bn, hd, bn > 128 ? 128 : bn, tid);
-    if (bn > 128) fmhai_vt8_panel64(dst + hd * 128, stage + 128 * 128, bn, hd, tid);
+    if (bn > 128) fmhai_vt8_panel64(dst + vr * 128, stage + 128 * 128, bn, hd, tid);
 }
 
 /* ---- e4m3 K/V widened to f16 in place (bf16 queries on e4m3 pages) ------

@@ -363,7 +363,8 @@
  * [2][bn] int32; fp8: [3][bn] int32, descales [3][K,V][bn] and V references
  * [3][4] fp32). */
 #define FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, st, pg, vec, kv8)                             \
-    (((kv8) ? ((bm) + (st) * (bn) + (st) * FMHAI_VT8_ROWB(bn) + 2 * (bn)) * (hd)                \
+    (((kv8) ? ((bm) + (st) * (bn) + 2 * (bn)) * (hd) +                                        \
+                  (st) * FMHAI_FWD90_VT8_STAGE(hd, bn, FMHAI_FWD90_VFOLD(hd, st, pg, kv8))        \
             : FMHAI_FWD_SMEM_BYTES(hd, hdv, bm, bn, st)) + 1152 +                            \
      ((pg) > 0 ? ((kv8) ? 4 * (9 * (bn) + 12) : 2 * 4 * (bn)) : 0) +                          \
      FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8))
@@ -376,6 +377,16 @@
 #endif
 #define FMHAI_FWD90_SMEM_Q16(hd, hdv, bm, bn, st, pg) \
     FMHAI_FWD_SMEM_SM90A(hd, hdv, bm, bn, FMHAI_FWD90_MIX_ST(hd, st), pg, 0, 0)
+/* VFOLD: the contiguous e4m3 hdim-128 rows, whose V^T stages hold 8 rows
+ * of e4m3 ones after V^T's 128 in each panel (tile/vt8_layout.h), so that
+ * P V is one m64n136 product a k-step whose last 8 columns are P's row
+ * sums (QSUM below, pipeline/fwd_sm90.h; three stages or more: the
+ * two-stage rows' V^T given takes a third stage where the staging tiles
+ * are); a stage rounded up to the 1024
+ * bytes of a swizzle atom: 17 KB at 128 keys, 26 at 192 (was 16 and 24). */
+#define FMHAI_FWD90_VFOLD(hd, st, pg, kv8) ((kv8) && (pg) == 0 && (hd) == 128 && (st) >= 3)
+#define FMHAI_FWD90_VT8_STAGE(hd, bn, fold) \
+    ((fold) ? (((hd) + 8) * FMHAI_VT8_ROWB(bn) + 1023) / 1024 * 1024 : (hd) * FMHAI_VT8_ROWB(bn))
 /* the contiguous e4m3 hdim-256 row of 2 stages: 256 bytes of e4m3 ones
  * after its staging tiles (P's row sums on the tensor cores where
  * FMHAI_FWD90_QSUM_ON, QSUM in pipeline/fwd_sm90.h) */
@@ -388,7 +399,7 @@
 #define FMHAI_FWD90_QSUM_ON 1
 #endif
 #define FMHAI_FWD90_QSUM_ROW(hd, st, pg, kv8, sc) \
-    (FMHAI_FWD90_QSUM_ON && FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8) > 0 && !(sc))
+    (FMHAI_FWD90_QSUM_ON && (FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8) > 0 || FMHAI_FWD90_VFOLD(hd, st, pg, kv8)) && !(sc))
 /* A row's shared memory with its bias column (bias 1: a BIAS row): the
  * Hopper pipeline adds a [BM][BN] 16-bit bias slot a stage where it
  * carries the bias (the 16-bit contiguous forward up to hdim 128). */

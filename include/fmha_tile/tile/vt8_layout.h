@@ -18,7 +18,9 @@
  * c ^ (r % 8), eight rows (1024 bytes) an atom, read through a 128-byte
  * swizzle descriptor whose start moves 32 bytes a k-step (a key tile of 64
  * fills half of each row). Keys 128..191 of a 192-key tile sit in a second
- * panel hd * 128 bytes on, of 64-byte rows (d row dd at dd * 64) with the
+ * panel vr * 128 bytes on (vr: the stage's d rows, hd, or hd + 8 where 8
+ * rows of e4m3 ones follow V^T's in each panel: FMHAI_FWD90_VFOLD in
+ * policy/fwd_tiles.h), of 64-byte rows (d row dd at dd * 64) with the
  * 64-byte swizzle: chunk c of row r at chunk c ^ ((r / 2) % 4), i.e. byte
  * offset bits 4-5 XOR bits 7-8, eight rows (512 bytes) an atom; k-steps 4
  * and 5 read it through a 64-byte swizzle descriptor (SBO 512), the second
@@ -29,8 +31,8 @@
  *   FMHAI_VT8_ROWB(bn)            bytes of V^T a d row: 128, or 192 (bn > 128)
  *   fmhai_vt8_keys(s_k)           keys of a d row of V^T given in global memory
  *   fmhai_vt8_kpos(key)           byte of key's slot in its row's logical order
- *   fmhai_vt8_off(dd, key, hd)    byte offset of (d row dd, tile key) in a stage
- *   fmhai_vt8_kstep_start(kq, hd) where k-step kq's descriptor starts (bytes
+ *   fmhai_vt8_off(dd, key, vr)    byte offset of (d row dd, tile key) in a stage
+ *   fmhai_vt8_kstep_start(kq, vr) where k-step kq's descriptor starts (bytes
  *                                 from the stage) and _width(kq) its swizzle
  *   the transpose's lane mapping and its load and store addresses
  *                                 (fmhai_vt8_lane128 / _lane64, _srow, _ld,
@@ -62,18 +64,18 @@ FMHAI_VT8_FN int fmhai_vt8_kpos(int key)
     return key - q + 4 * ((q % 8) / 2) + (q & 1) + 2 * (q / 8);
 }
 
-/* byte offset of (d row dd, tile key) in a V^T stage of head dim hd */
-FMHAI_VT8_FN int fmhai_vt8_off(int dd, int key, int hd)
+/* byte offset of (d row dd, tile key) in a V^T stage of vr d rows */
+FMHAI_VT8_FN int fmhai_vt8_off(int dd, int key, int vr)
 {
     const int b = fmhai_vt8_kpos(key);
     if (b < 128) return dd * 128 + ((((b >> 4) ^ dd) & 7) << 4) + (b & 15);
-    return hd * 128 + dd * 64 + (((((b - 128) >> 4) ^ (dd >> 1)) & 3) << 4) + (b & 15);
+    return vr * 128 + dd * 64 + (((((b - 128) >> 4) ^ (dd >> 1)) & 3) << 4) + (b & 15);
 }
 
 /* k-step kq (32 keys) of the P V product: its descriptor's start in bytes
  * from the stage (the swizzle applies to the address, so a start 32 bytes
  * into a 1024- or 512-aligned atom reads the row's second 32 bytes) */
-FMHAI_VT8_FN int fmhai_vt8_kstep_start(int kq, int hd) { return kq < 4 ? 32 * kq : hd * 128 + 32 * (kq - 4); }
+FMHAI_VT8_FN int fmhai_vt8_kstep_start(int kq, int vr) { return kq < 4 ? 32 * kq : vr * 128 + 32 * (kq - 4); }
 FMHAI_VT8_FN int fmhai_vt8_kstep_width(int kq) { return kq < 4 ? 128 : 64; }
 
 /* ---- the transpose (fmhai_wg_vt8_transpose) ---------------------------------

@@ -36,6 +36,7 @@
  *   fmhai_wg_mma_ss_kk_n{64,80,128,192}     d[64xN] (+)= A B^T, A and B K-major
  *                                           in shared memory
  *   fmhai_wg_mma_ss_tt_n{32,64}             d[64xN] (+)= A B, A and B MN-major
+ *   fmhai_wg_mma_rs8_n136                   e4m3 P V and P's row sums
  *   fmhai_wg_mma_rs_n{64,128,256}           d += A B, A in registers (the
  *                                           mma.sync m16n8k16 A fragment of
  *                                           the warp's 16 rows), B MN-major
@@ -313,6 +314,17 @@ FMHAI_DEVICE void fmhai_wg_setmaxnreg_dec(int n)   /* 24, 40, 56, 72 or 32 */
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" "}"
 
 
+/* m64n136 (e4m3 P V with 8 columns of P's row sums: fmhai_wg_gemm_rs8) */
+#define FMHAI_WG_ACC68(d) \
+    FMHAI_WG_ACC64(d), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+
+#define FMHAI_WG_REGS68 \
+    "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" ", " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" ", " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" ", " \
+    "%64, %65, %66, %67" "}"
+
 #define FMHAI_WG_ACC96(d) FMHAI_WG_ACC64(d), FMHAI_WG_ACC32((d + 64))
 
 #define FMHAI_WG_REGS96 \
@@ -547,6 +559,16 @@ FMHAI_DEVICE void fmhai_wg_mma_rs_n128(float *d, const uint32_t *a, uint64_t b_d
     (void)d; (void)a; (void)b_desc; (void)accumulate; (void)ty; (void)b_kmajor;
 #endif
 }
+/* e4m3 only: V^T's 128 d rows and 8 rows of ones (fmhai_wg_gemm_rs8) */
+FMHAI_DEVICE void fmhai_wg_mma_rs8_n136(float *d, const uint32_t *a, uint64_t b_desc, int accumulate)
+{
+#if defined(FMHAI_DEVICE_HAS_SM90A)
+    FMHAI_WG_RS8_ASM("m64n136k32", FMHAI_WG_REGS68, FMHAI_WG_ACC68, "{%68, %69, %70, %71}", "72", "73",
+                     d, a, b_desc, accumulate);
+#else
+    (void)d; (void)a; (void)b_desc; (void)accumulate;
+#endif
+}
 FMHAI_DEVICE void fmhai_wg_mma_rs_n256(float *d, const uint32_t *a, uint64_t b_desc, int accumulate, int ty,
                                        int b_kmajor)
 {
@@ -703,22 +725,27 @@ FMHAI_DEVICE uint64_t fmhai_wg_desc_ones(fmhai_smem_t ones) { return fmhai_wg_de
  * order need not be the keys' order: the V^T loader stores the keys of each
  * k-step in the order the score accumulator hands them over
  * (fmhai_wg_vt8_transpose).
+ * vr: the stage's d rows (the second panel vr * 128 bytes on); N = 136 with
+ * vr = 136, hdim 128 and the stage's 8 rows of e4m3 ones
+ * (FMHAI_FWD90_VFOLD: policy/fwd_tiles.h), so that acc columns 128..135
+ * (acc[64..67]) take P's row sums in the product itself.
  * With sum given (fmhai_wg_gemm_rs8_sum), also P's row sums into sum[4]
  * (set, not added: an m64n8 of ones beside each k-step; sum[0] row g,
  * sum[2] row g + 8), in the same commit group. */
 FMHAI_DEVICE void fmhai_wg_gemm_rs8_sum(float *acc, float *sum, const uint32_t (*a)[4], fmhai_smem_t b, int N,
-                                        int K, uint64_t ones)
+                                        int vr, int K, uint64_t ones)
 {
     const uint64_t d0 = fmhai_wg_desc(b, 16, 1024);
-    const uint64_t d1 = fmhai_wg_desc_mode(b + N * 128, 16, 512, 2);
+    const uint64_t d1 = fmhai_wg_desc_mode(b + vr * 128, 16, 512, 2);
 #pragma unroll
     for (int kq = 0; kq < K / 32; ++kq) {
         /* the k-step's start (fmhai_vt8_kstep_start), as an offset of its
          * panel's descriptor */
-        const int at = fmhai_vt8_kstep_start(kq, N);
+        const int at = fmhai_vt8_kstep_start(kq, vr);
         const uint64_t dk = fmhai_vt8_kstep_width(kq) == 128 ? fmhai_wg_desc_add(d0, (uint32_t)at)
-                                                             : fmhai_wg_desc_add(d1, (uint32_t)(at - N * 128));
+                                                             : fmhai_wg_desc_add(d1, (uint32_t)(at - vr * 128));
         if (N == 256) fmhai_wg_mma_rs_n256(acc, a[kq], dk, 1, 2, 1);
+        else if (N == 136) fmhai_wg_mma_rs8_n136(acc, a[kq], dk, 1);
         else if (N == 128) fmhai_wg_mma_rs_n128(acc, a[kq], dk, 1, 2, 1);
         else fmhai_wg_mma_rs_n64(acc, a[kq], dk, 1, 2, 1);
         if (sum) fmhai_wg_mma_rs8_n8(sum, a[kq], ones, kq > 0);
@@ -726,9 +753,9 @@ FMHAI_DEVICE void fmhai_wg_gemm_rs8_sum(float *acc, float *sum, const uint32_t (
     fmhai_wg_commit();
 }
 
-FMHAI_DEVICE void fmhai_wg_gemm_rs8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int K)
+FMHAI_DEVICE void fmhai_wg_gemm_rs8(float *acc, const uint32_t (*a)[4], fmhai_smem_t b, int N, int vr, int K)
 {
-    fmhai_wg_gemm_rs8_sum(acc, 0, a, b, N, K, 0);
+    fmhai_wg_gemm_rs8_sum(acc, 0, a, b, N, vr, K, 0);
 }
 
 #endif /* FMHA_PLATFORM_NVIDIA */
