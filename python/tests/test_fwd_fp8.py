@@ -10,7 +10,7 @@ views). The references get stored * descale.
 The kernel rounds each key tile's P (relative to the running row maximum, the
 tiles from the last visible one down) to e4m3 before P V. Most kernels keep
 the exact running maximum and divide O by the unrounded P's sum; the plan's
-"p8_qsum" kernels (hdim 256 without a soft cap) keep a lazy maximum (it moves
+"p8_qsum" kernels (contiguous, without a soft cap) keep a lazy maximum (it moves
 only by more than 2^8) and divide O by the rounded P's sum, the LSE still
 taking the unrounded one. reference_p8() does the same arithmetic in float64
 with the plan's tile_n and p8_qsum, so O must be within the bf16 tolerance

@@ -389,8 +389,8 @@ static void run(const cfg *c, cudaStream_t st, uint64_t seed)
                     double sabs;
                     int cc, empty;
                     /* the kernel's running max and row sum (its info's
-                     * p8_qsum: the hdim-256 row of 2 stages without a soft
-                     * cap takes the lazy max, O over the rounded P's sum); a
+                     * p8_qsum: the contiguous rows without a soft cap take
+                     * the lazy max, O over the rounded P's sum); a
                      * build's FMHAI_FWD90_LAZY_ON may make other rows lazy */
                     fmha_ref_p8_qsum(&rp, plan.kernel->p8_qsum);
                     if (FMHAI_FWD90_LAZY_ON(plan.kernel->hdim, 1, 0)) rp.p8_lazy = 8.0 * 0.6931471805599453;

@@ -293,9 +293,12 @@ typedef struct fmha_ref_fwd {
     const float *p8_vscale;
     /* fmha_ref_fwd_row_p8 only: 0, the running max is each tile's; > 0
      * (natural-log units), it moves only when a tile's max exceeds it by
-     * more than this, as the Hopper kernels' lazy max at hdim 256 does
-     * (FMHAI_FWD90_LAZY, 8 in log2 units: 8 ln 2); P is then rounded
-     * relative to the old max (P < e^p8_lazy). */
+     * more than this, as the Hopper kernels' lazy max does
+     * (FMHAI_FWD90_LAZY, 8 in log2 units: 8 ln 2; the hdim-128 kernels
+     * read it off the rounded P, which reaches 2^8 from 2^7.95 on, a
+     * sliver where kernel and reference may move the max apart, each
+     * softmax as right as the other); P is then rounded relative to the
+     * old max (P < e^p8_lazy). */
     double p8_lazy;
     /* fmha_ref_fwd_row_p8 only: 0, O is divided by the sum of the unrounded
      * P; 1, by the sum of the rounded P (the e4m3 kernels' QSUM, which

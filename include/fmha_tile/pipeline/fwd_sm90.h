@@ -124,8 +124,10 @@
  * nearly one-hot row: test_fwd_fp8's peak problem at hdim 256 came out
  * 1.64e-2 rel-L2 from the unrounded softmax with the lazy max against
  * 5.7e-3 with the exact one (bench/RESULTS.md, session 11), though it was
- * 4-7% faster. A build may predefine the macro (the FP8 tests' reference
- * follows it: p8_lazy). */
+ * 4-7% faster; the e4m3 rows that divide O by the rounded P's own sum
+ * (QSUM) take it (the hdim-128 ones as the rounded P reads it,
+ * fmhai_fwd90_softmax8e, always 2^8). A build may predefine the macro (the
+ * FP8 tests' reference follows it: p8_lazy). */
 #ifndef FMHAI_FWD90_LAZY
 #define FMHAI_FWD90_LAZY 8.f
 #endif
@@ -573,62 +575,80 @@ FMHAI_DEVICE void fmhai_fwd90_qfold_take(float *sums, float *row_sum)
     sums[0] = sums[1] = sums[2] = sums[3] = 0.f;
 }
 
+/* One row half (hf: row g or g + 8) of an e4m3 tile's P against ms (the
+ * max in units of the exponent), packed into the A fragments as
+ * fmhai_fwd90_rescale_pack packs them (pa[kq][r]: r % 2 = hf, keys 0-15 /
+ * 16-31 of k-step kq by r / 2); the unrounded sum where LSE, and in *big
+ * the OR of every packed word + 0x08 a byte: bit 7 of a byte set where a
+ * code reached 0x78 (P >= 2^8 after rounding; P >= 0 and at most 0x7f, so
+ * no byte carries into the next). */
+FMHAI_DEVICE float fmhai_fwd90_p8_row(const float *acc_s, uint32_t (*pa)[4], int hf, float ms, float sl2, int BN,
+                                      int LSE, uint32_t *big)
+{
+    float sum = 0.f;
+    uint32_t b = 0u;
+#pragma unroll
+    for (int kq = 0; kq < BN / 32; ++kq)
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+            const float *x = acc_s + 4 * (4 * kq + 2 * rr) + 2 * hf;
+            /* (an explicit FFMA: else the compiler shares x * sl2 between
+             * this and the retake, an FMUL and an FADD where one FFMA was) */
+            const float e0 = fmhai_exp2(__fmaf_rn(x[0], sl2, -ms)), e1 = fmhai_exp2(__fmaf_rn(x[1], sl2, -ms));
+            const float e4 = fmhai_exp2(__fmaf_rn(x[4], sl2, -ms)), e5 = fmhai_exp2(__fmaf_rn(x[5], sl2, -ms));
+            if (LSE) sum += (e0 + e1) + (e4 + e5);
+            const uint32_t w = fmhai_pack_e4m3x4(e0, e1, e4, e5);
+            pa[kq][2 * rr + hf] = w;
+            b |= w + 0x08080808u;
+        }
+    *big = b;
+    return sum;
+}
+
 /* The e4m3 softmax of the VF rows (QSUM with P's row sums in O's last 8
- * columns: fmhai_wg_gemm_rs8, fmhai_fwd90_qfold_take), called once P V of the tile
- * before has completed: P taken against the old running max and packed
- * straight into the A fragments (pa), the new max reduced beside the
- * exponentials instead of before them, so that neither waits for the
- * other. The lazy rule (FMHAI_FWD90_LAZY) then decides: the max stays
- * (P <= 2^8, in e4m3's range; the rounded P's own sum divides O, so how P
- * rounds does not matter) unless the tile's exceeds it by more than 2^8, and
- * then (a row's first visible tile; later, rarely) the row's exponentials
- * are taken again from its scores against the new max and O and its sums
- * are rescaled (only where a row of the warp moved). Measured on its way
- * (bench/RESULTS.md, session 34): the row max ahead of the exponentials
- * cost the kernel 9% of its speed, O's rescale with an exact max 5% more.
- * lse_sum: the unrounded sum, the LSE's. */
+ * columns: fmhai_wg_gemm_rs8, fmhai_fwd90_qfold_take), called once P V of
+ * the tile before has completed: P taken against the running max as it
+ * stands and packed straight into the A fragments, with no row max ahead
+ * of the exponentials. The lazy rule then reads the packed P: the max
+ * stays unless a P reached 2^8 (FMHAI_FWD90_LAZY: P <= 2^8 is in e4m3's
+ * range, and the rounded P's own sum divides O, so how P rounds does not
+ * matter) or the row has seen no key yet; then (a row's first visible
+ * tile, later rarely) the row's max is reduced, its P taken again from
+ * its scores against it, and O and the sums rescaled (only where a row of
+ * the warp moved). The max's reduction, ahead of the exponentials, cost
+ * the kernel 9% (bench/RESULTS.md, session 34); beside them (the max of
+ * every tile, the rule as FMHAI_FWD90_LAZY reads it) 100 FMNMX a tile
+ * still took their issue slots. LSE: the unrounded sum (lse_sum, the
+ * LSE's) only where the LSE is asked for: 96 FADD a tile. */
 FMHAI_DEVICE void fmhai_fwd90_softmax8e(const float *acc_s, float *acc_o, uint32_t (*pa)[4], float *row_max,
-                                        float *row_sum, float *lse_sum, int HD, int BN, float sl2)
+                                        float *row_sum, float *lse_sum, int LSE, int HD, int BN, float sl2)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
     float alpha[2];
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-        /* pa[kq][r]: row g / g + 8 (r % 2 = hf), keys 0-15 / 16-31 (r / 2)
-         * of k-step kq, as fmhai_fwd90_rescale_pack packs them */
         const float m_old = row_max[hf], ms0 = m_old == NEG_INF ? 0.f : m_old * sl2;
-        float mx = m_old, sum = 0.f;
-#pragma unroll
-        for (int kq = 0; kq < BN / 32; ++kq)
-#pragma unroll
-            for (int rr = 0; rr < 2; ++rr) {
-                const float *x = acc_s + 4 * (4 * kq + 2 * rr) + 2 * hf;
-                mx = fmaxf(mx, fmaxf(fmaxf(x[0], x[1]), fmaxf(x[4], x[5])));
-                const float e0 = fmhai_exp2(__fmaf_rn(x[0], sl2, -ms0)), e1 = fmhai_exp2(__fmaf_rn(x[1], sl2, -ms0));
-                const float e4 = fmhai_exp2(__fmaf_rn(x[4], sl2, -ms0)), e5 = fmhai_exp2(__fmaf_rn(x[5], sl2, -ms0));
-                sum += (e0 + e1) + (e4 + e5);
-                pa[kq][2 * rr + hf] = fmhai_pack_e4m3x4(e0, e1, e4, e5);
-            }
-        mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
-        mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+        uint32_t big;
+        float sum = fmhai_fwd90_p8_row(acc_s, pa, hf, ms0, sl2, BN, LSE, &big);
+        uint32_t grow = (big & 0x80808080u) | (m_old == NEG_INF);
+        grow |= __shfl_xor_sync(0xffffffffu, grow, 1);   /* the row's four lanes decide together */
+        grow |= __shfl_xor_sync(0xffffffffu, grow, 2);
         float a = 1.f;
-        if ((mx - m_old) * sl2 > FMHAI_FWD90_LAZY) {   /* false while both are -inf (NaN) */
-            const float ms = mx * sl2;
-            a = m_old == NEG_INF ? 0.f : fmhai_exp2(ms0 - ms);
-            sum = 0.f;
+        if (__any_sync(0xffffffffu, grow)) {   /* (the whole warp: the max's shuffles) */
+            float mx = m_old;
 #pragma unroll
-            for (int kq = 0; kq < BN / 32; ++kq)
-#pragma unroll
-                for (int rr = 0; rr < 2; ++rr) {
-                    const float *x = acc_s + 4 * (4 * kq + 2 * rr) + 2 * hf;
-                    const float e0 = fmhai_exp2(__fmaf_rn(x[0], sl2, -ms)), e1 = fmhai_exp2(__fmaf_rn(x[1], sl2, -ms));
-                    const float e4 = fmhai_exp2(__fmaf_rn(x[4], sl2, -ms)), e5 = fmhai_exp2(__fmaf_rn(x[5], sl2, -ms));
-                    sum += (e0 + e1) + (e4 + e5);
-                    pa[kq][2 * rr + hf] = fmhai_pack_e4m3x4(e0, e1, e4, e5);
-                }
-            row_max[hf] = mx;
+            for (int nt = 0; nt < BN / 8; ++nt)
+                mx = fmaxf(mx, fmaxf(acc_s[4 * nt + 2 * hf], acc_s[4 * nt + 2 * hf + 1]));
+            mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
+            mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+            if (grow && mx != NEG_INF) {
+                const float ms = mx * sl2;
+                a = m_old == NEG_INF ? 0.f : fmhai_exp2(ms0 - ms);
+                sum = fmhai_fwd90_p8_row(acc_s, pa, hf, ms, sl2, BN, LSE, &big);
+                row_max[hf] = mx;
+            }
         }
-        lse_sum[hf] = lse_sum[hf] * a + sum;
+        if (LSE) lse_sum[hf] = lse_sum[hf] * a + sum;
         row_sum[hf] *= a;
         alpha[hf] = a;
     }
@@ -1470,32 +1490,30 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
     /* (FS2 with a soft cap: without the overlap it spilled 20 bytes less
      * and ran 4-5% faster, H100) */
     const int OVL = FMHAI_FWD90_OVL(FP8, HD, BIAS, SOFTCAP) && !SPLIT && !(FS2 && SOFTCAP);
-    /* QSUM (the row: FMHAI_FWD90_QSUM_ROW, policy/fwd_tiles.h): the
-     * contiguous e4m3 hdim-256 row without a soft cap on the lazy max, with
-     * O's row sum that of the rounded P, from the tensor cores (P times 256
-     * bytes of e4m3 ones after the staging tiles, an m64n8 beside each P V
-     * k-step, tsum), so that O's numerator and sum agree however P rounds
-     * (with the exact sum a nearly one-hot row's O took the top P's
-     * rounding, up to 2^-4, at P up to 2^8: why the other e4m3 rows keep
-     * the exact max); the LSE keeps the exact sum (lse_sum). Measured
-     * +1.5-5% with V^T given, level with V rows (bench/RESULTS.md, session
-     * 21). The kernel info says so (p8_qsum) and every e4m3 reference
-     * follows it (fmha_ref_fwd.p8_qsum; the Python plan's "p8_qsum"). The
-     * row always has the overlap (FMHAI_FWD90_OVL). */
+    /* QSUM (the rows: FMHAI_FWD90_QSUM_ROW, policy/fwd_tiles.h): the
+     * contiguous e4m3 rows without a soft cap on the lazy max, with O's row
+     * sum that of the rounded P, from the tensor cores, so that O's
+     * numerator and sum agree however P rounds (with the exact sum a nearly
+     * one-hot row's O took the top P's rounding, up to 2^-4, at P up to
+     * 2^8: why the other e4m3 rows keep the exact max); the LSE keeps the
+     * exact sum (lse_sum). hdim 256 measured +1.5-5% with V^T given, level
+     * with V rows (bench/RESULTS.md, session 21); hdim 128, with its own
+     * softmax (QF below), +5-8% (session 35). The kernel info says so
+     * (p8_qsum) and every e4m3 reference follows it (fmha_ref_fwd.p8_qsum;
+     * the Python plan's "p8_qsum"). The rows always have the overlap
+     * (FMHAI_FWD90_OVL). */
     const int QSUM = FMHAI_FWD90_QSUM_ROW(HD, ST, PAGING, FP8, SOFTCAP) && OVL;
     const int LAZY = FMHAI_FWD90_LAZY_ON(HDV, FP8, PDS_ROWS) || QSUM;
     /* QF: the hdim-128 rows' QSUM, P's row sums in P V itself (O's columns
-     * 128..135: the V^T stages' ones rows, VF) and the softmax that packs P
-     * as it goes (fmhai_fwd90_softmax8e), so P V completes before the
-     * softmax (ptxas waited for it there all the same); QN: the hdim-256
-     * row's, an m64n8 product of ones (tsum) beside each P V k-step. HOA:
-     * O's accumulator columns, N of P V. */
+     * 128..135: the V^T stages' ones rows, VF; taken out each tile,
+     * fmhai_fwd90_qfold_take) and the softmax that packs P as it goes
+     * (fmhai_fwd90_softmax8e), so P V completes before the softmax (ptxas
+     * waited for it there all the same). As an m64n8 product of ones
+     * beside each k-step (QN: the hdim-256 row's, 256 bytes of ones after
+     * the staging tiles, tsum) it cost hdim 128 3-14% (session 34): six
+     * more products a tile, against P V's 136 columns for 128. HOA: O's
+     * accumulator columns, N of P V. */
     const int QF = QSUM && VF, QN = QSUM && !VF, HOA = HDV + (QF ? 8 : 0);
-#ifdef FMHAI_PROBE_N128
-    const int HPV = HDV;
-#else
-    const int HPV = HOA;
-#endif
     const fmhai_smem_t sOnes = sStage + 2 * kv_bytes;
     const uint64_t ones = QN ? fmhai_wg_desc_ones(sOnes) : 0;
     float tsum[4] = { 0.f, 0.f, 0.f, 0.f }, lse_sum[2] = { 0.f, 0.f };
@@ -1565,7 +1583,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (QF) {
             fmhai_fwd90_logits(acc_s, p, &W, W.n_hi - 1 - k0, m0, row0, s_q, s_k, slope, t, BN, SOFTCAP, ALIBI, BIAS,
                                bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2, softcap_pre, 0);
-            fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, HDV, BN, sl2);
+            if (p->lse) fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, 1, HDV, BN, sl2);
+            else fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, 0, HDV, BN, sl2);
         } else {
             fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 1 - k0, m0, row0, s_q, s_k, slope, t, BN,
                                 LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl : 0u, BM, scale_log2,
@@ -1613,7 +1632,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_wg_gemm_abt(acc_s, fmhai_opaque_smem(sQ + wg * 64 * 128), BM,
                                   fmhai_opaque_smem(sK + nbuf * kv_bytes), BN, HDC, TY, KLAY);
             if (OVL) {
-                if (FP8) fmhai_wg_gemm_rs8_sum(acc_o, QN ? tsum : 0, pa, sV + vbuf * v_bytes, HPV, VR, BN, ones);
+                if (FP8) fmhai_wg_gemm_rs8_sum(acc_o, QN ? tsum : 0, pa, sV + vbuf * v_bytes, HOA, VR, BN, ones);
                 else fmhai_wg_gemm_rs(acc_o, pa, sV + buf * v_bytes, HDV, BN, is_bf16, KLAY);
             }
             fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);
@@ -1644,7 +1663,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 fmhai_fwd90_logits(acc_s, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t, BN, SOFTCAP, ALIBI,
                                    BIAS, bias_rows, BIAS_PRE, bw, TB ? sBl + nbuf * b_bytes : 0u, BM, scale_log2,
                                    softcap_pre, 0);
-                fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, HDV, BN, sl2);
+                if (p->lse) fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, 1, HDV, BN, sl2);
+                else fmhai_fwd90_softmax8e(acc_s, acc_o, pa, row_max, row_sum, lse_sum, 0, HDV, BN, sl2);
             } else {
                 fmhai_fwd90_softmax(acc_s, oa, row_max, row_sum, p, &W, W.n_hi - 2 - it, m0, row0, s_q, s_k, slope, t,
                                     BN, LAZY, SOFTCAP, ALIBI, BIAS, bias_rows, BIAS_PRE, bw,
@@ -1681,7 +1701,7 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
         if (QN) fmhai_wg_fence_acc(tsum, 4);
         fmhai_wg_fence();
         if (FP8)
-            fmhai_wg_gemm_rs8_sum(acc_o, QN ? tsum : 0, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HPV, VR, BN,
+            fmhai_wg_gemm_rs8_sum(acc_o, QN ? tsum : 0, pa, sV + (VT ? it % 3 : it % ST) * v_bytes, HOA, VR, BN,
                                   ones);
         else fmhai_wg_gemm_rs(acc_o, pa, sV + (it % ST) * v_bytes, HDV, BN, is_bf16, KLAY);
         fmhai_bar_arrive(FMHAI_FWD90_BAR_TURN + (wg + 1) % NWG, 256);

@@ -392,7 +392,8 @@
  * FMHAI_FWD90_QSUM_ON, QSUM in pipeline/fwd_sm90.h) */
 #define FMHAI_FWD90_ONES_BYTES(hd, st, pg, kv8) (((kv8) && (pg) == 0 && (hd) == 256 && (st) == 2) ? 256 : 0)
 /* QSUM, the rule in one place (the pipeline's QSUM and the kernel info's
- * p8_qsum read it): that row without a soft cap takes the lazy running max
+ * p8_qsum read it): those rows (the hdim-256 row of ONES_BYTES, the VFOLD
+ * rows) without a soft cap take the lazy running max
  * and divides O by the sum of the rounded P (pipeline/fwd_sm90.h says why).
  * On by default; a build may define FMHAI_FWD90_QSUM_ON to 0. */
 #ifndef FMHAI_FWD90_QSUM_ON
