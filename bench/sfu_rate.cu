@@ -7,8 +7,10 @@
  * conversions the e4m3 softmax packs P with (two f32 to e4m3x2, an f16x2
  * pair to e4m3x2) and two f32 to f16x2; FFMA as the yardstick (128 a clock
  * an SM on sm_90). Reported as instructions (per thread) a clock an SM and
- * as elements a clock an SM, in SM clocks (block 0's clock64 span: every
- * block is resident at once), so a throttled card reads the same.
+ * as elements a clock an SM, in SM clocks (each SM's clock64 span from its
+ * first block's start to its last block's end; the slowest SM's), so a
+ * throttled card reads the same. (Block 0's span alone read 8x short: the
+ * blocks of an SM do not all run at once.)
  *
  * Part 2, latency (one block an SM of 1, 2 or 3 warps a scheduler, as the
  * Hopper forward's MMA warpgroups run): cycles for one e4m3 hdim-128 tile's
@@ -27,6 +29,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define CK(x)                                                                                  \
     do {                                                                                       \
@@ -92,7 +95,14 @@ template <int OP> __global__ void rate_kernel(float *out, long long *cyc, int it
     float s = 0.f;
     for (int i = 0; i < 8; ++i) s += a[i] + __uint_as_float(h[i]);
     if (s == 12345.f) out[0] = s;   /* never true: keeps the chains */
-    if (threadIdx.x == 0 && blockIdx.x == 0) cyc[0] = clock64() - t0;
+    __syncthreads();
+    if (threadIdx.x == 0) {   /* this block's start, end and SM */
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        cyc[3 * blockIdx.x] = t0;
+        cyc[3 * blockIdx.x + 1] = clock64();
+        cyc[3 * blockIdx.x + 2] = sm;
+    }
 }
 
 /* One tile's softmax work a thread (96 scores, rows 0 / 1 alternating),
@@ -159,9 +169,14 @@ int main(void)
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, 0));
     float *d_out;
-    long long *d_cyc;
+    long long *d_cyc, *h_cyc, *sm_lo, *sm_hi;
+    const int blocks = sms * 8;
     CK(cudaMalloc(&d_out, sizeof(float)));
-    CK(cudaMalloc(&d_cyc, sizeof(long long)));
+    CK(cudaMalloc(&d_cyc, 3 * sizeof(long long) * blocks));
+    h_cyc = (long long *)malloc(3 * sizeof(long long) * blocks);
+    sm_lo = (long long *)malloc(2 * sizeof(long long) * 1024);
+    if (!h_cyc || !sm_lo) return 1;
+    sm_hi = sm_lo + 1024;
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -171,7 +186,7 @@ int main(void)
                                 rate_kernel<OP_EX2_BF16X2>,    rate_kernel<OP_EX2_F16>,
                                 rate_kernel<OP_CVT_E4M3_F32>,  rate_kernel<OP_CVT_E4M3_F16X2>,
                                 rate_kernel<OP_CVT_F16X2_F32>, rate_kernel<OP_FFMA> };
-    const int iters = 4096, blocks = sms * 8, threads = 256;
+    const int iters = 4096, threads = 256;
     const double ops = (double)blocks * threads * iters * 8;   /* instructions (a thread's) a launch */
     printf("sfu_rate: %d SMs, %d blocks of %d threads (one wave)\n", sms, blocks, threads);
     printf("%-26s %10s %8s %14s %14s\n", "instruction", "ms", "MHz", "instr/clk/SM", "elem/clk/SM");
@@ -186,9 +201,18 @@ int main(void)
             CK(cudaEventSynchronize(e1));
             float t = 0.f;
             CK(cudaEventElapsedTime(&t, e0, e1));
-            if (t < best) {
+            if (t < best) {   /* the slowest SM's span, first start to last end */
                 best = t;
-                CK(cudaMemcpy(&cb, d_cyc, sizeof(cb), cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(h_cyc, d_cyc, 3 * sizeof(long long) * blocks, cudaMemcpyDeviceToHost));
+                for (int i = 0; i < 1024; ++i) sm_lo[i] = -1, sm_hi[i] = 0;
+                for (int bi = 0; bi < blocks; ++bi) {
+                    const int sm = (int)(h_cyc[3 * bi + 2] & 1023);
+                    if (sm_lo[sm] < 0 || h_cyc[3 * bi] < sm_lo[sm]) sm_lo[sm] = h_cyc[3 * bi];
+                    if (h_cyc[3 * bi + 1] > sm_hi[sm]) sm_hi[sm] = h_cyc[3 * bi + 1];
+                }
+                cb = 0;
+                for (int i = 0; i < 1024; ++i)
+                    if (sm_lo[i] >= 0 && sm_hi[i] - sm_lo[i] > cb) cb = sm_hi[i] - sm_lo[i];
             }
         }
         const double ipc = ops / ((double)cb * sms);
@@ -218,5 +242,7 @@ int main(void)
     if (cc < 9) printf("(not an sm_90 device: part 2's one block an SM may differ)\n");
     CK(cudaFree(d_out));
     CK(cudaFree(d_cyc));
+    free(h_cyc);
+    free(sm_lo);
     return 0;
 }
