@@ -571,19 +571,20 @@ static void test_fp8_fwd(void)
         CHECK(tiles_ok, "fp8 fwd tiles: 128 x 192, 12 warps, 3 stages up to hdim 128 (causal too); 128 x 128, 2 stages at 256");
     }
     {   /* the e4m3 softmax each row runs (p8_qsum): the lazy max and the rounded P's sum on the
-         * hdim-256 rows without a soft cap only; every 16-bit row 0 */
+         * hdim-128 and hdim-256 rows without a soft cap only; every 16-bit row 0 */
         int qsum_ok = 1, n_qsum = 0;
         for (i = 0; i < fmha_set_size(&set_fwd_all); ++i) {
             const fmha_kernel_info *k = fmha_set_kernel(&set_fwd_all, i);
-            const int want = FMHAI_FWD90_QSUM_ON && k->dtype == FMHA_DTYPE_FP8 && k->hdim == 256 && !k->has_softcap;
+            const int want = FMHAI_FWD90_QSUM_ON && k->dtype == FMHA_DTYPE_FP8 && (k->hdim == 256 || k->hdim == 128) &&
+                             !k->has_softcap;
             n_qsum += k->p8_qsum != 0;
             if ((k->p8_qsum != 0) != want) {
                 printf("  %s: p8_qsum %d\n", k->name, k->p8_qsum);
                 qsum_ok = 0;
             }
         }
-        CHECK(qsum_ok && n_qsum == (FMHAI_FWD90_QSUM_ON ? 4 : 0),
-              "p8_qsum: the 4 fp8 hdim-256 rows without a soft cap, no other row");
+        CHECK(qsum_ok && n_qsum == (FMHAI_FWD90_QSUM_ON ? 8 : 0),
+              "p8_qsum: the 8 fp8 hdim-128 and hdim-256 rows without a soft cap, no other row");
         {
             static char js[65536];
             const char *k;
