@@ -11,7 +11,8 @@
  * the pipeline has). Also: every byte of the stage written once, nothing
  * outside it, fmhai_vt8_off agreeing with both, and the 64-byte panel's
  * shared-memory accesses free of bank conflicts (a 16-byte load phase of 8
- * lanes on 8 bank groups, a 4-byte store of 32 lanes on 32 banks).
+ * lanes on 8 bank groups, a 4-byte store of 32 lanes on 32 banks). And
+ * the lazy max's test of packed e4m3 P (FMHAI_P8_BIG_ADD) on every code.
  */
 #include <stdio.h>
 #include <string.h>
@@ -280,6 +281,42 @@ static void banks128(int hd, int srows)
     CHECK(st_ok, name);
 }
 
+/* e4m3 (OCP e4m3fn) code c >= 0 as a value; 0x7f is NaN (-1 here) */
+static double e4m3_value(int c)
+{
+    const int e = (c >> 3) & 15, m = c & 7;
+    if (c == 0x7f) return -1.0;
+    return e ? (1.0 + m / 8.0) * (double)(1u << e) / 128.0 : m / 8.0 / 64.0;
+}
+
+/* FMHAI_P8_BIG_ADD / _BITS: a code's bit in (word + ADD) & BITS is set
+ * exactly where it stands for 2^8 or more (or NaN), for each of the four
+ * bytes of a word whatever the other three hold (no carry between them) */
+static void p8_big(void)
+{
+    int ok = 1, carry_ok = 1;
+    for (int c = 0; c < 128; ++c) {
+        const double v = e4m3_value(c);
+        const int want = v < 0.0 || v >= 256.0;
+        for (int byte = 0; byte < 4; ++byte) {
+            for (int other = 0; other < 128; other += 9) {   /* the other bytes: a spread of codes */
+                uint32_t w = 0u;
+                for (int k = 0; k < 4; ++k) w |= (uint32_t)(k == byte ? c : (other + 37 * k) % 128) << (8 * k);
+                const uint32_t got = (w + FMHAI_P8_BIG_ADD) & FMHAI_P8_BIG_BITS;
+                if (((got >> (8 * byte + 7)) & 1u) != (uint32_t)want) ok = 0;
+                for (int k = 0; k < 4; ++k) {   /* every byte's bit is its own code's */
+                    const int ck = (int)((w >> (8 * k)) & 0x7fu);
+                    const double vk = e4m3_value(ck);
+                    if (((got >> (8 * k + 7)) & 1u) != (uint32_t)(vk < 0.0 || vk >= 256.0)) carry_ok = 0;
+                }
+            }
+        }
+    }
+    CHECK(ok && e4m3_value(0x78) == 256.0 && e4m3_value(0x77) == 240.0 && e4m3_value(0x7e) == 448.0,
+          "packed P: (word + FMHAI_P8_BIG_ADD) & FMHAI_P8_BIG_BITS marks the codes of 2^8 and more");
+    CHECK(carry_ok, "packed P: no byte's test reaches into the next byte");
+}
+
 int main(void)
 {
     CHECK(FMHAI_VT8_ROWB(64) == 128 && FMHAI_VT8_ROWB(128) == 128 && FMHAI_VT8_ROWB(192) == 192,
@@ -293,6 +330,7 @@ int main(void)
     banks(128);
     banks128(128, 128);
     banks128(128, 192);
+    p8_big();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;
 }

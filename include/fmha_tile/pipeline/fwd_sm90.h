@@ -579,9 +579,8 @@ FMHAI_DEVICE void fmhai_fwd90_qfold_take(float *sums, float *row_sum)
  * max in units of the exponent), packed into the A fragments as
  * fmhai_fwd90_rescale_pack packs them (pa[kq][r]: r % 2 = hf, keys 0-15 /
  * 16-31 of k-step kq by r / 2); the unrounded sum where LSE, and in *big
- * the OR of every packed word + 0x08 a byte: bit 7 of a byte set where a
- * code reached 0x78 (P >= 2^8 after rounding; P >= 0 and at most 0x7f, so
- * no byte carries into the next). */
+ * the OR of every packed word + FMHAI_P8_BIG_ADD (tile/vt8_layout.h: bit 7
+ * of a byte set where a code reached 0x78, P >= 2^8 after rounding). */
 FMHAI_DEVICE float fmhai_fwd90_p8_row(const float *acc_s, uint32_t (*pa)[4], int hf, float ms, float sl2, int BN,
                                       int LSE, uint32_t *big)
 {
@@ -599,7 +598,7 @@ FMHAI_DEVICE float fmhai_fwd90_p8_row(const float *acc_s, uint32_t (*pa)[4], int
             if (LSE) sum += (e0 + e1) + (e4 + e5);
             const uint32_t w = fmhai_pack_e4m3x4(e0, e1, e4, e5);
             pa[kq][2 * rr + hf] = w;
-            b |= w + 0x08080808u;
+            b |= w + FMHAI_P8_BIG_ADD;
         }
     *big = b;
     return sum;
@@ -630,7 +629,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax8e(const float *acc_s, float *acc_o, uint32
         const float m_old = row_max[hf], ms0 = m_old == NEG_INF ? 0.f : m_old * sl2;
         uint32_t big;
         float sum = fmhai_fwd90_p8_row(acc_s, pa, hf, ms0, sl2, BN, LSE, &big);
-        uint32_t grow = (big & 0x80808080u) | (m_old == NEG_INF);
+        uint32_t grow = (big & FMHAI_P8_BIG_BITS) | (m_old == NEG_INF);
         grow |= __shfl_xor_sync(0xffffffffu, grow, 1);   /* the row's four lanes decide together */
         grow |= __shfl_xor_sync(0xffffffffu, grow, 2);
         float a = 1.f;

@@ -32,6 +32,7 @@
  *   fmhai_vt8_keys(s_k)           keys of a d row of V^T given in global memory
  *   fmhai_vt8_kpos(key)           byte of key's slot in its row's logical order
  *   fmhai_vt8_off(dd, key, vr)    byte offset of (d row dd, tile key) in a stage
+ *   FMHAI_P8_BIG_ADD / _BITS     the test of packed P for P >= 2^8
  *   fmhai_vt8_kstep_start(kq, vr) where k-step kq's descriptor starts (bytes
  *                                 from the stage) and _width(kq) its swizzle
  *   the transpose's lane mapping and its load and store addresses
@@ -77,6 +78,15 @@ FMHAI_VT8_FN int fmhai_vt8_off(int dd, int key, int vr)
  * into a 1024- or 512-aligned atom reads the row's second 32 bytes) */
 FMHAI_VT8_FN int fmhai_vt8_kstep_start(int kq, int vr) { return kq < 4 ? 32 * kq : vr * 128 + 32 * (kq - 4); }
 FMHAI_VT8_FN int fmhai_vt8_kstep_width(int kq) { return kq < 4 ? 128 : 64; }
+
+/* The lazy max's test on P's packed e4m3 fragments (pipeline/fwd_sm90.h,
+ * fmhai_fwd90_softmax8e): a word of four codes plus FMHAI_P8_BIG_ADD has
+ * bit 7 of a byte set where that code is 0x78 or more, P >= 2^8 after
+ * rounding (0x7f, NaN, too). P >= 0 and codes up to 0x7f, so no byte
+ * carries into the next; the words of a row are ORed, then masked with
+ * FMHAI_P8_BIG_BITS (tests/host/test_vt8_layout.c checks every code). */
+#define FMHAI_P8_BIG_ADD 0x08080808u
+#define FMHAI_P8_BIG_BITS 0x80808080u
 
 /* ---- the transpose (fmhai_wg_vt8_transpose) ---------------------------------
  * The staging tile holds V rows, [srows][hd] bytes in column blocks of
