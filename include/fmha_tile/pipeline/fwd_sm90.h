@@ -1043,7 +1043,8 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
                 const int p0 = 8 * 128 / 16, p1 = BN > 128 ? 8 * 64 / 16 : 0;   /* 16-byte words a panel */
                 for (int i = ltid; i < ST * (p0 + p1); i += 128) {
                     const int st = i / (p0 + p1), w = i % (p0 + p1);
-                    const fmhai_smem_t at = sV + st * v_bytes + (w < p0 ? HD * 128 + 16 * w : VR * 128 + HD * 64 + 16 * (w - p0));
+                    const fmhai_smem_t at =
+                        sV + st * v_bytes + (w < p0 ? HD * 128 + 16 * w : VR * 128 + HD * 64 + 16 * (w - p0));
                     asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0x38383838u));
                 }
             }
