@@ -375,6 +375,16 @@ FMHAI_DEVICE fmhai_smem_t fmhai_fwd90_bias_lane(fmhai_smem_t slot, int wrow0, in
  * max and sum) and returns O's factor per row in oa; after the P V product
  * has completed, fmhai_fwd90_rescale_pack rescales O and packs P into the
  * A fragments of the next P V. */
+/* The max of row half hf (row g or g + 8) of a score tile and m, over the
+ * row's four lanes (every lane of the warp takes part) */
+FMHAI_DEVICE float fmhai_fwd90_row_max(const float *acc_s, int hf, float m, int BN)
+{
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt) m = fmaxf(m, fmaxf(acc_s[4 * nt + 2 * hf], acc_s[4 * nt + 2 * hf + 1]));
+    m = fmaxf(m, fmhai_shfl_xor(m, 1));
+    return fmaxf(m, fmhai_shfl_xor(m, 2));
+}
+
 /* (the logits of the scores: descales, soft cap, ALiBi or bias, mask) */
 FMHAI_DEVICE void fmhai_fwd90_logits(float *acc_s, const fmhai_fwd_params *p, const fmhai_fwd_keys *W, int n,
                                      int m0, int row0, int s_q, int s_k, float slope, int t, int BN, int SOFTCAP,
@@ -484,11 +494,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax(float *acc_s, float *oa, float *row_max, f
      * moved). */
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-        float mx = row_max[hf];
-#pragma unroll
-        for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(acc_s[4 * nt + 2 * hf], acc_s[4 * nt + 2 * hf + 1]));
-        mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
-        mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+        const float mx = fmhai_fwd90_row_max(acc_s, hf, row_max[hf], BN);
         const float m_old = row_max[hf];
         const int grow = !LAZY || (mx - m_old) * sl2 > FMHAI_FWD90_LAZY;   /* false while both are -inf (NaN) */
         const float m = grow ? mx : m_old;
@@ -634,12 +640,7 @@ FMHAI_DEVICE void fmhai_fwd90_softmax8e(const float *acc_s, float *acc_o, uint32
         grow |= __shfl_xor_sync(0xffffffffu, grow, 2);
         float a = 1.f;
         if (__any_sync(0xffffffffu, grow)) {   /* (the whole warp: the max's shuffles) */
-            float mx = m_old;
-#pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt)
-                mx = fmaxf(mx, fmaxf(acc_s[4 * nt + 2 * hf], acc_s[4 * nt + 2 * hf + 1]));
-            mx = fmaxf(mx, fmhai_shfl_xor(mx, 1));
-            mx = fmaxf(mx, fmhai_shfl_xor(mx, 2));
+            const float mx = fmhai_fwd90_row_max(acc_s, hf, m_old, BN);
             if (grow && mx != NEG_INF) {
                 const float ms = mx * sl2;
                 a = m_old == NEG_INF ? 0.f : fmhai_exp2(ms0 - ms);
@@ -1724,9 +1725,10 @@ FMHAI_DEVICE void fmhai_fwd_sm90_body(const fmhai_fwd_params *p, char *smem_raw,
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
         float sum = row_sum[hf];
-        sum += fmhai_shfl_xor(sum, 1);
-        sum += fmhai_shfl_xor(sum, 2);
-        if (QF) sum = row_sum[hf];   /* every lane of the quad holds the row's whole sum */
+        if (!QF) {   /* the quad's partial sums (QF: every lane holds the row's whole sum) */
+            sum += fmhai_shfl_xor(sum, 1);
+            sum += fmhai_shfl_xor(sum, 2);
+        }
         /* QSUM: O's sum is the rounded P's, the LSE's the exact one (lsum) */
         float lsum = QSUM ? lse_sum[hf] : 0.f;
         if (QSUM) {
