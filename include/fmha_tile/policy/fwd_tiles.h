@@ -382,8 +382,8 @@
  * P V is one m64n136 product a k-step whose last 8 columns are P's row
  * sums (QSUM below, pipeline/fwd_sm90.h; three stages or more: the
  * two-stage rows' V^T given takes a third stage where the staging tiles
- * are); a stage rounded up to the 1024
- * bytes of a swizzle atom: 17 KB at 128 keys, 26 at 192 (was 16 and 24). */
+ * are); a stage rounded up to the 1024 bytes of a swizzle atom: 17 KB at
+ * 128 keys, 26 at 192 (was 16 and 24). */
 #define FMHAI_FWD90_VFOLD(hd, st, pg, kv8) ((kv8) && (pg) == 0 && (hd) == 128 && (st) >= 3)
 #define FMHAI_FWD90_VT8_STAGE(hd, bn, fold) \
     ((fold) ? (((hd) + 8) * FMHAI_VT8_ROWB(bn) + 1023) / 1024 * 1024 : (hd) * FMHAI_VT8_ROWB(bn))
